@@ -1,0 +1,50 @@
+"""Input checks shared by the models: clear ``ValueError`` messages, never a deep stack trace."""
+
+from __future__ import annotations
+
+import numbers
+
+import torch
+
+
+def check_positive(name: str, value, allow_zero: bool = False) -> None:
+    """Raise ``ValueError`` unless ``value`` is an integer ``>= 1`` (``>= 0`` with ``allow_zero``)."""
+    low = 0 if allow_zero else 1
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+
+
+def check_probability(name: str, value) -> None:
+    """Raise ``ValueError`` unless ``0 <= value < 1``."""
+    if not isinstance(value, numbers.Real) or not 0.0 <= float(value) < 1.0:
+        raise ValueError(f"{name} must be in [0, 1), got {value!r}")
+
+
+def check_tokens(x: torch.Tensor, n_ids: int, name: str, max_len: int | None = None) -> None:
+    """Check a ``(B, T)`` tensor of token ids against the vocabulary and the length limit."""
+    if not isinstance(x, torch.Tensor) or x.dim() != 2:
+        shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+        raise ValueError(f"{name} must be a 2-D (batch, length) tensor of token ids, got {shape}")
+    if x.dtype not in (torch.int64, torch.int32, torch.int16, torch.uint8):
+        raise ValueError(f"{name} must hold integer token ids, got dtype {x.dtype}")
+    if x.shape[0] == 0 or x.shape[1] == 0:
+        raise ValueError(f"{name} must have at least one row and one column, got {tuple(x.shape)}")
+    if max_len is not None and x.shape[1] > max_len:
+        raise ValueError(
+            f"{name} has length {x.shape[1]}, longer than the position table allows "
+            f"(1..{max_len}); build the model with a larger max_positions"
+        )
+    lo, hi = int(x.min()), int(x.max())
+    if lo < 0 or hi >= n_ids:
+        bad = lo if lo < 0 else hi
+        raise ValueError(
+            f"{name} holds token id {bad}, outside the vocabulary's range 0..{n_ids - 1}"
+        )
+
+
+def check_same_batch(src: torch.Tensor, tgt_in: torch.Tensor) -> None:
+    """Raise ``ValueError`` when ``src`` and ``tgt_in`` disagree on the batch size."""
+    if src.shape[0] != tgt_in.shape[0]:
+        raise ValueError(
+            f"src and tgt_in must have the same batch size, got {src.shape[0]} and {tgt_in.shape[0]}"
+        )

@@ -1,0 +1,745 @@
+r"""The convolutional sequence to sequence model (Gehring et al., 2017).
+
+Each class maps to a part of the paper:
+
+=========================  ==========================================================
+:class:`TokenPositionEmbedding`  token + learned absolute position embeddings (§3.1)
+:class:`ConvBlock`               convolution + gated linear unit + scaled residual (§3.2)
+:class:`ConvEncoder`             a stack of centred ConvBlocks, outputs :math:`z^u_j` (§3.2)
+:class:`MultiStepAttention`      :math:`d^l_i`, :math:`a^l_{ij}`, :math:`c^l_i` (§3.3, eq. 1)
+:class:`ConvDecoder`             causal ConvBlocks with attention in every layer (§3.2-3.3)
+:class:`ConvS2S`                 encoder + decoder + output layer (§3)
+=========================  ==========================================================
+
+Defaults follow the seed notebook (``../shared/seeds/000``): 128-dimensional
+embeddings and hidden states, 4 + 4 layers, kernel width 3, dropout 0.1, and
+*none* of the paper's normalisation tricks. :meth:`ConvS2SConfig.paper` turns
+the three tricks on (weight normalisation with the paper's initialisation,
+encoder gradient scaling, the :math:`m\sqrt{1/m}` context scaling).
+
+References
+----------
+.. [1] J. Gehring, M. Auli, D. Grangier, D. Yarats, Y. N. Dauphin.
+   "Convolutional Sequence to Sequence Learning." ICML 2017. arXiv:1705.03122.
+.. [2] Y. N. Dauphin, A. Fan, M. Auli, D. Grangier. "Language Modeling with
+   Gated Convolutional Networks." ICML 2017. arXiv:1612.08083.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, replace
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.nn.utils.parametrizations import weight_norm as _weight_norm
+
+from ._checks import check_positive, check_probability, check_same_batch, check_tokens
+from .data import PAD, n_token_ids
+
+__all__ = [
+    "ConvS2SConfig",
+    "TokenPositionEmbedding",
+    "ConvBlock",
+    "ConvEncoder",
+    "EncoderOut",
+    "MultiStepAttention",
+    "ConvDecoder",
+    "DecoderCache",
+    "ConvS2S",
+    "scale_gradient",
+]
+
+#: The residual scale of the paper, :math:`\sqrt{0.5}`: the sum of two
+#: independent unit-variance terms has variance 2, so scaling by :math:`\sqrt{0.5}`
+#: brings it back to 1.
+SQRT_HALF = math.sqrt(0.5)
+
+
+@dataclass
+class ConvS2SConfig:
+    """Hyperparameters of :class:`ConvS2S`. Defaults are the seed notebook's.
+
+    Parameters
+    ----------
+    vocab_size : int
+        Number of ordinary tokens (``1..vocab_size``); the model embeds
+        ``vocab_size + 3`` ids (pad, ``<sos>``, ``<eos>``).
+    embed_dim : int
+        :math:`f`, the embedding size (paper: 512 for WMT; seed: 128).
+    hidden_dim : int
+        :math:`d`, the convolution width (paper: 512-768; seed: 128).
+    n_encoder_layers, n_decoder_layers : int
+        Number of ConvBlocks (paper: 6-15; seed: 4 each). The decoder has one
+        attention per layer, so ``n_decoder_layers`` attention mechanisms.
+    kernel_size : int
+        :math:`k`, the convolution width (paper: 3-5; seed: 3). Must be odd,
+        since the encoder pads ``(k-1)/2`` on each side.
+    dropout : float
+        Dropout on embeddings, on the input of every convolution and before
+        the output layer (paper: 0.1-0.2; seed: 0.1 on conv inputs).
+    max_positions : int
+        Size of the learned position table: the longest source or decoder input
+        the model accepts. The toy task needs 21 (20 tokens + ``<sos>``).
+    weight_norm : bool
+        Weight-normalise every convolution and linear layer and use the paper's
+        initialisation (§3.5). Paper: on. Seed: off (PyTorch's default init).
+    scale_encoder_grad : bool
+        Multiply the gradient that flows into the encoder by
+        ``1 / n_decoder_layers``, the number of attention mechanisms (§3.4).
+        Identity in the forward pass. Paper: on. Seed: off.
+    scale_context : bool
+        Multiply the attention context :math:`c^l_i` by :math:`m\\sqrt{1/m}`,
+        :math:`m` the number of real source tokens (§3.4). Paper: on. Seed: off.
+    """
+
+    vocab_size: int = 50
+    embed_dim: int = 128
+    hidden_dim: int = 128
+    n_encoder_layers: int = 4
+    n_decoder_layers: int = 4
+    kernel_size: int = 3
+    dropout: float = 0.1
+    max_positions: int = 64  # 20 tokens + <sos>, with room for longer test sequences
+    weight_norm: bool = False  # paper: True
+    scale_encoder_grad: bool = False  # paper: True
+    scale_context: bool = False  # paper: True
+
+    def __post_init__(self):
+        for name in ("vocab_size", "embed_dim", "hidden_dim", "n_encoder_layers",
+                     "n_decoder_layers", "kernel_size", "max_positions"):
+            check_positive(name, getattr(self, name))
+        check_probability("dropout", self.dropout)
+        if self.kernel_size % 2 == 0:
+            raise ValueError(
+                f"kernel_size must be odd (1, 3, 5, ...) so the encoder can pad (k-1)/2 "
+                f"on each side, got {self.kernel_size}"
+            )
+
+    @classmethod
+    def paper(cls, **overrides) -> "ConvS2SConfig":
+        """The seed's sizes with all three of the paper's normalisation tricks on."""
+        return cls(**{"weight_norm": True, "scale_encoder_grad": True, "scale_context": True,
+                      **overrides})
+
+    def replace(self, **changes) -> "ConvS2SConfig":
+        """A copy with some fields changed (validated again)."""
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+# --------------------------------------------------------------------------
+# Helpers: the paper's initialisation (§3.5) and gradient scaling (§3.4)
+# --------------------------------------------------------------------------
+
+
+def _linear(in_features: int, out_features: int, cfg: ConvS2SConfig | None = None,
+            bias: bool = True, weight_norm: bool = False, dropout: float = 0.0) -> nn.Linear:
+    """A linear layer; with weight norm (``cfg.weight_norm``) initialised N(0, sqrt(p/n)) and
+    weight-normalised."""
+    if cfg is not None:
+        weight_norm, dropout = cfg.weight_norm, cfg.dropout
+    layer = nn.Linear(in_features, out_features, bias=bias)
+    if weight_norm:
+        p = 1.0 - dropout  # probability of *retaining* a unit
+        # W ~ N(0, sqrt(p / n)), n = fan-in: keeps the variance of the output (§3.5)
+        nn.init.normal_(layer.weight, mean=0.0, std=math.sqrt(p / in_features))
+        if bias:
+            nn.init.zeros_(layer.bias)
+        layer = _weight_norm(layer, name="weight", dim=0)
+    return layer
+
+
+class _ScaleGradient(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, factor):
+        ctx.factor = factor
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * ctx.factor, None
+
+
+def scale_gradient(x: torch.Tensor, factor: float) -> torch.Tensor:
+    r"""Identity in the forward pass; multiplies the gradient by ``factor`` in the backward pass.
+
+    Parameters
+    ----------
+    x : Tensor
+        Any tensor.
+    factor : float
+        Gradient multiplier. :class:`ConvS2S` uses ``1 / n_decoder_layers`` on the
+        encoder output when ``scale_encoder_grad`` is on.
+
+    Returns
+    -------
+    Tensor
+        ``x`` unchanged (a view).
+
+    Notes
+    -----
+    The paper (§3.4): "we scale the gradients for the encoder layers by the
+    number of attention mechanisms we use", because every one of the
+    :math:`L` decoder attentions sends gradient into the same encoder output:
+
+    .. math:: \frac{\partial \mathcal{L}}{\partial z} \leftarrow \frac{1}{L}\,\frac{\partial \mathcal{L}}{\partial z}
+
+    fairseq's ``fconv`` uses :math:`1/(2L)`; we follow the paper's wording.
+    """
+    return _ScaleGradient.apply(x, float(factor))
+
+
+# --------------------------------------------------------------------------
+# Embeddings
+# --------------------------------------------------------------------------
+
+
+class TokenPositionEmbedding(nn.Module):
+    r"""Token embedding plus learned absolute position embedding.
+
+    Parameters
+    ----------
+    n_ids : int
+        Number of token ids, ``vocab_size + 3``.
+    embed_dim : int
+        :math:`f`, the embedding size.
+    max_positions : int
+        Number of rows of the position table; longer inputs raise ``ValueError``.
+    dropout : float
+        Dropout applied to the sum.
+    paper_init : bool
+        Initialise both tables from :math:`\mathcal{N}(0, 0.1)` (§3.5) instead of
+        PyTorch's :math:`\mathcal{N}(0, 1)`.
+
+    Returns
+    -------
+    Tensor, shape (B, T, f)
+        :math:`e = (w_1 + p_1, \dots, w_T + p_T)`.
+
+    Notes
+    -----
+    Section 3.1 of the paper: the input elements :math:`x = (x_1,\dots,x_m)`
+    are embedded as :math:`w = (w_1,\dots,w_m)`, :math:`w_j \in \mathbb{R}^f`,
+    and their absolute positions as :math:`p = (p_1,\dots,p_m)`; the model
+    reads
+
+    .. math:: e = (w_1 + p_1, \dots, w_m + p_m).
+
+    Sequences are right-padded, so a token's position does not depend on the
+    padding around it. The ``PAD`` row of the token table is zero.
+
+    References
+    ----------
+    Gehring et al. (2017), §3.1 "Position Embeddings".
+    """
+
+    def __init__(self, n_ids: int, embed_dim: int, max_positions: int, dropout: float = 0.0,
+                 paper_init: bool = False):
+        super().__init__()
+        self.max_positions = max_positions
+        self.token = nn.Embedding(n_ids, embed_dim, padding_idx=PAD)  # w
+        self.position = nn.Embedding(max_positions, embed_dim)  # p
+        if paper_init:
+            nn.init.normal_(self.token.weight, 0.0, 0.1)
+            nn.init.normal_(self.position.weight, 0.0, 0.1)
+            with torch.no_grad():
+                self.token.weight[PAD].zero_()
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """Embed ``x`` ``(B, T)``; positions are ``start .. start + T - 1``."""
+        T = x.shape[1]
+        if start + T > self.max_positions:
+            raise ValueError(
+                f"position {start + T - 1} is outside the position table (0..{self.max_positions - 1}); "
+                f"sequences may hold at most max_positions={self.max_positions} tokens"
+            )
+        positions = torch.arange(start, start + T, device=x.device)  # (T,)
+        # e_j = w_j + p_j
+        e = self.token(x) + self.position(positions)  # (B, T, f)
+        return self.dropout(e)
+
+
+# --------------------------------------------------------------------------
+# The convolutional block with a gated linear unit
+# --------------------------------------------------------------------------
+
+
+class ConvBlock(nn.Module):
+    r"""One convolution + gated linear unit + residual connection, scaled by :math:`\sqrt{0.5}`.
+
+    Parameters
+    ----------
+    d : int
+        Number of channels in and out (the paper's :math:`d`).
+    kernel_size : int
+        :math:`k`, the convolution width.
+    causal : bool
+        ``True``: pad :math:`k-1` zeros on the left, so output :math:`i` sees
+        inputs :math:`i-k+1..i` only (decoder). ``False``: pad :math:`(k-1)/2`
+        on each side (encoder); needs an odd :math:`k`.
+    dropout : float
+        Dropout on the block's input, before the convolution.
+    weight_norm : bool
+        Weight-normalise the convolution and initialise it from
+        :math:`\mathcal{N}(0, \sqrt{4p/(kd)})`, :math:`p` the retain probability (§3.5).
+
+    Attributes
+    ----------
+    conv : torch.nn.Conv1d
+        Maps already-padded input ``(B, d, T + k - 1)`` to ``(B, 2d, T)``; its
+        output is :math:`Y = [A\ B] \in \mathbb{R}^{2d}`.
+
+    Returns
+    -------
+    Tensor, shape (B, T, d)
+        :math:`\sqrt{0.5}\,(A \otimes \sigma(B) + x)`.
+
+    Notes
+    -----
+    Section 3.2, with the gated linear unit of Dauphin et al. (2017):
+
+    .. math::
+
+        [A\ B] = W * X + b_w, \qquad
+        v([A\ B]) = A \otimes \sigma(B), \qquad
+        h^l_i = \sqrt{0.5}\,\big(v(W^l [h^{l-1}_{i-k/2}, \dots, h^{l-1}_{i+k/2}] + b^l_w) + h^{l-1}_i\big)
+
+    (equation 2 of the paper writes the residual without the scale; §3.4 adds
+    the :math:`\sqrt{0.5}`). The gate :math:`\sigma(B)` decides which parts of
+    :math:`A` pass. :func:`torch.nn.functional.glu` computes
+    :math:`A \otimes \sigma(B)` from the first and second halves of the channels.
+
+    References
+    ----------
+    Gehring et al. (2017), §3.2 and §3.4; Dauphin et al. (2017), eq. 1.
+    """
+
+    def __init__(self, d: int, kernel_size: int = 3, causal: bool = False, dropout: float = 0.0,
+                 weight_norm: bool = False):
+        super().__init__()
+        check_positive("d", d)
+        check_positive("kernel_size", kernel_size)
+        if not causal and kernel_size % 2 == 0:
+            raise ValueError(
+                f"centred padding needs an odd kernel_size (1, 3, 5, ...), got {kernel_size}"
+            )
+        self.d, self.kernel_size, self.causal = d, kernel_size, causal
+        self.dropout = nn.Dropout(dropout)
+        conv = nn.Conv1d(d, 2 * d, kernel_size)  # W, b_w: (2d, d, k), (2d,)
+        if weight_norm:
+            p = 1.0 - dropout
+            # W ~ N(0, sqrt(4p / (k d))): the GLU halves the variance (§3.5)
+            nn.init.normal_(conv.weight, 0.0, math.sqrt(4.0 * p / (kernel_size * d)))
+            nn.init.zeros_(conv.bias)
+            conv = _weight_norm(conv, name="weight", dim=0)
+        self.conv = conv
+
+    @property
+    def padding(self) -> tuple[int, int]:
+        """Zeros added (left, right) so that the output is as long as the input."""
+        k = self.kernel_size
+        return (k - 1, 0) if self.causal else ((k - 1) // 2, (k - 1) // 2)
+
+    def forward(self, x: torch.Tensor, padding_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """``x`` ``(B, T, d)``; ``padding_mask`` ``(B, T)`` is True at positions to zero first."""
+        if padding_mask is not None:
+            # padded positions enter the convolution as exact zeros, like the
+            # zeros a lone sequence is padded with
+            x = x.masked_fill(padding_mask.unsqueeze(-1), 0.0)
+        residual = x  # (B, T, d)
+        x = self.dropout(x).transpose(1, 2)  # (B, d, T)
+        x = F.pad(x, self.padding)  # (B, d, T + k - 1)
+        # [A B] = W * X + b_w
+        y = self.conv(x)  # (B, 2d, T)
+        # v([A B]) = A ⊗ σ(B)
+        v = F.glu(y, dim=1).transpose(1, 2)  # (B, T, d)
+        # h = sqrt(0.5) (v + x)
+        return (v + residual) * SQRT_HALF
+
+    def step(self, x_t: torch.Tensor, window: torch.Tensor) -> torch.Tensor:
+        """One causal step: ``x_t`` ``(B, 1, d)`` is the newest input, ``window``
+        ``(B, k-1, d)`` the previous ``k-1`` inputs (zeros before the start).
+        Returns ``(B, 1, d)``, the same as column ``t`` of :meth:`forward` (eval mode)."""
+        x = torch.cat([window, x_t], dim=1).transpose(1, 2)  # (B, d, k)
+        y = self.conv(self.dropout(x))  # (B, 2d, 1)
+        v = F.glu(y, dim=1).transpose(1, 2)  # (B, 1, d)
+        return (v + x_t) * SQRT_HALF
+
+
+# --------------------------------------------------------------------------
+# Encoder
+# --------------------------------------------------------------------------
+
+
+class EncoderOut(NamedTuple):
+    """What the decoder attends to.
+
+    Attributes
+    ----------
+    z : Tensor, shape (B, S, f)
+        :math:`z^u_j`, the top encoder layer projected to the embedding size
+        (attention keys).
+    z_plus_e : Tensor, shape (B, S, f)
+        :math:`z^u_j + e_j` (attention values).
+    padding_mask : Tensor, shape (B, S)
+        True at source padding.
+    """
+
+    z: torch.Tensor
+    z_plus_e: torch.Tensor
+    padding_mask: torch.Tensor
+
+
+class ConvEncoder(nn.Module):
+    r"""The convolutional encoder: embeddings, a linear map to :math:`d`, ``n_encoder_layers``
+    centred :class:`ConvBlock` s and a linear map back to :math:`f`.
+
+    Parameters
+    ----------
+    cfg : ConvS2SConfig
+
+    Returns
+    -------
+    EncoderOut
+        :math:`z^u` ``(B, S, f)``, :math:`z^u + e` ``(B, S, f)`` and the padding mask.
+
+    Notes
+    -----
+    Section 3.2: every layer keeps the sequence length, padding
+    :math:`(k-1)/2` zeros on both sides. Padded positions are set to zero
+    before every convolution, so a sequence's encoding does not depend on the
+    padding added for its batch. The attention values add the input
+    embeddings back (§3.3):
+
+    .. math:: \text{keys } z^u_j, \qquad \text{values } z^u_j + e_j.
+
+    References
+    ----------
+    Gehring et al. (2017), §3.2-3.3.
+    """
+
+    def __init__(self, cfg: ConvS2SConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.embed = TokenPositionEmbedding(n_token_ids(cfg.vocab_size), cfg.embed_dim,
+                                            cfg.max_positions, cfg.dropout, cfg.weight_norm)
+        self.in_proj = _linear(cfg.embed_dim, cfg.hidden_dim, cfg)  # f -> d
+        self.blocks = nn.ModuleList(
+            ConvBlock(cfg.hidden_dim, cfg.kernel_size, causal=False, dropout=cfg.dropout,
+                      weight_norm=cfg.weight_norm)
+            for _ in range(cfg.n_encoder_layers)
+        )
+        self.out_proj = _linear(cfg.hidden_dim, cfg.embed_dim, cfg)  # d -> f
+
+    def forward(self, src: torch.Tensor) -> EncoderOut:
+        pad = src.eq(PAD)  # (B, S)
+        e = self.embed(src)  # (B, S, f)
+        x = self.in_proj(e)  # (B, S, d)
+        for block in self.blocks:
+            x = block(x, padding_mask=pad)  # (B, S, d)
+        z = self.out_proj(x)  # (B, S, f)
+        if self.cfg.scale_encoder_grad:
+            # every one of the L decoder attentions sends gradient into z: scale by 1/L (§3.4)
+            z = scale_gradient(z, 1.0 / self.cfg.n_decoder_layers)
+        z = z.masked_fill(pad.unsqueeze(-1), 0.0)
+        return EncoderOut(z=z, z_plus_e=z + e, padding_mask=pad)
+
+
+# --------------------------------------------------------------------------
+# Multi-step attention
+# --------------------------------------------------------------------------
+
+
+class MultiStepAttention(nn.Module):
+    r"""Dot-product attention of one decoder layer over the encoder output (eq. 1).
+
+    Parameters
+    ----------
+    hidden_dim : int
+        :math:`d`, the size of the decoder state :math:`h^l_i`.
+    embed_dim : int
+        :math:`f`, the size of :math:`g_i`, :math:`z^u_j` and :math:`e_j`.
+    scale_context : bool
+        Multiply :math:`c^l_i` by :math:`m\sqrt{1/m}` (§3.4).
+    weight_norm, dropout
+        Weight normalisation and the paper's init for ``W_d`` (see :class:`ConvS2SConfig`).
+
+    Attributes
+    ----------
+    W_d : torch.nn.Linear
+        :math:`W^l_d` in :math:`d^l_i = W^l_d h^l_i + b^l_d + g_i` (no bias of its own).
+    b_d : torch.nn.Parameter
+        :math:`b^l_d`, shape ``(f,)``.
+
+    Returns
+    -------
+    c : Tensor, shape (B, T, f)
+        The conditional input :math:`c^l_i`.
+    a : Tensor, shape (B, T, S)
+        The attention weights :math:`a^l_{ij}`; rows sum to 1, zero on source padding.
+
+    Notes
+    -----
+    Section 3.3, equation 1 and the two lines after it:
+
+    .. math::
+
+        d^l_i &= W^l_d h^l_i + b^l_d + g_i \\
+        a^l_{ij} &= \frac{\exp(d^l_i \cdot z^u_j)}{\sum_{t=1}^{m} \exp(d^l_i \cdot z^u_t)} \\
+        c^l_i &= \sum_{j=1}^{m} a^l_{ij} (z^u_j + e_j)
+
+    :math:`g_i` is the embedding of the previous target element, :math:`z^u_j`
+    the output of the last encoder layer :math:`u` and :math:`e_j` the source
+    embedding. "Multi-step" because every decoder layer has its own attention,
+    and layer :math:`l+1` sees what layers :math:`1..l` attended to.
+
+    With ``scale_context`` the context is multiplied by :math:`m\sqrt{1/m} = \sqrt{m}`,
+    :math:`m` the number of real source tokens, which restores the variance of a
+    sum of :math:`m` vectors under uniform attention (§3.4).
+
+    References
+    ----------
+    Gehring et al. (2017), §3.3, eq. 1.
+    """
+
+    def __init__(self, hidden_dim: int, embed_dim: int, scale_context: bool = False,
+                 weight_norm: bool = False, dropout: float = 0.0):
+        super().__init__()
+        self.W_d = _linear(hidden_dim, embed_dim, bias=False, weight_norm=weight_norm,
+                           dropout=dropout)
+        self.b_d = nn.Parameter(torch.zeros(embed_dim))
+        self.scale_context = scale_context
+
+    def forward(self, h: torch.Tensor, g: torch.Tensor, enc: EncoderOut):
+        """``h`` ``(B, T, d)`` decoder states, ``g`` ``(B, T, f)`` target embeddings."""
+        # d_i = W_d h_i + b_d + g_i
+        d = self.W_d(h) + self.b_d + g  # (B, T, f)
+        # d_i · z_j
+        scores = torch.bmm(d, enc.z.transpose(1, 2))  # (B, T, S)
+        scores = scores.masked_fill(enc.padding_mask.unsqueeze(1), float("-inf"))
+        # a_ij = softmax_j(d_i · z_j)
+        a = torch.softmax(scores, dim=-1)  # (B, T, S)
+        # c_i = Σ_j a_ij (z_j + e_j)
+        c = torch.bmm(a, enc.z_plus_e)  # (B, T, f)
+        if self.scale_context:
+            m = (~enc.padding_mask).sum(dim=1).to(c.dtype)  # (B,)
+            # c_i <- m sqrt(1/m) c_i
+            c = c * (m * torch.sqrt(1.0 / m)).view(-1, 1, 1)
+        return c, a
+
+
+# --------------------------------------------------------------------------
+# Decoder
+# --------------------------------------------------------------------------
+
+
+class DecoderCache:
+    """State of :meth:`ConvDecoder.step` for incremental decoding.
+
+    Attributes
+    ----------
+    windows : list of Tensor, each (B, k-1, d)
+        The last ``k-1`` inputs of every causal convolution.
+    position : int
+        Position of the next decoder input.
+    """
+
+    def __init__(self, windows: list[torch.Tensor], position: int = 0):
+        self.windows = windows
+        self.position = position
+
+    def reorder(self, index: torch.Tensor) -> "DecoderCache":
+        """Select rows ``index`` ``(B',)`` (beam search keeps the surviving hypotheses)."""
+        return DecoderCache([w.index_select(0, index) for w in self.windows], self.position)
+
+
+class ConvDecoder(nn.Module):
+    r"""The causal convolutional decoder with a :class:`MultiStepAttention` in every layer.
+
+    Parameters
+    ----------
+    cfg : ConvS2SConfig
+
+    Returns
+    -------
+    logits : Tensor, shape (B, T, vocab_size + 3)
+    attention : Tensor, shape (B, n_decoder_layers, T, S)
+
+    Notes
+    -----
+    For every layer :math:`l` (§3.2-3.3):
+
+    .. math::
+
+        h^l_i &= \sqrt{0.5}\,\big(v(W^l [h^{l-1}_{i-k+1}, \dots, h^{l-1}_i] + b^l_w) + h^{l-1}_i\big)
+               \quad\text{(causal: left padding } k-1\text{)} \\
+        h^l_i &\leftarrow \sqrt{0.5}\,\big(h^l_i + W^l_c c^l_i\big)
+
+    and the output distribution is :math:`p(y_{i+1}) = \mathrm{softmax}(W_o h^L_i + b_o)`.
+
+    Departures: :math:`W^l_c` maps the context from :math:`f` to :math:`d`
+    (the paper adds :math:`c^l_i` to :math:`h^l_i` and leaves the sizes
+    implicit; fairseq uses the same projection), and the sum is scaled by
+    :math:`\sqrt{0.5}` as in fairseq. The seed's block order is kept: the
+    residual is added inside the ConvBlock, before attention.
+
+    :meth:`step` decodes one position at a time from a :class:`DecoderCache`
+    that holds the last :math:`k-1` inputs of every convolution, so a step
+    costs one column instead of the whole prefix.
+
+    References
+    ----------
+    Gehring et al. (2017), §3.2-3.3, Figure 1.
+    """
+
+    def __init__(self, cfg: ConvS2SConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.embed = TokenPositionEmbedding(n_token_ids(cfg.vocab_size), cfg.embed_dim,
+                                            cfg.max_positions, cfg.dropout, cfg.weight_norm)
+        self.in_proj = _linear(cfg.embed_dim, cfg.hidden_dim, cfg)  # f -> d
+        self.blocks = nn.ModuleList(
+            ConvBlock(cfg.hidden_dim, cfg.kernel_size, causal=True, dropout=cfg.dropout,
+                      weight_norm=cfg.weight_norm)
+            for _ in range(cfg.n_decoder_layers)
+        )
+        self.attention = nn.ModuleList(
+            MultiStepAttention(cfg.hidden_dim, cfg.embed_dim, cfg.scale_context, cfg.weight_norm,
+                               cfg.dropout)
+            for _ in range(cfg.n_decoder_layers)
+        )
+        self.W_c = nn.ModuleList(_linear(cfg.embed_dim, cfg.hidden_dim, cfg)
+                                 for _ in range(cfg.n_decoder_layers))  # f -> d
+        self.dropout = nn.Dropout(cfg.dropout)
+        self.W_o = _linear(cfg.hidden_dim, n_token_ids(cfg.vocab_size), cfg)  # d -> V
+
+    def _layer(self, l: int, h: torch.Tensor, g: torch.Tensor, enc: EncoderOut):
+        c, a = self.attention[l](h, g, enc)  # (B, T, f), (B, T, S)
+        # h_i <- sqrt(0.5) (h_i + W_c c_i)
+        return (h + self.W_c[l](c)) * SQRT_HALF, a
+
+    def forward(self, tgt_in: torch.Tensor, enc: EncoderOut):
+        g = self.embed(tgt_in)  # (B, T, f)  g_i: previous target element + position
+        x = self.in_proj(g)  # (B, T, d)
+        attention = []
+        for l, block in enumerate(self.blocks):
+            h = block(x)  # (B, T, d), causal
+            x, a = self._layer(l, h, g, enc)
+            attention.append(a)
+        # p(y) = softmax(W_o h^L + b_o)
+        logits = self.W_o(self.dropout(x))  # (B, T, V)
+        return logits, torch.stack(attention, dim=1)  # (B, L, T, S)
+
+    def new_cache(self, batch_size: int, device=None, dtype=torch.float32) -> DecoderCache:
+        """An empty cache: every window holds the ``k-1`` zeros of the causal padding."""
+        k, d = self.cfg.kernel_size, self.cfg.hidden_dim
+        return DecoderCache([torch.zeros(batch_size, k - 1, d, device=device, dtype=dtype)
+                             for _ in self.blocks])
+
+    def step(self, y_prev: torch.Tensor, enc: EncoderOut, cache: DecoderCache):
+        """Decode one position.
+
+        Parameters
+        ----------
+        y_prev : Tensor, shape (B,)
+            The previous output token (``<sos>`` at the first step).
+        enc : EncoderOut
+        cache : DecoderCache
+            Updated in place: windows shift by one, ``position`` grows by one.
+
+        Returns
+        -------
+        logits : Tensor, shape (B, vocab_size + 3)
+        attention : Tensor, shape (B, n_decoder_layers, S)
+        """
+        g = self.embed(y_prev.unsqueeze(1), start=cache.position)  # (B, 1, f)
+        x = self.in_proj(g)  # (B, 1, d)
+        attention = []
+        for l, block in enumerate(self.blocks):
+            window = cache.windows[l]  # (B, k-1, d)
+            h = block.step(x, window)  # (B, 1, d)
+            if window.shape[1] > 0:
+                cache.windows[l] = torch.cat([window[:, 1:], x], dim=1)
+            x, a = self._layer(l, h, g, enc)
+            attention.append(a)
+        cache.position += 1
+        logits = self.W_o(self.dropout(x))[:, 0]  # (B, V)
+        return logits, torch.cat(attention, dim=1)  # (B, L, S)
+
+
+# --------------------------------------------------------------------------
+# The whole model
+# --------------------------------------------------------------------------
+
+
+class ConvS2S(nn.Module):
+    r"""Convolutional sequence to sequence model: :class:`ConvEncoder` + :class:`ConvDecoder`.
+
+    Parameters
+    ----------
+    cfg : ConvS2SConfig, optional
+        Hyperparameters; the seed's defaults when omitted.
+
+    Returns
+    -------
+    logits : Tensor, shape (B, T, vocab_size + 3)
+        From ``model(src, tgt_in)``: unnormalised scores of :math:`y_{i+1}`
+        given :math:`y_{\le i}` (teacher forcing).
+    attention : Tensor, shape (B, n_decoder_layers, T, S)
+        Only with ``return_attention=True``: :math:`a^l_{ij}` of every decoder layer.
+
+    Notes
+    -----
+    The model factorises the target distribution left to right,
+
+    .. math:: p(y \mid x) = \prod_{i} p(y_{i+1} \mid y_1, \dots, y_i, x)
+              = \prod_i \mathrm{softmax}(W_o h^L_i + b_o)_{y_{i+1}},
+
+    but, unlike a recurrent decoder, computes all :math:`T` positions of a
+    training batch in parallel: every layer is one convolution over the whole
+    sequence. The source padding mask is derived from ``PAD`` (id 0).
+
+    References
+    ----------
+    Gehring et al. (2017), §3, Figure 1.
+
+    Examples
+    --------
+    >>> import torch
+    >>> model = ConvS2S(ConvS2SConfig(vocab_size=10)).eval()
+    >>> src = torch.tensor([[3, 1, 2]])
+    >>> tgt_in = torch.tensor([[11, 1, 2, 3]])  # <sos> = vocab_size + 1
+    >>> logits, attn = model(src, tgt_in, return_attention=True)
+    >>> tuple(logits.shape), tuple(attn.shape)
+    ((1, 4, 13), (1, 4, 4, 3))
+    """
+
+    def __init__(self, cfg: ConvS2SConfig | None = None):
+        super().__init__()
+        self.cfg = cfg if cfg is not None else ConvS2SConfig()
+        self.n_ids = n_token_ids(self.cfg.vocab_size)
+        self.encoder = ConvEncoder(self.cfg)
+        self.decoder = ConvDecoder(self.cfg)
+
+    def check_inputs(self, src: torch.Tensor, tgt_in: torch.Tensor | None = None) -> None:
+        """Raise ``ValueError`` for out-of-vocabulary ids, too-long inputs or mismatched batches."""
+        check_tokens(src, self.n_ids, "src", self.cfg.max_positions)
+        if tgt_in is not None:
+            check_tokens(tgt_in, self.n_ids, "tgt_in", self.cfg.max_positions)
+            check_same_batch(src, tgt_in)
+
+    def encode(self, src: torch.Tensor) -> EncoderOut:
+        """Run the encoder on ``src`` ``(B, S)``."""
+        return self.encoder(src)
+
+    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor, return_attention: bool = False):
+        self.check_inputs(src, tgt_in)
+        enc = self.encoder(src)
+        logits, attention = self.decoder(tgt_in, enc)
+        return (logits, attention) if return_attention else logits

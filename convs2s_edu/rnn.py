@@ -1,0 +1,298 @@
+r"""The recurrent baseline: a bidirectional GRU encoder and a GRU decoder with Bahdanau attention.
+
+This is the model ConvS2S was written to beat (Bahdanau et al., 2014; the
+equations follow section 6 of the seed article ``../shared/seeds/001``):
+
+.. math::
+
+    e_{tj} &= v_a^\top \tanh(W_a h_j + U_a s_{t-1} + b_a) \\
+    a_{tj} &= \mathrm{softmax}_j(e_{tj}) \\
+    c_t &= \textstyle\sum_j a_{tj} h_j \\
+    s_t &= f(s_{t-1}, y_{t-1}, c_t) \\
+    p(y_t \mid y_{<t}, x) &= \mathrm{softmax}(W_s s_t + b_s)
+
+The encoder runs cuDNN-style over the whole (packed) source at once and the
+keys :math:`W_a h_j` are computed once per sequence. What stays step by step
+is the decoder: :math:`s_t` needs :math:`s_{t-1}`, and the attention at step
+:math:`t` needs :math:`s_{t-1}`, so the :math:`T` steps of a target cannot run
+in parallel even with teacher forcing. That sequential dependency is the
+paper's argument for convolutions.
+
+References
+----------
+.. [1] D. Bahdanau, K. Cho, Y. Bengio. "Neural Machine Translation by Jointly
+   Learning to Align and Translate." ICLR 2015. arXiv:1409.0473.
+.. [2] E. S. Shi. "Towards Building Your Own AI: Unpack the Secret of Seq2Seq
+   Learning and Bahdanau Attention Mechanism." 2023, section 6.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from typing import NamedTuple
+
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from ._checks import check_positive, check_probability, check_same_batch, check_tokens
+from .data import PAD, n_token_ids
+
+__all__ = ["RNNSeq2SeqConfig", "BahdanauAttention", "RNNEncoderOut", "RNNSeq2Seq"]
+
+
+@dataclass
+class RNNSeq2SeqConfig:
+    """Hyperparameters of :class:`RNNSeq2Seq`; sizes match :class:`~convs2s_edu.ConvS2SConfig`.
+
+    Parameters
+    ----------
+    vocab_size : int
+        Number of ordinary tokens; the model embeds ``vocab_size + 3`` ids.
+    embed_dim : int
+        Embedding size (seed: 128, as for ConvS2S).
+    hidden_dim : int
+        :math:`n`, the GRU state size of each direction of the encoder and of
+        the decoder (seed: 128). Encoder annotations :math:`h_j` have size
+        :math:`2n`.
+    n_encoder_layers, n_decoder_layers : int
+        Stacked GRU layers. Bahdanau et al. use 1 and 1.
+    attention_dim : int
+        Size of the hidden layer of the additive attention (:math:`n'` in the
+        paper); 128 by default.
+    dropout : float
+        Dropout on embeddings, between GRU layers and before the output layer.
+    max_positions : int
+        Longest source or decoder input accepted (no position table is needed;
+        the limit keeps both models' inputs alike).
+    """
+
+    vocab_size: int = 50
+    embed_dim: int = 128
+    hidden_dim: int = 128
+    n_encoder_layers: int = 1
+    n_decoder_layers: int = 1
+    attention_dim: int = 128
+    dropout: float = 0.1
+    max_positions: int = 64
+
+    def __post_init__(self):
+        for name in ("vocab_size", "embed_dim", "hidden_dim", "n_encoder_layers",
+                     "n_decoder_layers", "attention_dim", "max_positions"):
+            check_positive(name, getattr(self, name))
+        check_probability("dropout", self.dropout)
+
+    def replace(self, **changes) -> "RNNSeq2SeqConfig":
+        """A copy with some fields changed (validated again)."""
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class BahdanauAttention(nn.Module):
+    r"""Additive (Bahdanau) attention.
+
+    Parameters
+    ----------
+    enc_dim : int
+        Size of the encoder annotations :math:`h_j` (``2 * hidden_dim``).
+    dec_dim : int
+        Size of the decoder state :math:`s_{t-1}`.
+    attention_dim : int
+        Size of the hidden layer inside the :math:`\tanh`.
+
+    Attributes
+    ----------
+    W_a : torch.nn.Linear
+        :math:`W_a` in :math:`e_{tj} = v_a^\top \tanh(W_a h_j + U_a s_{t-1} + b_a)`.
+    U_a : torch.nn.Linear
+        :math:`U_a`, applied to the previous decoder state.
+    b_a : torch.nn.Parameter
+        :math:`b_a`, shape ``(attention_dim,)``.
+    v_a : torch.nn.Parameter
+        :math:`v_a`, shape ``(attention_dim,)``.
+
+    Returns
+    -------
+    c : Tensor, shape (B, enc_dim)
+        The context :math:`c_t`.
+    a : Tensor, shape (B, S)
+        The weights :math:`a_{tj}`; they sum to 1 and are zero on source padding.
+
+    Notes
+    -----
+    Section 6 of the seed article (eqs. of Bahdanau et al., 2014, appendix A.1.2):
+
+    .. math::
+
+        e_{tj} &= v_a^\top \tanh(W_a h_j + U_a s_{t-1} + b_a) \\
+        a_{tj} &= \frac{\exp(e_{tj})}{\sum_k \exp(e_{tk})} \\
+        c_t &= \sum_j a_{tj} h_j
+
+    :math:`W_a h_j` does not depend on :math:`t`: :meth:`keys` computes it once
+    per source sequence and every decoder step reuses it.
+
+    References
+    ----------
+    Bahdanau, Cho & Bengio (2014), §3.1 and appendix A.1.2.
+    """
+
+    def __init__(self, enc_dim: int, dec_dim: int, attention_dim: int):
+        super().__init__()
+        self.W_a = nn.Linear(enc_dim, attention_dim, bias=False)
+        self.U_a = nn.Linear(dec_dim, attention_dim, bias=False)
+        self.b_a = nn.Parameter(torch.zeros(attention_dim))
+        self.v_a = nn.Parameter(torch.empty(attention_dim).uniform_(-0.1, 0.1))
+
+    def keys(self, h: torch.Tensor) -> torch.Tensor:
+        """:math:`W_a h_j` for every source position: ``(B, S, enc_dim) -> (B, S, attention_dim)``."""
+        return self.W_a(h)
+
+    def energy(self, s_prev: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        """:math:`e_{tj}` ``(B, S)`` from :math:`s_{t-1}` ``(B, dec_dim)`` and keys ``(B, S, A)``."""
+        # e_tj = v_a^T tanh(W_a h_j + U_a s_{t-1} + b_a)
+        return torch.tanh(keys + self.U_a(s_prev).unsqueeze(1) + self.b_a) @ self.v_a  # (B, S)
+
+    def forward(self, s_prev: torch.Tensor, keys: torch.Tensor, h: torch.Tensor,
+                padding_mask: torch.Tensor):
+        e = self.energy(s_prev, keys).masked_fill(padding_mask, float("-inf"))  # (B, S)
+        # a_tj = softmax_j(e_tj)
+        a = torch.softmax(e, dim=-1)  # (B, S)
+        # c_t = Σ_j a_tj h_j
+        c = torch.bmm(a.unsqueeze(1), h).squeeze(1)  # (B, 2n)
+        return c, a
+
+
+class RNNEncoderOut(NamedTuple):
+    """The encoder's output, reused by every decoder step.
+
+    Attributes
+    ----------
+    h : Tensor, shape (B, S, 2n)
+        Annotations :math:`h_j = [\\overrightarrow{h}_j; \\overleftarrow{h}_j]`, zero at padding.
+    keys : Tensor, shape (B, S, attention_dim)
+        :math:`W_a h_j`, computed once.
+    padding_mask : Tensor, shape (B, S)
+    s0 : Tensor, shape (n_decoder_layers, B, n)
+        The decoder's initial state.
+    """
+
+    h: torch.Tensor
+    keys: torch.Tensor
+    padding_mask: torch.Tensor
+    s0: torch.Tensor
+
+
+class RNNSeq2Seq(nn.Module):
+    r"""GRU encoder-decoder with Bahdanau attention (the paper's recurrent competitor).
+
+    Parameters
+    ----------
+    cfg : RNNSeq2SeqConfig, optional
+
+    Returns
+    -------
+    logits : Tensor, shape (B, T, vocab_size + 3)
+    attention : Tensor, shape (B, T, S)
+        Only with ``return_attention=True``.
+
+    Notes
+    -----
+    Encoder: a bidirectional :class:`torch.nn.GRU` over the packed source
+    (:func:`~torch.nn.utils.rnn.pack_padded_sequence`, so padding never enters
+    the recurrence). Decoder, one step per target position:
+
+    .. math::
+
+        s_0 &= \tanh(W_{init}\, \overleftarrow{h}_1) \\
+        c_t &= \mathrm{Attention}(s_{t-1}, h) \\
+        s_t &= \mathrm{GRU}\big(s_{t-1}, [E y_{t-1}; c_t]\big) \\
+        p(y_t \mid y_{<t}, x) &= \mathrm{softmax}(W_s s_t + b_s)
+
+    Departure from Bahdanau et al.: the output layer is the seed article's
+    :math:`\mathrm{softmax}(W_s s_t + b_s)` rather than the paper's deep maxout
+    output over :math:`(s_t, y_{t-1}, c_t)`.
+
+    References
+    ----------
+    Bahdanau, Cho & Bengio (2014); Shi (2023), section 6.
+    """
+
+    def __init__(self, cfg: RNNSeq2SeqConfig | None = None):
+        super().__init__()
+        self.cfg = cfg = cfg if cfg is not None else RNNSeq2SeqConfig()
+        self.n_ids = n_token_ids(cfg.vocab_size)
+        n = cfg.hidden_dim
+        self.src_embed = nn.Embedding(self.n_ids, cfg.embed_dim, padding_idx=PAD)
+        self.tgt_embed = nn.Embedding(self.n_ids, cfg.embed_dim, padding_idx=PAD)  # E
+        self.dropout = nn.Dropout(cfg.dropout)
+        self.encoder = nn.GRU(cfg.embed_dim, n, num_layers=cfg.n_encoder_layers,
+                              bidirectional=True, batch_first=True,
+                              dropout=cfg.dropout if cfg.n_encoder_layers > 1 else 0.0)
+        self.W_init = nn.Linear(n, cfg.n_decoder_layers * n)
+        self.attention = BahdanauAttention(2 * n, n, cfg.attention_dim)
+        # f in s_t = f(s_{t-1}, y_{t-1}, c_t)
+        self.decoder = nn.GRU(cfg.embed_dim + 2 * n, n, num_layers=cfg.n_decoder_layers,
+                              batch_first=True,
+                              dropout=cfg.dropout if cfg.n_decoder_layers > 1 else 0.0)
+        self.W_s = nn.Linear(n, self.n_ids)  # W_s, b_s
+
+    def check_inputs(self, src: torch.Tensor, tgt_in: torch.Tensor | None = None) -> None:
+        """Raise ``ValueError`` for out-of-vocabulary ids, too-long inputs or mismatched batches."""
+        check_tokens(src, self.n_ids, "src", self.cfg.max_positions)
+        if tgt_in is not None:
+            check_tokens(tgt_in, self.n_ids, "tgt_in", self.cfg.max_positions)
+            check_same_batch(src, tgt_in)
+
+    def encode(self, src: torch.Tensor) -> RNNEncoderOut:
+        """Run the bidirectional GRU over ``src`` ``(B, S)``."""
+        pad = src.eq(PAD)  # (B, S)
+        lengths = (~pad).sum(dim=1).cpu()  # (B,)
+        x = self.dropout(self.src_embed(src))  # (B, S, E)
+        packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        out, h_n = self.encoder(packed)  # h_n: (2 L_enc, B, n)
+        h, _ = pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])  # (B, S, 2n)
+        # s_0 = tanh(W_init h_1^backward): the backward GRU's last state has read the whole source
+        s0 = torch.tanh(self.W_init(h_n[-1]))  # (B, L_dec n)
+        s0 = s0.view(src.shape[0], self.cfg.n_decoder_layers, -1).transpose(0, 1).contiguous()
+        return RNNEncoderOut(h=h, keys=self.attention.keys(h), padding_mask=pad, s0=s0)
+
+    def step(self, y_prev: torch.Tensor, enc: RNNEncoderOut, s: torch.Tensor):
+        """One decoder step.
+
+        Parameters
+        ----------
+        y_prev : Tensor, shape (B,)
+            Previous output token (``<sos>`` first).
+        enc : RNNEncoderOut
+        s : Tensor, shape (n_decoder_layers, B, n)
+            :math:`s_{t-1}` (``enc.s0`` at the first step).
+
+        Returns
+        -------
+        logits : Tensor, shape (B, vocab_size + 3)
+        a : Tensor, shape (B, S)
+        s : Tensor, shape (n_decoder_layers, B, n)
+            :math:`s_t`.
+        """
+        # c_t from s_{t-1} (top layer) and the precomputed keys W_a h_j
+        c, a = self.attention(s[-1], enc.keys, enc.h, enc.padding_mask)  # (B, 2n), (B, S)
+        y = self.dropout(self.tgt_embed(y_prev))  # (B, E)
+        # s_t = f(s_{t-1}, y_{t-1}, c_t)
+        out, s = self.decoder(torch.cat([y, c], dim=-1).unsqueeze(1), s)  # (B, 1, n)
+        # p(y_t) = softmax(W_s s_t + b_s)
+        logits = self.W_s(self.dropout(out[:, 0]))  # (B, V)
+        return logits, a, s
+
+    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor, return_attention: bool = False):
+        self.check_inputs(src, tgt_in)
+        enc = self.encode(src)
+        s = enc.s0
+        logits, attention = [], []
+        for t in range(tgt_in.shape[1]):  # inherently sequential: s_t needs s_{t-1}
+            logit_t, a_t, s = self.step(tgt_in[:, t], enc, s)
+            logits.append(logit_t)
+            attention.append(a_t)
+        logits = torch.stack(logits, dim=1)  # (B, T, V)
+        return (logits, torch.stack(attention, dim=1)) if return_attention else logits
