@@ -9,6 +9,14 @@ convs2s
     attention, causal decoder.
 rnn
     The baseline: bidirectional GRU encoder, GRU decoder with Bahdanau attention.
+train
+    ``train.train``: the seed's training configuration, the timed training loop, checkpoints, the cache.
+decode
+    Greedy and beam search for both models; ConvS2S incremental decoding.
+metrics
+    Exact-match and token accuracy.
+compare
+    Both models on the same data: the speed table.
 """
 
 __version__ = "0.1.0"
@@ -37,6 +45,18 @@ from .data import (  # noqa: E402
     sos_index,
 )
 from .rnn import BahdanauAttention, RNNEncoderOut, RNNSeq2Seq, RNNSeq2SeqConfig  # noqa: E402
+from .train import (  # noqa: E402
+    History,
+    TrainConfig,
+    TrainingDivergedError,
+    TrainResult,
+    build_model,
+    load_checkpoint,
+    make_datasets,
+    train_or_load,
+)
+from .decode import beam_search, greedy_decode, predict_samples  # noqa: E402
+from .metrics import evaluate, exact_match, token_accuracy  # noqa: E402
 
 __all__ = [
     "PAD", "Batch", "SortingDataset", "collate_batch", "eos_index", "generate_dataset",
@@ -44,4 +64,8 @@ __all__ = [
     "ConvBlock", "ConvDecoder", "ConvEncoder", "ConvS2S", "ConvS2SConfig", "DecoderCache",
     "EncoderOut", "MultiStepAttention", "TokenPositionEmbedding", "scale_gradient",
     "BahdanauAttention", "RNNEncoderOut", "RNNSeq2Seq", "RNNSeq2SeqConfig",
+    "History", "TrainConfig", "TrainingDivergedError", "TrainResult", "build_model",
+    "load_checkpoint", "make_datasets", "train_or_load",
+    "beam_search", "greedy_decode", "predict_samples",
+    "evaluate", "exact_match", "token_accuracy",
 ]

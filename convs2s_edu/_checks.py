@@ -48,3 +48,17 @@ def check_same_batch(src: torch.Tensor, tgt_in: torch.Tensor) -> None:
         raise ValueError(
             f"src and tgt_in must have the same batch size, got {src.shape[0]} and {tgt_in.shape[0]}"
         )
+
+
+def check_source_padding(src: torch.Tensor, pad: int = 0) -> None:
+    """Every source row needs >= 1 real token, and padding only at the right end."""
+    empty = (src != pad).sum(dim=1).eq(0).nonzero()
+    if len(empty):
+        raise ValueError(
+            f"src row {int(empty[0])} holds only padding; every row needs at least 1 real token"
+        )
+    gaps = ((src[:, :-1] == pad) & (src[:, 1:] != pad)).any(dim=1).nonzero()
+    if len(gaps):
+        raise ValueError(
+            f"src row {int(gaps[0])} has a real token after padding; pad on the right only"
+        )

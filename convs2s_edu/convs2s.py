@@ -1,15 +1,15 @@
-r"""The convolutional sequence to sequence model (Gehring et al., 2017).
+r"""The convolutional sequence to sequence model (Gehring et al., 2017 [1]_).
 
 Each class maps to a part of the paper:
 
-=========================  ==========================================================
+===============================  ==================================================================
 :class:`TokenPositionEmbedding`  token + learned absolute position embeddings (§3.1)
-:class:`ConvBlock`               convolution + gated linear unit + scaled residual (§3.2)
+:class:`ConvBlock`               convolution + gated linear unit [2]_ + scaled residual (§3.2)
 :class:`ConvEncoder`             a stack of centred ConvBlocks, outputs :math:`z^u_j` (§3.2)
 :class:`MultiStepAttention`      :math:`d^l_i`, :math:`a^l_{ij}`, :math:`c^l_i` (§3.3, eq. 1)
 :class:`ConvDecoder`             causal ConvBlocks with attention in every layer (§3.2-3.3)
 :class:`ConvS2S`                 encoder + decoder + output layer (§3)
-=========================  ==========================================================
+===============================  ==================================================================
 
 Defaults follow the seed notebook (``../shared/seeds/000``): 128-dimensional
 embeddings and hidden states, 4 + 4 layers, kernel width 3, dropout 0.1, and
@@ -36,7 +36,13 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.parametrizations import weight_norm as _weight_norm
 
-from ._checks import check_positive, check_probability, check_same_batch, check_tokens
+from ._checks import (
+    check_positive,
+    check_probability,
+    check_same_batch,
+    check_source_padding,
+    check_tokens,
+)
 from .data import PAD, n_token_ids
 
 __all__ = [
@@ -730,6 +736,7 @@ class ConvS2S(nn.Module):
     def check_inputs(self, src: torch.Tensor, tgt_in: torch.Tensor | None = None) -> None:
         """Raise ``ValueError`` for out-of-vocabulary ids, too-long inputs or mismatched batches."""
         check_tokens(src, self.n_ids, "src", self.cfg.max_positions)
+        check_source_padding(src, PAD)
         if tgt_in is not None:
             check_tokens(tgt_in, self.n_ids, "tgt_in", self.cfg.max_positions)
             check_same_batch(src, tgt_in)

@@ -1,7 +1,7 @@
 r"""The recurrent baseline: a bidirectional GRU encoder and a GRU decoder with Bahdanau attention.
 
-This is the model ConvS2S was written to beat (Bahdanau et al., 2014; the
-equations follow section 6 of the seed article ``../shared/seeds/001``):
+This is the model ConvS2S was written to beat (Bahdanau et al., 2014 [1]_; the
+equations follow section 6 of the seed article [2]_, ``../shared/seeds/001``):
 
 .. math::
 
@@ -35,7 +35,13 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from ._checks import check_positive, check_probability, check_same_batch, check_tokens
+from ._checks import (
+    check_positive,
+    check_probability,
+    check_same_batch,
+    check_source_padding,
+    check_tokens,
+)
 from .data import PAD, n_token_ids
 
 __all__ = ["RNNSeq2SeqConfig", "BahdanauAttention", "RNNEncoderOut", "RNNSeq2Seq"]
@@ -241,6 +247,7 @@ class RNNSeq2Seq(nn.Module):
     def check_inputs(self, src: torch.Tensor, tgt_in: torch.Tensor | None = None) -> None:
         """Raise ``ValueError`` for out-of-vocabulary ids, too-long inputs or mismatched batches."""
         check_tokens(src, self.n_ids, "src", self.cfg.max_positions)
+        check_source_padding(src, PAD)
         if tgt_in is not None:
             check_tokens(tgt_in, self.n_ids, "tgt_in", self.cfg.max_positions)
             check_same_batch(src, tgt_in)

@@ -1,0 +1,127 @@
+"""Command line: ``python -m convs2s_edu`` or ``convs2s-edu``.
+
+Subcommands::
+
+    convs2s-edu train --model {convs2s,gru} [--epochs N] [--device D] [--out DIR]
+    convs2s-edu evaluate DIR [--beam N]
+    convs2s-edu compare [--epochs N] [--device D] [--no-cache]
+
+Bad arguments print one line and exit with status 2; no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+__all__ = ["main", "build_parser"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, not the usage block
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _add_config_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--epochs", type=int, help="passes over the training set (default 30)")
+    p.add_argument("--device", help="auto (default), cpu, cuda or cuda:N")
+    p.add_argument("--n-train", type=int, dest="n_train", help="training examples (default 10000)")
+    p.add_argument("--batch-size", type=int, dest="batch_size", help="default 128")
+    p.add_argument("--lr", type=float, help="Adam learning rate (default 1e-3)")
+    p.add_argument("--seed", type=int, help="default 0")
+    p.add_argument("--max-len", type=int, dest="max_len", help="longest sequence (default 20)")
+    p.add_argument("--min-len", type=int, dest="min_len", help="shortest sequence (default 8)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _config(args, model: str):
+    from .train import TrainConfig
+
+    keys = ("epochs", "device", "n_train", "batch_size", "lr", "seed", "max_len", "min_len")
+    return TrainConfig(model=model, **{k: getattr(args, k) for k in keys
+                                       if getattr(args, k) is not None})
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="convs2s-edu", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("train", help="train one model and save a checkpoint")
+    p.add_argument("--model", required=True, choices=["convs2s", "gru"])
+    p.add_argument("--out", required=True, help="directory for checkpoint.pt")
+    p.add_argument("--resume", action="store_true", help="continue from --out's checkpoint")
+    _add_config_options(p)
+
+    p = sub.add_parser("evaluate", help="score a checkpoint on its test set")
+    p.add_argument("dir", help="directory (or file) of a checkpoint written by `train`")
+    p.add_argument("--beam", type=int, default=1, help="beam size (1 = greedy, default)")
+    p.add_argument("--device", help="where to run (default: the checkpoint's)")
+    p.add_argument("--samples", type=int, default=5, help="sample predictions to print")
+
+    p = sub.add_parser("compare", help="train both models on the same data; print the speed table")
+    p.add_argument("--no-cache", action="store_true", help="always train afresh")
+    p.add_argument("--json", help="also write the table's rows to this file")
+    _add_config_options(p)
+    return parser
+
+
+def _cmd_train(args) -> int:
+    from .compare import format_table, summarise
+    from .train import train
+
+    result = train(_config(args, args.model), out_dir=args.out, resume=args.resume,
+                   progress=False if args.quiet else None)
+    print(format_table([summarise(result)]))
+    print(f"checkpoint: {result.path}")
+    return 0
+
+
+def _cmd_evaluate(args) -> int:
+    from .decode import format_samples, predict_samples
+    from .metrics import evaluate
+    from .train import load_checkpoint, make_datasets
+
+    if args.beam < 1:
+        raise ValueError(f"--beam must be >= 1, got {args.beam}")
+    result = load_checkpoint(args.dir, device=args.device)
+    test_set = make_datasets(result.config)[2]
+    scores = evaluate(result.model, test_set, beam_size=args.beam)
+    how = "greedy" if args.beam == 1 else f"beam {args.beam}"
+    print(f"{result.config.model} on {scores['n_examples']} test examples ({how}): "
+          f"exact match {scores['exact_match']:.1%}, token accuracy {scores['token_accuracy']:.1%}")
+    if args.samples > 0:
+        rows = predict_samples({result.config.model: result.model},
+                               test_set.examples[: args.samples], beam_size=max(args.beam, 2))
+        print(format_samples(rows))
+    return 0
+
+
+def _cmd_compare(args) -> int:
+    from .compare import compare, format_table
+
+    cfg = _config(args, "convs2s")
+    rows = compare(cfg, use_cache=not args.no_cache, progress=False if args.quiet else None)
+    print(format_table(rows))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=2)
+    return 0
+
+
+def main(argv=None) -> int:
+    """Entry point; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    command = {"train": _cmd_train, "evaluate": _cmd_evaluate, "compare": _cmd_compare}
+    try:
+        return command[args.command](args)
+    except (ValueError, FileNotFoundError) as err:
+        print(f"convs2s-edu {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

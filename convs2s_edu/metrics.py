@@ -1,0 +1,210 @@
+r"""Evaluation metrics for the sorting task: exact match and token accuracy.
+
+The paper reports BLEU on translation; a sorted sequence is either right or
+wrong, so the seed notebook uses two simpler measures:
+
+* :func:`exact_match`: the share of sequences that are entirely right;
+* :func:`token_accuracy`: the share of reference positions that are right.
+
+Both take *decoded* sequences, token lists without ``<sos>``/``<eos>`` as
+returned by :func:`~convs2s_edu.decode.greedy_decode` and
+:func:`~convs2s_edu.decode.beam_search`. :func:`evaluate` decodes a data set
+with a model and returns both.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Sequence
+
+import torch
+from torch import nn
+
+from .data import collate_batch
+from .decode import _check_int, beam_search, greedy_decode, make_adapter
+
+__all__ = ["exact_match", "token_accuracy", "evaluate"]
+
+
+def _as_lists(name: str, seqs) -> list[list[int]]:
+    if isinstance(seqs, torch.Tensor):
+        seqs = seqs.tolist()
+    try:
+        return [[int(t) for t in s] for s in seqs]
+    except TypeError as err:
+        raise ValueError(f"{name} must be a sequence of token sequences (lists of int)") from err
+
+
+def _cut_at_eos(seq: list[int], eos: int | None) -> list[int]:
+    if eos is not None and eos in seq:
+        return seq[: seq.index(eos)]
+    return seq
+
+
+def _prepare(predictions, references, eos):
+    preds = _as_lists("predictions", predictions)
+    refs = _as_lists("references", references)
+    if len(preds) != len(refs):
+        raise ValueError(
+            f"predictions and references must have the same length, got {len(preds)} and "
+            f"{len(refs)}"
+        )
+    if not refs:
+        raise ValueError("need at least one (prediction, reference) pair, got 0")
+    if eos is not None and (isinstance(eos, bool) or not isinstance(eos, numbers.Integral)):
+        raise ValueError(f"eos must be an integer token id or None, got {eos!r}")
+    return [_cut_at_eos(p, eos) for p in preds], [_cut_at_eos(r, eos) for r in refs]
+
+
+def exact_match(
+    predictions: Sequence[Sequence[int]],
+    references: Sequence[Sequence[int]],
+    eos: int | None = None,
+) -> float:
+    r"""Share of predictions that equal their reference exactly.
+
+    Parameters
+    ----------
+    predictions, references : sequence of sequence of int
+        Decoded token lists (no ``<sos>``/``<eos>``), the same number of each, ``>= 1``.
+    eos : int, optional
+        If given, every sequence is first cut at its first ``eos`` (for raw
+        outputs that still contain it).
+
+    Returns
+    -------
+    float
+        In :math:`[0, 1]`.
+
+    Notes
+    -----
+    With :math:`N` pairs :math:`(\hat y^{(n)}, y^{(n)})`,
+
+    .. math::
+
+        \mathrm{EM} = \frac{1}{N} \sum_{n=1}^{N}
+        \mathbb{1}\big[\,|\hat y^{(n)}| = |y^{(n)}| \;\wedge\;
+        \hat y^{(n)}_t = y^{(n)}_t \;\; \forall t\,\big].
+
+    A prediction is right only with ``<eos>`` in place: a missing token
+    (``<eos>`` too early) and an extra token (``<eos>`` too late, or never)
+    both make it wrong.
+
+    Examples
+    --------
+    >>> exact_match([[1, 2, 3], [1, 2], [1, 2, 3, 3]], [[1, 2, 3]] * 3)
+    0.3333333333333333
+    """
+    preds, refs = _prepare(predictions, references, eos)
+    # EM = (1/N) Σ_n 1[ŷ^(n) = y^(n)]
+    return sum(p == r for p, r in zip(preds, refs)) / len(refs)
+
+
+def token_accuracy(
+    predictions: Sequence[Sequence[int]],
+    references: Sequence[Sequence[int]],
+    eos: int | None = None,
+) -> float:
+    r"""Share of reference positions predicted right (micro-average over all tokens).
+
+    Parameters
+    ----------
+    predictions, references : sequence of sequence of int
+        Decoded token lists, the same number of each, ``>= 1``; the references
+        must hold at least one token in total.
+    eos : int, optional
+        If given, every sequence is first cut at its first ``eos``.
+
+    Returns
+    -------
+    float
+        In :math:`[0, 1]`.
+
+    Notes
+    -----
+    Position by position, over the *reference* length:
+
+    .. math::
+
+        \mathrm{TokAcc} = \frac{\sum_{n=1}^{N} \sum_{t=1}^{|y^{(n)}|}
+            \mathbb{1}\big[\,t \le |\hat y^{(n)}| \;\wedge\; \hat y^{(n)}_t = y^{(n)}_t\,\big]}
+            {\sum_{n=1}^{N} |y^{(n)}|}
+
+    * a prediction that is too short counts its missing positions as wrong;
+    * tokens beyond the reference length are ignored: they neither add credit
+      nor count against token accuracy (they do fail :func:`exact_match`);
+    * positions are compared as they stand, with no alignment, so one token
+      missing at the front shifts, and usually spoils, every later position.
+
+    Long references weigh more than short ones (a micro-average over tokens,
+    not a mean of per-sequence accuracies).
+
+    Examples
+    --------
+    >>> token_accuracy([[1, 2, 9], [1]], [[1, 2, 3], [1, 2]])
+    0.6
+    """
+    preds, refs = _prepare(predictions, references, eos)
+    total = sum(len(r) for r in refs)
+    if total == 0:
+        raise ValueError("references hold no tokens at all; token accuracy needs >= 1")
+    # Σ_n Σ_{t <= |y|} 1[t <= |ŷ| and ŷ_t = y_t]; zip stops at the shorter sequence
+    correct = sum(sum(a == b for a, b in zip(p, r)) for p, r in zip(preds, refs))
+    return correct / total
+
+
+def evaluate(
+    model: nn.Module,
+    dataset_or_examples,
+    batch_size: int = 256,
+    beam_size: int = 1,
+    device=None,
+    max_len: int | None = None,
+) -> dict:
+    r"""Decode a data set with ``model`` and score it.
+
+    Parameters
+    ----------
+    model : ConvS2S or RNNSeq2Seq
+        Decoded in eval mode under :func:`torch.no_grad` (training flags restored).
+    dataset_or_examples : SortingDataset or sequence of (source, reference)
+        At least one example.
+    batch_size : int, default 256
+        Sources decoded together, ``>= 1``.
+    beam_size : int, default 1
+        ``1``: :func:`~convs2s_edu.decode.greedy_decode`; ``> 1``:
+        :func:`~convs2s_edu.decode.beam_search` with that width.
+    device : str or torch.device, optional
+        If given, the model is moved there first (``nn.Module.to`` works in
+        place, so it stays there); by default the model's own device is used.
+    max_len : int, optional
+        Step limit passed to the decoder (default: source length + 1 per row).
+
+    Returns
+    -------
+    dict
+        ``{"exact_match": float, "token_accuracy": float, "n_examples": int}``,
+        see :func:`exact_match` and :func:`token_accuracy`.
+    """
+    batch_size = _check_int("batch_size", batch_size, 1)
+    beam_size = _check_int("beam_size", beam_size, 1)
+    adapter = make_adapter(model)
+    if device is not None:
+        model.to(device)
+    examples = [(list(map(int, x)), list(map(int, y))) for x, y in dataset_or_examples]
+    if not examples:
+        raise ValueError("need at least one example to evaluate, got 0")
+    predictions: list[list[int]] = []
+    for i in range(0, len(examples), batch_size):
+        chunk = examples[i : i + batch_size]
+        src = collate_batch(chunk, adapter.vocab_size).src  # (B, S), PAD-padded
+        if beam_size == 1:
+            predictions += greedy_decode(adapter, src, max_len=max_len)
+        else:
+            predictions += beam_search(adapter, src, beam_size=beam_size, max_len=max_len)
+    references = [y for _, y in examples]
+    return {
+        "exact_match": exact_match(predictions, references),
+        "token_accuracy": token_accuracy(predictions, references),
+        "n_examples": len(examples),
+    }

@@ -1,0 +1,532 @@
+r"""Training both models on the same data, timed honestly, with checkpoints and a cache.
+
+The seed notebook's experiment (sections 10-11): Adam with learning rate
+:math:`10^{-3}`, batches of 128, 30 epochs over 10,000 sorting examples of
+length 8-20 drawn from a vocabulary of 50. :class:`TrainConfig` holds those
+numbers; :func:`train` runs it for either model; :func:`train_or_load` trains
+once and reuses the result from a cache, which is how the gallery pages share
+trained models.
+
+What is timed
+-------------
+An epoch's wall-clock time (:func:`time.perf_counter`) covers the training
+steps only: batching, forward, backward and the optimiser. On a GPU the clock
+is read after :func:`torch.cuda.synchronize`, otherwise it would stop while
+kernels are still queued. The held-out loss is computed after the clock stops.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.data import DataLoader
+
+from . import __version__
+from ._checks import check_positive
+from .convs2s import ConvS2S, ConvS2SConfig
+from .data import PAD, SortingDataset, generate_dataset
+from .rnn import RNNSeq2Seq, RNNSeq2SeqConfig
+
+__all__ = [
+    "MODEL_NAMES",
+    "TrainConfig",
+    "History",
+    "TrainResult",
+    "TrainingDivergedError",
+    "resolve_device",
+    "make_datasets",
+    "build_model",
+    "sequence_loss",
+    "train",
+    "load_checkpoint",
+    "cache_dir",
+    "cache_key",
+    "train_or_load",
+    "is_quick_mode",
+    "site_config",
+]
+
+#: Model names accepted by :class:`TrainConfig` and the command line.
+MODEL_NAMES = ("convs2s", "gru")
+
+#: Environment variable: directory of the training cache (default ``~/.cache/convs2s_edu``).
+CACHE_ENV = "CONVS2S_EDU_CACHE"
+#: Environment variable: ``1`` makes :func:`site_config` small (quick docs builds).
+QUICK_ENV = "CONVS2S_EDU_QUICK"
+
+CHECKPOINT_NAME = "checkpoint.pt"
+
+
+@dataclass
+class TrainConfig:
+    """Everything that determines a training run. Defaults are the seed notebook's.
+
+    Parameters
+    ----------
+    model : {"convs2s", "gru"}
+        Which model to train.
+    vocab_size, min_len, max_len : int
+        The sorting task: tokens ``1..vocab_size``, lengths ``min_len..max_len``.
+    n_train, n_valid, n_test : int
+        Sizes of the training, held-out and test sets. All three depend only on
+        ``seed`` and the task, never on the model, so both models see the same data.
+    batch_size : int
+        Examples per optimiser step (seed: 128).
+    lr : float
+        Adam's learning rate (seed: 1e-3).
+    epochs : int
+        Passes over the training set (seed: 30).
+    clip_norm : float or None
+        Clip the gradient's global norm to this value (not in the seed; a
+        standard safeguard for recurrent models, applied to both models alike).
+        ``None`` disables clipping.
+    seed : int
+        Seeds the data, the model's initialisation, dropout and the shuffling.
+    device : str
+        ``"auto"`` (CUDA when present, else CPU), ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
+    model_options : dict
+        Extra fields of :class:`~convs2s_edu.ConvS2SConfig` or
+        :class:`~convs2s_edu.RNNSeq2SeqConfig` (e.g. ``{"weight_norm": True}``).
+    """
+
+    model: str = "convs2s"
+    vocab_size: int = 50
+    min_len: int = 8
+    max_len: int = 20
+    n_train: int = 10_000
+    n_valid: int = 1_000
+    n_test: int = 1_000
+    batch_size: int = 128
+    lr: float = 1e-3
+    epochs: int = 30
+    clip_norm: float | None = 1.0
+    seed: int = 0
+    device: str = "auto"
+    model_options: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.model not in MODEL_NAMES:
+            raise ValueError(f"model must be one of {MODEL_NAMES}, got {self.model!r}")
+        for name in ("vocab_size", "min_len", "max_len", "n_train", "n_valid", "n_test",
+                     "batch_size", "epochs"):
+            check_positive(name, getattr(self, name))
+        check_positive("seed", self.seed, allow_zero=True)
+        if self.min_len > self.max_len:
+            raise ValueError(f"min_len must be <= max_len, got {self.min_len} > {self.max_len}")
+        if not (isinstance(self.lr, (int, float)) and self.lr > 0 and math.isfinite(self.lr)):
+            raise ValueError(f"lr must be a positive finite number, got {self.lr!r}")
+        if self.clip_norm is not None and not self.clip_norm > 0:
+            raise ValueError(f"clip_norm must be > 0 or None, got {self.clip_norm!r}")
+        resolve_device(self.device)  # validates the string
+        self.model_options = dict(self.model_options)
+
+    def replace(self, **changes) -> "TrainConfig":
+        """A copy with some fields changed (validated again)."""
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "TrainConfig":
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+def resolve_device(device: str = "auto") -> torch.device:
+    """``"auto"`` -> CUDA when available, else CPU. Raises ``ValueError`` for unknown names or
+    for CUDA on a machine without it."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}") from None
+    if dev.type not in ("cpu", "cuda"):
+        raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}")
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {device!r} asked for, but CUDA is not available on this machine")
+    return dev
+
+
+# --------------------------------------------------------------------------
+# Data and models
+# --------------------------------------------------------------------------
+
+
+def make_datasets(cfg: TrainConfig) -> tuple[SortingDataset, SortingDataset, SortingDataset]:
+    """The training, held-out and test sets of ``cfg`` (seeds ``seed``, ``seed+1``, ``seed+2``).
+
+    They depend on the task fields and ``seed`` only, so a ConvS2S and a GRU
+    run with the same seed train and are scored on identical examples.
+    """
+    def make(n, offset):
+        examples = generate_dataset(n, cfg.min_len, cfg.max_len, cfg.vocab_size, cfg.seed + offset)
+        return SortingDataset(examples, cfg.vocab_size)
+
+    return make(cfg.n_train, 0), make(cfg.n_valid, 1), make(cfg.n_test, 2)
+
+
+def build_model(cfg: TrainConfig) -> nn.Module:
+    """A freshly initialised model of ``cfg.model`` for the task of ``cfg``."""
+    options = {"vocab_size": cfg.vocab_size, "max_positions": max(64, cfg.max_len + 1),
+               **cfg.model_options}
+    try:
+        if cfg.model == "convs2s":
+            return ConvS2S(ConvS2SConfig(**options))
+        return RNNSeq2Seq(RNNSeq2SeqConfig(**options))
+    except TypeError as err:  # an unknown option name
+        raise ValueError(f"bad model_options for {cfg.model!r}: {err}") from None
+
+
+def sequence_loss(logits: torch.Tensor, tgt_out: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
+    r"""Token-level cross-entropy, padding excluded.
+
+    .. math:: \mathcal{L} = -\frac{1}{N}\sum_{b,t:\ y_{bt} \neq \text{PAD}} \log p(y_{bt} \mid y_{b,<t}, x_b)
+
+    ``logits`` ``(B, T, V)``, ``tgt_out`` ``(B, T)``; ``reduction="sum"`` returns the sum.
+    """
+    return F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=PAD,
+                           reduction=reduction)
+
+
+# --------------------------------------------------------------------------
+# History and checkpoints
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class History:
+    """What a training run measured.
+
+    Attributes
+    ----------
+    epochs : list of dict
+        One record per epoch: ``epoch`` (1-based), ``train_loss`` (mean over the
+        epoch's tokens), ``valid_loss``, ``seconds`` (wall clock of the training
+        steps), ``tokens_per_second`` (target tokens, ``<eos>`` included, per
+        second) and ``elapsed`` (cumulative seconds).
+    step_losses : list of float
+        The loss of every optimiser step.
+    device : str
+        Where it trained, e.g. ``"cpu"`` or ``"cuda (NVIDIA H200)"``.
+    n_parameters : int
+        Trainable parameters of the model.
+    """
+
+    epochs: list = field(default_factory=list)
+    step_losses: list = field(default_factory=list)
+    device: str = ""
+    n_parameters: int = 0
+
+    def column(self, name: str) -> list:
+        """One field of every epoch record, e.g. ``history.column("seconds")``."""
+        return [e[name] for e in self.epochs]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "History":
+        return cls(**d)
+
+
+@dataclass
+class TrainResult:
+    """A trained model with its configuration and history."""
+
+    model: nn.Module
+    config: TrainConfig
+    history: History
+    path: Path | None = None
+
+
+class TrainingDivergedError(RuntimeError):
+    """The loss became NaN or infinite; the message names the epoch and step."""
+
+
+def _device_label(dev: torch.device) -> str:
+    if dev.type == "cuda":
+        return f"cuda ({torch.cuda.get_device_name(dev)})"
+    return "cpu"
+
+
+def _atomic_save(obj: Any, path: Path) -> None:
+    """Write to a temporary file in the same directory, then rename over ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        torch.save(obj, tmp)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def _save_checkpoint(path: Path, model, optimizer, cfg: TrainConfig, history: History,
+                     generator: torch.Generator, epoch: int) -> None:
+    state = {
+        "format": 1,
+        "version": __version__,
+        "epoch": epoch,
+        "train_config": cfg.to_dict(),
+        "model_config": model.cfg.to_dict(),
+        "model": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+        "optimizer": optimizer.state_dict(),
+        "history": history.to_dict(),
+        "rng": {
+            "torch": torch.get_rng_state(),
+            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+            "shuffle": generator.get_state(),
+        },
+    }
+    _atomic_save(state, path)
+
+
+def load_checkpoint(path, device: str | None = None) -> TrainResult:
+    """Load a checkpoint written by :func:`train` (``torch.load(weights_only=True)``: no pickled code).
+
+    Parameters
+    ----------
+    path : str or Path
+        A checkpoint file, or a directory holding ``checkpoint.pt``.
+    device : str, optional
+        Where to put the model (default: the config's device, resolved here).
+
+    Returns
+    -------
+    TrainResult
+        The model in eval mode.
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / CHECKPOINT_NAME
+    if not path.is_file():
+        raise FileNotFoundError(f"no checkpoint at {path}")
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    cfg = TrainConfig.from_dict(state["train_config"])
+    if device is not None:
+        cfg = cfg.replace(device=device)
+    model = build_model(cfg)
+    model.load_state_dict(state["model"])
+    model.to(resolve_device(cfg.device)).eval()
+    return TrainResult(model, cfg, History.from_dict(state["history"]), path)
+
+
+# --------------------------------------------------------------------------
+# The training loop
+# --------------------------------------------------------------------------
+
+
+def _progress_bar(total: int, desc: str, enabled: bool | None):
+    from tqdm.auto import tqdm
+
+    if enabled is None:  # quiet when stderr is not a terminal: docs builds, CI logs
+        enabled = sys.stderr.isatty()
+    return tqdm(total=total, desc=desc, disable=not enabled, leave=False, dynamic_ncols=True)
+
+
+@torch.no_grad()
+def _mean_loss(model, loader, device) -> float:
+    was_training = model.training
+    model.eval()
+    total, n = 0.0, 0
+    for batch in loader:
+        batch = batch.to(device)
+        total += float(sequence_loss(model(batch.src, batch.tgt_in), batch.tgt_out, "sum"))
+        n += batch.n_target_tokens
+    model.train(was_training)
+    return total / n
+
+
+def _sync(dev: torch.device) -> None:
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+
+
+def train(cfg: TrainConfig | None = None, out_dir=None, resume: bool = False,
+          progress: bool | None = None, stop_after: int | None = None) -> TrainResult:
+    """Train ``cfg.model`` on the sorting task.
+
+    Parameters
+    ----------
+    cfg : TrainConfig, optional
+        The seed's configuration when omitted.
+    out_dir : str or Path, optional
+        Where to write ``checkpoint.pt`` after every epoch (atomically). Without
+        it nothing is written.
+    resume : bool
+        Continue from ``out_dir/checkpoint.pt`` if it exists. On the CPU the
+        result is bit-for-bit the one of an uninterrupted run.
+    progress : bool, optional
+        Show a progress bar; by default only when stderr is a terminal.
+    stop_after : int, optional
+        Stop after this epoch (as if interrupted), checkpoint included.
+
+    Returns
+    -------
+    TrainResult
+        The model (in eval mode), the config and the :class:`History`.
+
+    Raises
+    ------
+    TrainingDivergedError
+        When a loss is NaN or infinite; the last good checkpoint is kept.
+    """
+    cfg = cfg if cfg is not None else TrainConfig()
+    dev = resolve_device(cfg.device)
+    ckpt_path = Path(out_dir) / CHECKPOINT_NAME if out_dir is not None else None
+
+    train_ds, valid_ds, _ = make_datasets(cfg)
+    torch.manual_seed(cfg.seed)
+    model = build_model(cfg).to(dev)
+    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    shuffle = torch.Generator().manual_seed(cfg.seed)
+    loader = DataLoader(train_ds, batch_size=cfg.batch_size, shuffle=True,
+                        collate_fn=train_ds.collate, generator=shuffle)
+    valid_loader = DataLoader(valid_ds, batch_size=512, collate_fn=valid_ds.collate)
+    history = History(device=_device_label(dev),
+                      n_parameters=sum(p.numel() for p in model.parameters() if p.requires_grad))
+    start_epoch = 0
+
+    if resume and ckpt_path is not None and ckpt_path.is_file():
+        state = torch.load(ckpt_path, map_location="cpu", weights_only=True)
+        saved = TrainConfig.from_dict(state["train_config"])
+        if saved.replace(epochs=cfg.epochs, device=cfg.device) != cfg:
+            raise ValueError(f"cannot resume: {ckpt_path} was written with a different config")
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        history = History.from_dict(state["history"])
+        torch.set_rng_state(state["rng"]["torch"])
+        if dev.type == "cuda" and state["rng"]["cuda"]:
+            torch.cuda.set_rng_state_all(state["rng"]["cuda"])
+        shuffle.set_state(state["rng"]["shuffle"])
+        start_epoch = state["epoch"]
+
+    last = cfg.epochs if stop_after is None else min(cfg.epochs, stop_after)
+    bar = _progress_bar((last - start_epoch) * len(loader), f"{cfg.model}", progress)
+    try:
+        for epoch in range(start_epoch + 1, last + 1):
+            model.train()
+            step_losses, n_tokens = [], 0
+            _sync(dev)
+            t0 = time.perf_counter()
+            for batch in loader:
+                batch = batch.to(dev)
+                loss = sequence_loss(model(batch.src, batch.tgt_in), batch.tgt_out)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                if cfg.clip_norm is not None:
+                    nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)
+                optimizer.step()
+                step_losses.append(loss.detach())
+                n_tokens += batch.n_target_tokens
+                if bar.disable is False:
+                    bar.update(1)
+                    bar.set_postfix(epoch=epoch, loss=f"{float(loss):.3f}")
+            _sync(dev)
+            seconds = time.perf_counter() - t0
+
+            losses = torch.stack(step_losses).float().cpu()  # one transfer per epoch
+            bad = (~torch.isfinite(losses)).nonzero()
+            if len(bad):
+                step = int(bad[0]) + 1
+                kept = f"; the last good checkpoint (epoch {epoch - 1}) is kept in {ckpt_path}" \
+                    if ckpt_path is not None and epoch > 1 else ""
+                raise TrainingDivergedError(
+                    f"{cfg.model}: non-finite loss ({float(losses[step - 1])}) at epoch {epoch}, "
+                    f"step {step} of {len(losses)}{kept}. Try a smaller lr (now {cfg.lr}) "
+                    f"or gradient clipping (clip_norm={cfg.clip_norm})."
+                )
+            history.step_losses.extend(losses.tolist())
+            elapsed = (history.epochs[-1]["elapsed"] if history.epochs else 0.0) + seconds
+            history.epochs.append({
+                "epoch": epoch,
+                "train_loss": float(losses.mean()),
+                "valid_loss": _mean_loss(model, valid_loader, dev),
+                "seconds": seconds,
+                "tokens_per_second": n_tokens / seconds,
+                "elapsed": elapsed,
+            })
+            if bar.disable is False:
+                bar.set_postfix(epoch=epoch, loss=f"{history.epochs[-1]['train_loss']:.3f}",
+                                tok_s=f"{n_tokens / seconds:,.0f}")
+            if ckpt_path is not None:
+                _save_checkpoint(ckpt_path, model, optimizer, cfg, history, shuffle, epoch)
+    finally:
+        bar.close()
+    model.eval()
+    return TrainResult(model, cfg, history, ckpt_path)
+
+
+# --------------------------------------------------------------------------
+# The cache
+# --------------------------------------------------------------------------
+
+
+def cache_dir() -> Path:
+    """``$CONVS2S_EDU_CACHE``, else ``$XDG_CACHE_HOME/convs2s_edu``, else ``~/.cache/convs2s_edu``."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "convs2s_edu"
+
+
+def cache_key(cfg: TrainConfig) -> str:
+    """Hash of the config (device resolved to its type) and the package version."""
+    d = cfg.to_dict()
+    d["device"] = resolve_device(cfg.device).type  # CPU and GPU timings are kept apart
+    blob = json.dumps({"config": d, "version": __version__}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def train_or_load(cfg: TrainConfig | None = None, progress: bool | None = None,
+                  directory=None) -> TrainResult:
+    """Train once, reuse afterwards.
+
+    The checkpoint lives in ``directory / <model>-<cache_key(cfg)>``
+    (``directory`` defaults to :func:`cache_dir`). A finished run is loaded;
+    an interrupted one is resumed; otherwise training starts.
+    """
+    cfg = cfg if cfg is not None else TrainConfig()
+    run_dir = Path(directory or cache_dir()) / f"{cfg.model}-{cache_key(cfg)}"
+    ckpt = run_dir / CHECKPOINT_NAME
+    if ckpt.is_file():
+        state = torch.load(ckpt, map_location="cpu", weights_only=True)
+        if state["epoch"] >= cfg.epochs:
+            return load_checkpoint(ckpt, device=cfg.device)
+    return train(cfg, out_dir=run_dir, resume=True, progress=progress)
+
+
+# --------------------------------------------------------------------------
+# The configurations the documentation site trains
+# --------------------------------------------------------------------------
+
+
+def is_quick_mode() -> bool:
+    """True when ``$CONVS2S_EDU_QUICK`` is ``1`` (or ``true``/``yes``)."""
+    return os.environ.get(QUICK_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def site_config(model: str, **changes) -> TrainConfig:
+    """The configuration the gallery pages train: the seed's, or a small one in quick mode.
+
+    Quick mode (``CONVS2S_EDU_QUICK=1``) keeps the task and the models and
+    shrinks the data to 2,000 training examples and the schedule to 6 epochs,
+    so the whole site builds in a few minutes on two CPU cores.
+    """
+    cfg = TrainConfig(model=model)
+    if is_quick_mode():
+        cfg = cfg.replace(n_train=2_000, n_valid=200, n_test=200, epochs=6)
+    return cfg.replace(**changes)

@@ -1,0 +1,80 @@
+"""The command line: train, evaluate, compare, and one-line errors for bad arguments."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from convs2s_edu.cli import main
+
+pytestmark = pytest.mark.usefixtures("single_thread")
+
+# the seed's models on a tiny slice of the task, so each command takes seconds
+SMALL = ["--n-train", "64", "--epochs", "1", "--max-len", "6", "--min-len", "3", "--device", "cpu",
+         "--quiet"]
+
+
+def test_train_then_evaluate(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["train", "--model", "gru", "--out", str(out), *SMALL]) == 0
+    printed = capsys.readouterr().out
+    assert "gru" in printed and "checkpoint:" in printed
+    assert (out / "checkpoint.pt").is_file()
+
+    assert main(["evaluate", str(out), "--beam", "2", "--samples", "2"]) == 0
+    printed = capsys.readouterr().out
+    assert "exact match" in printed and "token accuracy" in printed
+    assert "beam 2" in printed
+
+
+def test_compare_prints_the_speed_table_and_ratio(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("CONVS2S_EDU_CACHE", str(tmp_path / "cache"))
+    rows_file = tmp_path / "rows.json"
+    assert main(["compare", *SMALL, "--json", str(rows_file)]) == 0
+    printed = capsys.readouterr().out
+    assert "s/epoch (median)" in printed and "tokens/s" in printed
+    assert "gru / convs2s time per epoch" in printed
+    rows = json.loads(rows_file.read_text())
+    assert [r["model"] for r in rows] == ["convs2s", "gru"]
+    for r in rows:
+        assert 0.0 <= r["exact_match"] <= 1.0 and 0.0 <= r["token_accuracy"] <= 1.0
+        assert r["sec_per_epoch"] > 0 and r["tokens_per_second"] > 0
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["train", "--model", "lstm", "--out", "x"], "invalid choice: 'lstm'"),
+    (["train", "--model", "gru"], "the following arguments are required: --out"),
+    (["train", "--model", "gru", "--out", "x", "--epochs", "zero"], "invalid int value: 'zero'"),
+    (["fly"], "invalid choice: 'fly'"),
+])
+def test_bad_arguments_get_one_line_and_status_2(argv, expected, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert expected in err
+    assert len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["train", "--model", "gru", "--out", "{tmp}", "--epochs", "0"], "epochs must be an integer >= 1, got 0"),
+    (["train", "--model", "gru", "--out", "{tmp}", "--min-len", "9", "--max-len", "4"], "9 > 4"),
+    (["train", "--model", "gru", "--out", "{tmp}", "--device", "tpu"], "'tpu'"),
+    (["evaluate", "{tmp}/nothing-here"], "no checkpoint at"),
+    (["evaluate", "{tmp}", "--beam", "0"], "--beam must be >= 1, got 0"),
+])
+def test_bad_values_get_one_line_and_status_2(argv, expected, tmp_path, capsys):
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert expected in err
+    assert len(err.strip().splitlines()) == 1, err
+    assert "Traceback" not in err
+
+
+def test_module_entry_point_runs():
+    done = subprocess.run([sys.executable, "-m", "convs2s_edu", "--help"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0
+    assert "train" in done.stdout and "evaluate" in done.stdout and "compare" in done.stdout

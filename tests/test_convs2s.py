@@ -1,0 +1,448 @@
+"""ConvS2S (Gehring et al., 2017) against hand computations from its own parameters.
+
+Every equivalence test rebuilds a quantity from the module's parameters with
+plain tensor operations (``F.pad``, ``F.conv1d``, matrix products, explicit
+softmax over the real source tokens) and compares with ``assert_close``.
+Property tests check causality, padding invariance and the attention's
+normalisation; a short training run checks that the model can learn.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.nn.utils import parametrize
+from torch.testing import assert_close
+
+from convs2s_edu import (
+    PAD,
+    ConvBlock,
+    ConvS2S,
+    ConvS2SConfig,
+    EncoderOut,
+    MultiStepAttention,
+    scale_gradient,
+)
+
+pytestmark = pytest.mark.usefixtures("single_thread")
+
+SQRT_HALF = math.sqrt(0.5)
+
+# config variants every model-level property must hold for
+VARIANTS = {
+    "seed": {},
+    "paper_tricks": dict(weight_norm=True, scale_encoder_grad=True, scale_context=True),
+    "kernel5": dict(kernel_size=5),
+}
+
+
+def _random_tokens(B: int, T: int, vocab: int, generator=None) -> torch.Tensor:
+    return torch.randint(1, vocab + 1, (B, T), generator=generator)
+
+
+def _perturb_weight_norm_gains(module: torch.nn.Module) -> None:
+    """With weight norm, ``weight = g * v / ||v||`` and ``g`` starts at ``||v||``; move every
+    ``g`` so that ``.weight`` differs from the raw ``v`` and a test that reads the wrong one fails."""
+    with torch.no_grad():
+        for name, p in module.named_parameters():
+            if name.endswith("parametrizations.weight.original0"):
+                p.mul_(torch.rand_like(p) + 0.5)
+
+
+def _randomise_zero_biases(module: torch.nn.Module) -> None:
+    """Biases start at zero with the paper's init (and ``b_d`` always): make them non-zero so
+    that a forgotten bias is visible."""
+    with torch.no_grad():
+        for name, p in module.named_parameters():
+            if name.endswith("bias") or name.endswith("b_d"):
+                p.normal_(0.0, 0.5)
+
+
+# --------------------------------------------------------------------------
+# GLU block
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("weight_norm", [False, True], ids=["plain", "weight_norm"])
+@pytest.mark.parametrize("kernel_size", [1, 3, 5])
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "centred"])
+def test_glu_block_matches_hand_computation(causal, kernel_size, weight_norm):
+    torch.manual_seed(0)
+    d, B, T = 6, 2, 7
+    block = ConvBlock(d, kernel_size, causal=causal, dropout=0.3, weight_norm=weight_norm).eval()
+    _randomise_zero_biases(block)
+    _perturb_weight_norm_gains(block)
+    x = torch.randn(B, T, d)
+    k = kernel_size
+    pad = (k - 1, 0) if causal else ((k - 1) // 2, (k - 1) // 2)
+    padded = F.pad(x.transpose(1, 2), pad)  # (B, d, T + k - 1)
+    assert padded.shape == (B, d, T + k - 1)
+    y = block.conv(padded)  # (B, 2d, T): [A; B]
+    A, gate = y[:, :d], y[:, d:]
+    expected = ((A * torch.sigmoid(gate)).transpose(1, 2) + x) * SQRT_HALF
+    assert_close(block(x), expected)
+
+
+def test_glu_block_zeroes_padded_positions_before_the_convolution():
+    torch.manual_seed(0)
+    d = 5
+    block = ConvBlock(d, 3, causal=False).eval()
+    x = torch.randn(2, 6, d)
+    mask = torch.zeros(2, 6, dtype=torch.bool)
+    mask[1, 3:] = True
+    x_zeroed = x.masked_fill(mask.unsqueeze(-1), 0.0)
+    padded = F.pad(x_zeroed.transpose(1, 2), (1, 1))
+    y = block.conv(padded)
+    expected = ((y[:, :d] * torch.sigmoid(y[:, d:])).transpose(1, 2) + x_zeroed) * SQRT_HALF
+    assert_close(block(x, padding_mask=mask), expected)
+
+
+def test_causal_block_output_ignores_later_inputs_and_centred_block_does_not():
+    torch.manual_seed(0)
+    d, T, t = 4, 8, 5
+    x = torch.randn(1, T, d)
+    x2 = x.clone()
+    x2[:, t:] = torch.randn(1, T - t, d)
+    causal = ConvBlock(d, 3, causal=True).eval()
+    assert_close(causal(x2)[:, :t], causal(x)[:, :t], atol=0.0, rtol=0.0)
+    assert not torch.allclose(causal(x2)[:, t:], causal(x)[:, t:])
+    centred = ConvBlock(d, 3, causal=False).eval()
+    assert not torch.allclose(centred(x2)[:, t - 1], centred(x)[:, t - 1])
+
+
+# --------------------------------------------------------------------------
+# Initialisation (§3.5)
+# --------------------------------------------------------------------------
+
+
+def test_paper_init_conv_and_linear_std_match_formulas():
+    torch.manual_seed(0)
+    dropout, f, d, k = 0.2, 192, 256, 3
+    p = 1.0 - dropout
+    model = ConvS2S(ConvS2SConfig(vocab_size=10, embed_dim=f, hidden_dim=d, n_encoder_layers=1,
+                                  n_decoder_layers=1, kernel_size=k, dropout=dropout,
+                                  weight_norm=True))
+    conv_std = math.sqrt(4 * p / (k * d))
+    convs = [model.encoder.blocks[0].conv, model.decoder.blocks[0].conv]
+    for conv in convs:
+        assert parametrize.is_parametrized(conv, "weight")
+        assert conv.weight.shape == (2 * d, d, k)
+        assert conv.weight.std().item() == pytest.approx(conv_std, rel=0.03)
+        assert conv.weight.mean().item() == pytest.approx(0.0, abs=0.01 * conv_std)
+        assert torch.count_nonzero(conv.bias) == 0
+    # linear layers: std sqrt(p / n), n = fan-in
+    linears = {
+        "encoder.in_proj": (model.encoder.in_proj, f),
+        "encoder.out_proj": (model.encoder.out_proj, d),
+        "decoder.in_proj": (model.decoder.in_proj, f),
+        "decoder.W_c": (model.decoder.W_c[0], f),
+        "decoder.attention.W_d": (model.decoder.attention[0].W_d, d),
+        "decoder.W_o": (model.decoder.W_o, d),
+    }
+    for name, (lin, fan_in) in linears.items():
+        assert parametrize.is_parametrized(lin, "weight"), name
+        assert lin.weight.shape[1] == fan_in, name
+        # W_o has only (vocab + 3) * d = 3328 entries: a looser, still discriminating bound
+        rel = 0.06 if name == "decoder.W_o" else 0.03
+        assert lin.weight.std().item() == pytest.approx(math.sqrt(p / fan_in), rel=rel), name
+        if lin.bias is not None:
+            assert torch.count_nonzero(lin.bias) == 0, name
+    # embeddings N(0, 0.1), PAD row zero
+    for emb in (model.encoder.embed, model.decoder.embed):
+        assert emb.position.weight.std().item() == pytest.approx(0.1, rel=0.05)
+        assert emb.token.weight[1:].std().item() == pytest.approx(0.1, rel=0.1)
+        assert torch.count_nonzero(emb.token.weight[PAD]) == 0
+
+
+def test_weight_norm_weight_is_gain_times_direction():
+    torch.manual_seed(0)
+    block = ConvBlock(4, 3, weight_norm=True)
+    _perturb_weight_norm_gains(block)
+    g = block.conv.parametrizations.weight.original0  # (2d, 1, 1)
+    v = block.conv.parametrizations.weight.original1  # (2d, d, k)
+    norm = v.flatten(1).norm(dim=1).view(-1, 1, 1)
+    assert_close(block.conv.weight, g * v / norm)
+
+
+def test_default_config_has_no_weight_norm():
+    model = ConvS2S(ConvS2SConfig(vocab_size=10, embed_dim=8, hidden_dim=8))
+    assert not parametrize.is_parametrized(model.encoder.blocks[0].conv, "weight")
+    assert not parametrize.is_parametrized(model.decoder.W_o, "weight")
+
+
+# --------------------------------------------------------------------------
+# Multi-step attention (§3.3, eq. 1)
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("weight_norm", [False, True], ids=["plain", "weight_norm"])
+@pytest.mark.parametrize("scale_context", [False, True], ids=["no_scale", "scale_context"])
+def test_multistep_attention_matches_paper_equations(scale_context, weight_norm):
+    torch.manual_seed(0)
+    B, T, S, d, f = 3, 4, 6, 10, 8
+    att = MultiStepAttention(d, f, scale_context=scale_context, weight_norm=weight_norm,
+                             dropout=0.1)
+    _randomise_zero_biases(att)
+    _perturb_weight_norm_gains(att)
+    if weight_norm:
+        assert parametrize.is_parametrized(att.W_d, "weight")
+    h = torch.randn(B, T, d)
+    g = torch.randn(B, T, f)
+    z = torch.randn(B, S, f)  # deliberately non-zero at padding: the mask must do the work
+    e = torch.randn(B, S, f)
+    lengths = [6, 2, 4]
+    mask = torch.arange(S)[None, :] >= torch.tensor(lengths)[:, None]
+    enc = EncoderOut(z=z, z_plus_e=z + e, padding_mask=mask)
+    c, a = att(h, g, enc)
+    assert c.shape == (B, T, f) and a.shape == (B, T, S)
+
+    W_d, b_d = att.W_d.weight, att.b_d  # (f, d), (f,)
+    for b in range(B):
+        m = lengths[b]
+        for i in range(T):
+            # d_i = W_d h_i + b_d + g_i
+            d_i = W_d @ h[b, i] + b_d + g[b, i]
+            # a_ij = exp(d_i . z_j) / sum_t exp(d_i . z_t), j over the m real tokens
+            dots = torch.stack([d_i @ z[b, j] for j in range(m)])
+            a_i = torch.exp(dots - dots.max())
+            a_i = a_i / a_i.sum()
+            # c_i = sum_j a_ij (z_j + e_j)
+            c_i = sum(a_i[j] * (z[b, j] + e[b, j]) for j in range(m))
+            if scale_context:
+                c_i = c_i * (m * math.sqrt(1.0 / m))
+            assert_close(a[b, i, :m], a_i)
+            assert (a[b, i, m:] == 0).all()
+            assert_close(c[b, i], c_i)
+
+
+# --------------------------------------------------------------------------
+# The whole model against a reference written from the parameters
+# --------------------------------------------------------------------------
+
+
+def _reference_convs2s(model: ConvS2S, src: torch.Tensor, tgt_in: torch.Tensor):
+    """ConvS2S forward (eval mode) written out from the parameters: §3.1-3.3 plus the
+    documented departures (``W_c`` projection and sqrt(0.5) after the attention)."""
+    cfg, enc, dec = model.cfg, model.encoder, model.decoder
+    k = cfg.kernel_size
+    pad = src == PAD  # (B, S)
+    S, T = src.shape[1], tgt_in.shape[1]
+
+    def linear(lin, x):
+        out = x @ lin.weight.T
+        return out + lin.bias if lin.bias is not None else out
+
+    def glu_conv(conv, x, left, right):
+        y = F.conv1d(F.pad(x.transpose(1, 2), (left, right)), conv.weight, conv.bias)
+        A, gate = y.chunk(2, dim=1)
+        return ((A * torch.sigmoid(gate)).transpose(1, 2) + x) * SQRT_HALF
+
+    # encoder: e_j = w_j + p_j, centred GLU blocks with padding zeroed, keys z, values z + e
+    e = enc.embed.token.weight[src] + enc.embed.position.weight[:S]
+    x = linear(enc.in_proj, e)
+    for block in enc.blocks:
+        x = x.masked_fill(pad.unsqueeze(-1), 0.0)
+        x = glu_conv(block.conv, x, (k - 1) // 2, (k - 1) // 2)
+    z = linear(enc.out_proj, x).masked_fill(pad.unsqueeze(-1), 0.0)
+    values = z + e
+    m = (~pad).sum(1).float()
+
+    # decoder: g_i = w_i + p_i, causal GLU blocks, one attention per layer
+    g = dec.embed.token.weight[tgt_in] + dec.embed.position.weight[:T]
+    x = linear(dec.in_proj, g)
+    attn = []
+    for l, block in enumerate(dec.blocks):
+        h = glu_conv(block.conv, x, k - 1, 0)
+        att = dec.attention[l]
+        d = h @ att.W_d.weight.T + att.b_d + g
+        scores = (d @ z.transpose(1, 2)).masked_fill(pad.unsqueeze(1), float("-inf"))
+        a = torch.softmax(scores, dim=-1)
+        c = a @ values
+        if cfg.scale_context:
+            c = c * torch.sqrt(m).view(-1, 1, 1)
+        x = (h + linear(dec.W_c[l], c)) * SQRT_HALF
+        attn.append(a)
+    return linear(dec.W_o, x), torch.stack(attn, dim=1)
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS), ids=list(VARIANTS))
+def test_convs2s_forward_matches_reference_from_parameters(variant, tiny_convs2s_cfg,
+                                                           ragged_batch):
+    torch.manual_seed(0)
+    model = ConvS2S(tiny_convs2s_cfg(**VARIANTS[variant], dropout=0.1)).eval()
+    _randomise_zero_biases(model)
+    _perturb_weight_norm_gains(model)
+    _, batch = ragged_batch
+    logits, attn = model(batch.src, batch.tgt_in, return_attention=True)
+    ref_logits, ref_attn = _reference_convs2s(model, batch.src, batch.tgt_in)
+    assert logits.shape == (3, batch.tgt_in.shape[1], model.n_ids)
+    assert_close(logits, ref_logits)
+    assert_close(attn, ref_attn)
+
+
+# --------------------------------------------------------------------------
+# Causality, padding invariance, attention normalisation
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS), ids=list(VARIANTS))
+def test_convs2s_decoder_is_causal(variant, tiny_convs2s_cfg):
+    torch.manual_seed(0)
+    model = ConvS2S(tiny_convs2s_cfg(**VARIANTS[variant])).eval()
+    gen = torch.Generator().manual_seed(1)
+    src = _random_tokens(2, 6, 10, gen)
+    tgt_in = _random_tokens(2, 8, 10, gen)
+    with torch.no_grad():
+        logits = model(src, tgt_in)
+        for t in range(1, tgt_in.shape[1]):
+            changed = tgt_in.clone()
+            changed[:, t:] = (tgt_in[:, t:] % 10) + 1  # a different token at every position >= t
+            logits2 = model(src, changed)
+            assert_close(logits2[:, :t], logits[:, :t], atol=0.0, rtol=0.0)
+            # the change is visible from position t on, so the check above is not vacuous
+            assert not torch.allclose(logits2[:, t], logits[:, t])
+
+
+def test_convs2s_encoder_is_not_causal(tiny_convs2s_cfg):
+    torch.manual_seed(0)
+    model = ConvS2S(tiny_convs2s_cfg()).eval()
+    src = torch.tensor([[3, 1, 4, 1, 5]])
+    changed = src.clone()
+    changed[0, -1] = 9
+    with torch.no_grad():
+        z, z2 = model.encode(src).z, model.encode(changed).z
+        # centred convolutions: the earlier neighbour sees the changed last token
+        assert not torch.allclose(z[0, -2], z2[0, -2])
+        # and attention carries the whole source to the first decoder position
+        tgt_in = torch.tensor([[11, 1, 1, 3]])
+        assert not torch.allclose(model(src, tgt_in)[0, 0], model(changed, tgt_in)[0, 0])
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS), ids=list(VARIANTS))
+def test_convs2s_logits_are_padding_invariant(variant, tiny_convs2s_cfg, ragged_batch):
+    torch.manual_seed(0)
+    model = ConvS2S(tiny_convs2s_cfg(**VARIANTS[variant], dropout=0.1)).eval()
+    _randomise_zero_biases(model)
+    examples, batch = ragged_batch
+    with torch.no_grad():
+        logits, attn = model(batch.src, batch.tgt_in, return_attention=True)
+        for i, (x, _) in enumerate(examples):
+            n = len(x)
+            alone, alone_attn = model(batch.src[i:i + 1, :n], batch.tgt_in[i:i + 1, :n + 1],
+                                      return_attention=True)
+            assert_close(logits[i:i + 1, :n + 1], alone, atol=1e-5, rtol=1e-5)
+            assert_close(attn[i:i + 1, :, :n + 1, :n], alone_attn, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS), ids=list(VARIANTS))
+def test_convs2s_attention_rows_sum_to_one_and_vanish_on_padding(variant, tiny_convs2s_cfg,
+                                                                 ragged_batch):
+    torch.manual_seed(0)
+    cfg = tiny_convs2s_cfg(**VARIANTS[variant])
+    model = ConvS2S(cfg).eval()
+    _, batch = ragged_batch
+    with torch.no_grad():
+        _, attn = model(batch.src, batch.tgt_in, return_attention=True)
+    B, S = batch.src.shape
+    T = batch.tgt_in.shape[1]
+    assert attn.shape == (B, cfg.n_decoder_layers, T, S)
+    assert_close(attn.sum(-1), torch.ones(B, cfg.n_decoder_layers, T))
+    on_padding = batch.src_padding_mask[:, None, None, :].expand_as(attn)
+    assert on_padding.any()
+    assert (attn[on_padding] == 0).all()
+    assert (attn[~on_padding] > 0).all()
+    # the layers attend differently: every layer has its own attention
+    assert not torch.allclose(attn[:, 0], attn[:, 1])
+
+
+# --------------------------------------------------------------------------
+# Gradient scaling (§3.4)
+# --------------------------------------------------------------------------
+
+
+def test_scale_gradient_is_identity_forward_and_scales_backward():
+    torch.manual_seed(0)
+    x = torch.randn(3, 4, requires_grad=True)
+    w = torch.randn(3, 4)
+    y = scale_gradient(x, 0.3)
+    assert torch.equal(y, x)
+    (y * w).sum().backward()
+    assert_close(x.grad, 0.3 * w)
+
+
+@pytest.mark.parametrize("weight_norm", [False, True], ids=["plain", "weight_norm"])
+def test_scale_encoder_grad_divides_encoder_gradients_by_decoder_layers(weight_norm,
+                                                                         tiny_convs2s_cfg,
+                                                                         ragged_batch):
+    torch.manual_seed(0)
+    n_layers = 3
+    cfg_off = tiny_convs2s_cfg(n_decoder_layers=n_layers, weight_norm=weight_norm)
+    off = ConvS2S(cfg_off).eval()
+    on = ConvS2S(cfg_off.replace(scale_encoder_grad=True)).eval()
+    on.load_state_dict(off.state_dict())
+    _, batch = ragged_batch
+
+    grads = {}
+    for name, model in (("off", off), ("on", on)):
+        logits = model(batch.src, batch.tgt_in)
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), batch.tgt_out.reshape(-1),
+                               ignore_index=PAD)
+        loss.backward()
+        grads[name] = (logits.detach(), {n: p.grad.clone() for n, p in model.named_parameters()})
+    logits_off, g_off = grads["off"]
+    logits_on, g_on = grads["on"]
+    assert torch.equal(logits_on, logits_off)  # identity in the forward pass
+
+    conv_names = [n for n in g_off if n.startswith("encoder.blocks.")]
+    assert conv_names
+    scaled = conv_names + [n for n in g_off if n.startswith(("encoder.in_proj", "encoder.out_proj"))]
+    for n in scaled:
+        assert g_off[n].abs().sum() > 0, n
+        assert_close(g_on[n], g_off[n] / n_layers, msg=lambda m, n=n: f"{n}: {m}")
+    # the decoder's gradients are untouched
+    for n in g_off:
+        if n.startswith("decoder."):
+            assert_close(g_on[n], g_off[n], msg=lambda m, n=n: f"{n}: {m}")
+
+
+# --------------------------------------------------------------------------
+# Incremental decoding
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variant", ["seed", "paper_tricks", "kernel5", "kernel1"])
+def test_decoder_step_reproduces_full_forward_column_by_column(variant, tiny_convs2s_cfg,
+                                                               ragged_batch):
+    torch.manual_seed(0)
+    overrides = dict(kernel_size=1) if variant == "kernel1" else VARIANTS[variant]
+    model = ConvS2S(tiny_convs2s_cfg(**overrides, dropout=0.1)).eval()
+    _randomise_zero_biases(model)
+    _, batch = ragged_batch
+    B, T = batch.tgt_in.shape
+    with torch.no_grad():
+        logits, attn = model(batch.src, batch.tgt_in, return_attention=True)
+        enc = model.encode(batch.src)
+        cache = model.decoder.new_cache(B)
+        for t in range(T):
+            logits_t, attn_t = model.decoder.step(batch.tgt_in[:, t], enc, cache)
+            assert_close(logits_t, logits[:, t], atol=1e-5, rtol=1e-5)
+            assert_close(attn_t, attn[:, :, t], atol=1e-5, rtol=1e-5)
+        assert cache.position == T
+
+
+# --------------------------------------------------------------------------
+# Learning
+# --------------------------------------------------------------------------
+
+
+def test_convs2s_training_cuts_loss_on_sorting(tiny_convs2s_cfg, train_on_sorting):
+    torch.manual_seed(0)
+    model = ConvS2S(tiny_convs2s_cfg(embed_dim=32, hidden_dim=32, dropout=0.0))
+    losses = train_on_sorting(model, steps=300)
+    first = losses[0]
+    last = sum(losses[-20:]) / 20
+    assert math.isfinite(last)
+    assert last < 0.25 * first, (first, last)

@@ -1,0 +1,142 @@
+"""The sorting task: token ids, reproducible generation, padded batches, DataLoader use."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader
+
+from convs2s_edu import (
+    PAD,
+    Batch,
+    SortingDataset,
+    collate_batch,
+    eos_index,
+    generate_dataset,
+    generate_sorting_example,
+    n_token_ids,
+    sos_index,
+)
+
+
+def test_special_token_ids_follow_the_vocabulary():
+    assert PAD == 0
+    assert sos_index(10) == 11
+    assert eos_index(10) == 12
+    assert n_token_ids(10) == 13
+    assert sos_index(1) == 2 and eos_index(1) == 3 and n_token_ids(1) == 4
+
+
+def test_generate_sorting_example_sorts_its_own_draw():
+    x, y = generate_sorting_example(12, 7, np.random.default_rng(3))
+    assert len(x) == len(y) == 12
+    assert y == sorted(x)
+    assert all(1 <= t <= 7 for t in x)
+
+
+def test_generate_dataset_is_reproducible_from_its_seed():
+    a = generate_dataset(50, 2, 9, 20, seed=123)
+    b = generate_dataset(50, 2, 9, 20, seed=123)
+    assert a == b
+
+
+def test_generate_dataset_differs_between_seeds():
+    a = generate_dataset(50, 2, 9, 20, seed=1)
+    b = generate_dataset(50, 2, 9, 20, seed=2)
+    assert a != b
+
+
+def test_generate_dataset_lengths_tokens_and_sorted_targets():
+    data = generate_dataset(400, 3, 8, 15, seed=0)
+    assert len(data) == 400
+    lengths = {len(x) for x, _ in data}
+    assert min(lengths) >= 3 and max(lengths) <= 8
+    # 400 draws from 6 lengths: both ends of the inclusive range occur
+    assert lengths == set(range(3, 9))
+    for x, y in data:
+        assert len(y) == len(x)
+        assert y == sorted(x)
+        assert all(1 <= t <= 15 for t in x)
+    # tokens cover the whole vocabulary, 0 (PAD) never drawn
+    assert {t for x, _ in data for t in x} == set(range(1, 16))
+
+
+def test_generate_dataset_with_fixed_length():
+    data = generate_dataset(20, 4, 4, 5, seed=0)
+    assert all(len(x) == 4 for x, _ in data)
+
+
+def test_collate_pads_and_adds_sos_eos(ragged_batch):
+    examples, batch = ragged_batch
+    vocab = 10
+    sos, eos = sos_index(vocab), eos_index(vocab)
+    assert isinstance(batch, Batch)
+    B = len(examples)
+    S = max(len(x) for x, _ in examples)
+    assert batch.src.shape == (B, S)
+    assert batch.tgt_in.shape == batch.tgt_out.shape == (B, S + 1)
+    for dtype_t in (batch.src, batch.tgt_in, batch.tgt_out, batch.src_lengths):
+        assert dtype_t.dtype == torch.long
+    assert (batch.tgt_in[:, 0] == sos).all()
+    for i, (x, y) in enumerate(examples):
+        n = len(x)
+        assert batch.src[i, :n].tolist() == x
+        assert (batch.src[i, n:] == PAD).all()
+        assert batch.tgt_in[i, : n + 1].tolist() == [sos, *y]
+        assert batch.tgt_out[i, : n + 1].tolist() == [*y, eos]
+        # <eos> sits at the row's true end, not at the batch's last column
+        assert batch.tgt_out[i, n] == eos
+        assert (batch.tgt_in[i, n + 1:] == PAD).all()
+        assert (batch.tgt_out[i, n + 1:] == PAD).all()
+        assert batch.src_lengths[i] == n
+    # teacher forcing: tgt_in is tgt_out shifted right by one, after <sos>
+    real = ~batch.tgt_padding_mask
+    assert torch.equal(batch.tgt_in[:, 1:][real[:, 1:]], batch.tgt_out[:, :-1][real[:, 1:]])
+
+
+def test_collate_masks_are_true_exactly_at_padding(ragged_batch):
+    examples, batch = ragged_batch
+    lengths = torch.tensor([len(x) for x, _ in examples])
+    S = batch.src.shape[1]
+    T = batch.tgt_out.shape[1]
+    expected_src = torch.arange(S)[None, :] >= lengths[:, None]
+    expected_tgt = torch.arange(T)[None, :] >= (lengths + 1)[:, None]
+    assert batch.src_padding_mask.dtype == torch.bool
+    assert torch.equal(batch.src_padding_mask, expected_src)
+    assert torch.equal(batch.tgt_padding_mask, expected_tgt)
+    assert batch.n_target_tokens == int((lengths + 1).sum())
+
+
+def test_batch_to_copies_every_tensor(ragged_batch):
+    _, batch = ragged_batch
+    moved = batch.to("cpu")
+    for name in ("src", "tgt_in", "tgt_out", "src_padding_mask", "tgt_padding_mask",
+                 "src_lengths"):
+        assert torch.equal(getattr(moved, name), getattr(batch, name))
+
+
+def test_sorting_dataset_indexing_and_generate_match_generate_dataset():
+    ds = SortingDataset.generate(30, 2, 5, 9, seed=4)
+    assert len(ds) == 30
+    assert [ds[i] for i in range(len(ds))] == generate_dataset(30, 2, 5, 9, seed=4)
+
+
+def test_dataloader_with_dataset_collate_yields_padded_batches():
+    vocab = 9
+    ds = SortingDataset.generate(23, 1, 6, vocab, seed=0)
+    loader = DataLoader(ds, batch_size=8, shuffle=False, collate_fn=ds.collate)
+    batches = list(loader)
+    assert [b.src.shape[0] for b in batches] == [8, 8, 7]
+    seen = 0
+    for b in batches:
+        assert isinstance(b, Batch)
+        assert (b.tgt_in[:, 0] == sos_index(vocab)).all()
+        for i in range(b.src.shape[0]):
+            x, y = ds[seen + i]
+            n = int(b.src_lengths[i])
+            assert n == len(x)
+            assert b.src[i, :n].tolist() == x
+            assert b.tgt_out[i, n] == eos_index(vocab)
+            assert b.tgt_out[i, :n].tolist() == y
+        seen += b.src.shape[0]
+    assert seen == len(ds)
