@@ -404,7 +404,7 @@ class EncoderOut(NamedTuple):
 
 class ConvEncoder(nn.Module):
     r"""The convolutional encoder: embeddings, a linear map to :math:`d`, ``n_encoder_layers``
-    centred :class:`ConvBlock` s and a linear map back to :math:`f`.
+    centred :class:`ConvBlock`\ s and a linear map back to :math:`f`.
 
     Parameters
     ----------
@@ -463,7 +463,7 @@ class ConvEncoder(nn.Module):
 
 
 class MultiStepAttention(nn.Module):
-    r"""Dot-product attention of one decoder layer over the encoder output (eq. 1).
+    r"""Dot-product attention of one decoder layer over the encoder output (equation 1).
 
     Parameters
     ----------

@@ -446,3 +446,23 @@ def test_convs2s_training_cuts_loss_on_sorting(tiny_convs2s_cfg, train_on_sortin
     last = sum(losses[-20:]) / 20
     assert math.isfinite(last)
     assert last < 0.25 * first, (first, last)
+
+
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "centred"])
+@pytest.mark.parametrize("kernel_size, n_layers", [(3, 1), (3, 4), (5, 3)])
+def test_receptive_field_is_one_plus_l_times_k_minus_one(causal, kernel_size, n_layers):
+    """After l blocks, output i depends on exactly 1 + l(k-1) inputs: i-l(k-1)..i (causal)
+    or i-l(k-1)/2..i+l(k-1)/2 (centred), measured by the gradient of output i."""
+    torch.manual_seed(0)
+    d, T, i = 8, 40, 20
+    blocks = [ConvBlock(d, kernel_size, causal=causal) for _ in range(n_layers)]
+    x = torch.randn(1, T, d, requires_grad=True)
+    h = x
+    for block in blocks:
+        h = block(h)
+    h[0, i].sum().backward()
+    reached = x.grad[0].abs().sum(dim=1).nonzero().flatten().tolist()
+    width = n_layers * (kernel_size - 1)
+    first = i - width if causal else i - width // 2
+    assert reached == list(range(first, first + width + 1))
+    assert len(reached) == 1 + n_layers * (kernel_size - 1)

@@ -1,0 +1,206 @@
+"""Sphinx configuration of the convs2s_edu site.
+
+Build it with ``tox -e docs`` (full experiment) or ``tox -e docs-quick``
+(``CONVS2S_EDU_QUICK=1``: small data, few epochs). Both run ``sphinx-build -W``,
+so every warning, and every gallery script that raises, fails the build.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+# Headless matplotlib for the gallery scripts (and anything they import).
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+DOCS_DIR = Path(__file__).resolve().parent
+ROOT = DOCS_DIR.parent
+# Prefer the installed package (tox installs a wheel); fall back to the source tree.
+try:
+    import convs2s_edu  # noqa: F401
+except ImportError:  # pragma: no cover - plain `sphinx-build` from a checkout
+    sys.path.insert(0, str(ROOT))
+    import convs2s_edu  # noqa: F401
+
+# same rule as convs2s_edu.train.is_quick_mode
+QUICK = os.environ.get("CONVS2S_EDU_QUICK", "").strip().lower() in ("1", "true", "yes")
+
+# -- Project -----------------------------------------------------------------
+
+project = "convs2s_edu"
+author = "convs2s_edu developers"
+copyright = "2025, convs2s_edu developers"
+release = convs2s_edu.__version__
+version = release
+
+# -- General -----------------------------------------------------------------
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.mathjax",
+    "sphinx-mathjax-offline",  # copies MathJax 3 into _static/mathjax: no CDN
+    "numpydoc",
+    "sphinx_gallery.gen_gallery",
+]
+
+templates_path = ["_templates"]
+exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "**.ipynb_checkpoints"]
+root_doc = "index"
+default_role = "py:obj"
+
+# Every cross-reference to our own objects must resolve; references to objects
+# of libraries without a local inventory (no network: no intersphinx) are not
+# checked.
+nitpicky = True
+nitpick_ignore_regex = [
+    # objects of other packages (no intersphinx offline): torch.nn.Linear, time.perf_counter
+    (r"py:.*", r"(torch|nn|F|numpy|np|matplotlib|tqdm|typing|collections|dataclasses|numbers|"
+               r"math|time|os|sys|json|pathlib|functools|itertools|random|hashlib|io|"
+               r"subprocess|contextlib|warnings)(\..*)?"),
+    # bare names of builtins, typing and torch that numpydoc or autodoc link
+    (r"py:.*", r"(Tensor|Module|Sequence|Iterable|Iterator|Mapping|Callable|NamedTuple|"
+               r"Dataset|DataLoader|Generator|Path|Any|optional|default|int|float|bool|str|"
+               r"bytes|list|tuple|dict|set|None|callable|object|type)"),
+    # numpydoc type phrases: "list of int", "sequence of (input_seq, sorted_seq)"
+    (r"py:.*", r".*\s.*"),
+]
+
+# -- Math: local MathJax only ------------------------------------------------
+
+# sphinx-mathjax-offline sets this too; repeat it so that no config order can
+# bring back the CDN default.
+mathjax_path = "mathjax/tex-chtml.js"
+
+# -- autodoc / autosummary / numpydoc -----------------------------------------
+
+autosummary_generate = True
+autosummary_imported_members = True
+autodoc_default_options = {"member-order": "bysource"}  # :members: is in the class template
+autodoc_typehints = "none"  # numpydoc's Parameters sections carry the types
+autoclass_content = "class"
+# nn.Module.forward's docstring is about nn.Module, not about our forward methods
+autodoc_inherit_docstrings = False
+add_module_names = False
+
+numpydoc_show_class_members = False  # the autosummary template lists members
+numpydoc_class_members_toctree = False
+numpydoc_attributes_as_param_list = True
+numpydoc_xref_param_type = False
+
+
+def _skip_namedtuple_fields(app, what, name, obj, skip, options):
+    """Hide ``EncoderOut.z`` etc.: their only docstring is "Alias for field number N",
+    and the class docstring's Attributes section already describes them."""
+    doc = getattr(obj, "__doc__", None) or ""
+    if doc.startswith("Alias for field number"):
+        return True
+    return None
+
+
+_PACKAGE = "convs2s_edu"
+
+
+def _resolve_reexported(app, env, node, contnode):
+    """Resolve ``:func:`sos_index``` written in ``convs2s_edu.data``'s docstrings.
+
+    The API reference documents every object under its public name
+    (``convs2s_edu.sos_index``), which is also the name sphinx-gallery's
+    backreferences use. A docstring that names an object relative to the module
+    that defines it (``convs2s_edu.data``) is resolved here against the public name.
+    """
+    if node.get("refdomain") != "py":
+        return None
+    target = node.get("reftarget", "")
+    candidates = []
+    parts = target.split(".")
+    if target.startswith(_PACKAGE + "."):
+        # convs2s_edu.convs2s.ConvBlock[.step] -> convs2s_edu.ConvBlock[.step]
+        for i in range(2, len(parts)):
+            candidates.append(".".join([_PACKAGE, *parts[i:]]))
+    else:
+        candidates.append(f"{_PACKAGE}.{target}")
+        if node.get("py:class"):
+            candidates.append(f"{_PACKAGE}.{node['py:class']}.{target}")
+    domain = env.domains["py"]
+    # last resort: the one object of the package whose name ends with the target
+    # (``Hypothesis`` written in convs2s_edu.decode -> convs2s_edu.decode.Hypothesis)
+    suffix = "." + target.removeprefix(_PACKAGE + ".").split(".", 1)[-1] \
+        if target.startswith(_PACKAGE + ".") else "." + target
+    matches = sorted({name for name in domain.objects
+                      if name.startswith(_PACKAGE + ".") and name.endswith(suffix)})
+    candidates += matches if len(matches) == 1 else []
+    for cand in candidates:
+        if cand in domain.objects:
+            return domain.resolve_xref(env, node["refdoc"], app.builder, node["reftype"],
+                                       cand, node, contnode)
+    return None
+
+
+# -- sphinx-gallery -------------------------------------------------------------
+
+sphinx_gallery_conf = {
+    "examples_dirs": str(ROOT / "gallery"),
+    "gallery_dirs": "auto_examples",
+    "filename_pattern": r"/plot_",  # run every page
+    "within_subsection_order": "FileNameSortKey",
+    "plot_gallery": "True",
+    "abort_on_example_error": True,  # a failing page fails the build
+    "only_warn_on_example_error": False,
+    "download_all_examples": True,
+    "matplotlib_animations": False,
+    "remove_config_comments": True,
+    "show_memory": False,
+    "backreferences_dir": "gen_modules/backreferences",
+    "doc_module": ("convs2s_edu",),
+    "image_scrapers": ("matplotlib",),
+    "min_reported_time": 0,
+    # the sg_execution_times pages load jQuery and DataTables from CDNs: the site
+    # must work offline, and every page already reports its own running time
+    "write_computation_times": False,
+    # Pages must also run as a downloaded notebook: give it the same backend.
+    "first_notebook_cell": "%matplotlib inline",
+}
+
+# -- HTML -------------------------------------------------------------------------
+
+html_theme = "pydata_sphinx_theme"
+html_title = f"convs2s_edu {release}"
+html_static_path = ["_static"]
+html_css_files = ["custom.css"]
+html_show_sourcelink = False
+html_last_updated_fmt = None
+html_theme_options = {
+    "navbar_align": "left",
+    "show_toc_level": 2,
+    "navigation_with_keys": False,
+    "show_prev_next": True,
+    # the sphinx-gallery components render nothing outside the gallery
+    "secondary_sidebar_items": ["page-toc", "sg_download_links", "sg_launcher_links"],
+    "footer_start": ["copyright"],
+    "footer_end": ["sphinx-version", "theme-version"],
+    "icon_links": [],
+}
+if QUICK:
+    html_theme_options["announcement"] = (
+        "Built in quick mode (CONVS2S_EDU_QUICK=1): small data, few epochs &mdash; "
+        "numbers are not the full experiment's. Run <code>tox -e docs</code> for the full site."
+    )
+
+html_context = {"convs2s_edu_quick": QUICK}
+# Pages without sub-pages need no left sidebar: the paper map's tables get the width.
+html_sidebars = {
+    "index": [],
+    "paper_map": [],
+    "departures": [],
+}
+
+rst_prolog = """
+.. |quick| replace:: {}
+""".format("quick mode (small data, few epochs)" if QUICK else "full mode")
+
+
+def setup(app):
+    app.connect("autodoc-skip-member", _skip_namedtuple_fields)
+    app.connect("missing-reference", _resolve_reexported)

@@ -1,0 +1,302 @@
+r"""
+The convolutional encoder and the causal decoder
+================================================
+
+The encoder and the decoder of ConvS2S are stacks of the same
+:class:`~convs2s_edu.ConvBlock`; they differ in where the zeros go. The encoder
+pads :math:`(k-1)/2` zeros on each side, so every output sees a window
+*centred* on its position. The decoder pads :math:`k-1` zeros on the left only,
+so output :math:`i` sees inputs :math:`i-k+1, \dots, i` and never a later one:
+it is *causal*, which lets training compute all target positions at once
+without peeking at the answer.
+
+This page measures both properties on untrained models: how far each output
+sees after :math:`l` layers (its receptive field), and that changing a future
+target token leaves the earlier outputs untouched.
+"""
+
+# %%
+# Receptive fields, measured by gradients
+# ---------------------------------------
+# An output position depends on an input position exactly when the gradient of
+# the one with respect to the other is non-zero. For every depth :math:`l` the
+# cell below builds a model with :math:`l` layers, takes one output position
+# :math:`i` in the middle of the sequence and records which input embeddings
+# have a non-zero gradient:
+#
+# * encoder: the output :math:`z^u_i` of :class:`~convs2s_edu.ConvEncoder`
+#   with respect to the source embeddings :math:`e_j`;
+# * decoder: the logits at position :math:`i` of
+#   :class:`~convs2s_edu.ConvDecoder` with respect to the target embeddings
+#   :math:`g_j`.
+#
+# A forward hook on the embedding module keeps its output, so the gradients
+# flow through the modules' own forward passes. The paper (§3.2) gives the
+# size of the field: each layer of width :math:`k` adds :math:`k-1`
+# positions, so after :math:`l` layers an output sees
+#
+# .. math:: r(l) = 1 + l\,(k-1)
+#
+# inputs: centred on :math:`i` in the encoder, ending at :math:`i` in the
+# decoder.
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+
+from convs2s_edu import (
+    ConvDecoder,
+    ConvEncoder,
+    ConvS2S,
+    ConvS2SConfig,
+    sos_index,
+)
+
+VOCAB_SIZE, LENGTH, CENTRE, MAX_LAYERS = 50, 31, 15, 7
+tiny = ConvS2SConfig(
+    vocab_size=VOCAB_SIZE,
+    embed_dim=16,
+    hidden_dim=16,
+    kernel_size=3,
+    dropout=0.0,
+)
+rng = torch.Generator().manual_seed(0)
+src = torch.randint(
+    1, VOCAB_SIZE + 1, (1, LENGTH), generator=rng
+)  # no padding
+tgt_in = torch.cat(
+    [
+        torch.tensor([[sos_index(VOCAB_SIZE)]]),
+        torch.randint(1, VOCAB_SIZE + 1, (1, LENGTH - 1), generator=rng),
+    ],
+    dim=1,
+)
+
+
+def keep_output(store):
+    """A forward hook that keeps the embedding output and its gradient."""
+
+    def hook(module, inputs, output):
+        output.retain_grad()
+        store["e"] = output
+
+    return hook
+
+
+def encoder_field(n_layers: int) -> np.ndarray:
+    """Which source positions j change z^u_i: a boolean vector over j."""
+    torch.manual_seed(n_layers)
+    enc = ConvEncoder(tiny.replace(n_encoder_layers=n_layers)).eval()
+    store = {}
+    enc.embed.register_forward_hook(keep_output(store))
+    z = enc(src).z  # (1, S, f)
+    z[0, CENTRE].sum().backward()
+    return (store["e"].grad[0].abs().sum(dim=-1) > 0).numpy()
+
+
+def decoder_field(n_layers: int) -> np.ndarray:
+    """Which target input positions j change the logits at position i."""
+    torch.manual_seed(n_layers)
+    cfg = tiny.replace(n_encoder_layers=1, n_decoder_layers=n_layers)
+    enc = ConvEncoder(cfg).eval()
+    dec = ConvDecoder(cfg).eval()
+    store = {}
+    dec.embed.register_forward_hook(keep_output(store))
+    logits, _ = dec(tgt_in, enc(src))  # (1, T, V)
+    r = torch.randn(
+        logits.shape[-1]
+    )  # a random direction: no accidental cancellation
+    (logits[0, CENTRE] * r).sum().backward()
+    return (store["e"].grad[0].abs().sum(dim=-1) > 0).numpy()
+
+
+depths = np.arange(1, MAX_LAYERS + 1)
+enc_fields = np.stack([encoder_field(int(l)) for l in depths])  # (L, S)
+dec_fields = np.stack([decoder_field(int(l)) for l in depths])  # (L, T)
+
+k = tiny.kernel_size
+print(f"k = {k}, output position i = {CENTRE}")
+print(" l | 1 + l(k-1) | encoder: size  inputs | decoder: size  inputs")
+for l, ef, df in zip(depths, enc_fields, dec_fields):
+    ej, dj = np.flatnonzero(ef), np.flatnonzero(df)
+    print(
+        f"{l:2d} | {1 + l * (k - 1):10d} "
+        f"| {ef.sum():13d}  {ej.min():2d}..{ej.max():2d} "
+        f"| {df.sum():13d}  {dj.min():2d}..{dj.max():2d}"
+    )
+
+# sphinx_gallery_start_ignore
+for l, ef, df in zip(depths, enc_fields, dec_fields):
+    r = 1 + l * (k - 1)
+    assert ef.sum() == r and df.sum() == r
+    ej, dj = np.flatnonzero(ef), np.flatnonzero(df)
+    assert (
+        ej.min() == CENTRE - l * (k - 1) // 2
+        and ej.max() == CENTRE + l * (k - 1) // 2
+    )
+    assert dj.max() == CENTRE and dj.min() == CENTRE - l * (k - 1)
+    assert (np.diff(ej) == 1).all() and (
+        np.diff(dj) == 1
+    ).all()  # contiguous windows
+# sphinx_gallery_end_ignore
+
+# %%
+# The figure draws the same table: one row per depth, one column per input
+# position, filled where the input reaches output :math:`i` (outlined). The
+# encoder's window grows symmetrically, :math:`(k-1)/2` positions per side and
+# layer; the decoder's grows to the left only. The dots mark the edges that
+# the formula :math:`1 + l(k-1)` predicts.
+
+
+def draw_field(ax, fields, title, causal):
+    ax.imshow(
+        fields,
+        cmap="Blues",
+        vmin=-0.2,
+        vmax=1.3,
+        aspect="auto",
+        extent=(
+            -0.5,
+            fields.shape[1] - 0.5,
+            depths[-1] + 0.5,
+            depths[0] - 0.5,
+        ),
+    )
+    reach = depths * (k - 1)
+    left = CENTRE - (reach if causal else reach // 2)
+    right = CENTRE + (0 * reach if causal else reach // 2)
+    ax.plot(
+        left - 0.5,
+        depths,
+        "o",
+        color="tab:orange",
+        markersize=4,
+        label="formula: edge of $1 + l(k-1)$",
+    )
+    ax.plot(right + 0.5, depths, "o", color="tab:orange", markersize=4)
+    ax.axvspan(
+        CENTRE - 0.5,
+        CENTRE + 0.5,
+        fill=False,
+        edgecolor="tab:red",
+        linewidth=1.5,
+        label=f"output position $i$ = {CENTRE}",
+    )
+    ax.set_title(title)
+    ax.set_xlabel("input position $j$")
+    ax.set_ylabel("layers $l$")
+    ax.set_yticks(depths)
+
+
+fig, (ax0, ax1) = plt.subplots(
+    1, 2, figsize=(12, 3.8), layout="constrained", sharey=True
+)
+draw_field(ax0, enc_fields, "Encoder: centred convolutions", causal=False)
+draw_field(ax1, dec_fields, "Decoder: causal convolutions", causal=True)
+ax1.legend(loc="lower right", fontsize=8)
+fig.suptitle(
+    r"Inputs $j$ that reach output $i$ after $l$ layers (non-zero gradient)"
+)
+plt.show()
+
+# %%
+# With the seed's configuration, an encoder output sees the window printed
+# below, compared with the longest sources of the seed's task: when the window
+# is the shorter, no single encoder output covers a whole long input, and it
+# is attention over all :math:`z^u_j` that gives every decoder position the
+# whole source.
+
+seed = ConvS2SConfig()
+SEED_MAX_LEN = 20  # the seed's sequences have 8 to 20 tokens
+field = 1 + seed.n_encoder_layers * (seed.kernel_size - 1)
+print(
+    f"seed: {seed.n_encoder_layers} encoder layers, k = {seed.kernel_size}: "
+    f"receptive field {field} tokens"
+)
+print(
+    f"longest source: {SEED_MAX_LEN} tokens; covered by one output: "
+    f"{field >= SEED_MAX_LEN}"
+)
+
+# %%
+# Causality: a future token changes nothing before it
+# ---------------------------------------------------
+# Take a full :class:`~convs2s_edu.ConvS2S` model, decode a target with teacher
+# forcing, then replace one decoder input token at position ``j`` and decode
+# again. The logits at positions before ``j`` must be identical (the decoder
+# cannot see the future); from ``j`` on they may differ. Changing a *source*
+# token, on the other hand, reaches every decoder position through attention.
+
+torch.manual_seed(0)
+model = ConvS2S(
+    ConvS2SConfig(vocab_size=VOCAB_SIZE)
+).eval()  # the seed's sizes
+T = tgt_in.shape[1]
+j = 20
+changed_tgt = tgt_in.clone()
+changed_tgt[0, j] = (
+    changed_tgt[0, j] % VOCAB_SIZE + 1
+)  # another ordinary token
+changed_src = src.clone()
+changed_src[0, 3] = changed_src[0, 3] % VOCAB_SIZE + 1
+
+with torch.no_grad():
+    base = model(src, tgt_in)  # (1, T, V)
+    diff_tgt = (model(src, changed_tgt) - base).abs().amax(dim=-1)[0]  # (T,)
+    diff_src = (model(changed_src, tgt_in) - base).abs().amax(dim=-1)[0]
+
+print(f"changed decoder input position j = {j}")
+print(f"  max |change| of logits at positions <  j: {diff_tgt[:j].max():.3g}")
+print(f"  max |change| of logits at positions >= j: {diff_tgt[j:].max():.3g}")
+print("changed one source token")
+print(
+    f"  smallest max |change| over all decoder positions: {diff_src.min():.3g}"
+)
+
+# sphinx_gallery_start_ignore
+assert diff_tgt[:j].max() == 0.0
+assert diff_tgt[j] > 0
+reach = model.cfg.n_decoder_layers * (model.cfg.kernel_size - 1)
+assert (diff_tgt[j : j + reach + 1] > 0).all() and (
+    diff_tgt[j + reach + 1 :] == 0
+).all()
+assert (diff_src > 0).all()
+# sphinx_gallery_end_ignore
+
+# %%
+# Per decoder position, on a log scale (exact zeros are drawn at the bottom
+# edge): the change of the target token at ``j`` leaves every earlier
+# position exactly unchanged, and reaches only the positions within the
+# decoder's receptive field after ``j``; the change of a source token reaches
+# every position.
+
+floor = 1e-9
+fig, ax = plt.subplots(figsize=(9, 3.4), layout="constrained")
+ax.semilogy(
+    np.arange(T),
+    np.maximum(diff_tgt.numpy(), floor),
+    "o-",
+    label=f"decoder input at position j = {j} changed",
+)
+ax.semilogy(
+    np.arange(T),
+    np.maximum(diff_src.numpy(), floor),
+    "s-",
+    alpha=0.7,
+    label="source token at position 3 changed",
+)
+ax.axvline(j - 0.5, color="tab:red", linestyle="--", linewidth=1)
+ax.axhline(floor, color="k", linestyle=":", linewidth=0.8)
+ax.annotate(
+    "exactly 0",
+    (0, floor),
+    xytext=(0, 4),
+    textcoords="offset points",
+    fontsize=8,
+)
+ax.set_ylim(floor / 3, None)
+ax.set_xlabel("decoder position $i$")
+ax.set_ylabel(r"max$_v$ |$\Delta$ logit|")
+ax.set_title("Causal decoder: no position sees a later target token")
+ax.legend(fontsize=8)
+plt.show()

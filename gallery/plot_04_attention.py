@@ -1,0 +1,330 @@
+r"""
+Multi-step attention and Bahdanau attention
+===========================================
+
+Both models decide, for every output position, how much of every source
+position to read. They differ in how they score a source position and in how
+often they do it:
+
+* ConvS2S scores with a **dot product** between a decoder state and an
+  encoder output, and does it in **every decoder layer** ("multi-step"), for
+  all target positions at once.
+* The GRU baseline scores with a small **additive network** (Bahdanau
+  attention), once per decoder step, and step :math:`t` has to wait for the
+  decoder state of step :math:`t-1`.
+
+This page writes out both with tiny dimensions, computes them by hand next to
+the modules :class:`~convs2s_edu.MultiStepAttention` and
+:class:`~convs2s_edu.BahdanauAttention`, and compares the shapes the two
+models return.
+"""
+
+# %%
+# Multi-step attention (ConvS2S, eq. 1)
+# -------------------------------------
+# Decoder layer :math:`l` combines its state :math:`h^l_i` with the embedding
+# :math:`g_i` of the previous target token into a query :math:`d^l_i`, scores
+# every encoder output :math:`z^u_j` by a dot product, and reads the
+# attention-weighted sum of :math:`z^u_j + e_j`, the encoder output plus the
+# source embedding:
+#
+# .. math::
+#
+#     d^l_i &= W^l_d h^l_i + b^l_d + g_i \\
+#     a^l_{ij} &= \frac{\exp(d^l_i \cdot z^u_j)}{\sum_{t=1}^{m} \exp(d^l_i \cdot z^u_t)} \\
+#     c^l_i &= \sum_{j=1}^{m} a^l_{ij}\,(z^u_j + e_j)
+#
+# Keys :math:`z^u_j` and values :math:`z^u_j + e_j` come from the encoder once
+# (:class:`~convs2s_edu.EncoderOut`); every decoder layer has its own
+# :math:`W^l_d, b^l_d`.
+#
+# A worked example: a source of :math:`m = 3` tokens, embeddings of size
+# :math:`f = 3`, decoder states of size :math:`d = 4` and two target positions.
+# The weights are random numbers rounded to one decimal so that the printout
+# can be checked by hand.
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+
+from convs2s_edu import (
+    BahdanauAttention,
+    ConvS2S,
+    ConvS2SConfig,
+    EncoderOut,
+    MultiStepAttention,
+    RNNSeq2Seq,
+    RNNSeq2SeqConfig,
+    collate_batch,
+    generate_dataset,
+)
+
+torch.set_printoptions(precision=3, sci_mode=False)
+gen = torch.Generator().manual_seed(4)
+
+
+def rounded(*shape):
+    """Random numbers rounded to one decimal (+ 0.0 turns -0.0 into 0.0)."""
+    x = torch.randn(*shape, generator=gen)
+    return torch.round(x * 10) / 10 + 0.0
+
+
+def show(name, tensor):
+    print(f"{name} =\n{tensor}")
+
+
+f, d, m, T = 3, 4, 3, 2
+att = MultiStepAttention(hidden_dim=d, embed_dim=f)
+with torch.no_grad():
+    att.W_d.weight.copy_(rounded(f, d))  # W_d: (f, d)
+    att.b_d.copy_(rounded(f))  # b_d: (f,)
+
+z = rounded(1, m, f)  # z^u_j      (B, S, f)
+e = rounded(1, m, f)  # e_j        (B, S, f)
+h = rounded(1, T, d)  # h^l_i      (B, T, d)
+g = rounded(1, T, f)  # g_i        (B, T, f)
+enc = EncoderOut(
+    z=z, z_plus_e=z + e, padding_mask=torch.zeros(1, m, dtype=torch.bool)
+)
+for name, value in [
+    ("W_d", att.W_d.weight.data),
+    ("b_d", att.b_d.data),
+    ("z^u", z[0]),
+    ("e", e[0]),
+    ("h", h[0]),
+    ("g", g[0]),
+]:
+    show(name, value)
+
+# %%
+# The module returns the context :math:`c` and the weights :math:`a`; the
+# query :math:`d` is internal, so the cell computes all three by hand from
+# the equations and prints both versions.
+
+with torch.no_grad():
+    c_module, a_module = att(h, g, enc)  # (B, T, f), (B, T, S)
+
+    d_hand = h[0] @ att.W_d.weight.T + att.b_d + g[0]  # (T, f)
+    scores = d_hand @ z[0].T  # (T, S): d_i . z_j
+    a_hand = scores.exp() / scores.exp().sum(dim=1, keepdim=True)
+    c_hand = a_hand @ (z[0] + e[0])  # (T, f)
+
+show("d (by hand)", d_hand)
+show("scores d_i . z_j (by hand)", scores)
+show("a (module)", a_module[0])
+show("a (by hand)", a_hand)
+show("c (module)", c_module[0])
+show("c (by hand)", c_hand)
+print(
+    f"max |module - hand|: a {(a_module[0] - a_hand).abs().max():.1e}, "
+    f"c {(c_module[0] - c_hand).abs().max():.1e}"
+)
+print("rows of a sum to", a_module.sum(dim=-1)[0])
+
+# sphinx_gallery_start_ignore
+assert torch.allclose(a_module[0], a_hand, atol=1e-6)
+assert torch.allclose(c_module[0], c_hand, atol=1e-5)
+# sphinx_gallery_end_ignore
+
+# %%
+# Padding and the context scale
+# -----------------------------
+# In a batch, shorter sources are padded. A padded position gets the score
+# :math:`-\infty` before the softmax, hence weight exactly zero, and the other
+# weights are unchanged. With ``scale_context=True`` (the paper's §3.4, on in
+# :meth:`~convs2s_edu.ConvS2SConfig.paper`) the context is multiplied by
+# :math:`m\sqrt{1/m} = \sqrt{m}`, :math:`m` the number of real source tokens:
+# a weighted average of :math:`m` vectors has less variance than one vector,
+# and the scale gives some of it back.
+
+pad_row = torch.zeros(1, 1, f)
+enc_padded = EncoderOut(
+    z=torch.cat([z, pad_row], dim=1),
+    z_plus_e=torch.cat([z + e, pad_row], dim=1),
+    padding_mask=torch.tensor([[False, False, False, True]]),
+)
+att_scaled = MultiStepAttention(hidden_dim=d, embed_dim=f, scale_context=True)
+att_scaled.load_state_dict(att.state_dict())
+with torch.no_grad():
+    c_pad, a_pad = att(h, g, enc_padded)
+    c_scaled, _ = att_scaled(h, g, enc)
+
+show("a with a padded 4th position", a_pad[0])
+print(
+    f"max |a - a without padding| on the real positions: "
+    f"{(a_pad[0, :, :m] - a_module[0]).abs().max():.1e}"
+)
+print(
+    f"c_scaled / c = {(c_scaled / c_module).mean():.4f}, "
+    f"sqrt(m) = {m ** 0.5:.4f}"
+)
+
+# sphinx_gallery_start_ignore
+assert (a_pad[..., m] == 0).all()
+assert torch.allclose(a_pad[0, :, :m], a_module[0], atol=1e-6)
+assert torch.allclose(c_scaled, c_module * m**0.5, atol=1e-5)
+# sphinx_gallery_end_ignore
+
+# %%
+# Bahdanau attention (the GRU baseline)
+# -------------------------------------
+# The recurrent decoder scores source annotation :math:`h_j` (forward and
+# backward GRU states, concatenated) against its *previous* state
+# :math:`s_{t-1}` with a one-hidden-layer network, section 6 of the seed
+# article and Bahdanau et al. (2014):
+#
+# .. math::
+#
+#     e_{tj} &= v_a^\top \tanh(W_a h_j + U_a s_{t-1} + b_a) \\
+#     a_{tj} &= \frac{\exp(e_{tj})}{\sum_k \exp(e_{tk})} \\
+#     c_t &= \sum_j a_{tj} h_j
+#
+# :math:`W_a h_j` does not depend on :math:`t`, so
+# :meth:`BahdanauAttention.keys <convs2s_edu.BahdanauAttention.keys>` computes
+# it once per source sequence and every decoder step reuses it; only
+# :math:`U_a s_{t-1}` is new at each step.
+#
+# The worked example: the same :math:`m = 3` source positions with annotations
+# of size :math:`2n = 4`, a decoder state of size :math:`n = 2` and a hidden
+# layer of size :math:`n' = 3`.
+
+n, n_att = 2, 3
+bahdanau = BahdanauAttention(enc_dim=2 * n, dec_dim=n, attention_dim=n_att)
+with torch.no_grad():
+    bahdanau.W_a.weight.copy_(rounded(n_att, 2 * n))
+    bahdanau.U_a.weight.copy_(rounded(n_att, n))
+    bahdanau.b_a.copy_(rounded(n_att))
+    bahdanau.v_a.copy_(rounded(n_att))
+
+h_ann = rounded(1, m, 2 * n)  # annotations h_j  (B, S, 2n)
+s_prev = rounded(1, n)  # s_{t-1}          (B, n)
+mask = torch.zeros(1, m, dtype=torch.bool)
+
+with torch.no_grad():
+    keys = bahdanau.keys(h_ann)  # W_a h_j, once per source: (B, S, n')
+    c_b, a_b = bahdanau(s_prev, keys, h_ann, mask)  # (B, 2n), (B, S)
+
+    hidden = torch.tanh(
+        h_ann[0] @ bahdanau.W_a.weight.T
+        + s_prev[0] @ bahdanau.U_a.weight.T
+        + bahdanau.b_a
+    )  # (S, n')
+    e_hand = hidden @ bahdanau.v_a  # (S,)
+    a_b_hand = e_hand.exp() / e_hand.exp().sum()
+    c_b_hand = a_b_hand @ h_ann[0]  # (2n,)
+
+show("h", h_ann[0])
+show("s_{t-1}", s_prev[0])
+show("keys W_a h_j", keys[0])
+with torch.no_grad():
+    show("e (module)", bahdanau.energy(s_prev, keys)[0])
+show("e (by hand)", e_hand)
+show("a (module)", a_b[0])
+show("a (by hand)", a_b_hand)
+show("c (module)", c_b[0])
+show("c (by hand)", c_b_hand)
+
+# sphinx_gallery_start_ignore
+assert torch.allclose(a_b[0], a_b_hand, atol=1e-6)
+assert torch.allclose(c_b[0], c_b_hand, atol=1e-6)
+# sphinx_gallery_end_ignore
+
+# %%
+# Keys computed once
+# ------------------
+# :meth:`RNNSeq2Seq.encode <convs2s_edu.RNNSeq2Seq.encode>` stores
+# :math:`W_a h_j` in :class:`~convs2s_edu.RNNEncoderOut` and
+# :meth:`~convs2s_edu.RNNSeq2Seq.step` passes it to the attention at every
+# step. At the seed's sizes this saves, per sequence, the multiply-adds
+# counted below: :math:`W_a h_j` costs :math:`m \cdot 2n \cdot n'` once instead
+# of at each of the :math:`T` steps.
+
+rnn_cfg = RNNSeq2SeqConfig()
+S_max, T_max = (
+    20,
+    21,
+)  # the seed's longest source, and its decoder input (<sos> + 20)
+once = S_max * 2 * rnn_cfg.hidden_dim * rnn_cfg.attention_dim
+print(f"W_a h_j once : {once:>12,d} multiply-adds")
+print(f"at every step: {once * T_max:>12,d} multiply-adds")
+
+rnn = RNNSeq2Seq(RNNSeq2SeqConfig(vocab_size=50)).eval()
+batch = collate_batch(generate_dataset(2, 5, 8, 50, seed=2), 50)
+with torch.no_grad():
+    enc_rnn = rnn.encode(batch.src)
+    same = torch.allclose(enc_rnn.keys, rnn.attention.W_a(enc_rnn.h))
+print("RNNEncoderOut.keys == W_a(h):", same)
+
+# %%
+# Side by side: what the two models return
+# ----------------------------------------
+# Run an untrained model of each kind on the same padded batch. ConvS2S
+# returns one attention map per decoder layer, ``(B, L, T, S)``, all computed
+# in one parallel pass; the GRU returns one map, ``(B, T, S)``, built one row
+# (one decoder step) at a time.
+
+conv = ConvS2S(ConvS2SConfig(vocab_size=50)).eval()
+with torch.no_grad():
+    _, a_conv = conv(batch.src, batch.tgt_in, return_attention=True)
+    _, a_rnn = rnn(batch.src, batch.tgt_in, return_attention=True)
+print("src     ", tuple(batch.src.shape), " (B, S)")
+print("ConvS2S ", tuple(a_conv.shape), " (B, L, T, S)")
+print("GRU     ", tuple(a_rnn.shape), " (B, T, S)")
+
+# sphinx_gallery_start_ignore
+assert torch.allclose(a_conv.sum(-1), torch.ones(a_conv.shape[:-1]), atol=1e-5)
+assert torch.allclose(a_rnn.sum(-1), torch.ones(a_rnn.shape[:-1]), atol=1e-5)
+pad = batch.src_padding_mask
+assert (
+    a_conv.masked_select(pad[:, None, None, :].expand_as(a_conv)) == 0
+).all()
+assert (a_rnn.masked_select(pad[:, None, :].expand_as(a_rnn)) == 0).all()
+# sphinx_gallery_end_ignore
+
+# %%
+# The maps of the shorter example of the batch: every row is a distribution
+# over source positions and sums to 1; the padded source columns (hatched) get
+# weight zero. Untrained, the maps mean nothing yet: the GRU's additive scores
+# start small, so its rows are close to uniform, while ConvS2S's dot products
+# of 128-dimensional vectors are large enough to make some rows peaked at
+# arbitrary positions. A trained model should look, at every step, at the
+# source token that comes next in sorted order.
+
+row = int(batch.src_lengths.argmin())
+S_b = batch.src.shape[1]
+t_real = int((~batch.tgt_padding_mask[row]).sum())
+maps = [
+    (f"ConvS2S layer {l + 1}", a_conv[row, l]) for l in range(a_conv.shape[1])
+]
+maps.append(("GRU + Bahdanau", a_rnn[row]))
+vmax = max(float(a[:t_real].max()) for _, a in maps)
+
+fig, axes = plt.subplots(
+    1, len(maps), figsize=(13, 3.4), layout="constrained", sharey=True
+)
+for ax, (title, a) in zip(axes, maps):
+    im = ax.imshow(
+        a[:t_real].numpy(), cmap="viridis", vmin=0, vmax=vmax, aspect="auto"
+    )
+    for j in np.flatnonzero(batch.src_padding_mask[row].numpy()):
+        ax.add_patch(
+            plt.Rectangle(
+                (j - 0.5, -0.5),
+                1,
+                t_real,
+                fill=False,
+                hatch="//",
+                edgecolor="white",
+                linewidth=0,
+            )
+        )
+    ax.set_title(title, fontsize=10)
+    ax.set_xlabel("source position $j$")
+    ax.set_xticks(range(S_b))
+axes[0].set_ylabel("decoder position $i$")
+fig.colorbar(im, ax=axes, shrink=0.9, label="attention weight")
+fig.suptitle(
+    "Attention maps of untrained models, source "
+    f"{batch.src[row, : batch.src_lengths[row]].tolist()}"
+)
+plt.show()

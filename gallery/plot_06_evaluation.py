@@ -1,0 +1,219 @@
+r"""
+Evaluating the trained models
+=============================
+
+A loss tells how much probability a model puts on the right tokens when it is
+fed the reference prefix (teacher forcing). At test time there is no
+reference: the model reads its own previous outputs, and one wrong token can
+push every later one off. This page decodes the test set with both trained
+models, scores the outputs with two measures, breaks the scores down by
+sequence length and prints a few outputs side by side.
+"""
+
+# %%
+# Two measures
+# ------------
+# The paper scores translations with BLEU. A sorted sequence is either right or
+# wrong, so the seed notebook uses two simpler measures over :math:`N` test
+# pairs of a decoded output :math:`\hat y^{(n)}` and its reference
+# :math:`y^{(n)}` (token lists without ``<sos>``/``<eos>``):
+#
+# .. math::
+#
+#     \mathrm{EM} = \frac{1}{N}\sum_{n=1}^{N}
+#         \mathbb{1}\big[\hat y^{(n)} = y^{(n)}\big],
+#     \qquad
+#     \mathrm{TokAcc} = \frac{\sum_{n}\sum_{t=1}^{|y^{(n)}|}
+#         \mathbb{1}\big[t \le |\hat y^{(n)}| \wedge \hat y^{(n)}_t = y^{(n)}_t\big]}
+#         {\sum_{n} |y^{(n)}|}.
+#
+# *Exact match* (:func:`~convs2s_edu.exact_match`) counts a sequence as right
+# only if every token and the length are right. *Token accuracy*
+# (:func:`~convs2s_edu.token_accuracy`) gives partial credit: the share of
+# reference positions holding the right token, compared position by position
+# (a missing token early on shifts, and usually spoils, every later position).
+#
+# Both models are loaded from the cache that the
+# :ref:`training page <sphx_glr_auto_examples_plot_05_training.py>` filled (run
+# on its own, this page trains them first), and decode greedily: at every step
+# the most probable next token, until ``<eos>``.
+
+from collections import defaultdict
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from convs2s_edu import (
+    exact_match,
+    evaluate,
+    generate_dataset,
+    greedy_decode,
+    make_datasets,
+    predict_samples,
+    token_accuracy,
+    train_or_load,
+)
+from convs2s_edu.data import collate_batch
+from convs2s_edu.decode import format_samples
+from convs2s_edu.train import is_quick_mode, site_config
+
+MODELS = ("convs2s", "gru")
+LABELS = {"convs2s": "ConvS2S", "gru": "GRU + attention"}
+COLOURS = {"convs2s": "C0", "gru": "C1"}
+
+results = {name: train_or_load(site_config(name)) for name in MODELS}
+models = {name: r.model for name, r in results.items()}
+cfg = results["convs2s"].config
+test_set = make_datasets(cfg)[2]
+print(f"test set: {len(test_set):,} examples of length {cfg.min_len}-{cfg.max_len}, "
+      f"never seen in training")
+for name in MODELS:
+    h = results[name].history
+    print(f"{LABELS[name]:16s} trained for {len(h.epochs)} epochs on {h.device}")
+if is_quick_mode():
+    print("\nNOTE: quick build (CONVS2S_EDU_QUICK=1): small data and few epochs, so the\n"
+          "models are far from trained and the scores below are not the full experiment's.")
+
+
+def decode_all(model, examples, batch_size=256):
+    """Greedy outputs for a list of (source, reference) pairs, decoded in batches."""
+    out = []
+    for i in range(0, len(examples), batch_size):
+        src = collate_batch(examples[i:i + batch_size], cfg.vocab_size).src  # (B, S)
+        out += greedy_decode(model, src)
+    return out
+
+
+examples = list(test_set)
+references = [y for _, y in examples]
+predictions = {name: decode_all(models[name], examples) for name in MODELS}
+scores = {name: {"exact match": exact_match(predictions[name], references),
+                 "token accuracy": token_accuracy(predictions[name], references)}
+          for name in MODELS}
+
+print(f"\n{'model':16s} {'exact match':>12s} {'token accuracy':>15s}")
+for name in MODELS:
+    s = scores[name]
+    print(f"{LABELS[name]:16s} {s['exact match']:>12.1%} {s['token accuracy']:>15.1%}")
+
+# sphinx_gallery_start_ignore
+for name in MODELS:  # the same numbers as the library's one-call evaluation (on a slice)
+    ev = evaluate(models[name], examples[:64])
+    assert abs(ev["exact_match"] - exact_match(predictions[name][:64], references[:64])) < 1e-12
+    assert abs(ev["token_accuracy"]
+               - token_accuracy(predictions[name][:64], references[:64])) < 1e-12
+# sphinx_gallery_end_ignore
+
+# %%
+# The two scores side by side. Token accuracy is never below exact match: a
+# sequence that is entirely right has all its tokens right, while a sequence
+# with one wrong token still earns credit for the others.
+
+fig, ax = plt.subplots(figsize=(6.5, 3.6), layout="constrained")
+metrics = ("exact match", "token accuracy")
+width = 0.38
+for i, name in enumerate(MODELS):
+    vals = [100 * scores[name][m] for m in metrics]
+    x = np.arange(len(metrics)) + (i - 0.5) * width
+    bars = ax.bar(x, vals, width, color=COLOURS[name], label=LABELS[name])
+    ax.bar_label(bars, fmt="%.1f%%", fontsize=9, padding=2)
+ax.set_xticks(np.arange(len(metrics)), metrics)
+ax.set_ylabel("% of the test set")
+ax.set_ylim(0, 108)
+fig.legend(loc="outside right center", fontsize=9, frameon=False)
+ax.set_title("Greedy decoding on the test set")
+ax.grid(alpha=0.3, axis="y")
+plt.show()
+
+# %%
+# Accuracy by sequence length
+# ---------------------------
+# Longer sequences are harder: there are more tokens to get right, and each
+# output position must find its token among more candidates. The test set
+# holds every length of the training range, so it can be split by length. The
+# left panel shows exact match per length, the right one token accuracy; the
+# shaded band is one standard error of the share, :math:`\sqrt{p(1-p)/n}`,
+# with :math:`n` the number of test examples of that length (printed below).
+#
+# The grey area extends the test beyond the training range with freshly drawn,
+# longer sequences. Both models accept them (the position table of ConvS2S
+# has room for them), but neither has ever seen such a length: ConvS2S's
+# learned position embeddings for those positions were never trained, and the
+# GRU has never run that many steps.
+
+EXTRA_LENGTHS = range(cfg.max_len + 1, cfg.max_len + (5 if is_quick_mode() else 9))
+N_PER_EXTRA = 20 if is_quick_mode() else 50
+extra = generate_dataset(N_PER_EXTRA * len(EXTRA_LENGTHS), EXTRA_LENGTHS[0], EXTRA_LENGTHS[-1],
+                         cfg.vocab_size, seed=cfg.seed + 100)
+extra_predictions = {name: decode_all(models[name], extra) for name in MODELS}
+
+
+def by_length(pairs, preds):
+    """{length: (exact match, token accuracy, n)} over (source, reference) pairs."""
+    groups = defaultdict(list)
+    for (x, y), p in zip(pairs, preds):
+        groups[len(x)].append((p, y))
+    return {n: (exact_match(*zip(*g)), token_accuracy(*zip(*g)), len(g))
+            for n, g in sorted(groups.items())}
+
+
+per_length = {name: {**by_length(examples, predictions[name]),
+                     **by_length(extra, extra_predictions[name])} for name in MODELS}
+
+fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharex=True, layout="constrained")
+for name in MODELS:
+    lengths = np.array(list(per_length[name]))
+    em, tok, n = (np.array(v, dtype=float) for v in zip(*per_length[name].values()))
+    for ax, p in zip(axes, (em, tok)):
+        se = np.sqrt(p * (1 - p) / n)
+        ax.plot(lengths, 100 * p, "o-", ms=3.5, color=COLOURS[name], label=LABELS[name])
+        ax.fill_between(lengths, 100 * (p - se), 100 * (p + se), color=COLOURS[name], alpha=0.2)
+for ax, title in zip(axes, ("Exact match", "Token accuracy")):
+    ax.axvspan(cfg.max_len + 0.5, EXTRA_LENGTHS[-1] + 0.5, color="0.85", zorder=0)
+    ax.text(cfg.max_len + 1, 102, "longer than\nany training\nexample", fontsize=8, va="top")
+    ax.set_xlabel("sequence length")
+    ax.set_ylabel("% of examples" if title == "Exact match" else "% of tokens")
+    ax.set_ylim(-3, 105)
+    ax.set_xlim(cfg.min_len - 0.5, EXTRA_LENGTHS[-1] + 0.5)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+handles, labels = axes[0].get_legend_handles_labels()
+fig.legend(handles, labels, loc="outside lower center", ncol=2, fontsize=9, frameon=False)
+plt.show()
+
+print("examples per length:",
+      ", ".join(f"{n}: {v[2]}" for n, v in per_length["convs2s"].items()))
+
+# sphinx_gallery_start_ignore
+for name in MODELS:
+    in_range = [v for n, v in per_length[name].items() if n <= cfg.max_len]
+    assert sum(v[2] for v in in_range) == len(test_set)
+    # the overall exact match is the length buckets' weighted mean
+    em = sum(v[0] * v[2] for v in in_range) / len(test_set)
+    assert abs(em - scores[name]["exact match"]) < 1e-9
+# sphinx_gallery_end_ignore
+
+# %%
+# Sample outputs
+# --------------
+# :func:`~convs2s_edu.predict_samples` decodes the same sources with every
+# model, greedily and with a beam of five hypotheses (beam search is the
+# subject of the :ref:`decoding page <sphx_glr_auto_examples_plot_08_decoding.py>`),
+# and ``format_samples`` (in ``convs2s_edu.decode``) prints them one block per
+# example; a ``*`` marks an output that differs from the reference. The
+# examples are the first test example of the shortest length, of a middle one
+# and of the longest one, whatever the models make of them.
+
+first_of_length = {}
+for x, y in examples:
+    first_of_length.setdefault(len(x), (x, y))
+picked = [first_of_length[n] for n in (min(first_of_length),
+                                        sorted(first_of_length)[len(first_of_length) // 2],
+                                        max(first_of_length))]
+rows = predict_samples(models, picked, beam_size=5)
+print(format_samples(rows, layout="blocks"))
+
+# sphinx_gallery_start_ignore
+for row, (x, y) in zip(rows, picked):
+    assert row["convs2s greedy"] == predictions["convs2s"][examples.index((x, y))]
+# sphinx_gallery_end_ignore

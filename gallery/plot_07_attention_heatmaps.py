@@ -1,0 +1,253 @@
+r"""
+Where the trained models look: attention heatmaps
+=================================================
+
+Attention weights say, for every output position, how much each source
+position contributes to it. For sorting there is a right answer to compare
+them with: to write the :math:`i`-th smallest value, a model has to find it in
+the source, so output position :math:`i` should attend to the source position
+that holds the :math:`i`-th smallest value (or share its attention among the
+positions that hold it, when the value occurs more than once).
+
+This page draws the attention of both trained models on one test example
+(every decoder layer of ConvS2S, the single Bahdanau attention of the GRU) and
+then measures, over the whole test set, how often each attention points at
+the right place.
+"""
+
+# %%
+# One test example
+# ----------------
+# Both models come from the cache filled by the
+# :ref:`training page <sphx_glr_auto_examples_plot_05_training.py>` (run on its
+# own, this page trains them first). The example is the first test example of
+# length 10, short enough for every cell to be read.
+#
+# The models are **teacher-forced with the reference**: the decoder reads
+# ``<sos>`` followed by the correct sorted sequence, exactly as in training,
+# so every row of a heatmap belongs to the same known output token whatever
+# the model would have decoded. Row :math:`i` is the attention used to predict
+# the :math:`i`-th output token (the row label, ``<eos>`` last); column
+# :math:`j` is source position :math:`j` (labelled with its token).
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+
+from convs2s_edu import eos_index, greedy_decode, make_datasets, train_or_load
+from convs2s_edu.data import collate_batch
+from convs2s_edu.train import is_quick_mode, site_config
+
+MODELS = ("convs2s", "gru")
+results = {name: train_or_load(site_config(name)) for name in MODELS}
+conv, gru = (results[name].model.eval() for name in MODELS)
+device = next(conv.parameters()).device  # a GPU when there is one
+cfg = results["convs2s"].config
+test_set = make_datasets(cfg)[2]
+for name in MODELS:
+    h = results[name].history
+    print(f"{name:8s} trained for {len(h.epochs)} epochs on {h.device}")
+if is_quick_mode():
+    print("\nNOTE: quick build (CONVS2S_EDU_QUICK=1): small data and few epochs. The models\n"
+          "are far from trained, and the attention below shows it.")
+
+LENGTH = 10
+src_tokens, ref_tokens = next((x, y) for x, y in test_set if len(x) == LENGTH)
+batch = collate_batch([(src_tokens, ref_tokens)], cfg.vocab_size)
+batch = batch.to(device)
+with torch.no_grad():
+    _, conv_attn = conv(batch.src, batch.tgt_in, return_attention=True)  # (1, L, T, S)
+    _, gru_attn = gru(batch.src, batch.tgt_in, return_attention=True)  # (1, T, S)
+conv_attn, gru_attn = conv_attn[0].cpu().numpy(), gru_attn[0].cpu().numpy()
+print("source   :", src_tokens)
+print("reference:", ref_tokens)
+print("ConvS2S attention:", conv_attn.shape, "(layers, output steps, source positions)")
+print("GRU attention    :", gru_attn.shape, "(output steps, source positions)")
+
+# sphinx_gallery_start_ignore
+assert conv_attn.shape == (conv.cfg.n_decoder_layers, LENGTH + 1, LENGTH)
+assert gru_attn.shape == (LENGTH + 1, LENGTH)
+assert np.allclose(conv_attn.sum(-1), 1, atol=1e-5) and np.allclose(gru_attn.sum(-1), 1, atol=1e-5)
+# sphinx_gallery_end_ignore
+
+# %%
+# ConvS2S: one attention per decoder layer
+# ----------------------------------------
+# ConvS2S has an attention in each of its decoder layers, computed from that
+# layer's state, so the four panels are four separate decisions about where
+# to look. Darker means more weight; every row sums to one. The red squares
+# mark the right answer: the source positions holding the token that row
+# outputs (none for ``<eos>``).
+
+out_labels = [str(t) for t in ref_tokens] + ["<eos>"]
+src_labels = [str(t) for t in src_tokens]
+right = np.array([[s == y for s in src_tokens] for y in ref_tokens + [None]])  # (T, S)
+
+
+def heatmap(ax, attn, title):
+    im = ax.imshow(attn, cmap="Blues", vmin=0, vmax=1)
+    rows, cols = np.nonzero(right)
+    ax.scatter(cols, rows, marker="s", s=70, facecolors="none", edgecolors="red", linewidths=1)
+    ax.set_xticks(range(len(src_labels)), src_labels, fontsize=8)
+    ax.set_yticks(range(len(out_labels)), out_labels, fontsize=8)
+    ax.set_xlabel("source token")
+    ax.set_ylabel("output token")
+    ax.set_title(title, fontsize=10)
+    ax.tick_params(length=0)
+    return im
+
+
+n_layers = conv_attn.shape[0]
+ncols = 2 if n_layers % 2 == 0 else n_layers
+fig, axes = plt.subplots(int(np.ceil(n_layers / ncols)), ncols, figsize=(8, 7.6),
+                         layout="constrained", squeeze=False)
+for layer, ax in enumerate(axes.flat):
+    if layer >= n_layers:
+        ax.remove()
+        continue
+    im = heatmap(ax, conv_attn[layer], f"ConvS2S decoder layer {layer + 1}")
+fig.colorbar(im, ax=axes, shrink=0.6, label="attention weight")
+fig.suptitle("ConvS2S attention, teacher-forced with the reference", fontsize=11)
+plt.show()
+
+# %%
+# The GRU's attention, next to the ideal one
+# ------------------------------------------
+# The GRU model has one Bahdanau attention, computed before each decoder step
+# from the previous decoder state. The right panel is the attention of a
+# perfect sorter: all the weight of row :math:`i` on the position(s) holding
+# the :math:`i`-th smallest value, split evenly when the value repeats.
+
+ideal = right / np.maximum(right.sum(axis=1, keepdims=True), 1)
+fig, axes = plt.subplots(1, 2, figsize=(8, 4.2), layout="constrained")
+heatmap(axes[0], gru_attn, "GRU (Bahdanau) attention")
+im = heatmap(axes[1], ideal, "ideal attention for sorting")
+fig.colorbar(im, ax=axes, shrink=0.8, label="attention weight")
+plt.show()
+
+# %%
+# Measured over the test set
+# --------------------------
+# One example can mislead, so the next cell counts over every test example
+# how often the attention points at the right place. For each output step
+# (``<eos>`` excluded), take the source position with the largest attention
+# weight and check the token there:
+#
+# * **→ reference token** (teacher-forced): it holds the token this step
+#   should output;
+# * **→ emitted token** (greedy decoding, the model reading its own outputs):
+#   it holds the token the model actually wrote at this step;
+# * **→ previous token** (teacher-forced, from the second step on): it holds
+#   the token the decoder has just read, the one output before;
+# * **weight on right**: the total attention weight on the positions holding
+#   the reference token, averaged over steps (a softer measure than the
+#   argmax).
+#
+# The last line is chance: the share of steps at which a source position
+# drawn at random would hold the reference token.
+
+
+def argmax_hits(attn, src, wanted):
+    """attn (B, T, S); src (B, S); wanted (B, T) token ids -> hits (B, T) bool."""
+    picked = src.gather(1, attn.argmax(-1))  # (B, T): token at the most attended position
+    return picked.eq(wanted)
+
+
+examples = list(test_set)
+full = collate_batch(examples, cfg.vocab_size)
+src, tgt_in, tgt_out = full.src, full.tgt_in, full.tgt_out  # (B, S), (B, T), (B, T)
+steps = tgt_out.ne(0) & tgt_out.ne(eos_index(cfg.vocab_size))  # (B, T): real tokens, no <eos>
+after_first = steps.clone()
+after_first[:, 0] = False
+holds_ref = src.unsqueeze(1).eq(tgt_out.unsqueeze(2))  # (B, T, S): position j holds y_t
+with torch.no_grad():
+    _, conv_all = conv(src.to(device), tgt_in.to(device), return_attention=True)  # (B, L, T, S)
+    _, gru_all = gru(src.to(device), tgt_in.to(device), return_attention=True)  # (B, T, S)
+conv_all, gru_all = conv_all.cpu(), gru_all.cpu()
+# greedy decoding moves the sources to the model's device itself
+greedy = {name: greedy_decode(results[name].model, src, return_attention=True) for name in MODELS}
+
+# chance: share of real source positions that hold the reference token
+src_len = src.ne(0).sum(1, keepdim=True)  # (B, 1)
+chance = (holds_ref.sum(-1) / src_len)[steps].float().mean().item()
+
+
+def greedy_hit_rate(tokens, attentions, layer=None):
+    """Share of emitted tokens whose most attended source position holds that token."""
+    hits = n = 0
+    for (x, _), out, a in zip(examples, tokens, attentions):
+        a = a[layer] if layer is not None else a  # (T_b, S_b)
+        for t, y in enumerate(out):
+            hits += x[int(a[t].argmax())] == y
+            n += 1
+    return hits / max(n, 1)
+
+
+table = []
+attn_sets = [(f"ConvS2S layer {l + 1}", conv_all[:, l], "convs2s", l)
+             for l in range(conv_all.shape[1])]
+attn_sets.append(("GRU", gru_all, "gru", None))
+for label, attn, name, layer in attn_sets:
+    table.append((
+        label,
+        argmax_hits(attn, src, tgt_out)[steps].float().mean().item(),
+        greedy_hit_rate(*greedy[name], layer),
+        argmax_hits(attn, src, tgt_in)[after_first].float().mean().item(),
+        (attn * holds_ref).sum(-1)[steps].mean().item(),
+    ))
+
+print(f"{len(examples):,} test examples, {int(steps.sum()):,} output steps\n")
+header = ("attention", "-> reference", "-> emitted", "-> previous", "weight on right")
+print(f"{header[0]:16s}" + "".join(f"{h:>17s}" for h in header[1:]))
+for label, *vals in table:
+    print(f"{label:16s}" + "".join(f"{v:>17.1%}" for v in vals))
+print(f"{'chance':16s}{chance:>17.1%}")
+
+# sphinx_gallery_start_ignore
+for _, *vals in table:
+    assert all(0.0 <= v <= 1.0 for v in vals)
+assert 0 < chance < 0.5
+# batched teacher forcing gives the single example's attention
+i = examples.index((src_tokens, ref_tokens))
+assert np.allclose(conv_all[i, :, : LENGTH + 1, :LENGTH].numpy(), conv_attn, atol=1e-5)
+assert np.allclose(gru_all[i, : LENGTH + 1, :LENGTH].numpy(), gru_attn, atol=1e-5)
+# sphinx_gallery_end_ignore
+
+# %%
+# The same numbers as a chart: the share of steps whose most attended source
+# position holds the reference token (teacher-forced), per attention, with
+# chance as a dashed line.
+
+fig, ax = plt.subplots(figsize=(7, 3.4), layout="constrained")
+labels = [row[0] for row in table]
+vals = [100 * row[1] for row in table]
+colours = ["C0"] * (len(table) - 1) + ["C1"]
+bars = ax.bar(range(len(table)), vals, color=colours)
+ax.bar_label(bars, fmt="%.0f%%", fontsize=9, padding=2)
+ax.axhline(100 * chance, color="k", ls="--", lw=1, label="chance")
+fig.legend(loc="outside right upper", fontsize=9, frameon=False)
+ax.set_xticks(range(len(table)), [label.replace("ConvS2S ", "ConvS2S\n") for label in labels],
+              fontsize=9)
+ax.set_ylabel("% of output steps")
+ax.set_ylim(0, 108)
+ax.set_title("Most attended source position holds the reference token")
+ax.grid(alpha=0.3, axis="y")
+plt.show()
+
+# %%
+# How to read it
+# --------------
+# An attention whose argmax lands on the reference token far more often than
+# chance has learned the sorting alignment: it finds the next value to
+# write. For ConvS2S the layers need not agree. The multi-step attention of
+# the paper lets each layer look somewhere else, and a lower layer can gather
+# information (for example about the token just written, the **→ previous**
+# column) that a higher layer uses to find the next one; compare the layers'
+# rows in the table above. The GRU has a single attention, so it has to do
+# the whole search in one look, from the decoder state alone.
+#
+# The **→ emitted** column tells a slightly different story from the
+# **→ reference** one: when a model writes a wrong token, does its attention
+# point at the token it wrote (it found a value and copied it, but the wrong
+# one), or somewhere else? With a well-trained model the two columns are close
+# because most emitted tokens are right.

@@ -1,0 +1,363 @@
+#!/usr/bin/env python
+"""Open pages of the built site in headless Chromium, screenshot them, and fail on broken images.
+
+Usage::
+
+    python tools/screenshot_site.py docs/_build/html --out docs/_build/screenshots
+    python tools/screenshot_site.py docs/_build/html --out shots --pages index.html api.html
+
+The site is served from ``127.0.0.1`` by a local :mod:`http.server` that logs
+every request and its status; Chromium may reach no other host. For each page
+(by default the landing page, the paper map and one gallery page) the script
+
+1. saves a screenshot ``<page>.png`` and checks that it is a non-blank PNG of
+   the requested size;
+2. loads the page again inside a small harness page (same origin) that waits
+   for MathJax to finish, then tries to load every ``<img>`` of the page and
+   reports the ones that fail, the number of rendered formulas
+   (``mjx-container``), MathJax errors and any resource fetched from another
+   host;
+3. fails when an image did not load, a request got a 4xx/5xx status, math was
+   left unrendered or a resource came from another host.
+
+A JSON report is written to ``<out>/report.json``. Exit status 0 when every
+page passes, 1 when one fails, 2 when Chromium is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import html
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import zlib
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, quote, unquote, urlsplit
+
+CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome")
+FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
+    "--disable-dev-shm-usage", "--mute-audio",
+    # the site must render offline: no host but the local server resolves
+    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+]
+HARNESS_PATH = "/__screenshot_site_check__.html"
+IGNORED_PATHS = {"/favicon.ico"}
+
+HARNESS = """<!doctype html>
+<html><head><meta charset="utf-8"><title>check</title></head>
+<body>
+<pre id="result">pending</pre>
+<iframe id="frame" src="{src}" style="width:{width}px;height:{height}px;border:0"></iframe>
+<script>
+const frame = document.getElementById("frame");
+frame.addEventListener("load", async () => {{
+  const out = {{images: [], broken: [], math: 0, rendered: 0, merror: 0, external: [],
+               mathjax: "absent"}};
+  try {{
+    const doc = frame.contentDocument, win = frame.contentWindow;
+    if (win.MathJax && win.MathJax.startup && win.MathJax.startup.promise) {{
+      out.mathjax = "loaded";
+      await win.MathJax.startup.promise;
+      out.mathjax = "typeset";
+    }}
+    for (const img of Array.from(doc.images)) {{
+      img.loading = "eager";
+      const url = img.currentSrc || img.src;
+      const ok = await new Promise((resolve) => {{
+        const probe = new Image();
+        probe.onload = () => resolve(probe.naturalWidth > 0 && probe.naturalHeight > 0);
+        probe.onerror = () => resolve(false);
+        probe.src = url;
+      }});
+      out.images.push(url);
+      if (!ok) out.broken.push(url);
+    }}
+    out.math = doc.querySelectorAll("span.math, div.math").length;
+    out.rendered = doc.querySelectorAll("mjx-container").length;
+    out.merror = doc.querySelectorAll("mjx-merror").length;
+    for (const entry of win.performance.getEntriesByType("resource")) {{
+      if (new URL(entry.name).hostname !== location.hostname) out.external.push(entry.name);
+    }}
+  }} catch (err) {{
+    out.error = String(err);
+  }}
+  document.getElementById("result").textContent = JSON.stringify(out);
+}});
+</script>
+</body></html>
+"""
+
+
+# --------------------------------------------------------------------------
+# Local server that records every request
+# --------------------------------------------------------------------------
+
+
+class RequestLog:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.entries: list[tuple[str, int]] = []
+
+    def add(self, path: str, status: int) -> None:
+        with self.lock:
+            self.entries.append((path, status))
+
+    def take(self) -> list[tuple[str, int]]:
+        with self.lock:
+            entries, self.entries = self.entries, []
+        return entries
+
+
+class Handler(SimpleHTTPRequestHandler):
+    log: RequestLog
+    harness_size: tuple[int, int]
+
+    def do_GET(self):  # noqa: N802 (http.server API)
+        parts = urlsplit(self.path)
+        if parts.path == HARNESS_PATH:
+            page = parse_qs(parts.query).get("page", [""])[0]
+            width, height = self.harness_size
+            body = HARNESS.format(src=html.escape("/" + quote(page)), width=width,
+                                  height=height).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        super().do_GET()
+
+    def log_request(self, code="-", size="-"):
+        try:
+            status = int(code)
+        except (TypeError, ValueError):
+            status = int(getattr(code, "value", 0) or 0)
+        self.log.add(unquote(urlsplit(self.path).path), status)
+
+    def log_message(self, format, *args):  # noqa: A002 - keep the console quiet
+        pass
+
+
+def start_server(root: Path, log: RequestLog, harness_size: tuple[int, int]):
+    handler = functools.partial(type("BoundHandler", (Handler,),
+                                     {"log": log, "harness_size": harness_size}),
+                                directory=str(root))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    return server
+
+
+# --------------------------------------------------------------------------
+# Chromium
+# --------------------------------------------------------------------------
+
+
+def find_chromium(explicit: str | None) -> str | None:
+    for candidate in ([explicit] if explicit else []) + list(CHROMIUM_CANDIDATES):
+        path = candidate if os.path.isabs(candidate) else shutil.which(candidate)
+        if path and os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def run_chromium(chromium: str, args: list[str], timeout: float) -> subprocess.CompletedProcess:
+    with tempfile.TemporaryDirectory(prefix="screenshot-site-") as profile:
+        cmd = [chromium, *FLAGS, f"--user-data-dir={profile}", *args]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def png_problems(path: Path, width: int, height: int) -> list[str]:
+    """Empty list when ``path`` is a non-blank PNG of ``width`` x ``height``."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return ["no screenshot was written"]
+    data = path.read_bytes()
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        return ["the screenshot is not a PNG file"]
+    w, h = struct.unpack(">II", data[16:24])
+    problems = []
+    if (w, h) != (width, height):
+        problems.append(f"screenshot is {w}x{h}, expected {width}x{height}")
+    idat, pos = b"", 8
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos:pos + 4])
+        kind = data[pos + 4:pos + 8]
+        if kind == b"IDAT":
+            idat += data[pos + 8:pos + 8 + length]
+        pos += 12 + length
+    try:
+        pixels = zlib.decompress(idat)
+    except zlib.error:
+        return problems + ["the screenshot's image data does not decompress"]
+    if len(set(pixels[:: max(1, len(pixels) // 200_000)])) < 16:
+        problems.append("the screenshot is blank (almost a single colour)")
+    return problems
+
+
+def img_sources(page_file: Path) -> list[str]:
+    """``src`` of every <img> in the HTML file (raw, before any script runs)."""
+    text = page_file.read_text(encoding="utf-8")
+    return re.findall(r"<img\b[^>]*?\ssrc=\"([^\"]+)\"", text)
+
+
+# --------------------------------------------------------------------------
+# One page
+# --------------------------------------------------------------------------
+
+
+def check_page(chromium: str, base: str, site: Path, rel: str, out: Path, log: RequestLog,
+               width: int, height: int, budget_ms: int, timeout: float) -> dict:
+    report: dict = {"page": rel, "problems": []}
+    problems = report["problems"]
+    url = f"{base}/{quote(rel)}"
+    shot = out / (rel.replace("/", "__").removesuffix(".html") + ".png")
+    log.take()
+
+    # 1. screenshot
+    proc = run_chromium(chromium, [f"--window-size={width},{height}",
+                                   f"--virtual-time-budget={budget_ms}",
+                                   f"--screenshot={shot}", url], timeout)
+    report["screenshot"] = str(shot)
+    if proc.returncode != 0:
+        problems.append(f"chromium --screenshot exited with {proc.returncode}: "
+                        f"{proc.stderr.strip()[-500:]}")
+    problems += png_problems(shot, width, height)
+    requests = log.take()
+
+    # 2. the same page in the harness: images, MathJax, other hosts
+    harness = f"{base}{HARNESS_PATH}?page={quote(rel)}"
+    proc = run_chromium(chromium, [f"--window-size={width},{height}",
+                                   f"--virtual-time-budget={budget_ms}", "--dump-dom", harness],
+                        timeout)
+    requests += [r for r in log.take() if r[0] != HARNESS_PATH]
+    m = re.search(r'<pre id="result">(.*?)</pre>', proc.stdout, flags=re.S)
+    result = json.loads(html.unescape(m.group(1))) if m and m.group(1) != "pending" else None
+    report["browser"] = result
+    if result is None:
+        problems.append("the page did not finish loading in the browser "
+                        f"(chromium exit {proc.returncode}; raise --budget-ms?)")
+    else:
+        if result.get("error"):
+            problems.append(f"the check script failed: {result['error']}")
+        for src in result["broken"]:
+            problems.append(f"image did not load: {src}")
+        if result["math"] and result["mathjax"] != "typeset":
+            problems.append(f"page has {result['math']} formulas but MathJax is "
+                            f"{result['mathjax']}")
+        if result["math"] and result["rendered"] == 0:
+            problems.append("MathJax rendered none of the page's formulas")
+        if result["merror"]:
+            problems.append(f"MathJax reported {result['merror']} formula error(s)")
+        for ext in result["external"]:
+            problems.append(f"resource from another host: {ext}")
+
+    # 3. the server's view: every request answered, every <img> fetched
+    report["requests"] = len(requests)
+    for path, status in requests:
+        if status >= 400 and path not in IGNORED_PATHS:
+            problems.append(f"request {path} answered {status}")
+    fetched = {path for path, status in requests if status in (200, 304)}
+    page_dir = (site / rel).parent
+    for src in img_sources(site / rel):
+        if src.startswith("data:") or urlsplit(src).scheme:
+            continue
+        target = (page_dir / unquote(urlsplit(src).path)).resolve()
+        try:
+            path = "/" + target.relative_to(site).as_posix()
+        except ValueError:
+            problems.append(f"image outside the site: {src}")
+            continue
+        if path not in fetched:
+            problems.append(f"image never fetched with status 200: {src}")
+    return report
+
+
+def default_pages(site: Path) -> list[str]:
+    pages = ["index.html", "paper_map.html"]
+    gallery = sorted((site / "auto_examples").glob("plot_*.html"))
+    # prefer a gallery page with both figures and math
+    rich = [p for p in gallery
+            if "<img" in (text := p.read_text(encoding="utf-8")) and 'class="math' in text]
+    if rich or gallery:
+        pages.append((rich or gallery)[0].relative_to(site).as_posix())
+    return pages
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("html_dir", type=Path, help="the built site, e.g. docs/_build/html")
+    parser.add_argument("--out", type=Path, required=True, help="folder for the screenshots")
+    parser.add_argument("--pages", nargs="+", help="pages relative to html_dir "
+                        "(default: index.html, paper_map.html and one gallery page)")
+    parser.add_argument("--chromium", help="path of the browser (default: /usr/bin/chromium)")
+    parser.add_argument("--width", type=int, default=1400)
+    parser.add_argument("--height", type=int, default=2000)
+    parser.add_argument("--budget-ms", type=int, default=20_000,
+                        help="virtual time the browser waits for a page (default: %(default)s)")
+    parser.add_argument("--timeout", type=float, default=180.0,
+                        help="seconds before one browser run is killed (default: %(default)s)")
+    args = parser.parse_args(argv)
+
+    chromium = find_chromium(args.chromium)
+    if chromium is None:
+        print("screenshot_site: Chromium not found (looked for "
+              f"{', '.join(CHROMIUM_CANDIDATES)}). Install it with:\n"
+              "    sudo apt-get install chromium", file=sys.stderr)
+        return 2
+    site = args.html_dir.resolve()
+    if not (site / "index.html").is_file():
+        print(f"screenshot_site: {site} holds no index.html; build the site first",
+              file=sys.stderr)
+        return 1
+    pages = args.pages or default_pages(site)
+    missing = [p for p in pages if not (site / p).is_file()]
+    if missing:
+        print(f"screenshot_site: pages not in the site: {', '.join(missing)}", file=sys.stderr)
+        return 1
+    args.out.mkdir(parents=True, exist_ok=True)
+
+    log = RequestLog()
+    server = start_server(site, log, (args.width, args.height))
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    reports = []
+    try:
+        for rel in pages:
+            try:
+                report = check_page(chromium, base, site, rel, args.out, log, args.width,
+                                    args.height, args.budget_ms, args.timeout)
+            except subprocess.TimeoutExpired:
+                report = {"page": rel, "problems": [f"chromium took more than {args.timeout} s"]}
+            reports.append(report)
+            status = "OK" if not report["problems"] else "FAILED"
+            browser = report.get("browser") or {}
+            print(f"  {status:6s} {rel}: {len(browser.get('images', []))} images, "
+                  f"{browser.get('rendered', 0)}/{browser.get('math', 0)} formulas rendered, "
+                  f"{report.get('requests', 0)} requests -> {report.get('screenshot', '-')}")
+    finally:
+        server.shutdown()
+        server.server_close()
+    (args.out / "report.json").write_text(json.dumps(reports, indent=2), encoding="utf-8")
+
+    failures = list(dict.fromkeys((r["page"], p) for r in reports for p in r["problems"]))
+    if failures:
+        print(f"\nscreenshot_site: {len(failures)} problem(s):", file=sys.stderr)
+        for page, problem in failures:
+            print(f"  - {page}: {problem}", file=sys.stderr)
+        return 1
+    print(f"screenshot_site: OK ({len(pages)} pages, screenshots in {args.out})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
