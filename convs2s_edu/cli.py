@@ -32,6 +32,9 @@ def _add_config_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, help="default 0")
     p.add_argument("--max-len", type=int, dest="max_len", help="longest sequence (default 20)")
     p.add_argument("--min-len", type=int, dest="min_len", help="shortest sequence (default 8)")
+    p.add_argument("--seed-convs2s", action="store_true", dest="seed_convs2s",
+                   help="train the seed's simplified ConvS2S (no weight norm, default init, "
+                        "no gradient or context scaling) instead of the paper's")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -39,8 +42,8 @@ def _config(args, model: str):
     from .train import TrainConfig
 
     keys = ("epochs", "device", "n_train", "batch_size", "lr", "seed", "max_len", "min_len")
-    return TrainConfig(model=model, **{k: getattr(args, k) for k in keys
-                                       if getattr(args, k) is not None})
+    return TrainConfig(model=model, paper_normalisation=not args.seed_convs2s,
+                       **{k: getattr(args, k) for k in keys if getattr(args, k) is not None})
 
 
 def build_parser() -> argparse.ArgumentParser:

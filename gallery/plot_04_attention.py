@@ -256,6 +256,113 @@ with torch.no_grad():
 print("RNNEncoderOut.keys == W_a(h):", same)
 
 # %%
+# One step of the GRU decoder
+# ---------------------------
+# The attention is one part of a decoder step. The whole step, section 6 of
+# the seed article and Bahdanau et al. (2014), appendix A.2.2, starts from an
+# initial state computed by
+# :meth:`RNNSeq2Seq.encode <convs2s_edu.RNNSeq2Seq.encode>` from the first
+# state of the backward encoder GRU, the one that has read the whole source
+# from right to left. :meth:`RNNSeq2Seq.step <convs2s_edu.RNNSeq2Seq.step>`
+# then reads the context with :math:`s_{t-1}`, updates the state and scores
+# the next token:
+#
+# .. math::
+#
+#     s_0 &= \tanh\big(W_{init}\, \overleftarrow{h}_1\big) \\
+#     c_t &= \textstyle\sum_j a_{tj} h_j, \quad a_{tj} \text{ from } s_{t-1} \\
+#     s_t &= f(s_{t-1}, y_{t-1}, c_t) = \mathrm{GRU}\big(s_{t-1}, [E y_{t-1}; c_t]\big) \\
+#     p(y_t \mid y_{<t}, \mathbf{x}) &= \mathrm{softmax}(W_s s_t + b_s)
+#
+# :math:`f` is PyTorch's GRU cell over the concatenation of the embedded
+# previous token and the context. With :math:`u = [E y_{t-1}; c_t]`, gates
+# :math:`r` (reset) and :math:`z` (update):
+#
+# .. math::
+#
+#     r &= \sigma(W_{ir} u + b_{ir} + W_{hr} s_{t-1} + b_{hr}), \qquad
+#     z = \sigma(W_{iz} u + b_{iz} + W_{hz} s_{t-1} + b_{hz}) \\
+#     \tilde{s} &= \tanh\big(W_{in} u + b_{in} + r \odot (W_{hn} s_{t-1} + b_{hn})\big), \qquad
+#     s_t = (1 - z) \odot \tilde{s} + z \odot s_{t-1}
+#
+# The cell runs the first step of the untrained baseline on the batch above
+# (:math:`y_0` is ``<sos>``), prints the shape of every quantity, and repeats
+# the step by hand from the module's weights.
+
+n_dec = rnn.cfg.hidden_dim
+y_prev = batch.tgt_in[:, 0]  # y_0 = <sos>   (B,)
+with torch.no_grad():
+    logits_1, a_1, s_1 = rnn.step(y_prev, enc_rnn, enc_rnn.s0)
+
+    # s_0 = tanh(W_init h_1^backward): backward half of the first annotation
+    h1_backward = enc_rnn.h[:, 0, n_dec:]  # (B, n)
+    s0_hand = torch.tanh(rnn.W_init(h1_backward))  # (B, n)
+    # c_1 from s_0
+    c_1, _ = rnn.attention(
+        s0_hand, enc_rnn.keys, enc_rnn.h, enc_rnn.padding_mask
+    )
+    u = torch.cat([rnn.tgt_embed(y_prev), c_1], dim=-1)  # [E y_0; c_1]
+    gru = rnn.decoder
+    W_ir, W_iz, W_in = gru.weight_ih_l0.chunk(3)  # rows: reset, update, new
+    W_hr, W_hz, W_hn = gru.weight_hh_l0.chunk(3)
+    b_ir, b_iz, b_in = gru.bias_ih_l0.chunk(3)
+    b_hr, b_hz, b_hn = gru.bias_hh_l0.chunk(3)
+    r = torch.sigmoid(u @ W_ir.T + b_ir + s0_hand @ W_hr.T + b_hr)
+    z_gate = torch.sigmoid(u @ W_iz.T + b_iz + s0_hand @ W_hz.T + b_hz)
+    s_tilde = torch.tanh(u @ W_in.T + b_in + r * (s0_hand @ W_hn.T + b_hn))
+    s1_hand = (1 - z_gate) * s_tilde + z_gate * s0_hand  # (B, n)
+    # p(y_1) = softmax(W_s s_1 + b_s)
+    logits_hand = s1_hand @ rnn.W_s.weight.T + rnn.W_s.bias  # (B, V)
+    p_1 = torch.softmax(logits_1, dim=-1)
+
+for name, value, meaning in [
+    ("s_0", enc_rnn.s0, "(n_decoder_layers, B, n)"),
+    ("y_0", y_prev, "(B,)"),
+    ("E y_0", rnn.tgt_embed(y_prev), "(B, embed_dim)"),
+    ("c_1", c_1, "(B, 2n)"),
+    ("[E y_0; c_1]", u, "(B, embed_dim + 2n)"),
+    ("s_1", s_1, "(n_decoder_layers, B, n)"),
+    ("W_s", rnn.W_s.weight, "(V, n)"),
+    ("p(y_1)", p_1, "(B, V)"),
+]:
+    print(f"{name:13s} {str(tuple(value.shape)):16s} {meaning}")
+for name, module_value, hand_value in [
+    ("s_0", enc_rnn.s0[0], s0_hand),
+    ("s_1", s_1[0], s1_hand),
+    ("logits", logits_1, logits_hand),
+]:
+    error = (module_value - hand_value).abs().max()
+    print(f"max |{name} module - by hand| = {error:.1e}")
+print("rows of p(y_1) sum to", p_1.sum(dim=-1))
+
+# sphinx_gallery_start_ignore
+assert rnn.cfg.n_decoder_layers == 1
+assert torch.allclose(enc_rnn.s0[0], s0_hand, atol=1e-6)
+assert torch.allclose(s_1[0], s1_hand, atol=1e-5)
+assert torch.allclose(logits_1, logits_hand, atol=1e-5)
+# the forward pass is this step, repeated
+with torch.no_grad():
+    s_t, steps = enc_rnn.s0, []
+    for t in range(batch.tgt_in.shape[1]):
+        logit_t, _, s_t = rnn.step(batch.tgt_in[:, t], enc_rnn, s_t)
+        steps.append(logit_t)
+    assert torch.allclose(
+        torch.stack(steps, dim=1), rnn(batch.src, batch.tgt_in), atol=1e-6
+    )
+# sphinx_gallery_end_ignore
+
+# %%
+# Why these steps are sequential: :math:`s_t` needs :math:`s_{t-1}`, both
+# through the GRU and through the context :math:`c_t`, whose attention
+# weights are computed from :math:`s_{t-1}`. Even in training, when teacher
+# forcing supplies every :math:`y_{t-1}` in advance, step :math:`t` cannot
+# start before step :math:`t-1` has finished, so the forward pass of
+# :class:`~convs2s_edu.RNNSeq2Seq` loops over the :math:`T` target
+# positions. In ConvS2S a decoder state depends only on the layer below, not
+# on the same layer at earlier positions, so each layer is one convolution
+# and one attention over all positions at once.
+
+# %%
 # Side by side: what the two models return
 # ----------------------------------------
 # Run an untrained model of each kind on the same padded batch. ConvS2S

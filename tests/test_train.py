@@ -183,3 +183,15 @@ def test_cuda_requested_without_cuda_is_rejected(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(ValueError, match="CUDA is not available"):
         tiny(device="cuda")
+
+
+def test_paper_normalisation_selects_the_papers_convs2s():
+    paper = build_model(tiny()).cfg
+    assert (paper.weight_norm, paper.scale_encoder_grad, paper.scale_context) == (True, True, True)
+    seed = build_model(tiny(paper_normalisation=False)).cfg
+    assert (seed.weight_norm, seed.scale_encoder_grad, seed.scale_context) == (False, False, False)
+    # model_options win over the switch; the GRU ignores it
+    mixed = build_model(tiny(model_options={"scale_context": False})).cfg
+    assert (mixed.weight_norm, mixed.scale_context) == (True, False)
+    assert build_model(tiny("gru", paper_normalisation=True)).cfg == \
+        build_model(tiny("gru", paper_normalisation=False)).cfg
