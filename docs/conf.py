@@ -30,7 +30,7 @@ QUICK = os.environ.get("CONVS2S_EDU_QUICK", "").strip().lower() in ("1", "true",
 
 project = "convs2s_edu"
 author = "convs2s_edu developers"
-copyright = "2025, convs2s_edu developers"
+copyright = "2026, convs2s_edu developers"
 release = convs2s_edu.__version__
 version = release
 

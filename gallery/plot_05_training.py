@@ -18,8 +18,8 @@ ran on; the numbers below are the ones it measured.
 # %%
 # Train, or load from the cache
 # -----------------------------
-# ``site_config(model)`` (in ``convs2s_edu.train``) is the configuration every
-# gallery page uses: the seed notebook's experiment, or a much smaller one
+# :func:`~convs2s_edu.train.site_config` is the configuration every gallery
+# page uses: the seed notebook's experiment, or a much smaller one
 # when the site is built in quick mode (``CONVS2S_EDU_QUICK=1``).
 # :func:`~convs2s_edu.train_or_load` trains a model once and stores the
 # checkpoint, with its timing history, in a cache keyed by the configuration,
@@ -32,6 +32,7 @@ ran on; the numbers below are the ones it measured.
 # not comparable.
 
 import statistics
+import textwrap
 
 import matplotlib.pyplot as plt
 import matplotlib.ticker as mticker
@@ -42,6 +43,7 @@ from convs2s_edu import make_datasets, train_or_load
 from convs2s_edu.compare import format_table, summarise
 from convs2s_edu.train import is_quick_mode, site_config
 
+# sphinx_gallery_thumbnail_number = 1
 MODELS = ("convs2s", "gru")
 LABELS = {"convs2s": "ConvS2S", "gru": "GRU + attention"}
 COLOURS = {"convs2s": "C0", "gru": "C1"}
@@ -53,8 +55,9 @@ histories = {name: results[name].history for name in MODELS}
 cfg = configs["convs2s"]
 print(f"task: sort {cfg.min_len}-{cfg.max_len} integers from 1..{cfg.vocab_size}")
 print(f"data: {cfg.n_train:,} training, {cfg.n_valid:,} held-out, {cfg.n_test:,} test examples")
-print(f"schedule: {cfg.epochs} epochs, batches of {cfg.batch_size}, Adam with lr {cfg.lr:g}, "
-      f"gradient norm clipped at {cfg.clip_norm}")
+print(f"schedule: {cfg.epochs} epochs, batches of {cfg.batch_size}, Adam with lr {cfg.lr:g},")
+print(f"          gradient norm clipped at {cfg.clip_norm}")
+print(f"ConvS2S with the paper's normalisation and initialisation: {cfg.paper_normalisation}")
 for name in MODELS:
     print(f"{LABELS[name]:16s} trained on: {histories[name].device}")
 if is_quick_mode():
@@ -73,7 +76,13 @@ for name in MODELS:
 # %%
 # How big the two models are
 # --------------------------
-# Both models use the seed's sizes: embeddings and hidden states of 128. The
+# Both models use the seed's sizes: embeddings and hidden states of 128.
+# ConvS2S is trained with the paper's weight normalisation, initialisation and
+# gradient and context scaling when the flag printed above is on (see
+# :ref:`the page on the paper's normalisation
+# <sphx_glr_auto_examples_plot_10_paper_normalisation.py>` and
+# :ref:`departures`); weight normalisation adds a length parameter per output
+# unit, which the counts below include. The
 # trainable parameters below include the embedding tables; the second column
 # leaves those out, since an embedding lookup costs almost nothing and every
 # other weight takes part in a multiply-add for every token it processes. That
@@ -102,9 +111,12 @@ assert n_weights(results["convs2s"].model, True) > n_weights(results["gru"].mode
 # %%
 # Loss against epochs and against wall-clock time
 # -----------------------------------------------
-# Each panel shows the training loss of every optimiser step (thin lines) and
-# the loss on the held-out examples after every epoch (dots). The loss is the
-# cross-entropy per target token, padding excluded, on a log scale.
+# Each panel shows the training loss of the optimiser steps (a running mean
+# over a quarter of an epoch, thin lines) and the loss on the held-out
+# examples after every epoch (dots). The loss is the cross-entropy per target
+# token, padding excluded, on a log scale. The training loss is measured with
+# dropout on and the held-out loss with dropout off, so the first can sit
+# above the second without any overfitting being involved.
 #
 # The left panel asks *how much* each model learns per pass over the data;
 # the right panel puts the same curves on the clock: a step is placed at the
@@ -123,10 +135,12 @@ for name in MODELS:
     start = np.concatenate([[0.0], h.column("elapsed")[:-1]])
     step_epoch = (np.arange(n_epochs)[:, None] + frac[None, :]).ravel()
     step_time = (start[:, None] + np.asarray(h.column("seconds"))[:, None] * frac[None, :]).ravel()
+    window = max(1, per_epoch // 4)
+    smooth = np.convolve(steps, np.ones(window) / window, mode="valid")  # running mean
     c = COLOURS[name]
     for ax, x_steps, x_epochs in ((axes[0], step_epoch, h.column("epoch")),
                                   (axes[1], step_time, h.column("elapsed"))):
-        ax.plot(x_steps, steps, color=c, lw=0.8, alpha=0.55)
+        ax.plot(x_steps[window - 1:], smooth, color=c, lw=0.9, alpha=0.6)
         ax.plot(x_epochs, h.column("valid_loss"), "o-", color=c, ms=3.5, lw=1.2,
                 label=f"{LABELS[name]}")
 axes[0].set_xlabel("epoch")
@@ -140,10 +154,10 @@ axes[0].set_title("Loss per epoch")
 axes[1].set_title("Loss against the clock")
 for ax in axes:
     ax.grid(alpha=0.3, which="both")
-handles = [plt.Line2D([], [], color="grey", lw=0.8, alpha=0.7),
+handles = [plt.Line2D([], [], color="grey", lw=0.9, alpha=0.7),
            plt.Line2D([], [], color="grey", marker="o", ms=3.5, lw=1.2)]
-legend1 = axes[1].legend(handles, ["training steps", "held-out, end of epoch"], loc="upper right",
-                         fontsize=9)
+legend1 = axes[1].legend(handles, ["training (running mean)", "held-out, end of epoch"],
+                         loc="upper right", fontsize=9)
 axes[1].add_artist(legend1)
 axes[0].legend(loc="upper right", fontsize=9)
 fig.suptitle(f"Training on {histories['convs2s'].device}"
@@ -201,8 +215,9 @@ plt.show()
 # (``<eos>`` included), the final training and held-out losses, and the two
 # test-set scores of greedy decoding (defined on the next page). The last line
 # is the ratio of the GRU's time per epoch to ConvS2S's: above 1 means
-# ConvS2S trained faster per epoch. ``summarise`` and ``format_table`` come
-# from ``convs2s_edu.compare``.
+# ConvS2S trained faster per epoch. The rows come from
+# :func:`~convs2s_edu.compare.summarise`, the layout from
+# :func:`~convs2s_edu.compare.format_table`.
 
 test_set = make_datasets(cfg)[2]
 rows = [summarise(results[name], test_set) for name in MODELS]
@@ -228,11 +243,11 @@ print(format_table(rows))
 #   spare parallel capacity to exploit: a single matrix product of the GRU
 #   already keeps the cores busy, and time is roughly proportional to the
 #   number of multiply-adds. Here the parameter counts above matter. ConvS2S,
-#   with more weights applied to every token (four encoder and four decoder
-#   layers, each producing the two halves of a gated linear unit, plus an
-#   attention per decoder layer), does more arithmetic per token than a
-#   one-layer GRU, so on such a machine it can be as slow as the recurrent
-#   model or slower, and its advantage appears only for longer sequences
+#   with more weights applied to every token (each convolutional layer
+#   produces the two halves of a gated linear unit, and every decoder layer
+#   has its own attention), does more arithmetic per token than the GRU
+#   model, so on such a machine it can be as slow as the recurrent model or
+#   slower, and its advantage may appear only for longer sequences
 #   (see :ref:`the length-scaling page <sphx_glr_auto_examples_plot_09_length_scaling.py>`).
 #
 # The sentence below is chosen by the code from the measured ratio; it is not
@@ -245,21 +260,23 @@ on_gpu = device.startswith("cuda")
 if ratio > 1.1:
     verdict = (f"On this machine ({device}) ConvS2S trained {ratio:.2f}x faster per epoch than "
                f"the GRU model, as the paper claims"
-               + (" -- the GPU runs all time steps of a layer at once." if on_gpu else
-                  ", even on a CPU: the GRU's sequential steps cost more than ConvS2S's "
-                  "extra arithmetic."))
+               + (", as expected on a GPU, which runs all time steps of a layer at once."
+                  if on_gpu else
+                  ", even on a CPU: here the GRU's many small sequential steps cost more "
+                  "than ConvS2S's extra arithmetic."))
 elif ratio < 1 / 1.1:
     verdict = (f"On this machine ({device}) the GRU model trained {1 / ratio:.2f}x faster per "
                f"epoch than ConvS2S: the opposite of the paper's claim"
-               + (", which is unusual on a GPU; the models may be too small to fill it."
+               + (", which is unexpected on a GPU; the models may be too small to fill it."
                   if on_gpu else
-                  ". On a CPU the extra arithmetic of ConvS2S outweighs the parallelism it "
-                  "cannot use; run this page on a GPU to see the claim hold."))
+                  ". The likely reason: on a CPU the extra arithmetic of ConvS2S outweighs "
+                  "the parallelism it cannot use. The paper's claim is about GPUs; run this "
+                  "page on one to test it there."))
 else:
     verdict = (f"On this machine ({device}) the two models took about as long per epoch "
                f"(ratio {ratio:.2f}): ConvS2S's parallelism and its extra arithmetic "
                f"roughly cancel out here.")
-print(verdict)
+print(textwrap.fill(verdict, width=78))
 
 # %%
 # Speed is not the whole story: the loss curves above show how much each
@@ -268,5 +285,3 @@ print(verdict)
 # in detail: :ref:`evaluation <sphx_glr_auto_examples_plot_06_evaluation.py>`,
 # :ref:`attention <sphx_glr_auto_examples_plot_07_attention_heatmaps.py>` and
 # :ref:`decoding <sphx_glr_auto_examples_plot_08_decoding.py>`.
-
-# sphinx_gallery_thumbnail_number = 1

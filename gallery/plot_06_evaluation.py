@@ -38,14 +38,17 @@ sequence length and prints a few outputs side by side.
 # on its own, this page trains them first), and decode greedily: at every step
 # the most probable next token, until ``<eos>``.
 
+import textwrap
 from collections import defaultdict
 
 import matplotlib.pyplot as plt
+import matplotlib.ticker as mticker
 import numpy as np
 
 from convs2s_edu import (
-    exact_match,
+    collate_batch,
     evaluate,
+    exact_match,
     generate_dataset,
     greedy_decode,
     make_datasets,
@@ -53,10 +56,10 @@ from convs2s_edu import (
     token_accuracy,
     train_or_load,
 )
-from convs2s_edu.data import collate_batch
 from convs2s_edu.decode import format_samples
 from convs2s_edu.train import is_quick_mode, site_config
 
+# sphinx_gallery_thumbnail_number = 2
 MODELS = ("convs2s", "gru")
 LABELS = {"convs2s": "ConvS2S", "gru": "GRU + attention"}
 COLOURS = {"convs2s": "C0", "gru": "C1"}
@@ -170,19 +173,21 @@ for name in MODELS:
         ax.fill_between(lengths, 100 * (p - se), 100 * (p + se), color=COLOURS[name], alpha=0.2)
 for ax, title in zip(axes, ("Exact match", "Token accuracy")):
     ax.axvspan(cfg.max_len + 0.5, EXTRA_LENGTHS[-1] + 0.5, color="0.85", zorder=0)
-    ax.text(cfg.max_len + 1, 102, "longer than\nany training\nexample", fontsize=8, va="top")
     ax.set_xlabel("sequence length")
     ax.set_ylabel("% of examples" if title == "Exact match" else "% of tokens")
     ax.set_ylim(-3, 105)
     ax.set_xlim(cfg.min_len - 0.5, EXTRA_LENGTHS[-1] + 0.5)
+    ax.xaxis.set_major_locator(mticker.MaxNLocator(integer=True))
     ax.set_title(title)
     ax.grid(alpha=0.3)
 handles, labels = axes[0].get_legend_handles_labels()
-fig.legend(handles, labels, loc="outside lower center", ncol=2, fontsize=9, frameon=False)
+handles.append(plt.Rectangle((0, 0), 1, 1, color="0.85"))
+labels.append("longer than any training example")
+fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize=9, frameon=False)
 plt.show()
 
-print("examples per length:",
-      ", ".join(f"{n}: {v[2]}" for n, v in per_length["convs2s"].items()))
+print(textwrap.fill("examples per length: " + ", ".join(
+    f"{n}: {v[2]}" for n, v in per_length["convs2s"].items()), width=78))
 
 # sphinx_gallery_start_ignore
 for name in MODELS:
@@ -199,7 +204,7 @@ for name in MODELS:
 # :func:`~convs2s_edu.predict_samples` decodes the same sources with every
 # model, greedily and with a beam of five hypotheses (beam search is the
 # subject of the :ref:`decoding page <sphx_glr_auto_examples_plot_08_decoding.py>`),
-# and ``format_samples`` (in ``convs2s_edu.decode``) prints them one block per
+# and :func:`~convs2s_edu.decode.format_samples` prints them one block per
 # example; a ``*`` marks an output that differs from the reference. The
 # examples are the first test example of the shortest length, of a middle one
 # and of the longest one, whatever the models make of them.
@@ -214,6 +219,5 @@ rows = predict_samples(models, picked, beam_size=5)
 print(format_samples(rows, layout="blocks"))
 
 # sphinx_gallery_start_ignore
-for row, (x, y) in zip(rows, picked):
-    assert row["convs2s greedy"] == predictions["convs2s"][examples.index((x, y))]
+assert [(row["source"], row["reference"]) for row in rows] == picked
 # sphinx_gallery_end_ignore

@@ -34,8 +34,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from convs2s_edu import eos_index, greedy_decode, make_datasets, train_or_load
-from convs2s_edu.data import collate_batch
+from convs2s_edu import collate_batch, eos_index, greedy_decode, make_datasets, train_or_load
 from convs2s_edu.train import is_quick_mode, site_config
 
 MODELS = ("convs2s", "gru")
@@ -74,8 +73,8 @@ assert np.allclose(conv_attn.sum(-1), 1, atol=1e-5) and np.allclose(gru_attn.sum
 # ConvS2S: one attention per decoder layer
 # ----------------------------------------
 # ConvS2S has an attention in each of its decoder layers, computed from that
-# layer's state, so the four panels are four separate decisions about where
-# to look. Darker means more weight; every row sums to one. The red squares
+# layer's state, so the panels below are separate decisions about where to
+# look, one per layer. Darker means more weight; every row sums to one. The red squares
 # mark the right answer: the source positions holding the token that row
 # outputs (none for ``<eos>``).
 
@@ -114,7 +113,11 @@ plt.show()
 # The GRU's attention, next to the ideal one
 # ------------------------------------------
 # The GRU model has one Bahdanau attention, computed before each decoder step
-# from the previous decoder state. The right panel is the attention of a
+# from the previous decoder state :math:`s_{t-1}`. That state has not read the
+# token written last, :math:`y_{t-1}` (it is fed in together with the context,
+# after the attention): the query knows :math:`y_{t-1}` only through the
+# previous context :math:`c_{t-1}`, that is, through where it looked at the
+# previous step. The right panel is the attention of a
 # perfect sorter: all the weight of row :math:`i` on the position(s) holding
 # the :math:`i`-th smallest value, split evenly when the value repeats.
 
@@ -139,7 +142,7 @@ plt.show()
 #   it holds the token the model actually wrote at this step;
 # * **→ previous token** (teacher-forced, from the second step on): it holds
 #   the token the decoder has just read, the one output before;
-# * **weight on right**: the total attention weight on the positions holding
+# * **weight on ref.**: the total attention weight on the positions holding
 #   the reference token, averaged over steps (a softer measure than the
 #   argmax).
 #
@@ -197,11 +200,11 @@ for label, attn, name, layer in attn_sets:
     ))
 
 print(f"{len(examples):,} test examples, {int(steps.sum()):,} output steps\n")
-header = ("attention", "-> reference", "-> emitted", "-> previous", "weight on right")
-print(f"{header[0]:16s}" + "".join(f"{h:>17s}" for h in header[1:]))
+header = ("attention", "-> reference", "-> emitted", "-> previous", "weight on ref.")
+print(f"{header[0]:16s}" + "".join(f"{h:>15s}" for h in header[1:]))
 for label, *vals in table:
-    print(f"{label:16s}" + "".join(f"{v:>17.1%}" for v in vals))
-print(f"{'chance':16s}{chance:>17.1%}")
+    print(f"{label:16s}" + "".join(f"{v:>15.1%}" for v in vals))
+print(f"{'chance':16s}{chance:>15.1%}")
 
 # sphinx_gallery_start_ignore
 for _, *vals in table:

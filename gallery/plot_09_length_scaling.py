@@ -14,35 +14,38 @@ fixed.
 # %%
 # What is measured
 # ----------------
-# For every length :math:`T`, a batch of 32 random sorting examples of exactly
-# :math:`T` tokens, and for each model a fresh, untrained instance with a
-# position table long enough for the longest length. One training step is what
-# :func:`~convs2s_edu.train` does per batch: forward pass, loss, backward
-# pass, gradient clipping and an Adam update. Each model first takes one
-# untimed warm-up step at that length (memory allocation, library
-# initialisation); then a few steps are timed with
-# :func:`time.perf_counter` one by one (after :func:`torch.cuda.synchronize`
-# when on a GPU, so that no queued work is left out), and the median is
-# reported: a step slowed down by another program on the machine does not
-# move it. Training the models is not needed:
-# how long a step takes does not depend on the values of the weights.
+# For every length :math:`T`: one fixed batch of random sorting examples of
+# exactly :math:`T` tokens (the batch size is printed below), and for each
+# model a fresh, untrained instance of the architecture the other pages train
+# (:func:`~convs2s_edu.build_model` of
+# :func:`~convs2s_edu.train.site_config`), with a position table long enough
+# for the longest length. Training the models is not needed: how long a step takes
+# does not depend on the values of the weights. One training step is what
+# :func:`~convs2s_edu.train.train` does per batch: forward pass, loss,
+# backward pass, gradient clipping and an Adam update. Each model first takes
+# one untimed warm-up step at that length (memory allocation, library
+# initialisation); then a few steps are timed one by one with
+# ``time.perf_counter()`` (after :func:`torch.cuda.synchronize` when on a GPU,
+# so that no queued work is left out), and the median is reported: a step
+# slowed down by another program on the machine does not move it.
 
+import textwrap
 import time
 
 import matplotlib.pyplot as plt
+import matplotlib.ticker as mticker
 import numpy as np
 import torch
 from torch import nn
 
-from convs2s_edu import ConvS2S, ConvS2SConfig, RNNSeq2Seq, RNNSeq2SeqConfig, generate_dataset
-from convs2s_edu.data import collate_batch
-from convs2s_edu.train import is_quick_mode, resolve_device, sequence_loss
+from convs2s_edu import build_model, collate_batch, generate_dataset
+from convs2s_edu.train import is_quick_mode, resolve_device, sequence_loss, site_config
 
 QUICK = is_quick_mode()
 LENGTHS = (8, 25, 50, 100) if QUICK else (8, 25, 50, 100, 200)
 BATCH = 32
 TIMED_STEPS = 3 if QUICK else 5
-VOCAB = 50
+VOCAB = site_config("convs2s").vocab_size
 MAX_POSITIONS = 256  # >= the longest decoder input, T + 1 (<sos>)
 MODELS = ("convs2s", "gru")
 LABELS = {"convs2s": "ConvS2S", "gru": "GRU + attention"}
@@ -58,12 +61,10 @@ if QUICK:
 
 
 def make_model(name):
+    """A fresh model of the trained pages' architecture, with a longer position table."""
     torch.manual_seed(0)
-    if name == "convs2s":
-        model = ConvS2S(ConvS2SConfig(vocab_size=VOCAB, max_positions=MAX_POSITIONS))
-    else:
-        model = RNNSeq2Seq(RNNSeq2SeqConfig(vocab_size=VOCAB, max_positions=MAX_POSITIONS))
-    return model.to(device).train()
+    cfg = site_config(name, model_options={"max_positions": MAX_POSITIONS})
+    return build_model(cfg).to(device).train()
 
 
 def sync():
@@ -103,16 +104,17 @@ for T in LENGTHS:
 
 tokens = np.array([BATCH * (T + 1) for T in LENGTHS])  # target tokens per step, <eos> included
 ratio = np.array(seconds["gru"]) / np.array(seconds["convs2s"])
-print(f"\n{'T':>4s} {'ConvS2S s/step':>15s} {'GRU s/step':>11s} {'GRU / ConvS2S':>14s}   "
-      f"{'ms per 1,000 target tokens (ConvS2S, GRU)'}")
+print(f"\n{'':4s} {'seconds per step':^30s}   {'ms per 1,000 target tokens':^26s}")
+print(f"{'T':>4s} {'ConvS2S':>10s} {'GRU':>10s} {'GRU/Conv':>9s}   {'ConvS2S':>12s} {'GRU':>12s}")
 for i, T in enumerate(LENGTHS):
     c, g = seconds["convs2s"][i], seconds["gru"][i]
-    print(f"{T:>4d} {c:>15.4f} {g:>11.4f} {ratio[i]:>13.2f}x   "
-          f"{1e6 * c / tokens[i]:>8.1f} {1e6 * g / tokens[i]:>8.1f}")
+    print(f"{T:>4d} {c:>10.4f} {g:>10.4f} {ratio[i]:>8.2f}x   "
+          f"{1e6 * c / tokens[i]:>12.1f} {1e6 * g / tokens[i]:>12.1f}")
 
 # sphinx_gallery_start_ignore
 assert all(s > 0 for name in MODELS for s in seconds[name])
 assert max(LENGTHS) + 1 <= MAX_POSITIONS
+assert all(m.cfg.max_positions == MAX_POSITIONS for m in models.values())
 # sphinx_gallery_end_ignore
 
 # %%
@@ -151,6 +153,8 @@ ax.set_xticks(T_arr, [str(T) for T in LENGTHS])
 ax.minorticks_off()
 ax.set_xlabel("sequence length T (source and target)")
 ax.set_ylabel("seconds per training step")
+ax.yaxis.set_major_locator(mticker.LogLocator(subs=(1, 2, 5)))
+ax.yaxis.set_major_formatter(mticker.FormatStrFormatter("%g"))
 ax.set_title(f"One training step, batch of {BATCH}")
 ax.legend(fontsize=9)
 ax.grid(alpha=0.3, which="both")
@@ -161,6 +165,7 @@ for x, r in zip(T_arr, ratio):
                 fontsize=9)
 ax.axhline(1, color="grey", lw=1, ls="--")
 ax.set_xscale("log")
+ax.margins(x=0.08)
 ax.set_xticks(T_arr, [str(T) for T in LENGTHS])
 ax.minorticks_off()
 ax.set_ylim(0, 1.2 * max(ratio.max(), 1.0))
@@ -181,20 +186,27 @@ plt.show()
 # differs is how that arithmetic is split into operations.
 #
 # * The GRU issues a handful of small operations per target position, a few
-#   hundred for a long sequence in the forward pass alone, each on a batch of
-#   32 vectors. Each has a fixed cost (a kernel launch on a GPU, dispatch and
+#   hundred for a long sequence in the forward pass alone, each on one
+#   vector per example of the batch. Each has a fixed cost (a kernel launch on a GPU, dispatch and
 #   thread synchronisation on a CPU) that does not shrink with the work done.
 # * ConvS2S issues the same handful of large operations whatever :math:`T` is;
 #   :math:`T` only makes them bigger.
 #
-# On a GPU, which has far more arithmetic units than a batch of 32 short
+# On a GPU, which has far more arithmetic units than a small batch of short
 # sequences can occupy, the large operations of ConvS2S take almost the same
-# time at :math:`T = 8` as at :math:`T = 200`, while the GRU pays for every
-# sequential step: the ratio should climb steadily with :math:`T`. On a CPU
-# with a couple of cores, the arithmetic itself is the bottleneck once
-# operations are large enough, both times grow about linearly, and the ratio
-# settles near the ratio of arithmetic plus overheads; the sentence below, chosen
-# by the code from the measured ratios, says which picture this run shows.
+# time at the shortest length as at the longest, while the GRU pays for every
+# sequential step: the ratio should climb steadily with :math:`T`.
+#
+# On a CPU with a couple of cores the large operations are not free: they
+# take time in proportion to their arithmetic, so ConvS2S's time grows with
+# :math:`T` too, and at short lengths, where the GRU has few steps to run and
+# ConvS2S still has all its layers, the GRU can be the faster of the two.
+# What can still separate them as :math:`T` grows is the GRU's cost per step:
+# a fixed overhead for every small operation, and an additive attention that,
+# step after step, scores every source position through a small network
+# (:math:`T \times T` scores in all, computed in :math:`T` separate pieces),
+# in the forward and again in the backward pass. The sentence below, chosen
+# by the code from the measured ratios, says what this run shows.
 
 trend = ratio[-1] / ratio[0]
 if trend > 1.5:
@@ -207,5 +219,5 @@ else:
     shape = (f"the ratio stayed within a factor of 1.5 from T = {LENGTHS[0]} to "
              f"T = {LENGTHS[-1]}: both models' times grow at about the same rate")
 faster = "ConvS2S" if ratio[-1] > 1 else "the GRU"
-print(f"On this {device.type.upper()}, {shape}; at T = {LENGTHS[-1]} {faster} was faster "
-      f"({max(ratio[-1], 1 / ratio[-1]):.1f}x).")
+print(textwrap.fill(f"On this {device.type.upper()}, {shape}; at T = {LENGTHS[-1]} {faster} was "
+                    f"faster ({max(ratio[-1], 1 / ratio[-1]):.1f}x).", width=78))
