@@ -497,6 +497,8 @@ def cache_key(cfg: TrainConfig) -> str:
     """Hash of the config (device resolved to its type) and the package version."""
     d = cfg.to_dict()
     d["device"] = resolve_device(cfg.device).type  # CPU and GPU timings are kept apart
+    if cfg.model != "convs2s":
+        del d["paper_normalisation"]  # a ConvS2S switch: the same GRU either way
     blob = json.dumps({"config": d, "version": __version__}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 

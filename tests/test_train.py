@@ -134,6 +134,9 @@ def test_cache_key_depends_on_config():
     assert cache_key(tiny()) != cache_key(tiny(epochs=3))
     assert cache_key(tiny()) != cache_key(tiny("gru"))
     assert cache_key(tiny(model_options={"embed_dim": 8})) != cache_key(tiny())
+    assert cache_key(tiny(paper_normalisation=False)) != cache_key(tiny())
+    # the GRU ignores the ConvS2S switch, so both spellings share one cached run
+    assert cache_key(tiny("gru", paper_normalisation=False)) == cache_key(tiny("gru"))
 
 
 def test_cache_dir_from_environment(tmp_path, monkeypatch):
