@@ -62,3 +62,14 @@ def check_source_padding(src: torch.Tensor, pad: int = 0) -> None:
         raise ValueError(
             f"src row {int(gaps[0])} has a real token after padding; pad on the right only"
         )
+
+
+def check_model_inputs(src: torch.Tensor, tgt_in: torch.Tensor | None, n_ids: int,
+                       max_positions: int, pad: int = 0) -> None:
+    """The checks both models run on ``model(src, tgt_in)``: token ids inside ``0..n_ids-1``,
+    lengths inside the position table, right-padded non-empty sources, equal batch sizes."""
+    check_tokens(src, n_ids, "src", max_positions)
+    check_source_padding(src, pad)
+    if tgt_in is not None:
+        check_tokens(tgt_in, n_ids, "tgt_in", max_positions)
+        check_same_batch(src, tgt_in)

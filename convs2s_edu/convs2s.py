@@ -36,13 +36,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.parametrizations import weight_norm as _weight_norm
 
-from ._checks import (
-    check_positive,
-    check_probability,
-    check_same_batch,
-    check_source_padding,
-    check_tokens,
-)
+from ._checks import check_model_inputs, check_positive, check_probability
 from .data import PAD, n_token_ids
 
 __all__ = [
@@ -735,11 +729,7 @@ class ConvS2S(nn.Module):
 
     def check_inputs(self, src: torch.Tensor, tgt_in: torch.Tensor | None = None) -> None:
         """Raise ``ValueError`` for out-of-vocabulary ids, too-long inputs or mismatched batches."""
-        check_tokens(src, self.n_ids, "src", self.cfg.max_positions)
-        check_source_padding(src, PAD)
-        if tgt_in is not None:
-            check_tokens(tgt_in, self.n_ids, "tgt_in", self.cfg.max_positions)
-            check_same_batch(src, tgt_in)
+        check_model_inputs(src, tgt_in, self.n_ids, self.cfg.max_positions, PAD)
 
     def encode(self, src: torch.Tensor) -> EncoderOut:
         """Run the encoder on ``src`` ``(B, S)``."""

@@ -35,13 +35,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from ._checks import (
-    check_positive,
-    check_probability,
-    check_same_batch,
-    check_source_padding,
-    check_tokens,
-)
+from ._checks import check_model_inputs, check_positive, check_probability
 from .data import PAD, n_token_ids
 
 __all__ = ["RNNSeq2SeqConfig", "BahdanauAttention", "RNNEncoderOut", "RNNSeq2Seq"]
@@ -246,11 +240,7 @@ class RNNSeq2Seq(nn.Module):
 
     def check_inputs(self, src: torch.Tensor, tgt_in: torch.Tensor | None = None) -> None:
         """Raise ``ValueError`` for out-of-vocabulary ids, too-long inputs or mismatched batches."""
-        check_tokens(src, self.n_ids, "src", self.cfg.max_positions)
-        check_source_padding(src, PAD)
-        if tgt_in is not None:
-            check_tokens(tgt_in, self.n_ids, "tgt_in", self.cfg.max_positions)
-            check_same_batch(src, tgt_in)
+        check_model_inputs(src, tgt_in, self.n_ids, self.cfg.max_positions, PAD)
 
     def encode(self, src: torch.Tensor) -> RNNEncoderOut:
         """Run the bidirectional GRU over ``src`` ``(B, S)``."""
