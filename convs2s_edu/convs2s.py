@@ -306,9 +306,10 @@ class ConvBlock(nn.Module):
 
     .. math::
 
-        [A\ B] = W * X + b_w, \qquad
-        v([A\ B]) = A \otimes \sigma(B), \qquad
-        h^l_i = \sqrt{0.5}\,\big(v(W^l [h^{l-1}_{i-k/2}, \dots, h^{l-1}_{i+k/2}] + b^l_w) + h^{l-1}_i\big)
+        [A\ B] &= W * X + b_w \\
+        v([A\ B]) &= A \otimes \sigma(B) \\
+        h^l_i &= \sqrt{0.5}\,\big(v(W^l [h^{l-1}_{i-k/2}, \dots, h^{l-1}_{i+k/2}] + b^l_w)
+                 + h^{l-1}_i\big)
 
     (equation 2 of the paper writes the residual without the scale; §3.4 adds
     the :math:`\sqrt{0.5}`). The gate :math:`\sigma(B)` decides which parts of
