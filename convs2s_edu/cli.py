@@ -47,7 +47,9 @@ def _config(args, model: str):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="convs2s-edu", description=__doc__.split("\n")[0])
+    parser = _Parser(prog="convs2s-edu",
+                     description="Train, evaluate and compare ConvS2S and the GRU + Bahdanau "
+                                 "baseline on the sorting task.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("train", help="train one model and save a checkpoint")
