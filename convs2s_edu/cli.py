@@ -116,11 +116,13 @@ def _cmd_compare(args) -> int:
 
 def main(argv=None) -> int:
     """Entry point; returns the exit status."""
+    from .train import TrainingDivergedError
+
     args = build_parser().parse_args(argv)
     command = {"train": _cmd_train, "evaluate": _cmd_evaluate, "compare": _cmd_compare}
     try:
         return command[args.command](args)
-    except (ValueError, FileNotFoundError) as err:
+    except (ValueError, FileNotFoundError, TrainingDivergedError) as err:
         print(f"convs2s-edu {args.command}: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

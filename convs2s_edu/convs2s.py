@@ -6,7 +6,7 @@ Each class maps to a part of the paper:
 :class:`TokenPositionEmbedding`  token + learned absolute position embeddings (§3.1)
 :class:`ConvBlock`               convolution + gated linear unit [2]_ + scaled residual (§3.2)
 :class:`ConvEncoder`             a stack of centred ConvBlocks, outputs :math:`z^u_j` (§3.2)
-:class:`MultiStepAttention`      :math:`d^l_i`, :math:`a^l_{ij}`, :math:`c^l_i` (§3.3, eq. 1)
+:class:`MultiStepAttention`      :math:`d^l_i`, :math:`a^l_{ij}`, :math:`c^l_i` (§3.3, eqs. 1-2)
 :class:`ConvDecoder`             causal ConvBlocks with attention in every layer (§3.2-3.3)
 :class:`ConvS2S`                 encoder + decoder + output layer (§3)
 ===============================  ==================================================================
@@ -70,9 +70,9 @@ class ConvS2SConfig:
     embed_dim : int
         :math:`f`, the embedding size (paper: 512 for WMT; seed: 128).
     hidden_dim : int
-        :math:`d`, the convolution width (paper: 512-768; seed: 128).
+        :math:`d`, the number of channels (paper: 512 and more in its WMT models; seed: 128).
     n_encoder_layers, n_decoder_layers : int
-        Number of ConvBlocks (paper: 6-15; seed: 4 each). The decoder has one
+        Number of ConvBlocks (paper: 15 to 20 in its WMT models; seed: 4 each). The decoder has one
         attention per layer, so ``n_decoder_layers`` attention mechanisms.
     kernel_size : int
         :math:`k`, the convolution width (paper: 3-5; seed: 3). Must be odd,
@@ -140,7 +140,9 @@ class ConvS2SConfig:
 def _linear(in_features: int, out_features: int, cfg: ConvS2SConfig | None = None,
             bias: bool = True, weight_norm: bool = False, dropout: float = 0.0) -> nn.Linear:
     """A linear layer; with weight norm (``cfg.weight_norm``) initialised N(0, sqrt(p/n)) and
-    weight-normalised."""
+    weight-normalised. ``p`` is the retain probability of the dropout applied to the layer's
+    input; pass ``dropout=0`` (and no ``cfg``) for a layer whose input is not dropped out,
+    which gives the paper's N(0, sqrt(1/n))."""
     if cfg is not None:
         weight_norm, dropout = cfg.weight_norm, cfg.dropout
     layer = nn.Linear(in_features, out_features, bias=bias)
@@ -311,7 +313,7 @@ class ConvBlock(nn.Module):
         h^l_i &= \sqrt{0.5}\,\big(v(W^l [h^{l-1}_{i-k/2}, \dots, h^{l-1}_{i+k/2}] + b^l_w)
                  + h^{l-1}_i\big)
 
-    (equation 2 of the paper writes the residual without the scale; §3.4 adds
+    (§3.2 of the paper writes the residual without the scale; §3.4 adds
     the :math:`\sqrt{0.5}`). The gate :math:`\sigma(B)` decides which parts of
     :math:`A` pass. :func:`torch.nn.functional.glu` computes
     :math:`A \otimes \sigma(B)` from the first and second halves of the channels.
@@ -436,7 +438,8 @@ class ConvEncoder(nn.Module):
                       weight_norm=cfg.weight_norm)
             for _ in range(cfg.n_encoder_layers)
         )
-        self.out_proj = _linear(cfg.hidden_dim, cfg.embed_dim, cfg)  # d -> f
+        # no dropout on its input: N(0, sqrt(1/n)) under the paper's init
+        self.out_proj = _linear(cfg.hidden_dim, cfg.embed_dim, weight_norm=cfg.weight_norm)  # d -> f
 
     def forward(self, src: torch.Tensor) -> EncoderOut:
         pad = src.eq(PAD)  # (B, S)
@@ -458,7 +461,7 @@ class ConvEncoder(nn.Module):
 
 
 class MultiStepAttention(nn.Module):
-    r"""Dot-product attention of one decoder layer over the encoder output (equation 1).
+    r"""Dot-product attention of one decoder layer over the encoder output (equations 1-2).
 
     Parameters
     ----------
@@ -487,7 +490,7 @@ class MultiStepAttention(nn.Module):
 
     Notes
     -----
-    Section 3.3, equation 1 and the two lines after it:
+    Section 3.3: equation 1 (:math:`d^l_i`), the softmax after it, and equation 2 (:math:`c^l_i`):
 
     .. math::
 
@@ -506,14 +509,14 @@ class MultiStepAttention(nn.Module):
 
     References
     ----------
-    Gehring et al. (2017), §3.3, eq. 1.
+    Gehring et al. (2017), §3.3, eqs. 1-2.
     """
 
     def __init__(self, hidden_dim: int, embed_dim: int, scale_context: bool = False,
                  weight_norm: bool = False, dropout: float = 0.0):
         super().__init__()
-        self.W_d = _linear(hidden_dim, embed_dim, bias=False, weight_norm=weight_norm,
-                           dropout=dropout)
+        # h is not dropped out before W_d: N(0, sqrt(1/n)) under the paper's init
+        self.W_d = _linear(hidden_dim, embed_dim, bias=False, weight_norm=weight_norm)
         self.b_d = nn.Parameter(torch.zeros(embed_dim))
         self.scale_context = scale_context
 
@@ -615,7 +618,8 @@ class ConvDecoder(nn.Module):
                                cfg.dropout)
             for _ in range(cfg.n_decoder_layers)
         )
-        self.W_c = nn.ModuleList(_linear(cfg.embed_dim, cfg.hidden_dim, cfg)
+        # c is not dropped out before W_c: N(0, sqrt(1/n)) under the paper's init
+        self.W_c = nn.ModuleList(_linear(cfg.embed_dim, cfg.hidden_dim, weight_norm=cfg.weight_norm)
                                  for _ in range(cfg.n_decoder_layers))  # f -> d
         self.dropout = nn.Dropout(cfg.dropout)
         self.W_o = _linear(cfg.hidden_dim, n_token_ids(cfg.vocab_size), cfg)  # d -> V

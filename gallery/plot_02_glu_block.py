@@ -210,7 +210,8 @@ assert g_plain > 2 and g_scaled < g_plain / 1.5
 #   \mathbb{E}[\sigma(B)^2]` comes back to :math:`\mathrm{Var}(x)` if
 #   :math:`\mathbb{E}[\sigma(B)^2] = 1/4`; but that is only its lower bound
 #   (:math:`\sigma(0)^2`), and it approaches :math:`1/2` as the activations
-#   grow and the gates saturate. The ratio therefore lies between 1 and 2.
+#   grow and the gates saturate. The ratio is therefore typically between 1
+#   and 2 (the printout above gives the measured values).
 # * With the scale, the same blocks grow by the small factor
 #   :math:`(1 + \text{ratio})/2` per layer: orders of magnitude less over the
 #   stack, which is the point of :math:`\sqrt{0.5}`. Weight normalisation,

@@ -270,8 +270,9 @@ elif ratio < 1 / 1.1:
                + (", which is unexpected on a GPU; the models may be too small to fill it."
                   if on_gpu else
                   ". The likely reason: on a CPU the extra arithmetic of ConvS2S outweighs "
-                  "the parallelism it cannot use. The paper's claim is about GPUs; run this "
-                  "page on one to test it there."))
+                  "the parallelism it cannot use. The paper measured its speed-ups on "
+                  "translation-sized models and mostly on GPUs; run this page on one to "
+                  "test the claim there."))
 else:
     verdict = (f"On this machine ({device}) the two models took about as long per epoch "
                f"(ratio {ratio:.2f}): ConvS2S's parallelism and its extra arithmetic "

@@ -13,8 +13,10 @@ they combine four measures (§3.4-3.5 of the paper):
 * **encoder gradient scaling** by the number of attention mechanisms;
 * **context scaling** by :math:`m\sqrt{1/m}`, :math:`m` the source length.
 
-The seed notebook leaves the last three out, and so does this package by
-default; :meth:`ConvS2SConfig.paper() <convs2s_edu.ConvS2SConfig.paper>` turns
+The seed notebook leaves the last three out, and so do the package's model
+configurations by default (the training entry point, and so the rest of the
+site, trains the paper's model);
+:meth:`ConvS2SConfig.paper() <convs2s_edu.ConvS2SConfig.paper>` turns
 them on through three flags (``weight_norm``, ``scale_encoder_grad``,
 ``scale_context``). This page shows what each one does, on untrained models,
 with numbers the page computes: the weight-normalised parametrisation of a
@@ -126,7 +128,8 @@ assert torch.allclose(row_norms, g_wn.flatten(), atol=1e-6)
 # .. math::
 #
 #     w_j, p_j &\sim \mathcal{N}(0,\ 0.1) && \text{token and position embeddings} \\
-#     W &\sim \mathcal{N}\big(0,\ \sqrt{p / n_l}\big) && \text{linear layers} \\
+#     W &\sim \mathcal{N}\big(0,\ \sqrt{p / n_l}\big) && \text{linear layers after dropout} \\
+#     W &\sim \mathcal{N}\big(0,\ \sqrt{1 / n_l}\big) && \text{other linear layers} \\
 #     W &\sim \mathcal{N}\big(0,\ \sqrt{4p / n_l}\big),\ n_l = k d
 #       && \text{convolutions followed by a GLU}
 #
@@ -171,9 +174,9 @@ layers = [
     ("encoder conv (block 1)", "encoder.blocks.0.conv", k * d, "sqrt(4p/n)"),
     ("decoder conv (block 1)", "decoder.blocks.0.conv", k * d, "sqrt(4p/n)"),
     ("encoder in_proj f->d", "encoder.in_proj", f, "sqrt(p/n)"),
-    ("encoder out_proj d->f", "encoder.out_proj", d, "sqrt(p/n)"),
-    ("attention W_d d->f", "decoder.attention.0.W_d", d, "sqrt(p/n)"),
-    ("context W_c f->d", "decoder.W_c.0", f, "sqrt(p/n)"),
+    ("encoder out_proj d->f", "encoder.out_proj", d, "sqrt(1/n)"),
+    ("attention W_d d->f", "decoder.attention.0.W_d", d, "sqrt(1/n)"),
+    ("context W_c f->d", "decoder.W_c.0", f, "sqrt(1/n)"),
     ("output W_o d->V", "decoder.W_o", d, "sqrt(p/n)"),
     ("token embedding w", "encoder.embed.token", None, "0.1"),
     ("position embedding p", "encoder.embed.position", None, "0.1"),
@@ -189,6 +192,8 @@ for name, path, fan_in, formula in layers:
         expected = 0.1
     elif formula.startswith("sqrt(4p"):
         expected = math.sqrt(4 * p_keep / fan_in)
+    elif formula.startswith("sqrt(1/"):  # no dropout on this layer's input
+        expected = math.sqrt(1.0 / fan_in)
     else:
         expected = math.sqrt(p_keep / fan_in)
     w_paper = weight_of(paper_model, path)
@@ -717,7 +722,8 @@ for result in runs.values():
 # only in the three flags. The printout above says which configuration ended
 # lower on this run;
 # :ref:`the training page <sphx_glr_auto_examples_plot_05_training.py>`
-# compares the seed's ConvS2S with the GRU over the full schedule.
+# trains the paper's ConvS2S against the GRU over the full schedule, and
+# ``convs2s-edu compare --seed-convs2s`` does the same with the seed's ConvS2S.
 
 fig, ax = plt.subplots(figsize=(8, 4), layout="constrained")
 colours = {"seed": "tab:gray", "paper": "tab:blue"}

@@ -63,9 +63,11 @@ def test_bad_arguments_get_one_line_and_status_2(argv, expected, capsys):
     (["train", "--model", "gru", "--out", "{tmp}", "--device", "tpu"], "'tpu'"),
     (["evaluate", "{tmp}/nothing-here"], "no checkpoint at"),
     (["evaluate", "{tmp}", "--beam", "0"], "--beam must be >= 1, got 0"),
+    (["evaluate", "{tmp}/garbage.pt"], "not a readable convs2s_edu checkpoint"),
 ])
 def test_bad_values_get_one_line_and_status_2(argv, expected, tmp_path, capsys):
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    (tmp_path / "garbage.pt").write_bytes(b"\x00 not a checkpoint")
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert expected in err

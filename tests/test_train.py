@@ -198,3 +198,26 @@ def test_paper_normalisation_selects_the_papers_convs2s():
     assert (mixed.weight_norm, mixed.scale_context) == (True, False)
     assert build_model(tiny("gru", paper_normalisation=True)).cfg == \
         build_model(tiny("gru", paper_normalisation=False)).cfg
+
+
+def test_checkpoint_from_a_gpu_run_loads_on_a_cpu_only_machine(tmp_path, monkeypatch):
+    train(tiny(), out_dir=tmp_path, progress=False)
+    state = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
+    state["train_config"]["device"] = "cuda"  # as written by a run on a GPU
+    torch.save(state, tmp_path / "checkpoint.pt")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    loaded = load_checkpoint(tmp_path, device="cpu")
+    assert next(loaded.model.parameters()).device.type == "cpu"
+    assert load_checkpoint(tmp_path).config.device == "auto"
+
+
+def test_unreadable_checkpoint_is_a_value_error(tmp_path):
+    (tmp_path / "checkpoint.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(ValueError, match="not a readable convs2s_edu checkpoint"):
+        load_checkpoint(tmp_path)
+
+
+def test_resume_refuses_a_checkpoint_longer_than_asked(tmp_path):
+    train(tiny(epochs=2), out_dir=tmp_path, progress=False)
+    with pytest.raises(ValueError, match="holds 2 epochs, more than the 1 asked for"):
+        train(tiny(epochs=1), out_dir=tmp_path, resume=True, progress=False)
