@@ -4,39 +4,51 @@ Modules
 -------
 data
     The sorting task: token ids, example generation, dataset and padded batches.
+seq2seq
+    The common interface: ``EncoderOut``, ``Encoder``, ``Decoder``, ``EncoderDecoder``.
 convs2s
     ConvS2S (Gehring et al., 2017): embeddings, GLU blocks, encoder, multi-step
     attention, causal decoder.
 rnn
     The baseline: bidirectional GRU encoder, GRU decoder with Bahdanau attention.
+hybrid
+    A GRU encoder with the convolutional decoder, and the reverse.
 train
-    ``train.train``: the seed's training configuration, the timed training loop, checkpoints, the cache.
+    ``train.train``: the seed's training configuration, the timed training loop, checkpoints,
+    the cache.
 decode
-    Greedy and beam search for both models; ConvS2S incremental decoding.
+    Greedy and beam search for any ``EncoderDecoder``.
+samples
+    Side-by-side sample outputs of several models.
+speed
+    Timing incremental against full-recompute decoding.
 metrics
     Exact-match and token accuracy.
 compare
     Both models on the same data: the speed table.
+site
+    The configurations the documentation site trains (quick mode).
 """
 
-__version__ = "0.1.0"
-
-from .convs2s import (  # noqa: E402
+from ._version import __version__
+from .compare import compare, format_table, summarise
+from .convs2s import (
     ConvBlock,
     ConvDecoder,
     ConvEncoder,
+    ConvMemory,
     ConvS2S,
     ConvS2SConfig,
     DecoderCache,
-    EncoderOut,
     MultiStepAttention,
     TokenPositionEmbedding,
     scale_gradient,
 )
-from .data import (  # noqa: E402
+from .data import (
     PAD,
     Batch,
     SortingDataset,
+    as_token_batch,
     collate_batch,
     eos_index,
     generate_dataset,
@@ -44,8 +56,23 @@ from .data import (  # noqa: E402
     n_token_ids,
     sos_index,
 )
-from .rnn import BahdanauAttention, RNNEncoderOut, RNNSeq2Seq, RNNSeq2SeqConfig  # noqa: E402
-from .train import (  # noqa: E402
+from .decode import Hypothesis, beam_search, greedy_decode
+from .hybrid import HYBRID_NAMES, HybridConfig, HybridSeq2Seq
+from .metrics import evaluate, exact_match, token_accuracy
+from .rnn import (
+    BahdanauAttention,
+    GRUDecoder,
+    GRUDecoderState,
+    GRUEncoder,
+    RNNSeq2Seq,
+    RNNSeq2SeqConfig,
+)
+from .samples import format_samples, predict_samples
+from .seq2seq import Decoder, Encoder, EncoderDecoder, EncoderOut
+from .site import is_quick_mode, site_config
+from .speed import time_incremental_vs_full
+from .train import (
+    MODEL_NAMES,
     History,
     TrainConfig,
     TrainingDivergedError,
@@ -53,19 +80,27 @@ from .train import (  # noqa: E402
     build_model,
     load_checkpoint,
     make_datasets,
+    resolve_device,
+    sequence_loss,
     train_or_load,
 )
-from .decode import beam_search, greedy_decode, predict_samples  # noqa: E402
-from .metrics import evaluate, exact_match, token_accuracy  # noqa: E402
 
 __all__ = [
-    "PAD", "Batch", "SortingDataset", "collate_batch", "eos_index", "generate_dataset",
-    "generate_sorting_example", "n_token_ids", "sos_index",
-    "ConvBlock", "ConvDecoder", "ConvEncoder", "ConvS2S", "ConvS2SConfig", "DecoderCache",
-    "EncoderOut", "MultiStepAttention", "TokenPositionEmbedding", "scale_gradient",
-    "BahdanauAttention", "RNNEncoderOut", "RNNSeq2Seq", "RNNSeq2SeqConfig",
-    "History", "TrainConfig", "TrainingDivergedError", "TrainResult", "build_model",
-    "load_checkpoint", "make_datasets", "train_or_load",
-    "beam_search", "greedy_decode", "predict_samples",
+    "__version__",
+    "PAD", "Batch", "SortingDataset", "as_token_batch", "collate_batch", "eos_index",
+    "generate_dataset", "generate_sorting_example", "n_token_ids", "sos_index",
+    "EncoderOut", "Encoder", "Decoder", "EncoderDecoder",
+    "ConvBlock", "ConvDecoder", "ConvEncoder", "ConvMemory", "ConvS2S", "ConvS2SConfig",
+    "DecoderCache", "MultiStepAttention", "TokenPositionEmbedding", "scale_gradient",
+    "BahdanauAttention", "GRUDecoder", "GRUDecoderState", "GRUEncoder", "RNNSeq2Seq",
+    "RNNSeq2SeqConfig",
+    "HYBRID_NAMES", "HybridConfig", "HybridSeq2Seq",
+    "MODEL_NAMES", "History", "TrainConfig", "TrainingDivergedError", "TrainResult",
+    "build_model", "load_checkpoint", "make_datasets", "resolve_device", "sequence_loss",
+    "train_or_load",
+    "Hypothesis", "beam_search", "greedy_decode",
+    "predict_samples", "format_samples", "time_incremental_vs_full",
     "evaluate", "exact_match", "token_accuracy",
+    "compare", "format_table", "summarise",
+    "is_quick_mode", "site_config",
 ]

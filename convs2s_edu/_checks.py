@@ -7,11 +7,20 @@ import numbers
 import torch
 
 
-def check_positive(name: str, value, allow_zero: bool = False) -> None:
-    """Raise ``ValueError`` unless ``value`` is an integer ``>= 1`` (``>= 0`` with ``allow_zero``)."""
-    low = 0 if allow_zero else 1
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+def check_int(name: str, value, low: int = 1, high: int | None = None) -> int:
+    """Return ``int(value)``; raise ``ValueError`` naming the value and the allowed range
+    unless ``value`` is an integer (not a bool) in ``low..high`` (``>= low`` without ``high``)."""
+    allowed = f">= {low}" if high is None else f"in {low}..{high}"
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} must be an integer {allowed}, got {value!r}")
+    if value < low or (high is not None and value > high):
+        raise ValueError(f"{name} must be an integer {allowed}, got {value!r}")
+    return int(value)
+
+
+def check_positive(name: str, value, allow_zero: bool = False) -> int:
+    """:func:`check_int` with ``low=1`` (``low=0`` with ``allow_zero``)."""
+    return check_int(name, value, low=0 if allow_zero else 1)
 
 
 def check_probability(name: str, value) -> None:
@@ -21,12 +30,8 @@ def check_probability(name: str, value) -> None:
 
 
 def check_tokens(x: torch.Tensor, n_ids: int, name: str, max_len: int | None = None) -> None:
-    """Check a ``(B, T)`` tensor of token ids against the vocabulary and the length limit."""
-    if not isinstance(x, torch.Tensor) or x.dim() != 2:
-        shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
-        raise ValueError(f"{name} must be a 2-D (batch, length) tensor of token ids, got {shape}")
-    if x.dtype not in (torch.int64, torch.int32, torch.int16, torch.uint8):
-        raise ValueError(f"{name} must hold integer token ids, got dtype {x.dtype}")
+    """Check a ``(B, T)`` int64 tensor of token ids (see :func:`~convs2s_edu.data.as_token_batch`)
+    against the vocabulary and the length limit."""
     if x.shape[0] == 0 or x.shape[1] == 0:
         raise ValueError(f"{name} must have at least one row and one column, got {tuple(x.shape)}")
     if max_len is not None and x.shape[1] > max_len:

@@ -2,7 +2,7 @@
 
 Subcommands::
 
-    convs2s-edu train --model {convs2s,gru} [--epochs N] [--device D] [--out DIR]
+    convs2s-edu train --model {convs2s,gru,gru+conv,conv+gru} [--epochs N] [--device D] [--out DIR]
     convs2s-edu evaluate DIR [--beam N]
     convs2s-edu compare [--epochs N] [--device D] [--no-cache]
 
@@ -14,6 +14,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+
+from .train import MODEL_NAMES
 
 __all__ = ["main", "build_parser"]
 
@@ -53,7 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("train", help="train one model and save a checkpoint")
-    p.add_argument("--model", required=True, choices=["convs2s", "gru"])
+    p.add_argument("--model", required=True, choices=MODEL_NAMES,
+                   help="convs2s, gru, or a hybrid <encoder>+<decoder>: gru+conv, conv+gru")
     p.add_argument("--out", required=True, help="directory for checkpoint.pt")
     p.add_argument("--resume", action="store_true", help="continue from --out's checkpoint")
     _add_config_options(p)
@@ -83,7 +86,7 @@ def _cmd_train(args) -> int:
 
 
 def _cmd_evaluate(args) -> int:
-    from .decode import format_samples, predict_samples
+    from .samples import format_samples, predict_samples
     from .metrics import evaluate
     from .train import load_checkpoint, make_datasets
 

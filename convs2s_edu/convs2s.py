@@ -8,7 +8,7 @@ Each class maps to a part of the paper:
 :class:`ConvEncoder`             a stack of centred ConvBlocks, outputs :math:`z^u_j` (§3.2)
 :class:`MultiStepAttention`      :math:`d^l_i`, :math:`a^l_{ij}`, :math:`c^l_i` (§3.3, eqs. 1-2)
 :class:`ConvDecoder`             causal ConvBlocks with attention in every layer (§3.2-3.3)
-:class:`ConvS2S`                 encoder + decoder + output layer (§3)
+:class:`ConvS2S`                 :class:`~convs2s_edu.EncoderDecoder` of the two (§3)
 ===============================  ==================================================================
 
 Defaults follow the seed notebook (``../shared/seeds/000``): 128-dimensional
@@ -36,15 +36,16 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.parametrizations import weight_norm as _weight_norm
 
-from ._checks import check_model_inputs, check_positive, check_probability
+from ._checks import check_positive, check_probability
 from .data import PAD, n_token_ids
+from .seq2seq import Decoder, Encoder, EncoderDecoder, EncoderOut
 
 __all__ = [
     "ConvS2SConfig",
     "TokenPositionEmbedding",
     "ConvBlock",
     "ConvEncoder",
-    "EncoderOut",
+    "ConvMemory",
     "MultiStepAttention",
     "ConvDecoder",
     "DecoderCache",
@@ -137,19 +138,20 @@ class ConvS2SConfig:
 # --------------------------------------------------------------------------
 
 
-def _linear(in_features: int, out_features: int, cfg: ConvS2SConfig | None = None,
-            bias: bool = True, weight_norm: bool = False, dropout: float = 0.0) -> nn.Linear:
-    """A linear layer; with weight norm (``cfg.weight_norm``) initialised N(0, sqrt(p/n)) and
-    weight-normalised. ``p`` is the retain probability of the dropout applied to the layer's
-    input; pass ``dropout=0`` (and no ``cfg``) for a layer whose input is not dropped out,
-    which gives the paper's N(0, sqrt(1/n))."""
-    if cfg is not None:
-        weight_norm, dropout = cfg.weight_norm, cfg.dropout
-    layer = nn.Linear(in_features, out_features, bias=bias)
+def _linear(n_in: int, n_out: int, *, dropout: float, weight_norm: bool,
+            bias: bool = True) -> nn.Linear:
+    """A linear layer ``n_in -> n_out``; with ``weight_norm`` initialised N(0, sqrt(p/n)) and
+    weight-normalised (§3.5).
+
+    ``dropout`` is the dropout applied to the layer's *input* (every call site states it, as
+    §3.5 does): ``p = 1 - dropout`` is the retain probability, so ``dropout=0.0`` (no dropout
+    in front of the layer) gives the paper's N(0, sqrt(1/n)). Without ``weight_norm`` the layer
+    keeps PyTorch's default initialisation and ``dropout`` is not used."""
+    layer = nn.Linear(n_in, n_out, bias=bias)
     if weight_norm:
         p = 1.0 - dropout  # probability of *retaining* a unit
         # W ~ N(0, sqrt(p / n)), n = fan-in: keeps the variance of the output (§3.5)
-        nn.init.normal_(layer.weight, mean=0.0, std=math.sqrt(p / in_features))
+        nn.init.normal_(layer.weight, mean=0.0, std=math.sqrt(p / n_in))
         if bias:
             nn.init.zeros_(layer.bias)
         layer = _weight_norm(layer, name="weight", dim=0)
@@ -214,9 +216,11 @@ class TokenPositionEmbedding(nn.Module):
         Number of rows of the position table; longer inputs raise ``ValueError``.
     dropout : float
         Dropout applied to the sum.
-    paper_init : bool
-        Initialise both tables from :math:`\mathcal{N}(0, 0.1)` (§3.5) instead of
-        PyTorch's :math:`\mathcal{N}(0, 1)`.
+    weight_norm : bool
+        The paper's normalisation switch (:attr:`ConvS2SConfig.weight_norm`): for
+        embeddings it means the paper's initialisation only, both tables from
+        :math:`\mathcal{N}(0, 0.1)` (§3.5) instead of PyTorch's
+        :math:`\mathcal{N}(0, 1)`; embeddings are not weight-normalised.
 
     Returns
     -------
@@ -240,13 +244,13 @@ class TokenPositionEmbedding(nn.Module):
     Gehring et al. (2017), §3.1 "Position Embeddings".
     """
 
-    def __init__(self, n_ids: int, embed_dim: int, max_positions: int, dropout: float = 0.0,
-                 paper_init: bool = False):
+    def __init__(self, n_ids: int, embed_dim: int, max_positions: int, *, dropout: float = 0.0,
+                 weight_norm: bool = False):
         super().__init__()
         self.max_positions = max_positions
         self.token = nn.Embedding(n_ids, embed_dim, padding_idx=PAD)  # w
         self.position = nn.Embedding(max_positions, embed_dim)  # p
-        if paper_init:
+        if weight_norm:  # the paper's init: N(0, 0.1)
             nn.init.normal_(self.token.weight, 0.0, 0.1)
             nn.init.normal_(self.position.weight, 0.0, 0.1)
             with torch.no_grad():
@@ -323,8 +327,8 @@ class ConvBlock(nn.Module):
     Gehring et al. (2017), §3.2 and §3.4; Dauphin et al. (2017), eq. 1.
     """
 
-    def __init__(self, d: int, kernel_size: int = 3, causal: bool = False, dropout: float = 0.0,
-                 weight_norm: bool = False):
+    def __init__(self, d: int, kernel_size: int = 3, *, causal: bool = False,
+                 dropout: float = 0.0, weight_norm: bool = False):
         super().__init__()
         check_positive("d", d)
         check_positive("kernel_size", kernel_size)
@@ -380,8 +384,69 @@ class ConvBlock(nn.Module):
 # --------------------------------------------------------------------------
 
 
-class EncoderOut(NamedTuple):
-    """What the decoder attends to.
+class ConvEncoder(Encoder):
+    r"""The convolutional encoder: embeddings, a linear map to :math:`d`, ``n_encoder_layers``
+    centred :class:`ConvBlock`\ s and a linear map back to :math:`f`.
+
+    Parameters
+    ----------
+    cfg : ConvS2SConfig
+
+    Returns
+    -------
+    EncoderOut
+        ``states`` :math:`z^u` ``(B, S, f)`` (zero at padding), ``embedded``
+        :math:`e` ``(B, S, f)``, the padding mask, and ``summary`` ``(B, f)``,
+        the mean of :math:`z^u_j` over the real tokens (used only by a GRU
+        decoder, for its :math:`s_0`).
+
+    Notes
+    -----
+    Section 3.2: every layer keeps the sequence length, padding
+    :math:`(k-1)/2` zeros on both sides. Padded positions are set to zero
+    before every convolution, so a sequence's encoding does not depend on the
+    padding added for its batch. The attention keys are :math:`z^u_j`; the
+    values add the input embeddings back, which :class:`ConvDecoder` does (§3.3):
+
+    .. math:: \text{keys } z^u_j, \qquad \text{values } z^u_j + e_j.
+
+    References
+    ----------
+    Gehring et al. (2017), §3.2-3.3.
+    """
+
+    def __init__(self, cfg: ConvS2SConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.out_dim = self.embed_dim = self.summary_dim = cfg.embed_dim
+        self.embed = TokenPositionEmbedding(n_token_ids(cfg.vocab_size), cfg.embed_dim,
+                                            cfg.max_positions, dropout=cfg.dropout,
+                                            weight_norm=cfg.weight_norm)
+        # the embeddings are dropped out in front of in_proj: N(0, sqrt(p/n)) under the paper's init
+        self.in_proj = _linear(cfg.embed_dim, cfg.hidden_dim, dropout=cfg.dropout,
+                               weight_norm=cfg.weight_norm)  # f -> d
+        self.blocks = nn.ModuleList(
+            ConvBlock(cfg.hidden_dim, cfg.kernel_size, causal=False, dropout=cfg.dropout,
+                      weight_norm=cfg.weight_norm)
+            for _ in range(cfg.n_encoder_layers)
+        )
+        # no dropout on its input: N(0, sqrt(1/n)) under the paper's init
+        self.out_proj = _linear(cfg.hidden_dim, cfg.embed_dim, dropout=0.0,
+                                weight_norm=cfg.weight_norm)  # d -> f
+
+    def forward(self, src: torch.Tensor) -> EncoderOut:
+        pad = src.eq(PAD)  # (B, S)
+        e = self.embed(src)  # (B, S, f)
+        x = self.in_proj(e)  # (B, S, d)
+        for block in self.blocks:
+            x = block(x, padding_mask=pad)  # (B, S, d)
+        z = self.out_proj(x).masked_fill(pad.unsqueeze(-1), 0.0)  # (B, S, f)
+        m = (~pad).sum(dim=1, keepdim=True).to(z.dtype)  # (B, 1) real tokens
+        return EncoderOut(states=z, embedded=e, padding_mask=pad, summary=z.sum(dim=1) / m)
+
+
+class ConvMemory(NamedTuple):
+    """What every :class:`MultiStepAttention` of the decoder attends to.
 
     Attributes
     ----------
@@ -397,62 +462,6 @@ class EncoderOut(NamedTuple):
     z: torch.Tensor
     z_plus_e: torch.Tensor
     padding_mask: torch.Tensor
-
-
-class ConvEncoder(nn.Module):
-    r"""The convolutional encoder: embeddings, a linear map to :math:`d`, ``n_encoder_layers``
-    centred :class:`ConvBlock`\ s and a linear map back to :math:`f`.
-
-    Parameters
-    ----------
-    cfg : ConvS2SConfig
-
-    Returns
-    -------
-    EncoderOut
-        :math:`z^u` ``(B, S, f)``, :math:`z^u + e` ``(B, S, f)`` and the padding mask.
-
-    Notes
-    -----
-    Section 3.2: every layer keeps the sequence length, padding
-    :math:`(k-1)/2` zeros on both sides. Padded positions are set to zero
-    before every convolution, so a sequence's encoding does not depend on the
-    padding added for its batch. The attention values add the input
-    embeddings back (§3.3):
-
-    .. math:: \text{keys } z^u_j, \qquad \text{values } z^u_j + e_j.
-
-    References
-    ----------
-    Gehring et al. (2017), §3.2-3.3.
-    """
-
-    def __init__(self, cfg: ConvS2SConfig):
-        super().__init__()
-        self.cfg = cfg
-        self.embed = TokenPositionEmbedding(n_token_ids(cfg.vocab_size), cfg.embed_dim,
-                                            cfg.max_positions, cfg.dropout, cfg.weight_norm)
-        self.in_proj = _linear(cfg.embed_dim, cfg.hidden_dim, cfg)  # f -> d
-        self.blocks = nn.ModuleList(
-            ConvBlock(cfg.hidden_dim, cfg.kernel_size, causal=False, dropout=cfg.dropout,
-                      weight_norm=cfg.weight_norm)
-            for _ in range(cfg.n_encoder_layers)
-        )
-        # no dropout on its input: N(0, sqrt(1/n)) under the paper's init
-        self.out_proj = _linear(cfg.hidden_dim, cfg.embed_dim, weight_norm=cfg.weight_norm)  # d -> f
-
-    def forward(self, src: torch.Tensor) -> EncoderOut:
-        pad = src.eq(PAD)  # (B, S)
-        e = self.embed(src)  # (B, S, f)
-        x = self.in_proj(e)  # (B, S, d)
-        for block in self.blocks:
-            x = block(x, padding_mask=pad)  # (B, S, d)
-        z = self.out_proj(x)  # (B, S, f)
-        if self.cfg.scale_encoder_grad:
-            # every one of the L decoder attentions sends gradient into z: scale by 1/L (§3.4)
-            z = scale_gradient(z, 1.0 / self.cfg.n_decoder_layers)
-        z = z.masked_fill(pad.unsqueeze(-1), 0.0)
-        return EncoderOut(z=z, z_plus_e=z + e, padding_mask=pad)
 
 
 # --------------------------------------------------------------------------
@@ -471,8 +480,10 @@ class MultiStepAttention(nn.Module):
         :math:`f`, the size of :math:`g_i`, :math:`z^u_j` and :math:`e_j`.
     scale_context : bool
         Multiply :math:`c^l_i` by :math:`m\sqrt{1/m}` (§3.4).
-    weight_norm, dropout
-        Weight normalisation and the paper's init for ``W_d`` (see :class:`ConvS2SConfig`).
+    weight_norm : bool
+        Weight-normalise ``W_d`` and initialise it from :math:`\mathcal{N}(0, \sqrt{1/n})`,
+        the paper's init for a layer without dropout in front (§3.5): :math:`h^l_i` is
+        not dropped out before :math:`W^l_d`.
 
     Attributes
     ----------
@@ -512,16 +523,18 @@ class MultiStepAttention(nn.Module):
     Gehring et al. (2017), §3.3, eqs. 1-2.
     """
 
-    def __init__(self, hidden_dim: int, embed_dim: int, scale_context: bool = False,
-                 weight_norm: bool = False, dropout: float = 0.0):
+    def __init__(self, hidden_dim: int, embed_dim: int, *, scale_context: bool = False,
+                 weight_norm: bool = False):
         super().__init__()
         # h is not dropped out before W_d: N(0, sqrt(1/n)) under the paper's init
-        self.W_d = _linear(hidden_dim, embed_dim, bias=False, weight_norm=weight_norm)
+        self.W_d = _linear(hidden_dim, embed_dim, dropout=0.0, weight_norm=weight_norm,
+                           bias=False)
         self.b_d = nn.Parameter(torch.zeros(embed_dim))
         self.scale_context = scale_context
 
-    def forward(self, h: torch.Tensor, g: torch.Tensor, enc: EncoderOut):
-        """``h`` ``(B, T, d)`` decoder states, ``g`` ``(B, T, f)`` target embeddings."""
+    def forward(self, h: torch.Tensor, g: torch.Tensor, enc: ConvMemory):
+        """``h`` ``(B, T, d)`` decoder states, ``g`` ``(B, T, f)`` target embeddings,
+        ``enc`` the keys and values (:class:`ConvMemory`)."""
         # d_i = W_d h_i + b_d + g_i
         d = self.W_d(h) + self.b_d + g  # (B, T, f)
         # d_i · z_j
@@ -543,27 +556,25 @@ class MultiStepAttention(nn.Module):
 # --------------------------------------------------------------------------
 
 
-class DecoderCache:
-    """State of :meth:`ConvDecoder.step` for incremental decoding.
+class DecoderCache(NamedTuple):
+    """State of :class:`ConvDecoder` for incremental decoding (never changed in place).
 
     Attributes
     ----------
-    windows : list of Tensor, each (B, k-1, d)
-        The last ``k-1`` inputs of every causal convolution.
+    memory : ConvMemory
+        Keys :math:`z^u_j` and values :math:`z^u_j + e_j`, one row per hypothesis.
+    windows : tuple of Tensor, each (B, k-1, d)
+        The last ``k-1`` inputs of every causal convolution (zeros before the start).
     position : int
         Position of the next decoder input.
     """
 
-    def __init__(self, windows: list[torch.Tensor], position: int = 0):
-        self.windows = windows
-        self.position = position
-
-    def reorder(self, index: torch.Tensor) -> "DecoderCache":
-        """Select rows ``index`` ``(B',)`` (beam search keeps the surviving hypotheses)."""
-        return DecoderCache([w.index_select(0, index) for w in self.windows], self.position)
+    memory: ConvMemory
+    windows: tuple
+    position: int = 0
 
 
-class ConvDecoder(nn.Module):
+class ConvDecoder(Decoder):
     r"""The causal convolutional decoder with a :class:`MultiStepAttention` in every layer.
 
     Parameters
@@ -593,89 +604,125 @@ class ConvDecoder(nn.Module):
     :math:`\sqrt{0.5}` as in fairseq. The seed's block order is kept: the
     residual is added inside the ConvBlock, before attention.
 
+    The decoder reads the encoder output through :meth:`memory`: keys
+    :math:`z^u_j` (``enc.states``) and values :math:`z^u_j + e_j`
+    (``enc.embedded`` added). With ``scale_encoder_grad`` the gradient that flows
+    back into :math:`z^u` is divided by the number of attentions here, where the
+    :math:`L` attentions are (§3.4); the forward pass is unchanged.
+
     :meth:`step` decodes one position at a time from a :class:`DecoderCache`
     that holds the last :math:`k-1` inputs of every convolution, so a step
     costs one column instead of the whole prefix.
 
     References
     ----------
-    Gehring et al. (2017), §3.2-3.3, Figure 1.
+    Gehring et al. (2017), §3.2-3.4, Figure 1.
     """
+
+    multi_step = True
 
     def __init__(self, cfg: ConvS2SConfig):
         super().__init__()
         self.cfg = cfg
+        self.in_dim = cfg.embed_dim  # z^u_j has the embedding size f
         self.embed = TokenPositionEmbedding(n_token_ids(cfg.vocab_size), cfg.embed_dim,
-                                            cfg.max_positions, cfg.dropout, cfg.weight_norm)
-        self.in_proj = _linear(cfg.embed_dim, cfg.hidden_dim, cfg)  # f -> d
+                                            cfg.max_positions, dropout=cfg.dropout,
+                                            weight_norm=cfg.weight_norm)
+        # the embeddings are dropped out in front of in_proj: N(0, sqrt(p/n)) under the paper's init
+        self.in_proj = _linear(cfg.embed_dim, cfg.hidden_dim, dropout=cfg.dropout,
+                               weight_norm=cfg.weight_norm)  # f -> d
         self.blocks = nn.ModuleList(
             ConvBlock(cfg.hidden_dim, cfg.kernel_size, causal=True, dropout=cfg.dropout,
                       weight_norm=cfg.weight_norm)
             for _ in range(cfg.n_decoder_layers)
         )
         self.attention = nn.ModuleList(
-            MultiStepAttention(cfg.hidden_dim, cfg.embed_dim, cfg.scale_context, cfg.weight_norm,
-                               cfg.dropout)
+            MultiStepAttention(cfg.hidden_dim, cfg.embed_dim, scale_context=cfg.scale_context,
+                               weight_norm=cfg.weight_norm)
             for _ in range(cfg.n_decoder_layers)
         )
         # c is not dropped out before W_c: N(0, sqrt(1/n)) under the paper's init
-        self.W_c = nn.ModuleList(_linear(cfg.embed_dim, cfg.hidden_dim, weight_norm=cfg.weight_norm)
-                                 for _ in range(cfg.n_decoder_layers))  # f -> d
+        self.W_c = nn.ModuleList(
+            _linear(cfg.embed_dim, cfg.hidden_dim, dropout=0.0, weight_norm=cfg.weight_norm)
+            for _ in range(cfg.n_decoder_layers)
+        )  # f -> d
         self.dropout = nn.Dropout(cfg.dropout)
-        self.W_o = _linear(cfg.hidden_dim, n_token_ids(cfg.vocab_size), cfg)  # d -> V
+        # dropout in front of the output layer: N(0, sqrt(p/n)) under the paper's init
+        self.W_o = _linear(cfg.hidden_dim, n_token_ids(cfg.vocab_size), dropout=cfg.dropout,
+                           weight_norm=cfg.weight_norm)  # d -> V
 
-    def _layer(self, l: int, h: torch.Tensor, g: torch.Tensor, enc: EncoderOut):
-        c, a = self.attention[l](h, g, enc)  # (B, T, f), (B, T, S)
+    def memory(self, enc: EncoderOut) -> ConvMemory:
+        """Keys :math:`z^u_j` and values :math:`z^u_j + e_j` from an :class:`EncoderOut`."""
+        if enc.embedded is None or enc.embedded.shape[-1] != self.cfg.embed_dim:
+            raise ValueError("ConvDecoder needs the source embeddings e_j of size "
+                             f"embed_dim={self.cfg.embed_dim} in EncoderOut.embedded")
+        z = enc.states  # (B, S, f)
+        if self.cfg.scale_encoder_grad:
+            # every one of the L decoder attentions sends gradient into z: scale by 1/L (§3.4)
+            z = scale_gradient(z, 1.0 / self.cfg.n_decoder_layers)
+        return ConvMemory(z=z, z_plus_e=z + enc.embedded, padding_mask=enc.padding_mask)
+
+    def _layer(self, l: int, h: torch.Tensor, g: torch.Tensor, memory: ConvMemory):
+        c, a = self.attention[l](h, g, memory)  # (B, T, f), (B, T, S)
         # h_i <- sqrt(0.5) (h_i + W_c c_i)
         return (h + self.W_c[l](c)) * SQRT_HALF, a
 
     def forward(self, tgt_in: torch.Tensor, enc: EncoderOut):
+        memory = self.memory(enc)
         g = self.embed(tgt_in)  # (B, T, f)  g_i: previous target element + position
         x = self.in_proj(g)  # (B, T, d)
         attention = []
         for l, block in enumerate(self.blocks):
             h = block(x)  # (B, T, d), causal
-            x, a = self._layer(l, h, g, enc)
+            x, a = self._layer(l, h, g, memory)
             attention.append(a)
         # p(y) = softmax(W_o h^L + b_o)
         logits = self.W_o(self.dropout(x))  # (B, T, V)
         return logits, torch.stack(attention, dim=1)  # (B, L, T, S)
 
-    def new_cache(self, batch_size: int, device=None, dtype=torch.float32) -> DecoderCache:
-        """An empty cache: every window holds the ``k-1`` zeros of the causal padding."""
-        k, d = self.cfg.kernel_size, self.cfg.hidden_dim
-        return DecoderCache([torch.zeros(batch_size, k - 1, d, device=device, dtype=dtype)
-                             for _ in self.blocks])
+    def start(self, enc: EncoderOut) -> DecoderCache:
+        """The state before the first step: every window holds the ``k-1`` zeros of the
+        causal padding, the position is 0."""
+        memory = self.memory(enc)
+        B, k, d = memory.z.shape[0], self.cfg.kernel_size, self.cfg.hidden_dim
+        windows = tuple(memory.z.new_zeros(B, k - 1, d) for _ in self.blocks)
+        return DecoderCache(memory, windows, 0)
 
-    def step(self, y_prev: torch.Tensor, enc: EncoderOut, cache: DecoderCache):
+    def step(self, y_prev: torch.Tensor, state: DecoderCache):
         """Decode one position.
 
         Parameters
         ----------
         y_prev : Tensor, shape (B,)
             The previous output token (``<sos>`` at the first step).
-        enc : EncoderOut
-        cache : DecoderCache
-            Updated in place: windows shift by one, ``position`` grows by one.
+        state : DecoderCache
+            Not changed: the new windows and position are in the returned state.
 
         Returns
         -------
         logits : Tensor, shape (B, vocab_size + 3)
         attention : Tensor, shape (B, n_decoder_layers, S)
+        state : DecoderCache
+            Windows shifted by one, ``position + 1``.
         """
-        g = self.embed(y_prev.unsqueeze(1), start=cache.position)  # (B, 1, f)
+        g = self.embed(y_prev.unsqueeze(1), start=state.position)  # (B, 1, f)
         x = self.in_proj(g)  # (B, 1, d)
-        attention = []
+        attention, windows = [], []
         for l, block in enumerate(self.blocks):
-            window = cache.windows[l]  # (B, k-1, d)
+            window = state.windows[l]  # (B, k-1, d)
             h = block.step(x, window)  # (B, 1, d)
-            if window.shape[1] > 0:
-                cache.windows[l] = torch.cat([window[:, 1:], x], dim=1)
-            x, a = self._layer(l, h, g, enc)
+            windows.append(torch.cat([window[:, 1:], x], dim=1) if window.shape[1] else window)
+            x, a = self._layer(l, h, g, state.memory)
             attention.append(a)
-        cache.position += 1
         logits = self.W_o(self.dropout(x))[:, 0]  # (B, V)
-        return logits, torch.cat(attention, dim=1)  # (B, L, S)
+        new_state = DecoderCache(state.memory, tuple(windows), state.position + 1)
+        return logits, torch.cat(attention, dim=1), new_state  # (B, V), (B, L, S)
+
+    def reorder(self, state: DecoderCache, index: torch.Tensor) -> DecoderCache:
+        """Rows ``index`` ``(B',)`` of the keys, values, mask and every window."""
+        memory = ConvMemory(*(t.index_select(0, index) for t in state.memory))
+        windows = tuple(w.index_select(0, index) for w in state.windows)
+        return DecoderCache(memory, windows, state.position)
 
 
 # --------------------------------------------------------------------------
@@ -683,7 +730,7 @@ class ConvDecoder(nn.Module):
 # --------------------------------------------------------------------------
 
 
-class ConvS2S(nn.Module):
+class ConvS2S(EncoderDecoder):
     r"""Convolutional sequence to sequence model: :class:`ConvEncoder` + :class:`ConvDecoder`.
 
     Parameters
@@ -708,7 +755,9 @@ class ConvS2S(nn.Module):
 
     but, unlike a recurrent decoder, computes all :math:`T` positions of a
     training batch in parallel: every layer is one convolution over the whole
-    sequence. The source padding mask is derived from ``PAD`` (id 0).
+    sequence. The source padding mask is derived from ``PAD`` (id 0). The
+    encoder's and the decoder's sizes agree, so there is no bridge
+    (:class:`~convs2s_edu.EncoderDecoder`).
 
     References
     ----------
@@ -726,22 +775,7 @@ class ConvS2S(nn.Module):
     """
 
     def __init__(self, cfg: ConvS2SConfig | None = None):
-        super().__init__()
-        self.cfg = cfg if cfg is not None else ConvS2SConfig()
-        self.n_ids = n_token_ids(self.cfg.vocab_size)
-        self.encoder = ConvEncoder(self.cfg)
-        self.decoder = ConvDecoder(self.cfg)
-
-    def check_inputs(self, src: torch.Tensor, tgt_in: torch.Tensor | None = None) -> None:
-        """Raise ``ValueError`` for out-of-vocabulary ids, too-long inputs or mismatched batches."""
-        check_model_inputs(src, tgt_in, self.n_ids, self.cfg.max_positions, PAD)
-
-    def encode(self, src: torch.Tensor) -> EncoderOut:
-        """Run the encoder on ``src`` ``(B, S)``."""
-        return self.encoder(src)
-
-    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor, return_attention: bool = False):
-        self.check_inputs(src, tgt_in)
-        enc = self.encoder(src)
-        logits, attention = self.decoder(tgt_in, enc)
-        return (logits, attention) if return_attention else logits
+        cfg = cfg if cfg is not None else ConvS2SConfig()
+        super().__init__(ConvEncoder(cfg), ConvDecoder(cfg), vocab_size=cfg.vocab_size,
+                         max_positions=cfg.max_positions)
+        self.cfg = cfg

@@ -34,6 +34,8 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
+from ._checks import check_int
+
 __all__ = [
     "PAD",
     "sos_index",
@@ -44,33 +46,26 @@ __all__ = [
     "SortingDataset",
     "Batch",
     "collate_batch",
+    "as_token_batch",
 ]
 
 #: Id of the padding token. Every model derives its padding mask from it.
 PAD = 0
 
 
-def _check_positive_int(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise ValueError(f"{name} must be a positive integer (>= 1), got {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be a positive integer (>= 1), got {value}")
-    return int(value)
-
-
 def sos_index(vocab_size: int) -> int:
     """Id of the start-of-sequence token ``<sos>``: ``vocab_size + 1``."""
-    return _check_positive_int("vocab_size", vocab_size) + 1
+    return check_int("vocab_size", vocab_size) + 1
 
 
 def eos_index(vocab_size: int) -> int:
     """Id of the end-of-sequence token ``<eos>``: ``vocab_size + 2``."""
-    return _check_positive_int("vocab_size", vocab_size) + 2
+    return check_int("vocab_size", vocab_size) + 2
 
 
 def n_token_ids(vocab_size: int) -> int:
     """Number of token ids a model must embed: ``vocab_size + 3`` (pad, tokens, <sos>, <eos>)."""
-    return _check_positive_int("vocab_size", vocab_size) + 3
+    return check_int("vocab_size", vocab_size) + 3
 
 
 def generate_sorting_example(
@@ -101,8 +96,8 @@ def generate_sorting_example(
     >>> y == sorted(x)
     True
     """
-    seq_len = _check_positive_int("seq_len", seq_len)
-    vocab_size = _check_positive_int("vocab_size", vocab_size)
+    seq_len = check_int("seq_len", seq_len)
+    vocab_size = check_int("vocab_size", vocab_size)
     rng = np.random.default_rng() if rng is None else rng
     input_seq = rng.integers(1, vocab_size + 1, size=seq_len).tolist()
     return input_seq, sorted(input_seq)
@@ -134,9 +129,9 @@ def generate_dataset(
     list of (list of int, list of int)
         ``(input_seq, sorted_seq)`` pairs, see :func:`generate_sorting_example`.
     """
-    n_samples = _check_positive_int("n_samples", n_samples)
-    min_len = _check_positive_int("min_len", min_len)
-    max_len = _check_positive_int("max_len", max_len)
+    n_samples = check_int("n_samples", n_samples)
+    min_len = check_int("min_len", min_len)
+    max_len = check_int("max_len", max_len)
     if min_len > max_len:
         raise ValueError(
             f"min_len must be <= max_len, got min_len={min_len} > max_len={max_len}"
@@ -185,11 +180,62 @@ class Batch:
 
 
 def _pad(rows: Sequence[Sequence[int]]) -> torch.Tensor:
-    width = max(len(r) for r in rows)
-    out = torch.full((len(rows), width), PAD, dtype=torch.long)
+    """Right-pad token lists with ``PAD`` into a ``(B, max length)`` long tensor (at least 1 wide)."""
+    width = max(1, max(len(r) for r in rows))
+    out = torch.full((len(rows), width), PAD, dtype=torch.long)  # (B, S)
     for i, r in enumerate(rows):
         out[i, : len(r)] = torch.as_tensor(r, dtype=torch.long)
     return out
+
+
+#: Token tensor dtypes accepted by the models and the search functions (converted to int64).
+TOKEN_DTYPES = (torch.int64, torch.int32, torch.int16, torch.uint8)
+
+
+def as_token_batch(x, name: str = "src") -> torch.Tensor:
+    """A ``(B, S)`` ``int64`` tensor of token ids from a tensor or a list of token lists.
+
+    Parameters
+    ----------
+    x : Tensor, shape (B, S), or sequence of sequence of int
+        A tensor of dtype ``int64``, ``int32``, ``int16`` or ``uint8`` (converted
+        to ``int64``), or lists of ints, right-padded here with ``PAD``.
+    name : str
+        Used in error messages (``"src"``, ``"tgt_in"``).
+
+    Returns
+    -------
+    Tensor, shape (B, S), dtype int64
+
+    Raises
+    ------
+    ValueError
+        For a float or bool tensor, a list holding anything but integers (e.g.
+        ``1.7``), or a 1-D input: a batch is 2-D, a list of lists.
+    """
+    if isinstance(x, torch.Tensor):
+        if x.dim() != 2:
+            raise ValueError(f"{name} must be a 2-D batch (B, S) of token ids (a list of lists), "
+                             f"got a tensor of shape {tuple(x.shape)}")
+        if x.dtype not in TOKEN_DTYPES:
+            raise ValueError(f"{name} must hold integer token ids, got dtype {x.dtype}")
+        return x.long()
+    if isinstance(x, (str, bytes)) or not isinstance(x, Sequence | np.ndarray):
+        raise ValueError(f"{name} must be a 2-D batch of token ids (a list of lists or a (B, S) "
+                         f"tensor), got {type(x).__name__}")
+    rows = list(x)
+    if not rows:
+        raise ValueError(f"{name} must hold at least one sequence, got 0")
+    for row in rows:
+        if isinstance(row, (str, bytes)) or not isinstance(row, Sequence | np.ndarray | torch.Tensor):
+            raise ValueError(f"{name} must be a 2-D batch (a list of lists of token ids); got a "
+                             f"1-D sequence holding {row!r}")
+        for tok in row:
+            if isinstance(tok, (bool, np.bool_)) or not isinstance(tok, int | np.integer) and not (
+                    isinstance(tok, torch.Tensor) and tok.dim() == 0
+                    and tok.dtype in TOKEN_DTYPES):
+                raise ValueError(f"{name} must hold integer token ids, got {tok!r}")
+    return _pad([[int(t) for t in row] for row in rows])
 
 
 def collate_batch(
@@ -247,7 +293,7 @@ class SortingDataset(Dataset):
     """
 
     def __init__(self, examples, vocab_size: int):
-        self.vocab_size = _check_positive_int("vocab_size", vocab_size)
+        self.vocab_size = check_int("vocab_size", vocab_size)
         self.examples = [(list(x), list(y)) for x, y in examples]
         if not self.examples:
             raise ValueError("SortingDataset needs at least one example, got 0")

@@ -11,20 +11,13 @@ until it emits ``<eos>`` (greedy search, :func:`greedy_decode`), or keeping the
 ``beam_size`` most probable prefixes at every step (:func:`beam_search`, the
 search ConvS2S is evaluated with [1]_, with the length normalisation of [3]_).
 
-Both models are driven through one small interface, :class:`DecoderAdapter`:
-
-==================================  ==========================================================
-``start(src)``                      encode the source once, return the decoder state
-``step(y_prev, state)``             one decoder step: logits of the next token
-``reorder(state, index)``           keep rows ``index`` (beam search prunes hypotheses)
-``prefix_logits(prefix, state)``    the slow path: re-run the decoder over the whole prefix
-==================================  ==========================================================
-
-For ConvS2S the state is the encoder output plus a
-:class:`~convs2s_edu.convs2s.DecoderCache` (every causal convolution keeps its
-last :math:`k-1` inputs), so one step costs one column of every layer; for the
-GRU it is the encoder output plus the recurrent state :math:`s_{t-1}`.
-:func:`time_incremental_vs_full` measures what the cache buys ConvS2S.
+Both take any :class:`~convs2s_edu.EncoderDecoder` (ConvS2S, the GRU model and
+the hybrids) and drive it through the common interface only: ``model.encode``
+once, then ``model.decoder.start`` / ``step`` / ``reorder``
+(:mod:`convs2s_edu.seq2seq`). For ConvS2S the decoder state is a
+:class:`~convs2s_edu.DecoderCache` (every causal convolution keeps its last
+:math:`k-1` inputs), so one step costs one column of every layer; for the GRU
+it holds the recurrent state :math:`s_{t-1}`.
 
 Token conventions (see :mod:`convs2s_edu.data`): decoded sequences are lists
 of ints *without* ``<sos>`` and ``<eos>``; ``PAD`` and ``<sos>`` are never
@@ -45,46 +38,18 @@ from __future__ import annotations
 import contextlib
 import math
 import numbers
-import time
-from typing import Iterator, NamedTuple, Sequence
+from collections.abc import Iterator
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .convs2s import ConvS2S, DecoderCache, EncoderOut
+from ._checks import check_int
 from .data import PAD, eos_index, sos_index
-from .rnn import RNNEncoderOut, RNNSeq2Seq
+from .seq2seq import EncoderDecoder
 
-__all__ = [
-    "DecoderAdapter",
-    "ConvS2SAdapter",
-    "RNNAdapter",
-    "ConvState",
-    "RNNState",
-    "make_adapter",
-    "Hypothesis",
-    "greedy_decode",
-    "beam_search",
-    "time_incremental_vs_full",
-    "predict_samples",
-    "format_samples",
-]
-
-
-# --------------------------------------------------------------------------
-# Small helpers
-# --------------------------------------------------------------------------
-
-
-def _check_int(name: str, value, low: int = 1, high: int | None = None) -> int:
-    """Return ``int(value)`` or raise ``ValueError`` naming the value and the allowed range."""
-    allowed = f"{low}..{high}" if high is not None else f">= {low}"
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be an integer in {allowed}, got {value!r}")
-    if value < low or (high is not None and value > high):
-        raise ValueError(f"{name} must be an integer in {allowed}, got {value}")
-    return int(value)
+__all__ = ["Hypothesis", "greedy_decode", "beam_search"]
 
 
 @contextlib.contextmanager
@@ -101,23 +66,14 @@ def _inference(model: nn.Module) -> Iterator[None]:
             m.training = mode
 
 
-def _model_device(model: nn.Module) -> torch.device:
+def _prepare(model, src) -> torch.Tensor:
+    """Check ``model`` and ``src``; return ``src`` ``(B, S)`` as int64 on the model's device."""
+    if not isinstance(model, EncoderDecoder):
+        raise TypeError(f"cannot decode with a {type(model).__name__}; expected an "
+                        f"EncoderDecoder (ConvS2S, RNNSeq2Seq or HybridSeq2Seq)")
+    src, _ = model.check_inputs(src)
     p = next(model.parameters(), None)
-    return p.device if p is not None else torch.device("cpu")
-
-
-def _as_src_tensor(src) -> torch.Tensor:
-    """A ``(B, S)`` long tensor from a tensor or from a list of token lists (right-padded)."""
-    if isinstance(src, torch.Tensor):
-        return src
-    rows = [[int(t) for t in row] for row in src]
-    if not rows:
-        raise ValueError("src must hold at least one sequence, got 0")
-    width = max(len(r) for r in rows)
-    out = torch.full((len(rows), max(width, 1)), PAD, dtype=torch.long)  # (B, S)
-    for i, r in enumerate(rows):
-        out[i, : len(r)] = torch.as_tensor(r, dtype=torch.long)
-    return out
+    return src.to(p.device) if p is not None else src
 
 
 def _mask_special(scores: torch.Tensor, vocab_size: int) -> torch.Tensor:
@@ -126,198 +82,6 @@ def _mask_special(scores: torch.Tensor, vocab_size: int) -> torch.Tensor:
     scores[:, PAD] = float("-inf")
     scores[:, sos_index(vocab_size)] = float("-inf")
     return scores
-
-
-# --------------------------------------------------------------------------
-# One interface for both models
-# --------------------------------------------------------------------------
-
-
-class DecoderAdapter:
-    """Uniform step-by-step decoding interface over a seq2seq model.
-
-    Subclasses wrap one model type (:class:`ConvS2SAdapter`, :class:`RNNAdapter`);
-    :func:`make_adapter` picks the right one. The decoding algorithms in this
-    module only ever call the methods below, so a new model needs only a new
-    adapter.
-
-    Parameters
-    ----------
-    model : torch.nn.Module
-        The wrapped model; it must have a ``cfg`` with ``vocab_size`` and
-        ``max_positions``, and a ``check_inputs(src)`` method.
-
-    Attributes
-    ----------
-    model : torch.nn.Module
-    vocab_size : int
-        Number of ordinary tokens; ``<sos>`` and ``<eos>`` follow.
-    max_positions : int
-        The most decoder inputs (``<sos>`` + generated tokens) the model accepts,
-        hence the most decoding steps.
-    """
-
-    def __init__(self, model: nn.Module):
-        self.model = model
-        self.vocab_size = int(model.cfg.vocab_size)
-        self.max_positions = int(model.cfg.max_positions)
-
-    def prepare(self, src) -> torch.Tensor:
-        """Validate ``src`` and move it to the model's device; returns ``(B, S)``."""
-        src = _as_src_tensor(src)
-        self.model.check_inputs(src)
-        empty = src.ne(PAD).sum(dim=1).eq(0)  # (B,)
-        if bool(empty.any()):
-            row = int(empty.nonzero()[0, 0])
-            raise ValueError(f"src row {row} holds only padding; every source needs >= 1 token")
-        return src.to(_model_device(self.model))
-
-    def start(self, src: torch.Tensor):
-        """Encode ``src`` ``(B, S)``; return the decoder state before the first step."""
-        raise NotImplementedError
-
-    def step(self, y_prev: torch.Tensor, state):
-        """Feed ``y_prev`` ``(B,)``; return ``(logits (B, V), attention, new_state)``."""
-        raise NotImplementedError
-
-    def reorder(self, state, index: torch.Tensor):
-        """Return the state of rows ``index`` ``(B',)`` (rows may repeat)."""
-        raise NotImplementedError
-
-    def prefix_logits(self, prefix: torch.Tensor, state):
-        """Slow path: logits ``(B, V)`` and attention of the *last* position of
-        ``prefix`` ``(B, t)``, recomputed from scratch (``state`` is only read for
-        the encoder output)."""
-        raise NotImplementedError
-
-
-class ConvState(NamedTuple):
-    """Decoding state of :class:`ConvS2SAdapter`.
-
-    Attributes
-    ----------
-    enc : EncoderOut
-        Encoder output, one row per hypothesis.
-    cache : DecoderCache
-        Last ``k-1`` inputs of every causal convolution and the next position.
-    """
-
-    enc: EncoderOut
-    cache: DecoderCache
-
-
-class ConvS2SAdapter(DecoderAdapter):
-    """:class:`DecoderAdapter` for :class:`~convs2s_edu.convs2s.ConvS2S`.
-
-    Notes
-    -----
-    A causal convolution of width :math:`k` at position :math:`i` reads the
-    inputs :math:`i-k+1, \\dots, i` only. Keeping the last :math:`k-1` inputs of
-    every layer (the :class:`~convs2s_edu.convs2s.DecoderCache`) is therefore
-    enough to compute position :math:`i` without re-running positions
-    :math:`0..i-1`: :meth:`DecoderAdapter.step` costs :math:`O(L\\,k\\,d^2)` instead of the
-    :math:`O(L\\,i\\,k\\,d^2)` of :meth:`DecoderAdapter.prefix_logits`.
-    Attention is ``(B, n_decoder_layers, S)``, one distribution per layer.
-    """
-
-    def start(self, src: torch.Tensor) -> ConvState:
-        enc = self.model.encode(src)  # z, z + e: (B, S, f)
-        cache = self.model.decoder.new_cache(src.shape[0], device=enc.z.device, dtype=enc.z.dtype)
-        return ConvState(enc, cache)
-
-    def step(self, y_prev: torch.Tensor, state: ConvState):
-        # the cache is updated in place: windows shift by one, position += 1
-        logits, attn = self.model.decoder.step(y_prev, state.enc, state.cache)  # (B, V), (B, L, S)
-        return logits, attn, state
-
-    def reorder(self, state: ConvState, index: torch.Tensor) -> ConvState:
-        enc = EncoderOut(*(t.index_select(0, index) for t in state.enc))
-        return ConvState(enc, state.cache.reorder(index))
-
-    def prefix_logits(self, prefix: torch.Tensor, state: ConvState):
-        # the whole decoder over the whole prefix, every step again
-        logits, attn = self.model.decoder(prefix, state.enc)  # (B, t, V), (B, L, t, S)
-        return logits[:, -1], attn[:, :, -1]  # (B, V), (B, L, S)
-
-
-class RNNState(NamedTuple):
-    """Decoding state of :class:`RNNAdapter`.
-
-    Attributes
-    ----------
-    enc : RNNEncoderOut
-        Encoder output, one row per hypothesis (``s0`` has the batch in dim 1).
-    s : Tensor, shape (n_decoder_layers, B, n)
-        :math:`s_{t-1}`, the GRU state.
-    """
-
-    enc: RNNEncoderOut
-    s: torch.Tensor
-
-
-class RNNAdapter(DecoderAdapter):
-    """:class:`DecoderAdapter` for :class:`~convs2s_edu.rnn.RNNSeq2Seq`.
-
-    Notes
-    -----
-    The recurrent state :math:`s_{t-1}` already summarises the prefix, so a
-    step is incremental by nature. The batch is dimension 1 of the GRU state
-    ``(n_layers, B, n)``; :meth:`DecoderAdapter.reorder` selects along it. Attention is
-    ``(B, S)``.
-    """
-
-    def start(self, src: torch.Tensor) -> RNNState:
-        enc = self.model.encode(src)
-        return RNNState(enc, enc.s0)  # s0: (L, B, n)
-
-    def step(self, y_prev: torch.Tensor, state: RNNState):
-        logits, attn, s = self.model.step(y_prev, state.enc, state.s)  # (B, V), (B, S), (L, B, n)
-        return logits, attn, RNNState(state.enc, s)
-
-    def reorder(self, state: RNNState, index: torch.Tensor) -> RNNState:
-        e = state.enc
-        enc = RNNEncoderOut(
-            h=e.h.index_select(0, index),  # (B', S, 2n)
-            keys=e.keys.index_select(0, index),  # (B', S, A)
-            padding_mask=e.padding_mask.index_select(0, index),  # (B', S)
-            s0=e.s0.index_select(1, index),  # (L, B', n)
-        )
-        return RNNState(enc, state.s.index_select(1, index))
-
-    def prefix_logits(self, prefix: torch.Tensor, state: RNNState):
-        # re-run the recurrence from s_0 over the whole prefix
-        s = state.enc.s0
-        for t in range(prefix.shape[1]):
-            logits, attn, s = self.model.step(prefix[:, t], state.enc, s)
-        return logits, attn
-
-
-def make_adapter(model) -> DecoderAdapter:
-    """Return the :class:`DecoderAdapter` for ``model`` (an adapter is returned unchanged).
-
-    Parameters
-    ----------
-    model : ConvS2S, RNNSeq2Seq or DecoderAdapter
-
-    Returns
-    -------
-    DecoderAdapter
-
-    Raises
-    ------
-    TypeError
-        For any other model type.
-    """
-    if isinstance(model, DecoderAdapter):
-        return model
-    if isinstance(model, ConvS2S):
-        return ConvS2SAdapter(model)
-    if isinstance(model, RNNSeq2Seq):
-        return RNNAdapter(model)
-    raise TypeError(
-        f"cannot decode with a {type(model).__name__}; expected ConvS2S, RNNSeq2Seq or a "
-        f"DecoderAdapter subclass"
-    )
 
 
 def _step_limits(src: torch.Tensor, max_len, max_positions: int) -> torch.Tensor:
@@ -329,7 +93,7 @@ def _step_limits(src: torch.Tensor, max_len, max_positions: int) -> torch.Tensor
     if max_len is None:
         src_len = src.ne(PAD).sum(dim=1)  # (B,)
         return (src_len + 1).clamp(max=max_positions)
-    max_len = _check_int("max_len", max_len, 1, max_positions)
+    max_len = check_int("max_len", max_len, 1, max_positions)
     return torch.full((src.shape[0],), max_len, dtype=torch.long, device=src.device)
 
 
@@ -350,21 +114,22 @@ def greedy_decode(
 
     Parameters
     ----------
-    model : ConvS2S, RNNSeq2Seq or DecoderAdapter
-        Put in eval mode and run under :func:`torch.no_grad` for the call; the
+    model : EncoderDecoder
+        ConvS2S, RNNSeq2Seq or a HybridSeq2Seq. Put in eval mode and run under :func:`torch.no_grad` for the call; the
         training flags of all its modules are restored afterwards.
     src : Tensor, shape (B, S), or list of list of int
         Source tokens, right-padded with ``PAD`` (lists are padded here).
-        Moved to the model's device.
+        ``int16``/``int32``/``uint8`` tensors are converted to ``int64``; float,
+        bool and 1-D inputs raise ``ValueError``. Moved to the model's device.
     max_len : int, optional
         Most decoding steps, ``<eos>`` included, ``1..max_positions``. Default:
         per row, the source length + 1 (for sorting, the output is as long as
         the input), capped at ``max_positions``.
     incremental : bool, default True
-        ``True``: one :meth:`DecoderAdapter.step` per token (ConvS2S reuses its
-        :class:`~convs2s_edu.convs2s.DecoderCache`). ``False``: recompute the
-        decoder over the whole prefix at every step (the slow reference, same
-        tokens).
+        ``True``: one ``model.decoder.step`` per token (ConvS2S reuses its
+        :class:`~convs2s_edu.DecoderCache`). ``False``: run ``model.decoder``
+        (teacher forcing) over the whole prefix at every step and keep the last
+        position (the slow reference, same tokens).
     return_attention : bool, default False
         Also return the attention of every step.
     stop_at_eos : bool, default True
@@ -377,9 +142,9 @@ def greedy_decode(
         One list per source, without ``<sos>``/``<eos>``; at most ``max_len``
         tokens (``max_len`` tokens and no ``<eos>`` when the limit was hit).
     attention : list of Tensor
-        Only with ``return_attention=True``. Row ``b`` has shape
-        ``(n_decoder_layers, T_b, S_b)`` for ConvS2S (layout of
-        ``ConvS2S(..., return_attention=True)``) and ``(T_b, S_b)`` for the GRU;
+        Only with ``return_attention=True``. Row ``b`` has the layout of
+        ``model(src, tgt_in, return_attention=True)``: ``(n_decoder_layers, T_b, S_b)``
+        with the convolutional decoder, ``(T_b, S_b)`` with the GRU decoder;
         ``S_b`` is the source length without padding and ``T_b`` the number of
         steps taken, i.e. ``len(tokens[b])`` plus one for the step that
         produced ``<eos>``.
@@ -408,27 +173,28 @@ def greedy_decode(
     >>> [len(o) <= 4 for o in out]  # at most source length + 1 tokens
     [True, True]
     """
-    adapter = make_adapter(model)
-    eos = eos_index(adapter.vocab_size)
-    with _inference(adapter.model):
-        src = adapter.prepare(src)  # (B, S)
+    src = _prepare(model, src)  # (B, S)
+    eos = eos_index(model.vocab_size)
+    with _inference(model):
         B = src.shape[0]
-        limits = _step_limits(src, max_len, adapter.max_positions)  # (B,)
-        state = adapter.start(src)
-        prefix = torch.full((B, 1), sos_index(adapter.vocab_size), dtype=torch.long,
+        limits = _step_limits(src, max_len, model.max_positions)  # (B,)
+        enc = model.encode(src)
+        state = model.decoder.start(enc) if incremental else None
+        prefix = torch.full((B, 1), sos_index(model.vocab_size), dtype=torch.long,
                             device=src.device)  # (B, 1): <sos>
         done = torch.zeros(B, dtype=torch.bool, device=src.device)  # (B,)
         n_steps = limits.clone()  # (B,) steps taken per row (final once done)
         attentions = []
         for t in range(int(limits.max())):
             if incremental:
-                logits, attn, state = adapter.step(prefix[:, -1], state)  # (B, V)
-            else:
-                logits, attn = adapter.prefix_logits(prefix, state)  # (B, V)
+                logits, attn, state = model.decoder.step(prefix[:, -1], state)  # (B, V)
+            else:  # the whole decoder over the whole prefix, every step again
+                logits, attn = model.decoder(prefix, enc)  # (B, t, V), (B, L, t, S)
+                logits, attn = logits[:, -1], attn[:, :, -1]  # (B, V), (B, L, S)
             if return_attention:
-                attentions.append(attn)  # (B, L, S) or (B, S)
+                attentions.append(attn)  # (B, L, S)
             # y_t = argmax_y log p(y | y_<t, x), never PAD or <sos>
-            y = _mask_special(logits, adapter.vocab_size).argmax(dim=-1)  # (B,)
+            y = _mask_special(logits, model.vocab_size).argmax(dim=-1)  # (B,)
             y = y.masked_fill(done, PAD)  # stopped rows: filler, ignored
             prefix = torch.cat([prefix, y.unsqueeze(1)], dim=1)  # (B, t + 2)
             stop = (t + 1) >= limits  # (B,)
@@ -448,14 +214,12 @@ def greedy_decode(
             out.append(seq)
         if not return_attention:
             return out
-        attn = torch.stack(attentions, dim=1)  # (B, T, L, S) or (B, T, S)
+        attn = torch.stack(attentions, dim=2)  # (B, L, T, S)
+        if not model.decoder.multi_step:
+            attn = attn[:, 0]  # (B, T, S): the model-level layout of a single attention
         src_len = src.ne(PAD).sum(dim=1)  # (B,)
-        rows = []
-        for b in range(B):
-            a = attn[b, : int(n_steps[b]), ..., : int(src_len[b])]  # (T_b, [L,] S_b)
-            if a.dim() == 3:
-                a = a.transpose(0, 1)  # (L, T_b, S_b)
-            rows.append(a.cpu())
+        rows = [attn[b, ..., : int(n_steps[b]), : int(src_len[b])].cpu()  # ([L,] T_b, S_b)
+                for b in range(B)]
         return out, rows
 
 
@@ -498,10 +262,10 @@ def beam_search(
 
     Parameters
     ----------
-    model : ConvS2S, RNNSeq2Seq or DecoderAdapter
-        Run in eval mode under :func:`torch.no_grad`; training flags are restored.
+    model : EncoderDecoder
+        ConvS2S, RNNSeq2Seq or a HybridSeq2Seq. Run in eval mode under :func:`torch.no_grad`; training flags are restored.
     src : Tensor, shape (B, S), or list of list of int
-        Right-padded source tokens.
+        Right-padded source tokens, converted and checked as in :func:`greedy_decode`.
     beam_size : int, default 5
         :math:`K`, the number of hypotheses kept per source, ``>= 1``.
         ``beam_size=1`` gives exactly :func:`greedy_decode`'s output.
@@ -541,8 +305,9 @@ def beam_search(
 
     :math:`|y|` counting ``<eos>``. The :math:`K` best extensions that do not
     end in ``<eos>`` stay alive; the decoder state follows them with
-    :meth:`DecoderAdapter.reorder` (``DecoderCache.reorder`` for ConvS2S,
-    ``index_select`` on dimension 1 of the GRU state). A source is done once
+    ``model.decoder.reorder``, which selects the rows of the encoder output the
+    state holds as well as the decoder's own (the windows of ConvS2S, dimension 1
+    of the GRU state). A source is done once
     it has :math:`K` finished hypotheses or reaches its step limit (the
     stopping rule of fairseq); the answer is its finished hypothesis of
     highest score.
@@ -557,21 +322,21 @@ def beam_search(
     Sutskever et al. (2014); Wu et al. (2016), §7 (length normalisation);
     Gehring et al. (2017), §5 (beam width 5).
     """
-    K = _check_int("beam_size", beam_size, 1)
+    K = check_int("beam_size", beam_size)
     if (isinstance(length_penalty, bool) or not isinstance(length_penalty, numbers.Real)
             or not math.isfinite(length_penalty) or length_penalty < 0):
         raise ValueError(f"length_penalty must be a finite number >= 0, got {length_penalty!r}")
     alpha = float(length_penalty)
-    adapter = make_adapter(model)
-    V_words = adapter.vocab_size
+    src = _prepare(model, src)  # (B, S)
+    V_words = model.vocab_size
     eos = eos_index(V_words)
-    with _inference(adapter.model):
-        src = adapter.prepare(src)  # (B, S)
+    decoder = model.decoder
+    with _inference(model):
         B, device = src.shape[0], src.device
-        limits = _step_limits(src, max_len, adapter.max_positions)  # (B,)
-        state = adapter.start(src)
+        limits = _step_limits(src, max_len, model.max_positions)  # (B,)
+        state = decoder.start(model.encode(src))
         # row b*K + k is hypothesis k of source b
-        state = adapter.reorder(state, torch.arange(B, device=device).repeat_interleave(K))
+        state = decoder.reorder(state, torch.arange(B, device=device).repeat_interleave(K))
         scores = torch.full((B, K), float("-inf"), device=device)  # (B, K) cumulative log p
         scores[:, 0] = 0.0  # only the first copy is alive at step 0
         tokens = torch.empty((B, K, 0), dtype=torch.long, device=device)  # (B, K, t)
@@ -581,7 +346,7 @@ def beam_search(
         base = torch.arange(B, device=device).unsqueeze(1) * K  # (B, 1)
 
         for t in range(int(limits.max())):
-            logits, _, state = adapter.step(y_prev, state)  # (B K, V)
+            logits, _, state = decoder.step(y_prev, state)  # (B K, V)
             lprobs = _mask_special(F.log_softmax(logits.float(), dim=-1), V_words)  # (B K, V)
             V = lprobs.shape[-1]
             # s(h, y) = s_h + log p(y | h, x)
@@ -619,209 +384,10 @@ def beam_search(
             tokens = torch.cat(
                 [tokens.gather(1, parent.unsqueeze(-1).expand(-1, -1, tokens.shape[-1])),
                  new_tok.unsqueeze(-1)], dim=-1)  # (B, K, t + 1)
-            state = adapter.reorder(state, (base + parent).view(-1))  # rows of the parents
+            state = decoder.reorder(state, (base + parent).view(-1))  # rows of the parents
             y_prev = new_tok.view(-1)  # (B K,)
 
     ranked = [sorted(f, key=lambda h: h.score, reverse=True)[:K] for f in finished]
     if return_hypotheses:
         return ranked
     return [r[0].tokens for r in ranked]
-
-
-# --------------------------------------------------------------------------
-# Benchmark: incremental vs full-recompute decoding
-# --------------------------------------------------------------------------
-
-
-def time_incremental_vs_full(
-    model,
-    target_lengths: Sequence[int] = (20, 50, 100),
-    batch_size: int = 32,
-    repeats: int = 3,
-    seed: int = 0,
-) -> list[dict]:
-    r"""Time greedy decoding with and without the incremental state.
-
-    Parameters
-    ----------
-    model : ConvS2S or RNNSeq2Seq
-        Lengths beyond ``model.cfg.max_positions`` need a model built with a
-        larger ``max_positions``, e.g. ``ConvS2S(ConvS2SConfig(max_positions=100))``.
-    target_lengths : sequence of int, default (20, 50, 100)
-        Numbers of decoding steps to time, each in ``1..max_positions``.
-    batch_size : int, default 32
-        Number of sources decoded together, ``>= 1``.
-    repeats : int, default 3
-        Timed runs per setting, ``>= 1``; the fastest one is reported (after
-        one untimed warm-up run of each kind).
-    seed : int, default 0
-        Seed of the random sources.
-
-    Returns
-    -------
-    list of dict
-        One record per target length with keys ``target_len``, ``batch_size``,
-        ``seconds_full``, ``seconds_incremental`` and ``speedup``
-        (``seconds_full / seconds_incremental``).
-
-    Notes
-    -----
-    Each source is a random sequence of ``target_len`` tokens, and decoding is
-    forced to exactly ``target_len`` steps (``stop_at_eos=False``), so both
-    methods do the same number of steps. The encoder runs once in both. For
-    ConvS2S the full recompute costs :math:`\sum_{t=1}^{T} t = T(T+1)/2`
-    decoder columns against :math:`T` with the cache, so the speedup should
-    grow roughly linearly with :math:`T` (on small models per-call overhead
-    hides part of it). Times come from ``time.perf_counter()``, with
-    :func:`torch.cuda.synchronize` around each run on a GPU. Nothing here
-    asserts a speed; this is a measurement helper.
-    """
-    adapter = make_adapter(model)
-    if isinstance(target_lengths, numbers.Integral):
-        target_lengths = (target_lengths,)
-    target_lengths = list(target_lengths)
-    if not target_lengths:
-        raise ValueError("target_lengths must hold at least one length, got none")
-    lengths = []
-    for T in target_lengths:
-        if isinstance(T, numbers.Integral) and not isinstance(T, bool) and T > adapter.max_positions:
-            raise ValueError(
-                f"target length {T} exceeds the model's max_positions={adapter.max_positions} "
-                f"(allowed 1..{adapter.max_positions}); build the model with "
-                f"max_positions >= {T} to time it"
-            )
-        lengths.append(_check_int("target length", T, 1, adapter.max_positions))
-    batch_size = _check_int("batch_size", batch_size, 1)
-    repeats = _check_int("repeats", repeats, 1)
-    device = _model_device(adapter.model)
-    gen = torch.Generator().manual_seed(int(seed))
-
-    def sync():
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-
-    def run(src, T, incremental):
-        sync()
-        start = time.perf_counter()
-        greedy_decode(adapter, src, max_len=T, incremental=incremental, stop_at_eos=False)
-        sync()
-        return time.perf_counter() - start
-
-    records = []
-    for T in lengths:
-        src = torch.randint(1, adapter.vocab_size + 1, (batch_size, T), generator=gen)  # (B, T)
-        src = src.to(device)
-        run(src, T, True), run(src, T, False)  # warm-up
-        inc = min(run(src, T, True) for _ in range(repeats))
-        full = min(run(src, T, False) for _ in range(repeats))
-        records.append({"target_len": T, "batch_size": batch_size, "seconds_full": full,
-                        "seconds_incremental": inc, "speedup": full / inc if inc > 0 else float("inf")})
-    return records
-
-
-# --------------------------------------------------------------------------
-# Side-by-side samples
-# --------------------------------------------------------------------------
-
-
-def predict_samples(
-    models: dict,
-    examples,
-    beam_size: int = 5,
-    max_len: int | None = None,
-) -> list[dict]:
-    """Greedy and beam-search outputs of several models, side by side.
-
-    Parameters
-    ----------
-    models : dict of str to model
-        Name -> ConvS2S / RNNSeq2Seq, e.g. ``{"convs2s": conv, "gru": rnn}``.
-    examples : sequence of (source, reference)
-        Token lists, e.g. a :class:`~convs2s_edu.data.SortingDataset` or a slice
-        of :func:`~convs2s_edu.data.generate_dataset`.
-    beam_size : int, default 5
-        Beam width of the beam-search column, ``>= 1``.
-    max_len : int, optional
-        Passed to :func:`greedy_decode` and :func:`beam_search`.
-
-    Returns
-    -------
-    list of dict
-        One dict per example with keys ``"source"``, ``"reference"`` and, for
-        every model name, ``"<name> greedy"`` and ``"<name> beam=<K>"`` (lists
-        of int), in that order. :func:`format_samples` prints them.
-    """
-    beam_size = _check_int("beam_size", beam_size, 1)
-    if not models:
-        raise ValueError("models must hold at least one model, got an empty dict")
-    examples = [(list(map(int, x)), list(map(int, y))) for x, y in examples]
-    if not examples:
-        raise ValueError("examples must hold at least one (source, reference) pair, got 0")
-    src = _as_src_tensor([x for x, _ in examples])  # (B, S)
-    rows = [{"source": x, "reference": y} for x, y in examples]
-    for name, model in models.items():
-        greedy = greedy_decode(model, src, max_len=max_len)
-        beam = beam_search(model, src, beam_size=beam_size, max_len=max_len)
-        for row, g, b in zip(rows, greedy, beam):
-            row[f"{name} greedy"] = g
-            row[f"{name} beam={beam_size}"] = b
-    return rows
-
-
-def format_samples(rows: Sequence[dict], layout: str = "table", mark_errors: bool = True) -> str:
-    """Format :func:`predict_samples` rows as aligned plain text.
-
-    Parameters
-    ----------
-    rows : sequence of dict
-        Every dict has the same keys; values are token lists (or anything
-        printable).
-    layout : {"table", "blocks"}, default "table"
-        ``"table"``: one line per example, one column per key. ``"blocks"``:
-        one ``key : tokens`` line per key, a block per example (better for
-        long sequences).
-    mark_errors : bool, default True
-        Append ``*`` to every output that differs from the ``"reference"``.
-
-    Returns
-    -------
-    str
-
-    Examples
-    --------
-    >>> print(format_samples([{"source": [3, 1], "reference": [1, 3], "m greedy": [1, 1]}]))
-    #  source  reference  m greedy
-    0  3 1     1 3        1 1*
-    * differs from the reference
-    """
-    if layout not in ("table", "blocks"):
-        raise ValueError(f"layout must be 'table' or 'blocks', got {layout!r}")
-    rows = list(rows)
-    if not rows:
-        return ""
-    keys = list(rows[0].keys())
-    outputs = [k for k in keys if k not in ("source", "reference")]
-    check = mark_errors and "reference" in keys
-
-    def cell(row, key):
-        v = row[key]
-        text = " ".join(str(t) for t in v) if isinstance(v, (list, tuple)) else str(v)
-        if check and key in outputs and list(v) != list(row["reference"]):
-            text += "*"
-        return text
-
-    table = [[str(i)] + [cell(r, k) for k in keys] for i, r in enumerate(rows)]
-    lines = []
-    if layout == "table":
-        header = ["#"] + keys
-        widths = [max(len(x) for x in col) for col in zip(header, *table)]
-        for line in [header, *table]:
-            lines.append("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip())
-    else:
-        w = max(len(k) for k in keys)
-        for i, line in enumerate(table):
-            lines.append(f"example {i}")
-            lines.extend(f"  {k.ljust(w)} : {c}" for k, c in zip(keys, line[1:]))
-    if check:
-        lines.append("* differs from the reference")
-    return "\n".join(lines)

@@ -20,8 +20,9 @@ from typing import Sequence
 import torch
 from torch import nn
 
+from ._checks import check_int
 from .data import collate_batch
-from .decode import _check_int, beam_search, greedy_decode, make_adapter
+from .decode import beam_search, greedy_decode
 
 __all__ = ["exact_match", "token_accuracy", "evaluate"]
 
@@ -165,8 +166,8 @@ def evaluate(
 
     Parameters
     ----------
-    model : ConvS2S or RNNSeq2Seq
-        Decoded in eval mode under :func:`torch.no_grad` (training flags restored).
+    model : EncoderDecoder
+        ConvS2S, RNNSeq2Seq or a HybridSeq2Seq. Decoded in eval mode under :func:`torch.no_grad` (training flags restored).
     dataset_or_examples : SortingDataset or sequence of (source, reference)
         At least one example.
     batch_size : int, default 256
@@ -186,9 +187,8 @@ def evaluate(
         ``{"exact_match": float, "token_accuracy": float, "n_examples": int}``,
         see :func:`exact_match` and :func:`token_accuracy`.
     """
-    batch_size = _check_int("batch_size", batch_size, 1)
-    beam_size = _check_int("beam_size", beam_size, 1)
-    adapter = make_adapter(model)
+    batch_size = check_int("batch_size", batch_size)
+    beam_size = check_int("beam_size", beam_size)
     if device is not None:
         model.to(device)
     examples = [(list(map(int, x)), list(map(int, y))) for x, y in dataset_or_examples]
@@ -197,11 +197,11 @@ def evaluate(
     predictions: list[list[int]] = []
     for i in range(0, len(examples), batch_size):
         chunk = examples[i : i + batch_size]
-        src = collate_batch(chunk, adapter.vocab_size).src  # (B, S), PAD-padded
+        src = collate_batch(chunk, model.vocab_size).src  # (B, S), PAD-padded
         if beam_size == 1:
-            predictions += greedy_decode(adapter, src, max_len=max_len)
+            predictions += greedy_decode(model, src, max_len=max_len)
         else:
-            predictions += beam_search(adapter, src, beam_size=beam_size, max_len=max_len)
+            predictions += beam_search(model, src, beam_size=beam_size, max_len=max_len)
     references = [y for _, y in examples]
     return {
         "exact_match": exact_match(predictions, references),

@@ -11,7 +11,8 @@ equations follow section 6 of the seed article [2]_, ``../shared/seeds/001``):
     s_t &= f(s_{t-1}, y_{t-1}, c_t) \\
     p(y_t \mid y_{<t}, x) &= \mathrm{softmax}(W_s s_t + b_s)
 
-The encoder runs cuDNN-style over the whole (packed) source at once and the
+The model is an :class:`~convs2s_edu.EncoderDecoder` of a :class:`GRUEncoder`
+and a :class:`GRUDecoder`. The encoder runs cuDNN-style over the whole (packed) source at once and the
 keys :math:`W_a h_j` are computed once per sequence. What stays step by step
 is the decoder: :math:`s_t` needs :math:`s_{t-1}`, and the attention at step
 :math:`t` needs :math:`s_{t-1}`, so the :math:`T` steps of a target cannot run
@@ -35,10 +36,12 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from ._checks import check_model_inputs, check_positive, check_probability
+from ._checks import check_positive, check_probability
 from .data import PAD, n_token_ids
+from .seq2seq import Decoder, Encoder, EncoderDecoder, EncoderOut
 
-__all__ = ["RNNSeq2SeqConfig", "BahdanauAttention", "RNNEncoderOut", "RNNSeq2Seq"]
+__all__ = ["RNNSeq2SeqConfig", "BahdanauAttention", "GRUEncoder", "GRUDecoderState", "GRUDecoder",
+           "RNNSeq2Seq"]
 
 
 @dataclass
@@ -164,27 +167,195 @@ class BahdanauAttention(nn.Module):
         return c, a
 
 
-class RNNEncoderOut(NamedTuple):
-    """The encoder's output, reused by every decoder step.
+class GRUEncoder(Encoder):
+    r"""The bidirectional GRU encoder of Bahdanau et al. (2014).
+
+    Parameters
+    ----------
+    cfg : RNNSeq2SeqConfig
+
+    Returns
+    -------
+    EncoderOut
+        ``states``: the annotations
+        :math:`h_j = [\overrightarrow{h}_j; \overleftarrow{h}_j]` ``(B, S, 2n)``,
+        zero at padding; ``embedded``: the (dropped-out) source embeddings
+        ``(B, S, embed_dim)``; the padding mask; ``summary``: the backward GRU's
+        last state :math:`\overleftarrow{h}_1` of the top layer ``(B, n)``, which
+        has read the whole source from right to left.
+
+    Notes
+    -----
+    A bidirectional :class:`torch.nn.GRU` over the packed source
+    (:func:`~torch.nn.utils.rnn.pack_padded_sequence`), so padding never enters
+    the recurrence.
+    """
+
+    def __init__(self, cfg: RNNSeq2SeqConfig):
+        super().__init__()
+        self.cfg = cfg
+        n = cfg.hidden_dim
+        self.out_dim, self.embed_dim, self.summary_dim = 2 * n, cfg.embed_dim, n
+        self.embed = nn.Embedding(n_token_ids(cfg.vocab_size), cfg.embed_dim, padding_idx=PAD)
+        self.dropout = nn.Dropout(cfg.dropout)
+        self.gru = nn.GRU(cfg.embed_dim, n, num_layers=cfg.n_encoder_layers,
+                          bidirectional=True, batch_first=True,
+                          dropout=cfg.dropout if cfg.n_encoder_layers > 1 else 0.0)
+
+    def forward(self, src: torch.Tensor) -> EncoderOut:
+        pad = src.eq(PAD)  # (B, S)
+        lengths = (~pad).sum(dim=1).cpu()  # (B,)
+        x = self.dropout(self.embed(src))  # (B, S, E)
+        packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        out, h_n = self.gru(packed)  # h_n: (2 L_enc, B, n)
+        h, _ = pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])  # (B, S, 2n)
+        # h_n[-1]: the backward GRU's last state of the top layer, the first position's
+        return EncoderOut(states=h, embedded=x, padding_mask=pad, summary=h_n[-1])
+
+
+class GRUDecoderState(NamedTuple):
+    """State of :class:`GRUDecoder` (never changed in place).
 
     Attributes
     ----------
     h : Tensor, shape (B, S, 2n)
-        Annotations :math:`h_j = [\\overrightarrow{h}_j; \\overleftarrow{h}_j]`, zero at padding.
+        The annotations :math:`h_j` the attention reads.
     keys : Tensor, shape (B, S, attention_dim)
-        :math:`W_a h_j`, computed once.
+        :math:`W_a h_j`, computed once by :meth:`GRUDecoder.start`.
     padding_mask : Tensor, shape (B, S)
-    s0 : Tensor, shape (n_decoder_layers, B, n)
-        The decoder's initial state.
+    s : Tensor, shape (n_decoder_layers, B, n)
+        :math:`s_{t-1}`, the GRU state (:math:`s_0` after ``start``).
     """
 
     h: torch.Tensor
     keys: torch.Tensor
     padding_mask: torch.Tensor
-    s0: torch.Tensor
+    s: torch.Tensor
 
 
-class RNNSeq2Seq(nn.Module):
+class GRUDecoder(Decoder):
+    r"""The GRU decoder with Bahdanau attention, one step per target position.
+
+    Parameters
+    ----------
+    cfg : RNNSeq2SeqConfig
+    summary_dim : int, optional
+        Size of :attr:`EncoderOut.summary <convs2s_edu.EncoderOut.summary>`, the input of
+        :math:`W_{init}`; default ``hidden_dim`` (:class:`GRUEncoder`'s
+        :math:`\overleftarrow{h}_1`).
+
+    Returns
+    -------
+    logits : Tensor, shape (B, T, vocab_size + 3)
+    attention : Tensor, shape (B, 1, T, S)
+        One attention mechanism: :math:`L = 1` in the decoders' common layout.
+
+    Notes
+    -----
+    .. math::
+
+        s_0 &= \tanh(W_{init}\, \overleftarrow{h}_1) \\
+        c_t &= \mathrm{Attention}(s_{t-1}, h) \\
+        s_t &= \mathrm{GRU}\big(s_{t-1}, [E y_{t-1}; c_t]\big) \\
+        p(y_t \mid y_{<t}, x) &= \mathrm{softmax}(W_s s_t + b_s)
+
+    After a convolutional encoder, :math:`\overleftarrow{h}_1` is replaced by the
+    encoder's summary, the mean of :math:`z^u_j` over the real tokens.
+    :meth:`forward` (teacher forcing) is :meth:`start` and :meth:`step`
+    repeated: :math:`s_t` needs :math:`s_{t-1}`, so the steps cannot run in
+    parallel.
+
+    Departure from Bahdanau et al.: the output layer is the seed article's
+    :math:`\mathrm{softmax}(W_s s_t + b_s)` rather than the paper's deep maxout
+    output over :math:`(s_t, y_{t-1}, c_t)`.
+
+    References
+    ----------
+    Bahdanau, Cho & Bengio (2014); Shi (2023), section 6.
+    """
+
+    multi_step = False
+
+    def __init__(self, cfg: RNNSeq2SeqConfig, summary_dim: int | None = None):
+        super().__init__()
+        self.cfg = cfg
+        n = cfg.hidden_dim
+        self.in_dim = 2 * n  # the annotations h_j
+        n_ids = n_token_ids(cfg.vocab_size)
+        self.embed = nn.Embedding(n_ids, cfg.embed_dim, padding_idx=PAD)  # E
+        self.dropout = nn.Dropout(cfg.dropout)
+        self.W_init = nn.Linear(summary_dim or n, cfg.n_decoder_layers * n)
+        self.attention = BahdanauAttention(2 * n, n, cfg.attention_dim)
+        # f in s_t = f(s_{t-1}, y_{t-1}, c_t)
+        self.gru = nn.GRU(cfg.embed_dim + 2 * n, n, num_layers=cfg.n_decoder_layers,
+                          batch_first=True,
+                          dropout=cfg.dropout if cfg.n_decoder_layers > 1 else 0.0)
+        self.W_s = nn.Linear(n, n_ids)  # W_s, b_s
+
+    def start(self, enc: EncoderOut) -> GRUDecoderState:
+        """:math:`s_0` and the keys :math:`W_a h_j`, computed once per source."""
+        B = enc.states.shape[0]
+        # s_0 = tanh(W_init h_1^backward)
+        s0 = torch.tanh(self.W_init(enc.summary))  # (B, L_dec n)
+        s0 = s0.view(B, self.cfg.n_decoder_layers, -1).transpose(0, 1).contiguous()  # (L, B, n)
+        return GRUDecoderState(h=enc.states, keys=self.attention.keys(enc.states),
+                               padding_mask=enc.padding_mask, s=s0)
+
+    def step(self, y_prev: torch.Tensor, state: GRUDecoderState):
+        """One decoder step.
+
+        Parameters
+        ----------
+        y_prev : Tensor, shape (B,)
+            Previous output token (``<sos>`` first).
+        state : GRUDecoderState
+            Holds :math:`s_{t-1}`.
+
+        Returns
+        -------
+        logits : Tensor, shape (B, vocab_size + 3)
+        attention : Tensor, shape (B, 1, S)
+        state : GRUDecoderState
+            Holds :math:`s_t`.
+        """
+        s = state.s  # (L, B, n)
+        # c_t from s_{t-1} (top layer) and the precomputed keys W_a h_j
+        c, a = self.attention(s[-1], state.keys, state.h, state.padding_mask)  # (B, 2n), (B, S)
+        y = self.dropout(self.embed(y_prev))  # (B, E)
+        # s_t = f(s_{t-1}, y_{t-1}, c_t)
+        out, s = self.gru(torch.cat([y, c], dim=-1).unsqueeze(1), s)  # (B, 1, n)
+        # p(y_t) = softmax(W_s s_t + b_s)
+        logits = self.W_s(self.dropout(out[:, 0]))  # (B, V)
+        return logits, a.unsqueeze(1), state._replace(s=s)
+
+    def reorder(self, state: GRUDecoderState, index: torch.Tensor) -> GRUDecoderState:
+        """Rows ``index`` of the annotations, keys and mask (dim 0) and of :math:`s` (dim 1)."""
+        return GRUDecoderState(
+            h=state.h.index_select(0, index),  # (B', S, 2n)
+            keys=state.keys.index_select(0, index),  # (B', S, A)
+            padding_mask=state.padding_mask.index_select(0, index),  # (B', S)
+            s=state.s.index_select(1, index),  # (L, B', n)
+        )
+
+    def forward(self, tgt_in: torch.Tensor, enc: EncoderOut):
+        state = self.start(enc)
+        logits, attention = [], []
+        for t in range(tgt_in.shape[1]):  # inherently sequential: s_t needs s_{t-1}
+            logit_t, a_t, state = self.step(tgt_in[:, t], state)
+            logits.append(logit_t)
+            attention.append(a_t)
+        return torch.stack(logits, dim=1), torch.stack(attention, dim=2)  # (B,T,V), (B,1,T,S)
+
+
+#: Parameter names of the GRU model before the encoder/decoder split (checkpoints of
+#: version 0.1.0) and their names now.
+_OLD_RNN_KEYS = {"src_embed.": "encoder.embed.", "encoder.": "encoder.gru.",
+                 "tgt_embed.": "decoder.embed.", "W_init.": "decoder.W_init.",
+                 "attention.": "decoder.attention.", "decoder.": "decoder.gru.",
+                 "W_s.": "decoder.W_s."}
+
+
+class RNNSeq2Seq(EncoderDecoder):
     r"""GRU encoder-decoder with Bahdanau attention (the paper's recurrent competitor).
 
     Parameters
@@ -199,20 +370,11 @@ class RNNSeq2Seq(nn.Module):
 
     Notes
     -----
-    Encoder: a bidirectional :class:`torch.nn.GRU` over the packed source
-    (:func:`~torch.nn.utils.rnn.pack_padded_sequence`, so padding never enters
-    the recurrence). Decoder, one step per target position:
-
-    .. math::
-
-        s_0 &= \tanh(W_{init}\, \overleftarrow{h}_1) \\
-        c_t &= \mathrm{Attention}(s_{t-1}, h) \\
-        s_t &= \mathrm{GRU}\big(s_{t-1}, [E y_{t-1}; c_t]\big) \\
-        p(y_t \mid y_{<t}, x) &= \mathrm{softmax}(W_s s_t + b_s)
-
-    Departure from Bahdanau et al.: the output layer is the seed article's
-    :math:`\mathrm{softmax}(W_s s_t + b_s)` rather than the paper's deep maxout
-    output over :math:`(s_t, y_{t-1}, c_t)`.
+    An :class:`~convs2s_edu.EncoderDecoder` of a :class:`GRUEncoder` and a
+    :class:`GRUDecoder` (see their equations); the sizes agree, so there is no
+    bridge. Checkpoints written before the encoder/decoder split (parameter
+    names ``src_embed.*``, ``W_s.*``, ...) load: their names are mapped to the
+    new ones.
 
     References
     ----------
@@ -220,76 +382,19 @@ class RNNSeq2Seq(nn.Module):
     """
 
     def __init__(self, cfg: RNNSeq2SeqConfig | None = None):
-        super().__init__()
-        self.cfg = cfg = cfg if cfg is not None else RNNSeq2SeqConfig()
-        self.n_ids = n_token_ids(cfg.vocab_size)
-        n = cfg.hidden_dim
-        self.src_embed = nn.Embedding(self.n_ids, cfg.embed_dim, padding_idx=PAD)
-        self.tgt_embed = nn.Embedding(self.n_ids, cfg.embed_dim, padding_idx=PAD)  # E
-        self.dropout = nn.Dropout(cfg.dropout)
-        self.encoder = nn.GRU(cfg.embed_dim, n, num_layers=cfg.n_encoder_layers,
-                              bidirectional=True, batch_first=True,
-                              dropout=cfg.dropout if cfg.n_encoder_layers > 1 else 0.0)
-        self.W_init = nn.Linear(n, cfg.n_decoder_layers * n)
-        self.attention = BahdanauAttention(2 * n, n, cfg.attention_dim)
-        # f in s_t = f(s_{t-1}, y_{t-1}, c_t)
-        self.decoder = nn.GRU(cfg.embed_dim + 2 * n, n, num_layers=cfg.n_decoder_layers,
-                              batch_first=True,
-                              dropout=cfg.dropout if cfg.n_decoder_layers > 1 else 0.0)
-        self.W_s = nn.Linear(n, self.n_ids)  # W_s, b_s
+        cfg = cfg if cfg is not None else RNNSeq2SeqConfig()
+        super().__init__(GRUEncoder(cfg), GRUDecoder(cfg), vocab_size=cfg.vocab_size,
+                         max_positions=cfg.max_positions)
+        self.cfg = cfg
+        self._register_load_state_dict_pre_hook(self._rename_old_keys)
 
-    def check_inputs(self, src: torch.Tensor, tgt_in: torch.Tensor | None = None) -> None:
-        """Raise ``ValueError`` for out-of-vocabulary ids, too-long inputs or mismatched batches."""
-        check_model_inputs(src, tgt_in, self.n_ids, self.cfg.max_positions, PAD)
-
-    def encode(self, src: torch.Tensor) -> RNNEncoderOut:
-        """Run the bidirectional GRU over ``src`` ``(B, S)``."""
-        pad = src.eq(PAD)  # (B, S)
-        lengths = (~pad).sum(dim=1).cpu()  # (B,)
-        x = self.dropout(self.src_embed(src))  # (B, S, E)
-        packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
-        out, h_n = self.encoder(packed)  # h_n: (2 L_enc, B, n)
-        h, _ = pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])  # (B, S, 2n)
-        # s_0 = tanh(W_init h_1^backward): the backward GRU's last state has read the whole source
-        s0 = torch.tanh(self.W_init(h_n[-1]))  # (B, L_dec n)
-        s0 = s0.view(src.shape[0], self.cfg.n_decoder_layers, -1).transpose(0, 1).contiguous()
-        return RNNEncoderOut(h=h, keys=self.attention.keys(h), padding_mask=pad, s0=s0)
-
-    def step(self, y_prev: torch.Tensor, enc: RNNEncoderOut, s: torch.Tensor):
-        """One decoder step.
-
-        Parameters
-        ----------
-        y_prev : Tensor, shape (B,)
-            Previous output token (``<sos>`` first).
-        enc : RNNEncoderOut
-        s : Tensor, shape (n_decoder_layers, B, n)
-            :math:`s_{t-1}` (``enc.s0`` at the first step).
-
-        Returns
-        -------
-        logits : Tensor, shape (B, vocab_size + 3)
-        a : Tensor, shape (B, S)
-        s : Tensor, shape (n_decoder_layers, B, n)
-            :math:`s_t`.
-        """
-        # c_t from s_{t-1} (top layer) and the precomputed keys W_a h_j
-        c, a = self.attention(s[-1], enc.keys, enc.h, enc.padding_mask)  # (B, 2n), (B, S)
-        y = self.dropout(self.tgt_embed(y_prev))  # (B, E)
-        # s_t = f(s_{t-1}, y_{t-1}, c_t)
-        out, s = self.decoder(torch.cat([y, c], dim=-1).unsqueeze(1), s)  # (B, 1, n)
-        # p(y_t) = softmax(W_s s_t + b_s)
-        logits = self.W_s(self.dropout(out[:, 0]))  # (B, V)
-        return logits, a, s
-
-    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor, return_attention: bool = False):
-        self.check_inputs(src, tgt_in)
-        enc = self.encode(src)
-        s = enc.s0
-        logits, attention = [], []
-        for t in range(tgt_in.shape[1]):  # inherently sequential: s_t needs s_{t-1}
-            logit_t, a_t, s = self.step(tgt_in[:, t], enc, s)
-            logits.append(logit_t)
-            attention.append(a_t)
-        logits = torch.stack(logits, dim=1)  # (B, T, V)
-        return (logits, torch.stack(attention, dim=1)) if return_attention else logits
+    @staticmethod
+    def _rename_old_keys(state_dict, prefix, *args):
+        if prefix + "src_embed.weight" not in state_dict:
+            return
+        for key in [k for k in state_dict if k.startswith(prefix)]:
+            rest = key[len(prefix):]
+            for old, new in _OLD_RNN_KEYS.items():
+                if rest.startswith(old):
+                    state_dict[prefix + new + rest[len(old):]] = state_dict.pop(key)
+                    break

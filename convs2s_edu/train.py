@@ -32,10 +32,11 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import DataLoader
 
-from . import __version__
 from ._checks import check_positive
+from ._version import __version__
 from .convs2s import ConvS2S, ConvS2SConfig
 from .data import PAD, SortingDataset, generate_dataset
+from .hybrid import HYBRID_NAMES, HybridConfig, HybridSeq2Seq
 from .rnn import RNNSeq2Seq, RNNSeq2SeqConfig
 
 __all__ = [
@@ -53,17 +54,14 @@ __all__ = [
     "cache_dir",
     "cache_key",
     "train_or_load",
-    "is_quick_mode",
-    "site_config",
 ]
 
-#: Model names accepted by :class:`TrainConfig` and the command line.
-MODEL_NAMES = ("convs2s", "gru")
+#: Model names accepted by :class:`TrainConfig` and the command line: the two models, then
+#: the hybrids ``"<encoder>+<decoder>"`` (:mod:`convs2s_edu.hybrid`).
+MODEL_NAMES = ("convs2s", "gru", *HYBRID_NAMES)
 
 #: Environment variable: directory of the training cache (default ``~/.cache/convs2s_edu``).
 CACHE_ENV = "CONVS2S_EDU_CACHE"
-#: Environment variable: ``1`` makes :func:`site_config` small (quick docs builds).
-QUICK_ENV = "CONVS2S_EDU_QUICK"
 
 CHECKPOINT_NAME = "checkpoint.pt"
 
@@ -78,8 +76,9 @@ class TrainConfig:
 
     Parameters
     ----------
-    model : {"convs2s", "gru"}
-        Which model to train.
+    model : {"convs2s", "gru", "gru+conv", "conv+gru"}
+        Which model to train (:data:`MODEL_NAMES`): ConvS2S, the GRU + Bahdanau
+        model, or a hybrid ``"<encoder>+<decoder>"`` (:class:`~convs2s_edu.HybridSeq2Seq`).
     vocab_size, min_len, max_len : int
         The sorting task: tokens ``1..vocab_size``, lengths ``min_len..max_len``.
     n_train, n_valid, n_test : int
@@ -96,7 +95,7 @@ class TrainConfig:
         standard safeguard for recurrent models, applied to both models alike).
         ``None`` disables clipping.
     paper_normalisation : bool
-        ConvS2S only (the GRU ignores it): train the paper's ConvS2S, with weight
+        The convolutional parts only (the GRU model ignores it): train the paper's ConvS2S, with weight
         normalisation and the paper's initialisation, encoder gradient scaling
         and the :math:`m\sqrt{1/m}` context scaling
         (:meth:`ConvS2SConfig.paper <convs2s_edu.ConvS2SConfig.paper>`). ``False``
@@ -109,7 +108,8 @@ class TrainConfig:
         ``"auto"`` (CUDA when present, else CPU), ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
     model_options : dict
         Extra fields of :class:`~convs2s_edu.ConvS2SConfig` or
-        :class:`~convs2s_edu.RNNSeq2SeqConfig` (e.g. ``{"weight_norm": True}``).
+        :class:`~convs2s_edu.RNNSeq2SeqConfig` (e.g. ``{"weight_norm": True}``);
+        for a hybrid, a field goes to every part's config that has it.
     """
 
     model: str = "convs2s"
@@ -192,14 +192,21 @@ def make_datasets(cfg: TrainConfig) -> tuple[SortingDataset, SortingDataset, Sor
 
 
 def build_model(cfg: TrainConfig) -> nn.Module:
-    """A freshly initialised model of ``cfg.model`` for the task of ``cfg``."""
-    options = {"vocab_size": cfg.vocab_size, "max_positions": max(64, cfg.max_len + 1)}
+    """A freshly initialised model of ``cfg.model`` for the task of ``cfg``.
+
+    ``paper_normalisation`` starts every convolutional part from
+    :meth:`ConvS2SConfig.paper <convs2s_edu.ConvS2SConfig.paper>`; ``model_options`` win over it.
+    """
+    options = {"vocab_size": cfg.vocab_size, "max_positions": max(64, cfg.max_len + 1),
+               **cfg.model_options}
     try:
         if cfg.model == "convs2s":
-            if cfg.paper_normalisation:
-                options.update(weight_norm=True, scale_encoder_grad=True, scale_context=True)
-            return ConvS2S(ConvS2SConfig(**{**options, **cfg.model_options}))
-        return RNNSeq2Seq(RNNSeq2SeqConfig(**{**options, **cfg.model_options}))
+            conv = ConvS2SConfig.paper if cfg.paper_normalisation else ConvS2SConfig
+            return ConvS2S(conv(**options))
+        if cfg.model == "gru":
+            return RNNSeq2Seq(RNNSeq2SeqConfig(**options))
+        return HybridSeq2Seq(HybridConfig.from_options(cfg.model, paper=cfg.paper_normalisation,
+                                                       **options))
     except TypeError as err:  # an unknown option name
         raise ValueError(f"bad model_options for {cfg.model!r}: {err}") from None
 
@@ -515,8 +522,8 @@ def cache_key(cfg: TrainConfig) -> str:
     """Hash of the config (device resolved to its type) and the package version."""
     d = cfg.to_dict()
     d["device"] = resolve_device(cfg.device).type  # CPU and GPU timings are kept apart
-    if cfg.model != "convs2s":
-        del d["paper_normalisation"]  # a ConvS2S switch: the same GRU either way
+    if cfg.model == "gru":
+        del d["paper_normalisation"]  # a switch of the convolutional parts: the same GRU model
     blob = json.dumps({"config": d, "version": __version__}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -537,26 +544,3 @@ def train_or_load(cfg: TrainConfig | None = None, progress: bool | None = None,
         if state["epoch"] >= cfg.epochs:
             return load_checkpoint(ckpt, device=cfg.device)
     return train(cfg, out_dir=run_dir, resume=True, progress=progress)
-
-
-# --------------------------------------------------------------------------
-# The configurations the documentation site trains
-# --------------------------------------------------------------------------
-
-
-def is_quick_mode() -> bool:
-    """True when ``$CONVS2S_EDU_QUICK`` is ``1`` (or ``true``/``yes``)."""
-    return os.environ.get(QUICK_ENV, "").strip().lower() in ("1", "true", "yes")
-
-
-def site_config(model: str, **changes) -> TrainConfig:
-    """The configuration the gallery pages train: the seed's, or a small one in quick mode.
-
-    Quick mode (``CONVS2S_EDU_QUICK=1``) keeps the task and the models and
-    shrinks the data to 3,000 training examples and the schedule to 8 epochs,
-    so the whole site builds in a few minutes on two CPU cores.
-    """
-    cfg = TrainConfig(model=model)
-    if is_quick_mode():
-        cfg = cfg.replace(n_train=3_000, n_valid=300, n_test=300, epochs=8)
-    return cfg.replace(**changes)

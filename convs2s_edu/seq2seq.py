@@ -1,0 +1,233 @@
+r"""One interface for every encoder and every decoder, and the model that composes them.
+
+Every model of the package is an :class:`EncoderDecoder`: an :class:`Encoder`
+that reads the whole source once, an optional linear *bridge* where the
+encoder's and the decoder's sizes differ, and a :class:`Decoder` that predicts
+the target left to right. The search functions of :mod:`convs2s_edu.decode`
+only ever call the methods below, so any encoder works with any decoder::
+
+                         src (B, S)
+                             |
+                  Encoder.forward(src)
+                             |
+                             v
+    EncoderOut(states (B, S, D), embedded (B, S, f) or None,
+               padding_mask (B, S), summary (B, D0))
+                             |
+            bridge: states <- W_b states + b_b   (only where D differs)
+                             |
+         +-------------------+--------------------+
+         |                                        |
+  teacher forcing                         decoding, one token at a time
+  Decoder.forward(tgt_in, enc)            state = Decoder.start(enc)
+    -> logits (B, T, V),                  Decoder.step(y_prev, state)
+       attention (B, L, T, S)               -> logits (B, V), attention (B, L, S),
+                                               new state
+                                          Decoder.reorder(state, index) -> state
+
+================  ===========================  ==========================================
+model name        encoder                      decoder
+================  ===========================  ==========================================
+``"convs2s"``     :class:`~convs2s_edu.ConvEncoder`  :class:`~convs2s_edu.ConvDecoder`
+``"gru"``         :class:`~convs2s_edu.GRUEncoder`   :class:`~convs2s_edu.GRUDecoder`
+``"gru+conv"``    :class:`~convs2s_edu.GRUEncoder`   :class:`~convs2s_edu.ConvDecoder`
+``"conv+gru"``    :class:`~convs2s_edu.ConvEncoder`  :class:`~convs2s_edu.GRUDecoder`
+================  ===========================  ==========================================
+
+Conventions
+-----------
+* A decoder never changes a state in place: :meth:`Decoder.step` and
+  :meth:`Decoder.reorder` return new states, so a state can be kept and reused.
+* The state holds the decoder's view of the encoder output (keys, values,
+  padding mask), so :meth:`Decoder.reorder` selects the rows of those too:
+  beam search repeats and prunes hypotheses through ``reorder`` alone.
+* Attention has one layout at the decoder level: ``(B, L, T, S)`` from
+  :meth:`Decoder.forward` and ``(B, L, S)`` from :meth:`Decoder.step`, where
+  :math:`L` is the number of attention mechanisms (``n_decoder_layers`` for
+  the convolutional decoder, 1 for the GRU decoder). At the model level
+  (``model(src, tgt_in, return_attention=True)``) a decoder with a single
+  attention (:attr:`Decoder.multi_step` ``False``) drops the :math:`L` axis:
+  ``(B, T, S)``, the layout :class:`~convs2s_edu.RNNSeq2Seq` always had.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import torch
+from torch import nn
+
+from ._checks import check_model_inputs
+from .data import PAD, as_token_batch, n_token_ids
+
+__all__ = ["EncoderOut", "Encoder", "Decoder", "EncoderDecoder"]
+
+
+class EncoderOut(NamedTuple):
+    r"""What every encoder returns.
+
+    Attributes
+    ----------
+    states : Tensor, shape (B, S, D)
+        One vector per source position, zero at padding: :math:`z^u_j` of the
+        convolutional encoder (:math:`D = f`), the annotations
+        :math:`h_j = [\overrightarrow{h}_j; \overleftarrow{h}_j]` of the GRU
+        encoder (:math:`D = 2n`). After the bridge, :math:`D` is the size the
+        decoder attends over.
+    embedded : Tensor, shape (B, S, f), or None
+        The source embeddings :math:`e_j` (the convolutional decoder adds them
+        to its attention values, :math:`z^u_j + e_j`).
+    padding_mask : Tensor, shape (B, S)
+        True at source padding.
+    summary : Tensor, shape (B, D0)
+        One vector per source, from which a recurrent decoder computes its
+        initial state :math:`s_0`: the backward GRU's last state
+        :math:`\overleftarrow{h}_1` (:math:`D_0 = n`), or the mean of
+        :math:`z^u_j` over the real tokens (:math:`D_0 = f`).
+    """
+
+    states: torch.Tensor
+    embedded: torch.Tensor | None
+    padding_mask: torch.Tensor
+    summary: torch.Tensor
+
+
+class Encoder(nn.Module):
+    """An encoder: ``forward(src (B, S)) -> EncoderOut``.
+
+    Attributes
+    ----------
+    out_dim : int
+        :math:`D`, the size of :attr:`EncoderOut.states`.
+    embed_dim : int
+        :math:`f`, the size of :attr:`EncoderOut.embedded`.
+    summary_dim : int
+        :math:`D_0`, the size of :attr:`EncoderOut.summary`.
+    """
+
+    out_dim: int
+    embed_dim: int
+    summary_dim: int
+
+    def forward(self, src: torch.Tensor) -> EncoderOut:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+class Decoder(nn.Module):
+    """A decoder: teacher forcing with :meth:`forward`, decoding with :meth:`start`,
+    :meth:`step` and :meth:`reorder`.
+
+    Attributes
+    ----------
+    in_dim : int
+        The size of :attr:`EncoderOut.states` it attends over; a different
+        encoder size needs a bridge (:class:`EncoderDecoder`).
+    multi_step : bool
+        True when the decoder has one attention per layer (its model-level
+        attention keeps the layer axis).
+    """
+
+    in_dim: int
+    multi_step: bool
+
+    def forward(self, tgt_in: torch.Tensor, enc: EncoderOut):  # pragma: no cover - interface
+        """``tgt_in`` ``(B, T)`` -> logits ``(B, T, V)``, attention ``(B, L, T, S)``."""
+        raise NotImplementedError
+
+    def start(self, enc: EncoderOut) -> Any:  # pragma: no cover - interface
+        """The state before the first step (it holds what it needs of ``enc``)."""
+        raise NotImplementedError
+
+    def step(self, y_prev: torch.Tensor, state):  # pragma: no cover - interface
+        """``y_prev`` ``(B,)`` -> logits ``(B, V)``, attention ``(B, L, S)``, the new state."""
+        raise NotImplementedError
+
+    def reorder(self, state, index: torch.Tensor):  # pragma: no cover - interface
+        """The state of rows ``index`` ``(B',)`` (rows may repeat), encoder part included."""
+        raise NotImplementedError
+
+
+class EncoderDecoder(nn.Module):
+    r"""An :class:`Encoder`, a bridge where the sizes differ, and a :class:`Decoder`.
+
+    Parameters
+    ----------
+    encoder : Encoder
+    decoder : Decoder
+    vocab_size : int
+        Number of ordinary tokens; ids ``0..vocab_size + 2`` are accepted.
+    max_positions : int
+        Longest source or decoder input accepted.
+
+    Attributes
+    ----------
+    bridge : torch.nn.Linear or None
+        :math:`W_b`, :math:`b_b`: maps the encoder's states (size
+        ``encoder.out_dim``) to the size the decoder attends over
+        (``decoder.in_dim``); ``None`` when the sizes agree (ConvS2S, the GRU
+        model), so those models have no parameters beyond their parts.
+
+    Returns
+    -------
+    logits : Tensor, shape (B, T, vocab_size + 3)
+        From ``model(src, tgt_in)`` (teacher forcing).
+    attention : Tensor, shape (B, L, T, S) or (B, T, S)
+        Only with ``return_attention=True``; ``(B, T, S)`` for a decoder with a
+        single attention (:attr:`Decoder.multi_step` ``False``).
+
+    Notes
+    -----
+    The bridge is the smallest map the shapes need, applied to every source
+    position and set to zero again at padding:
+
+    .. math:: \tilde{z}_j = W_b z_j + b_b
+
+    It is not in either paper: it exists only so that a GRU encoder can feed the
+    convolutional decoder (:math:`2n \to f`) and a convolutional encoder the
+    GRU decoder (:math:`f \to 2n`).
+
+    Token tensors of dtype ``int16``, ``int32`` or ``uint8`` (and lists of lists
+    of ints) are accepted and converted to ``int64``; floats, booleans and 1-D
+    inputs raise ``ValueError``.
+    """
+
+    def __init__(self, encoder: Encoder, decoder: Decoder, *, vocab_size: int,
+                 max_positions: int):
+        super().__init__()
+        self.vocab_size = vocab_size
+        self.n_ids = n_token_ids(vocab_size)
+        self.max_positions = max_positions
+        self.encoder = encoder
+        self.decoder = decoder
+        if encoder.out_dim != decoder.in_dim:
+            self.bridge = nn.Linear(encoder.out_dim, decoder.in_dim)  # W_b, b_b
+        else:
+            self.bridge = None
+
+    def check_inputs(self, src, tgt_in=None):
+        """Convert token batches to ``int64`` and check them; returns ``(src, tgt_in)``.
+
+        Raises ``ValueError`` for non-integer or 1-D inputs, out-of-vocabulary ids,
+        too-long inputs, empty or left-padded sources and mismatched batches.
+        """
+        src = as_token_batch(src, "src")
+        if tgt_in is not None:
+            tgt_in = as_token_batch(tgt_in, "tgt_in")
+        check_model_inputs(src, tgt_in, self.n_ids, self.max_positions, PAD)
+        return src, tgt_in
+
+    def encode(self, src: torch.Tensor) -> EncoderOut:
+        """Run the encoder (and the bridge) on ``src`` ``(B, S)``."""
+        enc = self.encoder(src)
+        if self.bridge is None:
+            return enc
+        # z~_j = W_b z_j + b_b, zero at padding
+        states = self.bridge(enc.states).masked_fill(enc.padding_mask.unsqueeze(-1), 0.0)
+        return enc._replace(states=states)  # (B, S, decoder.in_dim)
+
+    def forward(self, src, tgt_in, return_attention: bool = False):
+        src, tgt_in = self.check_inputs(src, tgt_in)
+        logits, attention = self.decoder(tgt_in, self.encode(src))  # (B, T, V), (B, L, T, S)
+        if not return_attention:
+            return logits
+        return logits, attention if self.decoder.multi_step else attention[:, 0]
