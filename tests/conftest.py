@@ -10,9 +10,47 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from convs2s_edu import PAD, ConvS2SConfig, RNNSeq2SeqConfig, SortingDataset, collate_batch
+from dataclasses import fields
+
+from convs2s_edu import (
+    PAD,
+    ConvS2S,
+    ConvS2SConfig,
+    HybridConfig,
+    HybridSeq2Seq,
+    RNNSeq2Seq,
+    RNNSeq2SeqConfig,
+    SortingDataset,
+    collate_batch,
+)
 
 VOCAB = 10
+
+#: The four encoder/decoder combinations.
+KINDS = ("convs2s", "gru", "gru+conv", "conv+gru")
+
+
+def make_model(kind: str, seed: int = 0, **overrides) -> torch.nn.Module:
+    """A small seeded model of ``kind``; ``overrides`` go to every config that has the field."""
+    torch.manual_seed(seed)
+    options = dict(vocab_size=VOCAB, embed_dim=16, hidden_dim=16, n_encoder_layers=2,
+                   n_decoder_layers=2, attention_dim=12, dropout=0.0, max_positions=24)
+    options.update(overrides)
+
+    def pick(config):
+        return {f.name: options[f.name] for f in fields(config) if f.name in options}
+
+    if kind == "convs2s":
+        return ConvS2S(ConvS2SConfig(**pick(ConvS2SConfig)))
+    if kind == "gru":
+        return RNNSeq2Seq(RNNSeq2SeqConfig(**pick(RNNSeq2SeqConfig)))
+    return HybridSeq2Seq(HybridConfig.from_options(kind, **options))
+
+
+def output_layer(model) -> torch.nn.Linear:
+    """The decoder's output layer: ``W_o`` (convolutional) or ``W_s`` (GRU)."""
+    dec = model.decoder
+    return dec.W_o if hasattr(dec, "W_o") else dec.W_s
 
 
 @pytest.fixture

@@ -21,8 +21,8 @@ from convs2s_edu import (
     PAD,
     ConvBlock,
     ConvS2S,
+    ConvMemory,
     ConvS2SConfig,
-    EncoderOut,
     MultiStepAttention,
     scale_gradient,
 )
@@ -183,8 +183,7 @@ def test_default_config_has_no_weight_norm():
 def test_multistep_attention_matches_paper_equations(scale_context, weight_norm):
     torch.manual_seed(0)
     B, T, S, d, f = 3, 4, 6, 10, 8
-    att = MultiStepAttention(d, f, scale_context=scale_context, weight_norm=weight_norm,
-                             dropout=0.1)
+    att = MultiStepAttention(d, f, scale_context=scale_context, weight_norm=weight_norm)
     _randomise_zero_biases(att)
     _perturb_weight_norm_gains(att)
     if weight_norm:
@@ -195,7 +194,7 @@ def test_multistep_attention_matches_paper_equations(scale_context, weight_norm)
     e = torch.randn(B, S, f)
     lengths = [6, 2, 4]
     mask = torch.arange(S)[None, :] >= torch.tensor(lengths)[:, None]
-    enc = EncoderOut(z=z, z_plus_e=z + e, padding_mask=mask)
+    enc = ConvMemory(z=z, z_plus_e=z + e, padding_mask=mask)
     c, a = att(h, g, enc)
     assert c.shape == (B, T, f) and a.shape == (B, T, S)
 
@@ -313,7 +312,7 @@ def test_convs2s_encoder_is_not_causal(tiny_convs2s_cfg):
     changed = src.clone()
     changed[0, -1] = 9
     with torch.no_grad():
-        z, z2 = model.encode(src).z, model.encode(changed).z
+        z, z2 = model.encode(src).states, model.encode(changed).states
         # centred convolutions: the earlier neighbour sees the changed last token
         assert not torch.allclose(z[0, -2], z2[0, -2])
         # and attention carries the whole source to the first decoder position
@@ -424,13 +423,12 @@ def test_decoder_step_reproduces_full_forward_column_by_column(variant, tiny_con
     B, T = batch.tgt_in.shape
     with torch.no_grad():
         logits, attn = model(batch.src, batch.tgt_in, return_attention=True)
-        enc = model.encode(batch.src)
-        cache = model.decoder.new_cache(B)
+        state = model.decoder.start(model.encode(batch.src))
         for t in range(T):
-            logits_t, attn_t = model.decoder.step(batch.tgt_in[:, t], enc, cache)
+            logits_t, attn_t, state = model.decoder.step(batch.tgt_in[:, t], state)
             assert_close(logits_t, logits[:, t], atol=1e-5, rtol=1e-5)
             assert_close(attn_t, attn[:, :, t], atol=1e-5, rtol=1e-5)
-        assert cache.position == T
+        assert state.position == T
 
 
 # --------------------------------------------------------------------------

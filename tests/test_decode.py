@@ -1,4 +1,5 @@
-"""Tests of convs2s_edu.decode: greedy search, beam search, benchmark helper, samples."""
+"""Tests of convs2s_edu.decode (greedy and beam search on all four encoder/decoder
+combinations), convs2s_edu.speed and convs2s_edu.samples."""
 
 import itertools
 
@@ -6,18 +7,19 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from convs2s_edu.convs2s import ConvS2S, ConvS2SConfig
-from convs2s_edu.data import PAD, eos_index, sos_index
-from convs2s_edu.decode import (
+from conftest import KINDS, make_model, output_layer
+
+from convs2s_edu import (
+    PAD,
     Hypothesis,
     beam_search,
+    eos_index,
     format_samples,
     greedy_decode,
-    make_adapter,
     predict_samples,
+    sos_index,
     time_incremental_vs_full,
 )
-from convs2s_edu.rnn import RNNSeq2Seq, RNNSeq2SeqConfig
 
 VOCAB = 9
 SEEDS = (0, 1, 2)
@@ -40,27 +42,24 @@ def _one_thread():
     torch.set_num_threads(n)
 
 
-def tiny_conv(seed=0, eos_bias=0.0, **overrides):
-    torch.manual_seed(seed)
-    cfg = dict(vocab_size=VOCAB, embed_dim=16, hidden_dim=16, n_encoder_layers=2,
-               n_decoder_layers=2, max_positions=24)
-    model = ConvS2S(ConvS2SConfig(**{**cfg, **overrides}))
+def _tiny(kind, seed=0, eos_bias=0.0, **overrides):
+    model = make_model(kind, seed, vocab_size=VOCAB, attention_dim=16, dropout=0.1, **overrides)
     with torch.no_grad():
-        model.decoder.W_o.bias[eos_index(VOCAB)] += eos_bias
+        output_layer(model).bias[eos_index(VOCAB)] += eos_bias
     return model
+
+
+def tiny_conv(seed=0, eos_bias=0.0, **overrides):
+    return _tiny("convs2s", seed, eos_bias, **overrides)
 
 
 def tiny_rnn(seed=0, eos_bias=0.0, **overrides):
-    torch.manual_seed(seed)
-    cfg = dict(vocab_size=VOCAB, embed_dim=16, hidden_dim=16, attention_dim=16,
-               max_positions=24)
-    model = RNNSeq2Seq(RNNSeq2SeqConfig(**{**cfg, **overrides}))
-    with torch.no_grad():
-        model.W_s.bias[eos_index(VOCAB)] += eos_bias
-    return model
+    return _tiny("gru", seed, eos_bias, n_encoder_layers=1, n_decoder_layers=1, **overrides)
 
 
-MAKERS = {"convs2s": tiny_conv, "rnn": tiny_rnn}
+MAKERS = {kind: (lambda seed=0, eos_bias=0.0, kind=kind: _tiny(kind, seed, eos_bias))
+          for kind in KINDS}
+MAKERS["gru"] = tiny_rnn
 
 
 def make_src(batch=8, length=7, seed=0):
@@ -198,8 +197,8 @@ def test_return_attention(kind, incremental):
     for b, (toks, a) in enumerate(zip(out, attn)):
         n_src = int(src[b].ne(PAD).sum())
         steps = len(toks) + int(len(toks) < n_src + 1)  # + the step that produced <eos>
-        if kind == "convs2s":
-            assert a.shape == (model.cfg.n_decoder_layers, steps, n_src)
+        if model.decoder.multi_step:
+            assert a.shape == (model.decoder.cfg.n_decoder_layers, steps, n_src)
         else:
             assert a.shape == (steps, n_src)
         assert torch.allclose(a.sum(-1), torch.ones(a.shape[:-1]), atol=1e-5)
@@ -217,14 +216,13 @@ def test_training_mode_restored_and_no_grad(kind):
     assert all(p.grad is None for p in model.parameters())
 
 
-def test_list_input_and_adapter():
-    model = tiny_conv(0, eos_bias=1.5)
+@pytest.mark.parametrize("kind", MAKERS)
+def test_list_input(kind):
+    model = MAKERS[kind](0, eos_bias=1.5)
     src = make_src(batch=3)
     rows = [[t for t in row if t != PAD] for row in src.tolist()]
     assert greedy_decode(model, rows) == greedy_decode(model, src)
-    adapter = make_adapter(model)
-    assert make_adapter(adapter) is adapter
-    assert beam_search(adapter, src, beam_size=2) == beam_search(model, src, beam_size=2)
+    assert beam_search(model, rows, beam_size=2) == beam_search(model, src, beam_size=2)
 
 
 def test_bad_arguments():

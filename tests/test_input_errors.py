@@ -105,21 +105,19 @@ def test_float_and_one_dimensional_token_tensors_are_rejected(make_model):
     model = make_model()
     with pytest.raises(ValueError, match=r"src must hold integer token ids, got dtype torch.float32"):
         model(_ok_src().float(), _ok_tgt())
-    with pytest.raises(ValueError, match=r"tgt_in must be a 2-D .* got \(5,\)"):
+    with pytest.raises(ValueError, match=r"tgt_in must be a 2-D .* got a tensor of shape \(5,\)"):
         model(_ok_src(), _ok_tgt()[0])
 
 
 def test_decoder_step_past_the_position_table_is_rejected():
     model = _convs2s()
-    src = _ok_src()
-    enc = model.encode(src)
-    cache = model.decoder.new_cache(2)
+    state = model.decoder.start(model.encode(_ok_src()))
     y = torch.full((2,), sos_index(VOCAB))
     with torch.no_grad():
         for _ in range(MAX_POS):
-            model.decoder.step(y, enc, cache)
+            _, _, state = model.decoder.step(y, state)
         with pytest.raises(ValueError, match=rf"position {MAX_POS}\b.*0\.\.{MAX_POS - 1}\b"):
-            model.decoder.step(y, enc, cache)
+            model.decoder.step(y, state)
 
 
 # --------------------------------------------------------------------------
@@ -195,7 +193,7 @@ def test_min_len_greater_than_max_len_is_rejected():
 def test_generate_dataset_rejects_non_positive_arguments(arg, value):
     kwargs = dict(n_samples=5, min_len=1, max_len=4, vocab_size=VOCAB)
     kwargs[arg] = value
-    with pytest.raises(ValueError, match=rf"{arg} must be a positive integer \(>= 1\), got {value}\b"):
+    with pytest.raises(ValueError, match=rf"{arg} must be an integer >= 1, got {value}\b"):
         generate_dataset(**kwargs)
 
 
@@ -203,7 +201,7 @@ def test_generate_dataset_rejects_non_positive_arguments(arg, value):
 def test_generate_sorting_example_rejects_non_positive_arguments(arg):
     kwargs = dict(seq_len=3, vocab_size=VOCAB)
     kwargs[arg] = 0
-    with pytest.raises(ValueError, match=rf"{arg} must be a positive integer \(>= 1\), got 0"):
+    with pytest.raises(ValueError, match=rf"{arg} must be an integer >= 1, got 0"):
         generate_sorting_example(**kwargs)
 
 
@@ -220,7 +218,7 @@ def test_dataset_rejects_tokens_outside_vocabulary():
 
 
 def test_dataset_rejects_non_positive_vocab_size():
-    with pytest.raises(ValueError, match=r"vocab_size must be a positive integer \(>= 1\), got 0"):
+    with pytest.raises(ValueError, match=r"vocab_size must be an integer >= 1, got 0"):
         SortingDataset([([1], [1])], 0)
 
 

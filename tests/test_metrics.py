@@ -84,7 +84,7 @@ def tiny_models(eos_bias=0.0):
                                       attention_dim=16, max_positions=16))
     with torch.no_grad():
         conv.decoder.W_o.bias[eos_index(VOCAB)] += eos_bias
-        rnn.W_s.bias[eos_index(VOCAB)] += eos_bias
+        rnn.decoder.W_s.bias[eos_index(VOCAB)] += eos_bias
     return {"conv": conv, "rnn": rnn}
 
 

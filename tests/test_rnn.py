@@ -25,7 +25,7 @@ VARIANTS = {
 
 def _randomise_zero_biases(module: torch.nn.Module) -> None:
     with torch.no_grad():
-        module.attention.b_a.normal_(0.0, 0.5)
+        module.decoder.attention.b_a.normal_(0.0, 0.5)
 
 
 # --------------------------------------------------------------------------
@@ -84,24 +84,25 @@ def _gru_cell(x, h, gru, suffix):
 def _reference_rnn(model: RNNSeq2Seq, src: torch.Tensor, tgt_in: torch.Tensor):
     """Eval-mode forward, one sequence and one token at a time."""
     cfg, n = model.cfg, model.cfg.hidden_dim
-    att = model.attention
+    enc, dec = model.encoder, model.decoder
+    att = dec.attention
     all_logits, all_attn = [], []
     for b in range(src.shape[0]):
         m = int((src[b] != PAD).sum())
-        layer_in = [model.src_embed.weight[tok] for tok in src[b, :m]]
+        layer_in = [enc.embed.weight[tok] for tok in src[b, :m]]
         for l in range(cfg.n_encoder_layers):
             fwd, h = [], torch.zeros(n)
             for j in range(m):
-                h = _gru_cell(layer_in[j], h, model.encoder, f"l{l}")
+                h = _gru_cell(layer_in[j], h, enc.gru, f"l{l}")
                 fwd.append(h)
             bwd, h = [None] * m, torch.zeros(n)
             for j in reversed(range(m)):
-                h = _gru_cell(layer_in[j], h, model.encoder, f"l{l}_reverse")
+                h = _gru_cell(layer_in[j], h, enc.gru, f"l{l}_reverse")
                 bwd[j] = h
             layer_in = [torch.cat([fwd[j], bwd[j]]) for j in range(m)]
         H = torch.stack(layer_in)  # (m, 2n): annotations h_j
         # s_0 = tanh(W_init <backward state after reading the whole source>), split per layer
-        s = list(torch.tanh(model.W_init.weight @ bwd[0] + model.W_init.bias).view(-1, n))
+        s = list(torch.tanh(dec.W_init.weight @ bwd[0] + dec.W_init.bias).view(-1, n))
         logits, attn = [], []
         for t in range(tgt_in.shape[1]):
             e = torch.stack([att.v_a @ torch.tanh(att.W_a.weight @ H[j]
@@ -109,11 +110,11 @@ def _reference_rnn(model: RNNSeq2Seq, src: torch.Tensor, tgt_in: torch.Tensor):
                              for j in range(m)])
             a = torch.softmax(e, dim=0)
             c = (a[:, None] * H).sum(0)
-            x = torch.cat([model.tgt_embed.weight[tgt_in[b, t]], c])
+            x = torch.cat([dec.embed.weight[tgt_in[b, t]], c])
             for l in range(cfg.n_decoder_layers):
-                s[l] = _gru_cell(x, s[l], model.decoder, f"l{l}")
+                s[l] = _gru_cell(x, s[l], dec.gru, f"l{l}")
                 x = s[l]
-            logits.append(model.W_s.weight @ x + model.W_s.bias)
+            logits.append(dec.W_s.weight @ x + dec.W_s.bias)
             attn.append(torch.cat([a, torch.zeros(src.shape[1] - m)]))
         all_logits.append(torch.stack(logits))
         all_attn.append(torch.stack(attn))
@@ -140,10 +141,11 @@ def test_rnn_encoder_annotations_are_zero_at_padding(tiny_rnn_cfg, ragged_batch)
     _, batch = ragged_batch
     with torch.no_grad():
         enc = model.encode(batch.src)
-    assert enc.h.shape == (*batch.src.shape, 2 * model.cfg.hidden_dim)
-    assert (enc.h[batch.src_padding_mask] == 0).all()
-    assert (enc.h[~batch.src_padding_mask].abs().sum(-1) > 0).all()
-    assert enc.s0.shape == (model.cfg.n_decoder_layers, 3, model.cfg.hidden_dim)
+        state = model.decoder.start(enc)
+    assert enc.states.shape == (*batch.src.shape, 2 * model.cfg.hidden_dim)
+    assert (enc.states[batch.src_padding_mask] == 0).all()
+    assert (enc.states[~batch.src_padding_mask].abs().sum(-1) > 0).all()
+    assert state.s.shape == (model.cfg.n_decoder_layers, 3, model.cfg.hidden_dim)
 
 
 # --------------------------------------------------------------------------
@@ -206,12 +208,11 @@ def test_rnn_step_matches_forward_column(tiny_rnn_cfg, ragged_batch):
     _, batch = ragged_batch
     with torch.no_grad():
         logits, attn = model(batch.src, batch.tgt_in, return_attention=True)
-        enc = model.encode(batch.src)
-        s = enc.s0
+        state = model.decoder.start(model.encode(batch.src))
         for t in range(batch.tgt_in.shape[1]):
-            logits_t, a_t, s = model.step(batch.tgt_in[:, t], enc, s)
+            logits_t, a_t, state = model.decoder.step(batch.tgt_in[:, t], state)
             assert_close(logits_t, logits[:, t])
-            assert_close(a_t, attn[:, t])
+            assert_close(a_t, attn[:, None, t])  # (B, L=1, S)
 
 
 # --------------------------------------------------------------------------

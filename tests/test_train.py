@@ -5,6 +5,7 @@ import math
 import pytest
 import torch
 
+from convs2s_edu import site_config
 from convs2s_edu import train as train_mod
 from convs2s_edu.train import (
     TrainConfig,
@@ -13,7 +14,6 @@ from convs2s_edu.train import (
     cache_key,
     load_checkpoint,
     make_datasets,
-    site_config,
     train,
     train_or_load,
 )
