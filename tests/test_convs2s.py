@@ -431,21 +431,6 @@ def test_decoder_step_reproduces_full_forward_column_by_column(variant, tiny_con
         assert state.position == T
 
 
-# --------------------------------------------------------------------------
-# Learning
-# --------------------------------------------------------------------------
-
-
-def test_convs2s_training_cuts_loss_on_sorting(tiny_convs2s_cfg, train_on_sorting):
-    torch.manual_seed(0)
-    model = ConvS2S(tiny_convs2s_cfg(embed_dim=32, hidden_dim=32, dropout=0.0))
-    losses = train_on_sorting(model, steps=300)
-    first = losses[0]
-    last = sum(losses[-20:]) / 20
-    assert math.isfinite(last)
-    assert last < 0.25 * first, (first, last)
-
-
 @pytest.mark.parametrize("causal", [True, False], ids=["causal", "centred"])
 @pytest.mark.parametrize("kernel_size, n_layers", [(3, 1), (3, 4), (5, 3)])
 def test_receptive_field_is_one_plus_l_times_k_minus_one(causal, kernel_size, n_layers):
