@@ -89,7 +89,7 @@ def encoder_field(n_layers: int) -> np.ndarray:
     enc = ConvEncoder(tiny.replace(n_encoder_layers=n_layers)).eval()
     store = {}
     enc.embed.register_forward_hook(keep_output(store))
-    z = enc(src).z  # (1, S, f)
+    z = enc(src).states  # (1, S, f): z^u
     z[0, CENTRE].sum().backward()
     return (store["e"].grad[0].abs().sum(dim=-1) > 0).numpy()
 

@@ -35,7 +35,7 @@ models return.
 #     c^l_i &= \sum_{j=1}^{m} a^l_{ij}\,(z^u_j + e_j)
 #
 # Keys :math:`z^u_j` and values :math:`z^u_j + e_j` come from the encoder once
-# (:class:`~convs2s_edu.EncoderOut`); every decoder layer has its own
+# (:class:`~convs2s_edu.ConvMemory`); every decoder layer has its own
 # :math:`W^l_d, b^l_d`.
 #
 # A worked example: a source of :math:`m = 3` tokens, embeddings of size
@@ -50,8 +50,8 @@ import torch
 from convs2s_edu import (
     BahdanauAttention,
     ConvS2S,
+    ConvMemory,
     ConvS2SConfig,
-    EncoderOut,
     MultiStepAttention,
     RNNSeq2Seq,
     RNNSeq2SeqConfig,
@@ -83,7 +83,7 @@ z = rounded(1, m, f)  # z^u_j      (B, S, f)
 e = rounded(1, m, f)  # e_j        (B, S, f)
 h = rounded(1, T, d)  # h^l_i      (B, T, d)
 g = rounded(1, T, f)  # g_i        (B, T, f)
-enc = EncoderOut(
+enc = ConvMemory(
     z=z, z_plus_e=z + e, padding_mask=torch.zeros(1, m, dtype=torch.bool)
 )
 for name, value in [
@@ -138,7 +138,7 @@ assert torch.allclose(c_module[0], c_hand, atol=1e-5)
 # and the scale gives some of it back.
 
 pad_row = torch.zeros(1, 1, f)
-enc_padded = EncoderOut(
+enc_padded = ConvMemory(
     z=torch.cat([z, pad_row], dim=1),
     z_plus_e=torch.cat([z + e, pad_row], dim=1),
     padding_mask=torch.tensor([[False, False, False, True]]),
@@ -233,7 +233,7 @@ assert torch.allclose(c_b[0], c_b_hand, atol=1e-6)
 # Keys computed once
 # ------------------
 # :meth:`RNNSeq2Seq.encode <convs2s_edu.RNNSeq2Seq.encode>` stores
-# :math:`W_a h_j` in :class:`~convs2s_edu.RNNEncoderOut` and
+# :math:`W_a h_j` in :class:`~convs2s_edu.GRUDecoderState` and
 # :meth:`~convs2s_edu.RNNSeq2Seq.step` passes it to the attention at every
 # step. At the seed's sizes this saves, per sequence, the multiply-adds
 # counted below: :math:`W_a h_j` costs :math:`m \cdot 2n \cdot n'` once instead
@@ -251,9 +251,9 @@ print(f"at every step: {once * T_max:>12,d} multiply-adds")
 rnn = RNNSeq2Seq(RNNSeq2SeqConfig(vocab_size=50)).eval()
 batch = collate_batch(generate_dataset(2, 5, 8, 50, seed=2), 50)
 with torch.no_grad():
-    enc_rnn = rnn.encode(batch.src)
-    same = torch.allclose(enc_rnn.keys, rnn.attention.W_a(enc_rnn.h))
-print("RNNEncoderOut.keys == W_a(h):", same)
+    enc_rnn = rnn.decoder.start(rnn.encode(batch.src))
+    same = torch.allclose(enc_rnn.keys, rnn.decoder.attention.W_a(enc_rnn.h))
+print("GRUDecoderState.keys == W_a(h):", same)
 
 # %%
 # One step of the GRU decoder
@@ -261,9 +261,9 @@ print("RNNEncoderOut.keys == W_a(h):", same)
 # The attention is one part of a decoder step. The whole step, section 6 of
 # the seed article and Bahdanau et al. (2014), appendix A.2.2, starts from an
 # initial state computed by
-# :meth:`RNNSeq2Seq.encode <convs2s_edu.RNNSeq2Seq.encode>` from the first
+# :meth:`GRUDecoder.start <convs2s_edu.GRUDecoder.start>` from the first
 # state of the backward encoder GRU, the one that has read the whole source
-# from right to left. :meth:`RNNSeq2Seq.step <convs2s_edu.RNNSeq2Seq.step>`
+# from right to left. :meth:`GRUDecoder.step <convs2s_edu.GRUDecoder.step>`
 # then reads the context with :math:`s_{t-1}`, updates the state and scores
 # the next token:
 #
@@ -292,17 +292,18 @@ print("RNNEncoderOut.keys == W_a(h):", same)
 n_dec = rnn.cfg.hidden_dim
 y_prev = batch.tgt_in[:, 0]  # y_0 = <sos>   (B,)
 with torch.no_grad():
-    logits_1, a_1, s_1 = rnn.step(y_prev, enc_rnn, enc_rnn.s0)
+    logits_1, a_1, state_1 = rnn.decoder.step(y_prev, enc_rnn)
+    s_1 = state_1.s
 
     # s_0 = tanh(W_init h_1^backward): backward half of the first annotation
     h1_backward = enc_rnn.h[:, 0, n_dec:]  # (B, n)
-    s0_hand = torch.tanh(rnn.W_init(h1_backward))  # (B, n)
+    s0_hand = torch.tanh(rnn.decoder.W_init(h1_backward))  # (B, n)
     # c_1 from s_0
-    c_1, _ = rnn.attention(
+    c_1, _ = rnn.decoder.attention(
         s0_hand, enc_rnn.keys, enc_rnn.h, enc_rnn.padding_mask
     )
-    u = torch.cat([rnn.tgt_embed(y_prev), c_1], dim=-1)  # [E y_0; c_1]
-    gru = rnn.decoder
+    u = torch.cat([rnn.decoder.embed(y_prev), c_1], dim=-1)  # [E y_0; c_1]
+    gru = rnn.decoder.gru
     W_ir, W_iz, W_in = gru.weight_ih_l0.chunk(3)  # rows: reset, update, new
     W_hr, W_hz, W_hn = gru.weight_hh_l0.chunk(3)
     b_ir, b_iz, b_in = gru.bias_ih_l0.chunk(3)
@@ -312,22 +313,22 @@ with torch.no_grad():
     s_tilde = torch.tanh(u @ W_in.T + b_in + r * (s0_hand @ W_hn.T + b_hn))
     s1_hand = (1 - z_gate) * s_tilde + z_gate * s0_hand  # (B, n)
     # p(y_1) = softmax(W_s s_1 + b_s)
-    logits_hand = s1_hand @ rnn.W_s.weight.T + rnn.W_s.bias  # (B, V)
+    logits_hand = s1_hand @ rnn.decoder.W_s.weight.T + rnn.decoder.W_s.bias  # (B, V)
     p_1 = torch.softmax(logits_1, dim=-1)
 
 for name, value, meaning in [
-    ("s_0", enc_rnn.s0, "(n_decoder_layers, B, n)"),
+    ("s_0", enc_rnn.s, "(n_decoder_layers, B, n)"),
     ("y_0", y_prev, "(B,)"),
-    ("E y_0", rnn.tgt_embed(y_prev), "(B, embed_dim)"),
+    ("E y_0", rnn.decoder.embed(y_prev), "(B, embed_dim)"),
     ("c_1", c_1, "(B, 2n)"),
     ("[E y_0; c_1]", u, "(B, embed_dim + 2n)"),
     ("s_1", s_1, "(n_decoder_layers, B, n)"),
-    ("W_s", rnn.W_s.weight, "(V, n)"),
+    ("W_s", rnn.decoder.W_s.weight, "(V, n)"),
     ("p(y_1)", p_1, "(B, V)"),
 ]:
     print(f"{name:13s} {str(tuple(value.shape)):16s} {meaning}")
 for name, module_value, hand_value in [
-    ("s_0", enc_rnn.s0[0], s0_hand),
+    ("s_0", enc_rnn.s[0], s0_hand),
     ("s_1", s_1[0], s1_hand),
     ("logits", logits_1, logits_hand),
 ]:
@@ -337,14 +338,14 @@ print("rows of p(y_1) sum to", p_1.sum(dim=-1))
 
 # sphinx_gallery_start_ignore
 assert rnn.cfg.n_decoder_layers == 1
-assert torch.allclose(enc_rnn.s0[0], s0_hand, atol=1e-6)
+assert torch.allclose(enc_rnn.s[0], s0_hand, atol=1e-6)
 assert torch.allclose(s_1[0], s1_hand, atol=1e-5)
 assert torch.allclose(logits_1, logits_hand, atol=1e-5)
 # the forward pass is this step, repeated
 with torch.no_grad():
-    s_t, steps = enc_rnn.s0, []
+    state_t, steps = enc_rnn, []
     for t in range(batch.tgt_in.shape[1]):
-        logit_t, _, s_t = rnn.step(batch.tgt_in[:, t], enc_rnn, s_t)
+        logit_t, _, state_t = rnn.decoder.step(batch.tgt_in[:, t], state_t)
         steps.append(logit_t)
     assert torch.allclose(
         torch.stack(steps, dim=1), rnn(batch.src, batch.tgt_in), atol=1e-6

@@ -39,9 +39,14 @@ import matplotlib.ticker as mticker
 import numpy as np
 from torch import nn
 
-from convs2s_edu import make_datasets, train_or_load
-from convs2s_edu.compare import format_table, summarise
-from convs2s_edu.train import is_quick_mode, site_config
+from convs2s_edu import (
+    format_table,
+    is_quick_mode,
+    make_datasets,
+    site_config,
+    summarise,
+    train_or_load,
+)
 
 # sphinx_gallery_thumbnail_number = 1
 MODELS = ("convs2s", "gru")

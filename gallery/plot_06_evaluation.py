@@ -49,15 +49,16 @@ from convs2s_edu import (
     collate_batch,
     evaluate,
     exact_match,
+    format_samples,
     generate_dataset,
     greedy_decode,
+    is_quick_mode,
     make_datasets,
     predict_samples,
+    site_config,
     token_accuracy,
     train_or_load,
 )
-from convs2s_edu.decode import format_samples
-from convs2s_edu.train import is_quick_mode, site_config
 
 # sphinx_gallery_thumbnail_number = 2
 MODELS = ("convs2s", "gru")

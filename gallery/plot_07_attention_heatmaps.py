@@ -34,8 +34,15 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from convs2s_edu import collate_batch, eos_index, greedy_decode, make_datasets, train_or_load
-from convs2s_edu.train import is_quick_mode, site_config
+from convs2s_edu import (
+    collate_batch,
+    eos_index,
+    greedy_decode,
+    is_quick_mode,
+    make_datasets,
+    site_config,
+    train_or_load,
+)
 
 MODELS = ("convs2s", "gru")
 results = {name: train_or_load(site_config(name)) for name in MODELS}

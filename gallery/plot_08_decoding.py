@@ -39,12 +39,14 @@ from convs2s_edu import (
     collate_batch,
     exact_match,
     greedy_decode,
+    is_quick_mode,
     make_datasets,
+    resolve_device,
+    site_config,
+    time_incremental_vs_full,
     token_accuracy,
     train_or_load,
 )
-from convs2s_edu.decode import time_incremental_vs_full
-from convs2s_edu.train import is_quick_mode, resolve_device, site_config
 
 # sphinx_gallery_thumbnail_number = 2
 MODELS = ("convs2s", "gru")

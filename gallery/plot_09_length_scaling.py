@@ -38,8 +38,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from convs2s_edu import build_model, collate_batch, generate_dataset
-from convs2s_edu.train import is_quick_mode, resolve_device, sequence_loss, site_config
+from convs2s_edu import (
+    build_model,
+    collate_batch,
+    generate_dataset,
+    is_quick_mode,
+    resolve_device,
+    sequence_loss,
+    site_config,
+)
 
 QUICK = is_quick_mode()
 LENGTHS = (8, 25, 50, 100) if QUICK else (8, 25, 50, 100, 200)
