@@ -31,7 +31,7 @@ site
 """
 
 from ._version import __version__
-from .compare import compare, format_table, summarise
+from .compare import format_table, summarise
 from .convs2s import (
     ConvBlock,
     ConvDecoder,
@@ -101,6 +101,6 @@ __all__ = [
     "Hypothesis", "beam_search", "greedy_decode",
     "predict_samples", "format_samples", "time_incremental_vs_full",
     "evaluate", "exact_match", "token_accuracy",
-    "compare", "format_table", "summarise",
+    "format_table", "summarise",
     "is_quick_mode", "site_config",
 ]

@@ -51,7 +51,8 @@ def check_same_batch(src: torch.Tensor, tgt_in: torch.Tensor) -> None:
     """Raise ``ValueError`` when ``src`` and ``tgt_in`` disagree on the batch size."""
     if src.shape[0] != tgt_in.shape[0]:
         raise ValueError(
-            f"src and tgt_in must have the same batch size, got {src.shape[0]} and {tgt_in.shape[0]}"
+            f"src and tgt_in must have the same batch size, got {src.shape[0]} and "
+            f"{tgt_in.shape[0]}"
         )
 
 

@@ -86,8 +86,8 @@ def _cmd_train(args) -> int:
 
 
 def _cmd_evaluate(args) -> int:
-    from .samples import format_samples, predict_samples
     from .metrics import evaluate
+    from .samples import format_samples, predict_samples
     from .train import load_checkpoint, make_datasets
 
     if args.beam < 1:
@@ -97,7 +97,8 @@ def _cmd_evaluate(args) -> int:
     scores = evaluate(result.model, test_set, beam_size=args.beam)
     how = "greedy" if args.beam == 1 else f"beam {args.beam}"
     print(f"{result.config.model} on {scores['n_examples']} test examples ({how}): "
-          f"exact match {scores['exact_match']:.1%}, token accuracy {scores['token_accuracy']:.1%}")
+          f"exact match {scores['exact_match']:.1%}, "
+          f"token accuracy {scores['token_accuracy']:.1%}")
     if args.samples > 0:
         rows = predict_samples({result.config.model: result.model},
                                test_set.examples[: args.samples], beam_size=max(args.beam, 2))

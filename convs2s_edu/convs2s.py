@@ -120,12 +120,12 @@ class ConvS2SConfig:
             )
 
     @classmethod
-    def paper(cls, **overrides) -> "ConvS2SConfig":
+    def paper(cls, **overrides) -> ConvS2SConfig:
         """The seed's sizes with all three of the paper's normalisation tricks on."""
         return cls(**{"weight_norm": True, "scale_encoder_grad": True, "scale_context": True,
                       **overrides})
 
-    def replace(self, **changes) -> "ConvS2SConfig":
+    def replace(self, **changes) -> ConvS2SConfig:
         """A copy with some fields changed (validated again)."""
         return replace(self, **changes)
 
@@ -191,7 +191,10 @@ def scale_gradient(x: torch.Tensor, factor: float) -> torch.Tensor:
     number of attention mechanisms we use", because every one of the
     :math:`L` decoder attentions sends gradient into the same encoder output:
 
-    .. math:: \frac{\partial \mathcal{L}}{\partial z} \leftarrow \frac{1}{L}\,\frac{\partial \mathcal{L}}{\partial z}
+    .. math::
+
+        \frac{\partial \mathcal{L}}{\partial z}
+        \leftarrow \frac{1}{L}\,\frac{\partial \mathcal{L}}{\partial z}
 
     fairseq's ``fconv`` uses :math:`1/(2L)`; we follow the paper's wording.
     """
@@ -262,7 +265,8 @@ class TokenPositionEmbedding(nn.Module):
         T = x.shape[1]
         if start + T > self.max_positions:
             raise ValueError(
-                f"position {start + T - 1} is outside the position table (0..{self.max_positions - 1}); "
+                f"position {start + T - 1} is outside the position table "
+                f"(0..{self.max_positions - 1}); "
                 f"sequences may hold at most max_positions={self.max_positions} tokens"
             )
         positions = torch.arange(start, start + T, device=x.device)  # (T,)
@@ -422,7 +426,7 @@ class ConvEncoder(Encoder):
         self.embed = TokenPositionEmbedding(n_token_ids(cfg.vocab_size), cfg.embed_dim,
                                             cfg.max_positions, dropout=cfg.dropout,
                                             weight_norm=cfg.weight_norm)
-        # the embeddings are dropped out in front of in_proj: N(0, sqrt(p/n)) under the paper's init
+        # dropout on the embeddings in front of in_proj: N(0, sqrt(p/n)) under the paper's init
         self.in_proj = _linear(cfg.embed_dim, cfg.hidden_dim, dropout=cfg.dropout,
                                weight_norm=cfg.weight_norm)  # f -> d
         self.blocks = nn.ModuleList(
@@ -592,7 +596,8 @@ class ConvDecoder(Decoder):
 
     .. math::
 
-        h^l_i &= \sqrt{0.5}\,\big(v(W^l [h^{l-1}_{i-k+1}, \dots, h^{l-1}_i] + b^l_w) + h^{l-1}_i\big)
+        h^l_i &= \sqrt{0.5}\,\big(v(W^l [h^{l-1}_{i-k+1}, \dots, h^{l-1}_i] + b^l_w)
+                 + h^{l-1}_i\big)
                \quad\text{(causal: left padding } k-1\text{)} \\
         h^l_i &\leftarrow \sqrt{0.5}\,\big(h^l_i + W^l_c c^l_i\big)
 
@@ -628,7 +633,7 @@ class ConvDecoder(Decoder):
         self.embed = TokenPositionEmbedding(n_token_ids(cfg.vocab_size), cfg.embed_dim,
                                             cfg.max_positions, dropout=cfg.dropout,
                                             weight_norm=cfg.weight_norm)
-        # the embeddings are dropped out in front of in_proj: N(0, sqrt(p/n)) under the paper's init
+        # dropout on the embeddings in front of in_proj: N(0, sqrt(p/n)) under the paper's init
         self.in_proj = _linear(cfg.embed_dim, cfg.hidden_dim, dropout=cfg.dropout,
                                weight_norm=cfg.weight_norm)  # f -> d
         self.blocks = nn.ModuleList(

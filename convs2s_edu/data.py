@@ -27,8 +27,8 @@ reading ``tgt_in[:, :t+1]``), plus padding masks that are ``True`` at padding.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import torch
@@ -169,7 +169,7 @@ class Batch:
     tgt_padding_mask: torch.Tensor
     src_lengths: torch.Tensor
 
-    def to(self, device) -> "Batch":
+    def to(self, device) -> Batch:
         """Return a copy with every tensor on ``device``."""
         return Batch(**{k: v.to(device) for k, v in self.__dict__.items()})
 
@@ -180,7 +180,7 @@ class Batch:
 
 
 def _pad(rows: Sequence[Sequence[int]]) -> torch.Tensor:
-    """Right-pad token lists with ``PAD`` into a ``(B, max length)`` long tensor (at least 1 wide)."""
+    """Right-pad token lists with ``PAD`` into a ``(B, longest)`` long tensor (>= 1 wide)."""
     width = max(1, max(len(r) for r in rows))
     out = torch.full((len(rows), width), PAD, dtype=torch.long)  # (B, S)
     for i, r in enumerate(rows):
@@ -227,7 +227,8 @@ def as_token_batch(x, name: str = "src") -> torch.Tensor:
     if not rows:
         raise ValueError(f"{name} must hold at least one sequence, got 0")
     for row in rows:
-        if isinstance(row, (str, bytes)) or not isinstance(row, Sequence | np.ndarray | torch.Tensor):
+        if isinstance(row, (str, bytes)) or not isinstance(
+                row, Sequence | np.ndarray | torch.Tensor):
             raise ValueError(f"{name} must be a 2-D batch (a list of lists of token ids); got a "
                              f"1-D sequence holding {row!r}")
         for tok in row:
@@ -308,7 +309,7 @@ class SortingDataset(Dataset):
     @classmethod
     def generate(
         cls, n_samples: int, min_len: int, max_len: int, vocab_size: int, seed: int | None = 0
-    ) -> "SortingDataset":
+    ) -> SortingDataset:
         """Build a dataset from :func:`generate_dataset` with the same arguments."""
         return cls(generate_dataset(n_samples, min_len, max_len, vocab_size, seed), vocab_size)
 

@@ -115,7 +115,8 @@ def greedy_decode(
     Parameters
     ----------
     model : EncoderDecoder
-        ConvS2S, RNNSeq2Seq or a HybridSeq2Seq. Put in eval mode and run under :func:`torch.no_grad` for the call; the
+        ConvS2S, RNNSeq2Seq or a HybridSeq2Seq. Put in eval mode and run under
+        :func:`torch.no_grad` for the call; the
         training flags of all its modules are restored afterwards.
     src : Tensor, shape (B, S), or list of list of int
         Source tokens, right-padded with ``PAD`` (lists are padded here).
@@ -263,7 +264,8 @@ def beam_search(
     Parameters
     ----------
     model : EncoderDecoder
-        ConvS2S, RNNSeq2Seq or a HybridSeq2Seq. Run in eval mode under :func:`torch.no_grad`; training flags are restored.
+        ConvS2S, RNNSeq2Seq or a HybridSeq2Seq. Run in eval mode under
+        :func:`torch.no_grad`; training flags are restored.
     src : Tensor, shape (B, S), or list of list of int
         Right-padded source tokens, converted and checked as in :func:`greedy_decode`.
     beam_size : int, default 5

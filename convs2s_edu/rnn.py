@@ -12,7 +12,8 @@ equations follow section 6 of the seed article [2]_, ``../shared/seeds/001``):
     p(y_t \mid y_{<t}, x) &= \mathrm{softmax}(W_s s_t + b_s)
 
 The model is an :class:`~convs2s_edu.EncoderDecoder` of a :class:`GRUEncoder`
-and a :class:`GRUDecoder`. The encoder runs cuDNN-style over the whole (packed) source at once and the
+and a :class:`GRUDecoder`. The encoder runs cuDNN-style over the whole (packed)
+source at once and the
 keys :math:`W_a h_j` are computed once per sequence. What stays step by step
 is the decoder: :math:`s_t` needs :math:`s_{t-1}`, and the attention at step
 :math:`t` needs :math:`s_{t-1}`, so the :math:`T` steps of a target cannot run
@@ -85,7 +86,7 @@ class RNNSeq2SeqConfig:
             check_positive(name, getattr(self, name))
         check_probability("dropout", self.dropout)
 
-    def replace(self, **changes) -> "RNNSeq2SeqConfig":
+    def replace(self, **changes) -> RNNSeq2SeqConfig:
         """A copy with some fields changed (validated again)."""
         return replace(self, **changes)
 
@@ -149,11 +150,13 @@ class BahdanauAttention(nn.Module):
         self.v_a = nn.Parameter(torch.empty(attention_dim).uniform_(-0.1, 0.1))
 
     def keys(self, h: torch.Tensor) -> torch.Tensor:
-        """:math:`W_a h_j` for every source position: ``(B, S, enc_dim) -> (B, S, attention_dim)``."""
+        """:math:`W_a h_j` for every source position:
+        ``(B, S, enc_dim) -> (B, S, attention_dim)``."""
         return self.W_a(h)
 
     def energy(self, s_prev: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-        """:math:`e_{tj}` ``(B, S)`` from :math:`s_{t-1}` ``(B, dec_dim)`` and keys ``(B, S, A)``."""
+        """:math:`e_{tj}` ``(B, S)`` from :math:`s_{t-1}` ``(B, dec_dim)`` and keys
+        ``(B, S, A)``."""
         # e_tj = v_a^T tanh(W_a h_j + U_a s_{t-1} + b_a)
         return torch.tanh(keys + self.U_a(s_prev).unsqueeze(1) + self.b_a) @ self.v_a  # (B, S)
 

@@ -49,8 +49,8 @@ import torch
 
 from convs2s_edu import (
     BahdanauAttention,
-    ConvS2S,
     ConvMemory,
+    ConvS2S,
     ConvS2SConfig,
     MultiStepAttention,
     RNNSeq2Seq,
@@ -232,10 +232,10 @@ assert torch.allclose(c_b[0], c_b_hand, atol=1e-6)
 # %%
 # Keys computed once
 # ------------------
-# :meth:`RNNSeq2Seq.encode <convs2s_edu.RNNSeq2Seq.encode>` stores
+# :meth:`GRUDecoder.start <convs2s_edu.GRUDecoder.start>` stores
 # :math:`W_a h_j` in :class:`~convs2s_edu.GRUDecoderState` and
-# :meth:`~convs2s_edu.RNNSeq2Seq.step` passes it to the attention at every
-# step. At the seed's sizes this saves, per sequence, the multiply-adds
+# :meth:`GRUDecoder.step <convs2s_edu.GRUDecoder.step>` passes it to the attention at
+# every step. At the seed's sizes this saves, per sequence, the multiply-adds
 # counted below: :math:`W_a h_j` costs :math:`m \cdot 2n \cdot n'` once instead
 # of at each of the :math:`T` steps.
 

@@ -18,7 +18,7 @@ ran on; the numbers below are the ones it measured.
 # %%
 # Train, or load from the cache
 # -----------------------------
-# :func:`~convs2s_edu.train.site_config` is the configuration every gallery
+# :func:`~convs2s_edu.site_config` is the configuration every gallery
 # page uses: the seed notebook's experiment, or a much smaller one
 # when the site is built in quick mode (``CONVS2S_EDU_QUICK=1``).
 # :func:`~convs2s_edu.train_or_load` trains a model once and stores the
@@ -221,8 +221,8 @@ plt.show()
 # test-set scores of greedy decoding (defined on the next page). The last line
 # is the ratio of the GRU's time per epoch to ConvS2S's: above 1 means
 # ConvS2S trained faster per epoch. The rows come from
-# :func:`~convs2s_edu.compare.summarise`, the layout from
-# :func:`~convs2s_edu.compare.format_table`.
+# :func:`~convs2s_edu.summarise`, the layout from
+# :func:`~convs2s_edu.format_table`.
 
 test_set = make_datasets(cfg)[2]
 rows = [summarise(results[name], test_set) for name in MODELS]

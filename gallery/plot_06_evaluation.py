@@ -205,7 +205,7 @@ for name in MODELS:
 # :func:`~convs2s_edu.predict_samples` decodes the same sources with every
 # model, greedily and with a beam of five hypotheses (beam search is the
 # subject of the :ref:`decoding page <sphx_glr_auto_examples_plot_08_decoding.py>`),
-# and :func:`~convs2s_edu.decode.format_samples` prints them one block per
+# and :func:`~convs2s_edu.format_samples` prints them one block per
 # example; a ``*`` marks an output that differs from the reference. The
 # examples are the first test example of the shortest length, of a middle one
 # and of the longest one, whatever the models make of them.

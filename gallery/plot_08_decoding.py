@@ -155,7 +155,7 @@ plt.show()
 # over :math:`T` steps the full recompute processes
 # :math:`1 + 2 + \dots + T = T(T+1)/2` positions per layer against :math:`T`.
 #
-# :func:`~convs2s_edu.decode.time_incremental_vs_full` times both on random
+# :func:`~convs2s_edu.time_incremental_vs_full` times both on random
 # sources at the target lengths printed below, forcing exactly :math:`T`
 # steps. The longest of them is far beyond the task's sequences, and beyond
 # the position table of the trained model. The timing uses a fresh,

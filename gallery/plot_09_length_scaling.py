@@ -18,7 +18,7 @@ fixed.
 # exactly :math:`T` tokens (the batch size is printed below), and for each
 # model a fresh, untrained instance of the architecture the other pages train
 # (:func:`~convs2s_edu.build_model` of
-# :func:`~convs2s_edu.train.site_config`), with a position table long enough
+# :func:`~convs2s_edu.site_config`), with a position table long enough
 # for the longest length. Training the models is not needed: how long a step takes
 # does not depend on the values of the weights. One training step is what
 # :func:`~convs2s_edu.train.train` does per batch: forward pass, loss,

@@ -207,7 +207,7 @@ for name, (expected, got_paper, _) in measured.items():
     rel = 0.08 if "W_o" in name else 0.05
     assert abs(got_paper / expected - 1) < rel, (name, expected, got_paper)
 # the seed's linear/conv layers follow 1/sqrt(3 n)
-for name, path, fan_in, _ in layers:
+for name, _path, fan_in, _ in layers:
     if fan_in is not None:
         seed_std = measured[name][2]
         assert abs(seed_std * math.sqrt(3 * fan_in) - 1) < 0.08, name

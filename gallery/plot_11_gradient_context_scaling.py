@@ -68,7 +68,8 @@ print(f"f = {f}, d = {d}, batch of {batch.src.shape[0]} sources")
 # :func:`~convs2s_edu.scale_gradient` is the identity in the forward pass and
 # multiplies the gradient by :math:`1/L` in the backward pass;
 # :class:`~convs2s_edu.ConvDecoder`, where the :math:`L` attentions are, applies
-# it to the :math:`z^u` it receives when ``scale_encoder_grad`` is on. (fairseq's implementation divides by
+# it to the :math:`z^u` it receives when ``scale_encoder_grad`` is on.
+# (fairseq's implementation divides by
 # :math:`2L`; this package follows the paper's wording.)
 #
 # The cell builds two models that differ only in that flag, gives them the
@@ -147,7 +148,9 @@ assert 1 / L + 1e-3 < ratios["encoder embeddings"] < 1
 # :math:`m\sqrt{1/m} = \sqrt{m}`, which restores :math:`\sigma^2`, "assuming
 # the attention scores are uniformly distributed":
 #
-# .. math:: c^l_i \leftarrow m \sqrt{1/m}\; c^l_i, \qquad m \text{ the number of real source tokens.}
+# .. math::
+#
+#     c^l_i \leftarrow m \sqrt{1/m}\; c^l_i, \qquad m \text{ the number of real source tokens.}
 #
 # The experiment feeds one :class:`~convs2s_edu.MultiStepAttention` (seed
 # sizes, with and without ``scale_context``, same weights) a batch of random

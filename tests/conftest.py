@@ -6,11 +6,11 @@ and seeded, so the suite is fast and deterministic on a CPU.
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import pytest
 import torch
 import torch.nn.functional as F
-
-from dataclasses import fields
 
 from convs2s_edu import (
     PAD,
@@ -96,7 +96,7 @@ def tiny_rnn_cfg():
 
 @pytest.fixture
 def ragged_batch():
-    """A padded batch of three sorting examples of lengths 5, 2 and 4 (so rows 1 and 2 are padded)."""
+    """A padded batch of three sorting examples of lengths 5, 2 and 4 (rows 1 and 2 padded)."""
     examples = [([5, 3, 9, 1, 3], [1, 3, 3, 5, 9]),
                 ([7, 2], [2, 7]),
                 ([4, 4, 10, 6], [4, 4, 6, 10])]

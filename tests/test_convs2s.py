@@ -20,8 +20,8 @@ from torch.testing import assert_close
 from convs2s_edu import (
     PAD,
     ConvBlock,
-    ConvS2S,
     ConvMemory,
+    ConvS2S,
     ConvS2SConfig,
     MultiStepAttention,
     scale_gradient,
@@ -45,7 +45,8 @@ def _random_tokens(B: int, T: int, vocab: int, generator=None) -> torch.Tensor:
 
 def _perturb_weight_norm_gains(module: torch.nn.Module) -> None:
     """With weight norm, ``weight = g * v / ||v||`` and ``g`` starts at ``||v||``; move every
-    ``g`` so that ``.weight`` differs from the raw ``v`` and a test that reads the wrong one fails."""
+    ``g`` so that ``.weight`` differs from the raw ``v`` and a test that reads the wrong one
+    fails."""
     with torch.no_grad():
         for name, p in module.named_parameters():
             if name.endswith("parametrizations.weight.original0"):
@@ -397,7 +398,8 @@ def test_scale_encoder_grad_divides_encoder_gradients_by_decoder_layers(weight_n
 
     conv_names = [n for n in g_off if n.startswith("encoder.blocks.")]
     assert conv_names
-    scaled = conv_names + [n for n in g_off if n.startswith(("encoder.in_proj", "encoder.out_proj"))]
+    projections = ("encoder.in_proj", "encoder.out_proj")
+    scaled = conv_names + [n for n in g_off if n.startswith(projections)]
     for n in scaled:
         assert g_off[n].abs().sum() > 0, n
         assert_close(g_on[n], g_off[n] / n_layers, msg=lambda m, n=n: f"{n}: {m}")

@@ -10,7 +10,6 @@ from convs2s_edu import (
     PAD,
     Batch,
     SortingDataset,
-    collate_batch,
     eos_index,
     generate_dataset,
     generate_sorting_example,

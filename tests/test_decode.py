@@ -6,7 +6,6 @@ import itertools
 import pytest
 import torch
 import torch.nn.functional as F
-
 from conftest import KINDS, make_model, output_layer
 
 from convs2s_edu import (
@@ -83,7 +82,8 @@ def sequence_log_prob(model, src_row, tokens, ended_with_eos):
 
 @pytest.mark.parametrize("kind", MAKERS)
 def test_incremental_matches_full_recompute(kind):
-    """Cached step-by-step decoding gives the same tokens as re-running the decoder on the prefix."""
+    """Step-by-step decoding from the state gives the same tokens as re-running the decoder
+    over the prefix."""
     src = make_src()
     for seed in SEEDS:
         for bias in EOS_BIASES:

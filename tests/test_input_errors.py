@@ -89,7 +89,8 @@ def test_token_ids_outside_vocabulary_are_rejected(make_model, which, bad_id):
     src, tgt = _ok_src(), _ok_tgt()
     (src if which == "src" else tgt)[1, 2] = bad_id
     with pytest.raises(ValueError,
-                       match=rf"{which} holds token id {re.escape(str(bad_id))}\b.*0\.\.{N_IDS - 1}\b"):
+                       match=rf"{which} holds token id {re.escape(str(bad_id))}\b"
+                             rf".*0\.\.{N_IDS - 1}\b"):
         model(src, tgt)
 
 
@@ -103,7 +104,8 @@ def test_mismatched_batch_sizes_are_rejected(make_model):
 @model_kinds
 def test_float_and_one_dimensional_token_tensors_are_rejected(make_model):
     model = make_model()
-    with pytest.raises(ValueError, match=r"src must hold integer token ids, got dtype torch.float32"):
+    with pytest.raises(ValueError,
+                       match=r"src must hold integer token ids, got dtype torch.float32"):
         model(_ok_src().float(), _ok_tgt())
     with pytest.raises(ValueError, match=r"tgt_in must be a 2-D .* got a tensor of shape \(5,\)"):
         model(_ok_src(), _ok_tgt()[0])
@@ -232,7 +234,8 @@ def test_collate_rejects_empty_batches_and_empty_sequences():
 
 @pytest.mark.parametrize("make", [
     lambda: ConvS2S(ConvS2SConfig(vocab_size=10, embed_dim=8, hidden_dim=8)),
-    lambda: RNNSeq2Seq(RNNSeq2SeqConfig(vocab_size=10, embed_dim=8, hidden_dim=8, attention_dim=8)),
+    lambda: RNNSeq2Seq(RNNSeq2SeqConfig(vocab_size=10, embed_dim=8, hidden_dim=8,
+                                        attention_dim=8)),
 ], ids=["convs2s", "gru"])
 def test_all_padding_and_left_padded_sources_are_rejected(make):
     model = make()

@@ -7,8 +7,6 @@ the additive attention and the output layer; the model must agree with it.
 
 from __future__ import annotations
 
-import math
-
 import pytest
 import torch
 from torch.testing import assert_close

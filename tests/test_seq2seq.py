@@ -15,7 +15,6 @@ from torch.testing import assert_close
 
 from convs2s_edu import (
     MODEL_NAMES,
-    PAD,
     HybridConfig,
     RNNSeq2Seq,
     RNNSeq2SeqConfig,
