@@ -388,6 +388,22 @@ class ConvBlock(nn.Module):
 # --------------------------------------------------------------------------
 
 
+def _conv_stack(cfg: ConvS2SConfig, *, causal: bool, n_layers: int):
+    """The embeddings, the linear map :math:`f \\to d` and ``n_layers`` :class:`ConvBlock`\\ s
+    that the encoder (centred) and the decoder (causal) both start with."""
+    embed = TokenPositionEmbedding(n_token_ids(cfg.vocab_size), cfg.embed_dim, cfg.max_positions,
+                                   dropout=cfg.dropout, weight_norm=cfg.weight_norm)
+    # dropout on the embeddings in front of in_proj: N(0, sqrt(p/n)) under the paper's init
+    in_proj = _linear(cfg.embed_dim, cfg.hidden_dim, dropout=cfg.dropout,
+                      weight_norm=cfg.weight_norm)  # f -> d
+    blocks = nn.ModuleList(
+        ConvBlock(cfg.hidden_dim, cfg.kernel_size, causal=causal, dropout=cfg.dropout,
+                  weight_norm=cfg.weight_norm)
+        for _ in range(n_layers)
+    )
+    return embed, in_proj, blocks
+
+
 class ConvEncoder(Encoder):
     r"""The convolutional encoder: embeddings, a linear map to :math:`d`, ``n_encoder_layers``
     centred :class:`ConvBlock`\ s and a linear map back to :math:`f`.
@@ -423,17 +439,8 @@ class ConvEncoder(Encoder):
         super().__init__()
         self.cfg = cfg
         self.out_dim = self.embed_dim = self.summary_dim = cfg.embed_dim
-        self.embed = TokenPositionEmbedding(n_token_ids(cfg.vocab_size), cfg.embed_dim,
-                                            cfg.max_positions, dropout=cfg.dropout,
-                                            weight_norm=cfg.weight_norm)
-        # dropout on the embeddings in front of in_proj: N(0, sqrt(p/n)) under the paper's init
-        self.in_proj = _linear(cfg.embed_dim, cfg.hidden_dim, dropout=cfg.dropout,
-                               weight_norm=cfg.weight_norm)  # f -> d
-        self.blocks = nn.ModuleList(
-            ConvBlock(cfg.hidden_dim, cfg.kernel_size, causal=False, dropout=cfg.dropout,
-                      weight_norm=cfg.weight_norm)
-            for _ in range(cfg.n_encoder_layers)
-        )
+        self.embed, self.in_proj, self.blocks = _conv_stack(cfg, causal=False,
+                                                            n_layers=cfg.n_encoder_layers)
         # no dropout on its input: N(0, sqrt(1/n)) under the paper's init
         self.out_proj = _linear(cfg.hidden_dim, cfg.embed_dim, dropout=0.0,
                                 weight_norm=cfg.weight_norm)  # d -> f
@@ -630,17 +637,8 @@ class ConvDecoder(Decoder):
         super().__init__()
         self.cfg = cfg
         self.in_dim = cfg.embed_dim  # z^u_j has the embedding size f
-        self.embed = TokenPositionEmbedding(n_token_ids(cfg.vocab_size), cfg.embed_dim,
-                                            cfg.max_positions, dropout=cfg.dropout,
-                                            weight_norm=cfg.weight_norm)
-        # dropout on the embeddings in front of in_proj: N(0, sqrt(p/n)) under the paper's init
-        self.in_proj = _linear(cfg.embed_dim, cfg.hidden_dim, dropout=cfg.dropout,
-                               weight_norm=cfg.weight_norm)  # f -> d
-        self.blocks = nn.ModuleList(
-            ConvBlock(cfg.hidden_dim, cfg.kernel_size, causal=True, dropout=cfg.dropout,
-                      weight_norm=cfg.weight_norm)
-            for _ in range(cfg.n_decoder_layers)
-        )
+        self.embed, self.in_proj, self.blocks = _conv_stack(cfg, causal=True,
+                                                            n_layers=cfg.n_decoder_layers)
         self.attention = nn.ModuleList(
             MultiStepAttention(cfg.hidden_dim, cfg.embed_dim, scale_context=cfg.scale_context,
                                weight_norm=cfg.weight_norm)

@@ -32,6 +32,18 @@ from convs2s_edu.train import cache_key, train
 pytestmark = pytest.mark.usefixtures("single_thread")
 kinds = pytest.mark.parametrize("kind", KINDS)
 
+#: The four combinations, and ConvS2S with the paper's three tricks and with a wider kernel.
+VARIANTS = {**{kind: (kind, {}) for kind in KINDS},
+            "convs2s-paper": ("convs2s", dict(weight_norm=True, scale_encoder_grad=True,
+                                              scale_context=True)),
+            "convs2s-kernel5": ("convs2s", dict(kernel_size=5))}
+variants = pytest.mark.parametrize("variant", VARIANTS)
+
+
+def _variant(variant, **overrides):
+    kind, options = VARIANTS[variant]
+    return make_model(kind, **options, **overrides)
+
 
 def _randomise_biases(model):
     """Zero-initialised biases (b_a, b_d, the bridge ...) become visible when forgotten."""
@@ -49,9 +61,9 @@ def test_model_names_are_the_four_combinations():
     assert set(MODEL_NAMES) == set(KINDS)
 
 
-@kinds
-def test_attention_shape_rows_sum_to_one_and_vanish_on_padding(kind, ragged_batch):
-    model = make_model(kind).eval()
+@variants
+def test_attention_shape_rows_sum_to_one_and_vanish_on_padding(variant, ragged_batch):
+    model = _variant(variant).eval()
     _randomise_biases(model)
     _, batch = ragged_batch
     with torch.no_grad():
@@ -69,11 +81,13 @@ def test_attention_shape_rows_sum_to_one_and_vanish_on_padding(kind, ragged_batc
     assert on_padding.any()
     assert (attn[on_padding] == 0).all()
     assert (attn[~on_padding] > 0).all()
+    if model.decoder.multi_step:  # the layers attend differently: each has its own attention
+        assert not torch.allclose(attn[:, 0], attn[:, 1])
 
 
-@kinds
-def test_decoder_is_causal(kind):
-    model = make_model(kind).eval()
+@variants
+def test_decoder_is_causal(variant):
+    model = _variant(variant).eval()
     gen = torch.Generator().manual_seed(1)
     src = torch.randint(1, 11, (2, 6), generator=gen)
     tgt_in = torch.randint(1, 11, (2, 7), generator=gen)
@@ -87,9 +101,9 @@ def test_decoder_is_causal(kind):
             assert not torch.allclose(logits2[:, t], logits[:, t])  # the change is visible
 
 
-@kinds
-def test_logits_and_attention_are_padding_invariant(kind, ragged_batch):
-    model = make_model(kind, dropout=0.1).eval()
+@variants
+def test_logits_and_attention_are_padding_invariant(variant, ragged_batch):
+    model = _variant(variant, dropout=0.1).eval()
     _randomise_biases(model)
     examples, batch = ragged_batch
     with torch.no_grad():
