@@ -220,7 +220,7 @@ class TokenPositionEmbedding(nn.Module):
     dropout : float
         Dropout applied to the sum.
     weight_norm : bool
-        The paper's normalisation switch (:attr:`ConvS2SConfig.weight_norm`): for
+        The paper's normalisation switch (``ConvS2SConfig.weight_norm``): for
         embeddings it means the paper's initialisation only, both tables from
         :math:`\mathcal{N}(0, 0.1)` (§3.5) instead of PyTorch's
         :math:`\mathcal{N}(0, 1)`; embeddings are not weight-normalised.

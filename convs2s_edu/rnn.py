@@ -243,7 +243,7 @@ class GRUDecoder(Decoder):
     ----------
     cfg : RNNSeq2SeqConfig
     summary_dim : int, optional
-        Size of :attr:`EncoderOut.summary <convs2s_edu.EncoderOut.summary>`, the input of
+        Size of ``EncoderOut.summary``, the input of
         :math:`W_{init}`; default ``hidden_dim`` (:class:`GRUEncoder`'s
         :math:`\overleftarrow{h}_1`).
 

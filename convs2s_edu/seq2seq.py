@@ -25,14 +25,14 @@ only ever call the methods below, so any encoder works with any decoder::
                                                new state
                                           Decoder.reorder(state, index) -> state
 
-================  ===========================  ==========================================
-model name        encoder                      decoder
-================  ===========================  ==========================================
-``"convs2s"``     :class:`~convs2s_edu.ConvEncoder`  :class:`~convs2s_edu.ConvDecoder`
-``"gru"``         :class:`~convs2s_edu.GRUEncoder`   :class:`~convs2s_edu.GRUDecoder`
-``"gru+conv"``    :class:`~convs2s_edu.GRUEncoder`   :class:`~convs2s_edu.ConvDecoder`
-``"conv+gru"``    :class:`~convs2s_edu.ConvEncoder`  :class:`~convs2s_edu.GRUDecoder`
-================  ===========================  ==========================================
+==============  =================================  =================================
+model name      encoder                            decoder
+==============  =================================  =================================
+``"convs2s"``   :class:`~convs2s_edu.ConvEncoder`  :class:`~convs2s_edu.ConvDecoder`
+``"gru"``       :class:`~convs2s_edu.GRUEncoder`   :class:`~convs2s_edu.GRUDecoder`
+``"gru+conv"``  :class:`~convs2s_edu.GRUEncoder`   :class:`~convs2s_edu.ConvDecoder`
+``"conv+gru"``  :class:`~convs2s_edu.ConvEncoder`  :class:`~convs2s_edu.GRUDecoder`
+==============  =================================  =================================
 
 Conventions
 -----------
@@ -46,7 +46,7 @@ Conventions
   :math:`L` is the number of attention mechanisms (``n_decoder_layers`` for
   the convolutional decoder, 1 for the GRU decoder). At the model level
   (``model(src, tgt_in, return_attention=True)``) a decoder with a single
-  attention (:attr:`Decoder.multi_step` ``False``) drops the :math:`L` axis:
+  attention (``Decoder.multi_step`` ``False``) drops the :math:`L` axis:
   ``(B, T, S)``, the layout :class:`~convs2s_edu.RNNSeq2Seq` always had.
 """
 
@@ -98,11 +98,11 @@ class Encoder(nn.Module):
     Attributes
     ----------
     out_dim : int
-        :math:`D`, the size of :attr:`EncoderOut.states`.
+        :math:`D`, the size of ``EncoderOut.states``.
     embed_dim : int
-        :math:`f`, the size of :attr:`EncoderOut.embedded`.
+        :math:`f`, the size of ``EncoderOut.embedded``.
     summary_dim : int
-        :math:`D_0`, the size of :attr:`EncoderOut.summary`.
+        :math:`D_0`, the size of ``EncoderOut.summary``.
     """
 
     out_dim: int
@@ -120,7 +120,7 @@ class Decoder(nn.Module):
     Attributes
     ----------
     in_dim : int
-        The size of :attr:`EncoderOut.states` it attends over; a different
+        The size of ``EncoderOut.states`` it attends over; a different
         encoder size needs a bridge (:class:`EncoderDecoder`).
     multi_step : bool
         True when the decoder has one attention per layer (its model-level
@@ -173,7 +173,7 @@ class EncoderDecoder(nn.Module):
         From ``model(src, tgt_in)`` (teacher forcing).
     attention : Tensor, shape (B, L, T, S) or (B, T, S)
         Only with ``return_attention=True``; ``(B, T, S)`` for a decoder with a
-        single attention (:attr:`Decoder.multi_step` ``False``).
+        single attention (``Decoder.multi_step`` ``False``).
 
     Notes
     -----
