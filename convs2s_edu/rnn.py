@@ -341,6 +341,8 @@ class GRUDecoder(Decoder):
         )
 
     def forward(self, tgt_in: torch.Tensor, enc: EncoderOut):
+        """Teacher forcing: :meth:`start`, then one :meth:`step` per column of ``tgt_in``
+        ``(B, T)``; returns logits ``(B, T, V)`` and attention ``(B, 1, T, S)``."""
         state = self.start(enc)
         logits, attention = [], []
         for t in range(tgt_in.shape[1]):  # inherently sequential: s_t needs s_{t-1}

@@ -114,8 +114,10 @@ class Encoder(nn.Module):
 
 
 class Decoder(nn.Module):
-    """A decoder: teacher forcing with :meth:`forward`, decoding with :meth:`start`,
-    :meth:`step` and :meth:`reorder`.
+    """A decoder: teacher forcing with ``forward``, decoding with ``start``, ``step``, ``reorder``.
+
+    :meth:`forward` reads a whole target prefix at once; :meth:`start`, :meth:`step` and
+    :meth:`reorder` decode one token at a time (see the module notes).
 
     Attributes
     ----------
