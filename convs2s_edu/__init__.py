@@ -30,7 +30,7 @@ site
     The configurations the documentation site trains (quick mode).
 """
 
-from ._version import __version__
+from ._version import __version__ as __version__
 from .compare import format_table, summarise
 from .convs2s import (
     ConvBlock,
@@ -86,7 +86,6 @@ from .train import (
 )
 
 __all__ = [
-    "__version__",
     "PAD", "Batch", "SortingDataset", "as_token_batch", "collate_batch", "eos_index",
     "generate_dataset", "generate_sorting_example", "n_token_ids", "sos_index",
     "EncoderOut", "Encoder", "Decoder", "EncoderDecoder",
