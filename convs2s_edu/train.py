@@ -95,8 +95,9 @@ class TrainConfig:
         standard safeguard for recurrent models, applied to both models alike).
         ``None`` disables clipping.
     paper_normalisation : bool
-        The convolutional parts only (the GRU model ignores it): train the paper's ConvS2S, with weight
-        normalisation and the paper's initialisation, encoder gradient scaling
+        The convolutional parts only (the GRU model ignores it): train the paper's
+        ConvS2S, with weight normalisation and the paper's initialisation, encoder
+        gradient scaling
         and the :math:`m\sqrt{1/m}` context scaling
         (:meth:`ConvS2SConfig.paper <convs2s_edu.ConvS2SConfig.paper>`). ``False``
         trains the seed's simplified ConvS2S (PyTorch's default initialisation,
