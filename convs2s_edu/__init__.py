@@ -19,6 +19,11 @@ compare
     Both models on the same data: the speed table.
 """
 
+# Before anything imports torch: OpenMP threads that sleep instead of spinning (see _threads).
+from ._threads import apply_defaults as _apply_thread_defaults  # noqa: E402
+
+_apply_thread_defaults()
+
 __version__ = "0.1.0"
 
 from .convs2s import (  # noqa: E402

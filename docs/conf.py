@@ -13,6 +13,8 @@ from pathlib import Path
 
 # Headless matplotlib for the gallery scripts (and anything they import).
 os.environ.setdefault("MPLBACKEND", "Agg")
+# OpenMP threads that sleep instead of spinning, before torch is imported (convs2s_edu._threads)
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 DOCS_DIR = Path(__file__).resolve().parent
 ROOT = DOCS_DIR.parent
