@@ -48,8 +48,8 @@ import os
 import platform
 import statistics
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Mapping, Sequence
 
 import torch
 from torch import nn
@@ -204,7 +204,7 @@ class WindowStats:
     n: int
 
     @classmethod
-    def of(cls, values: Sequence[float]) -> "WindowStats":
+    def of(cls, values: Sequence[float]) -> WindowStats:
         values = sorted(float(v) for v in values)
         if not values:
             raise ValueError("need at least one window, got none")
@@ -218,7 +218,7 @@ class WindowStats:
     def spread(self) -> float:
         return self.max / self.min if self.min > 0 else float("inf")
 
-    def overlaps(self, other: "WindowStats") -> bool:
+    def overlaps(self, other: WindowStats) -> bool:
         """True when the min-max ranges of the two share a value."""
         return self.min <= other.max and other.min <= self.max
 

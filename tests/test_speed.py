@@ -10,10 +10,14 @@ import json
 import pytest
 import torch
 
-from convs2s_edu import ConvS2S, RNNSeq2Seq, collate_batch
-from convs2s_edu import speed
-from convs2s_edu.speed import (SpeedMeasurement, WindowStats, measure_training, speed_verdict,
-                               time_interleaved)
+from convs2s_edu import ConvS2S, RNNSeq2Seq, collate_batch, speed
+from convs2s_edu.speed import (
+    SpeedMeasurement,
+    WindowStats,
+    measure_training,
+    speed_verdict,
+    time_interleaved,
+)
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 

@@ -58,7 +58,8 @@ def run_child(policy, threads, args) -> dict | None:
     cmd = [sys.executable, __file__, "--child", "--threads", str(threads),
            "--steps", str(args.steps), "--rounds", str(args.rounds)]
     try:
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True,
+                              timeout=args.timeout, check=False)
     except subprocess.TimeoutExpired:
         return None
     if done.returncode != 0:
