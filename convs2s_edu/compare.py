@@ -175,30 +175,32 @@ def format_table(rows: list[dict]) -> str:
 
 
 def format_speed(m: SpeedMeasurement, verdict: SpeedVerdict | None = None,
-                 labels: dict | None = None) -> str:
+                 labels: dict | None = None, width: int = 99) -> str:
     """The interleaved measurement in a few lines: method, per-model throughput with its
-    range, every model's throughput ratio to the first with its range, the verdict, the machine."""
+    range, every model's throughput ratio to the first with its range, the verdict, the
+    machine; long lines wrapped at ``width``."""
     labels = labels or {}
     lab = lambda n: labels.get(n, n)  # noqa: E731
+    fill = lambda text, indent="": textwrap.fill(text, width, subsequent_indent=indent)  # noqa: E731
     mach = m.machine
-    out = [f"speed, measured interleaved: {m.n_rounds} windows of {m.steps_per_window} training "
-           f"steps per model, alternating ({'/'.join(map(lab, m.models))}, then back),\n"
-           f"on the same batches, after {m.warmup_steps} warm-up steps"]
-    width = max(len(lab(n)) for n in m.models)
+    out = [fill(f"speed, measured interleaved: {m.n_rounds} windows of {m.steps_per_window} "
+                f"training steps per model, in the order {', '.join(map(lab, m.models))}, then "
+                f"back, on the same batches, after {m.warmup_steps} warm-up steps")]
+    name_width = max(len(lab(n)) for n in m.models)
     for n in m.models:
         t = m.throughput[n]
-        out.append(f"  {lab(n):{width}s}  {t.median:>9,.0f} tokens/s  "
+        out.append(f"  {lab(n):{name_width}s} {t.median:>8,.0f} tokens/s  "
                    f"(windows {t.min:,.0f}-{t.max:,.0f}, spread {t.spread:.2f}x)")
     ref = m.models[0]
     for n in m.models[1:]:
         r = m.ratios[n]
-        out.append(f"  {lab(n)}/{lab(ref)} throughput ratio: {r.median:.2f} "
-                   f"(per round {r.min:.2f}-{r.max:.2f}; above 1: {lab(n)} faster)")
+        out.append(fill(f"  throughput ratio {lab(n)} / {lab(ref)}: {r.median:.2f} (per round "
+                        f"{r.min:.2f}-{r.max:.2f}; above 1: {lab(n)} faster)", "    "))
     if verdict is not None:
-        out.append(textwrap.fill(verdict.text, width=99))
+        out.append(fill(verdict.text))
     load = lambda x: "unknown" if x is None else f"{x:.2f}"  # noqa: E731
-    out.append(f"machine: {mach.cpu}; {mach.cores} cores usable, {mach.threads} PyTorch "
-               f"thread(s), OMP_WAIT_POLICY={mach.omp_wait_policy or 'unset'}; device "
-               f"{mach.device}; torch {mach.torch_version}; load average "
-               f"{load(mach.load_before)} before, {load(mach.load_after)} after")
+    out.append(fill(f"machine: {mach.cpu}; {mach.cores} cores usable, {mach.threads} PyTorch "
+                    f"thread(s), OMP_WAIT_POLICY={mach.omp_wait_policy or 'unset'}; device "
+                    f"{mach.device}; torch {mach.torch_version}; load average "
+                    f"{load(mach.load_before)} before, {load(mach.load_after)} after", "    "))
     return "\n".join(out)

@@ -44,6 +44,7 @@ and compare measurements.
 
 from __future__ import annotations
 
+import html
 import os
 import platform
 import statistics
@@ -490,6 +491,15 @@ class SpeedVerdict:
     text: str
     reasons: list = field(default_factory=list)
     faster: str | None = None
+
+    def _repr_html_(self) -> str:
+        """A warning box when not ``ok`` (notebooks, and gallery pages that end a cell with
+        the verdict), else a plain paragraph."""
+        body = html.escape(self.text)
+        if self.ok:
+            return f'<div class="admonition note"><p>{body}</p></div>'
+        return ('<div class="admonition warning"><p class="admonition-title">Warning</p>'
+                f"<p>{body}</p></div>")
 
 
 def speed_verdict(m: SpeedMeasurement, max_spread: float = 1.5,

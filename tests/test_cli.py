@@ -35,9 +35,11 @@ def test_compare_prints_the_speed_table_and_ratio(tmp_path, capsys, monkeypatch)
                  "--json", str(rows_file)]) == 0
     printed = capsys.readouterr().out
     assert "tokens/s (median)" in printed and "windows min-max" in printed
-    assert "speed, measured interleaved: 2 windows of 1 training steps per model" in printed
+    flat = " ".join(printed.split())
+    assert ("speed, measured interleaved: 2 windows of 1 training steps per model, in the order "
+            "convs2s, gru, then back") in flat
     assert "on the same batches" in printed
-    assert "gru/convs2s throughput ratio" in printed
+    assert "throughput ratio gru / convs2s" in printed
     assert "load average" in printed and "machine:" in printed
     saved = json.loads(rows_file.read_text())
     rows, speed = saved["rows"], saved["speed"]

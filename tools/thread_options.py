@@ -6,7 +6,8 @@ loads) times ConvS2S and the GRU with :func:`convs2s_edu.speed.measure_config`
 (interleaved windows of training steps, the seed's configuration), first on
 the machine as it is, then while ``--competitors`` busy processes (pure Python
 loops, one core each) run next to it. It prints target tokens per second per
-option and the slowdown under load; ``--json`` writes everything.
+option and the slowdown under load (idle / busy: 1.5x means the competing
+process made training 1.5 times slower); ``--json`` writes everything.
 
 Run it on an otherwise idle machine::
 
@@ -109,7 +110,7 @@ def main() -> None:
         mach = m["machine"]
         print(f"\nmachine: {mach['cpu']}, {mach['cores']} cores usable, torch "
               f"{mach['torch_version']}; {args.competitors} competing busy process(es); "
-              f"load average before the idle runs: {mach['load_before']}")
+              f"load average before the first idle run: {mach['load_before'] or float('nan'):.2f}")
 
 
 def _tps(m, model):
@@ -119,12 +120,12 @@ def _tps(m, model):
 def print_row(row, first=False):
     if first:
         print(f"{'option':28s} {'model':8s} {'idle tok/s':>11s} {'busy tok/s':>11s} "
-              f"{'busy/idle':>9s}")
+              f"{'slowdown':>9s}")
     for model in ("convs2s", "gru"):
         idle, busy = row.get("idle"), row.get("busy")
         slow = ""
-        if idle and busy:
-            slow = (f"{busy['throughput'][model]['median'] / idle['throughput'][model]['median']:.2f}"
+        if idle and busy:  # how many times slower with the competing process(es)
+            slow = (f"{idle['throughput'][model]['median'] / busy['throughput'][model]['median']:.2f}"
                     "x")
         print(f"{row['option']:28s} {model:8s} {_tps(idle, model):>11s} "
               f"{_tps(busy, model) if 'busy' in row else '-':>11s} {slow:>9s}", flush=True)
