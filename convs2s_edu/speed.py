@@ -169,7 +169,7 @@ class MachineInfo:
     def describe(self) -> str:
         """One line: CPU, cores, threads, device, torch, load average."""
         load = "unknown" if self.load is None else f"{self.load:.2f}"
-        policy = self.omp_wait_policy or "default"
+        policy = self.omp_wait_policy or "unset"
         return (f"{self.cpu}, {self.cores} cores usable, {self.threads} PyTorch thread(s), "
                 f"OMP_WAIT_POLICY={policy}, device {self.device}, torch {self.torch_version}, "
                 f"load average {load}")
