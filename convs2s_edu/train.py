@@ -364,7 +364,12 @@ class _Progress:
 
     def __init__(self, total: int, desc: str, last_epoch: int, enabled: bool | None):
         self.desc, self.last_epoch, self.bar = desc, last_epoch, None
-        self.lines = enabled is not False and not sys.stderr.isatty()
+        self.stream = sys.stderr
+        if type(self.stream).__module__.startswith("sphinx_gallery") and sys.__stderr__:
+            # sphinx-gallery puts stderr into the page and logs it only with -v: the build's
+            # log is where a reader waits for progress
+            self.stream = sys.__stderr__
+        self.lines = enabled is not False and not self.stream.isatty()
         if enabled is not False and not self.lines:
             from tqdm import tqdm  # tqdm.std: no notebook widgets (and no ipywidgets warning)
 
@@ -380,7 +385,7 @@ class _Progress:
             self.bar.set_postfix(epoch=epoch, loss=f"{loss:.3f}", tok_s=f"{tokens_per_second:,.0f}")
         elif self.lines:
             print(f"{self.desc}: epoch {epoch}/{self.last_epoch}, train loss {loss:.4f}, "
-                  f"{seconds:.1f} s ({tokens_per_second:,.0f} tokens/s)", file=sys.stderr,
+                  f"{seconds:.1f} s ({tokens_per_second:,.0f} tokens/s)", file=self.stream,
                   flush=True)
 
     def close(self) -> None:

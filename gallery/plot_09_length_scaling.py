@@ -183,7 +183,7 @@ ax = axes[1]
 ax.errorbar(T_arr, ratio, yerr=[ratio - [r.min for r in ratios], [r.max for r in ratios] - ratio],
             fmt="o-", color="k", capsize=3)
 for x, r in zip(T_arr, ratio):
-    ax.annotate(f"{r:.1f}x", (x, r), xytext=(0, 6), textcoords="offset points", ha="center",
+    ax.annotate(f"{r:.1f}x", (x, r), xytext=(6, 4), textcoords="offset points", ha="left",
                 fontsize=9)
 ax.axhline(1, color="grey", lw=1, ls="--")
 ax.set_xscale("log")

@@ -58,3 +58,16 @@ def test_a_bar_without_warnings_on_a_terminal(monkeypatch):
     out = term.getvalue()
     assert "convs2s" in out and "\r" in out  # tqdm redraws its line
     assert "epoch 1/2, train loss" not in out  # no log lines on a terminal
+
+
+def test_lines_go_to_the_build_log_under_sphinx_gallery(monkeypatch, capfd):
+    # sphinx-gallery swaps stderr for a tee that puts it into the page; the lines belong
+    # in the build's own log (the process's real stderr) instead
+    tee_class = type("_LoggingTee", (io.StringIO,), {"__module__": "sphinx_gallery.gen_rst"})
+    tee = tee_class()
+    monkeypatch.setattr(sys, "stderr", tee)
+    train(tiny("gru", epochs=2), progress=None)
+    monkeypatch.undo()
+    assert tee.getvalue() == ""
+    err = capfd.readouterr().err
+    assert "gru: epoch 1/2, train loss" in err and "gru: epoch 2/2, train loss" in err
