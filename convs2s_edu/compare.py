@@ -45,7 +45,8 @@ RUN_COLUMNS = [
 
 
 def epoch_tokens(cfg: TrainConfig) -> int:
-    """Target tokens (``<eos>`` included, padding excluded) in one epoch of ``cfg``'s training set."""
+    """Target tokens (``<eos>`` included, padding excluded) in one epoch of ``cfg``'s
+    training set."""
     return sum(len(y) + 1 for _, y in make_datasets(cfg)[0].examples)
 
 
@@ -181,7 +182,9 @@ def format_speed(m: SpeedMeasurement, verdict: SpeedVerdict | None = None,
     machine; long lines wrapped at ``width``."""
     labels = labels or {}
     lab = lambda n: labels.get(n, n)  # noqa: E731
-    fill = lambda text, indent="": textwrap.fill(text, width, subsequent_indent=indent)  # noqa: E731
+    def fill(text, indent=""):
+        return textwrap.fill(text, width, subsequent_indent=indent)
+
     mach = m.machine
     out = [fill(f"speed, measured interleaved: {m.n_rounds} windows of {m.steps_per_window} "
                 f"training steps per model, in the order {', '.join(map(lab, m.models))}, then "

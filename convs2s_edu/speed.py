@@ -28,7 +28,7 @@ The method
 4. With every measurement: the load average before and after
    (:func:`os.getloadavg`), the number of runnable threads of the whole machine
    at each window (``/proc/loadavg``, where it exists), the CPU model (read from
-   ``/proc/cpuinfo``, else :mod:`platform`), the cores this process may use, the
+   ``/proc/cpuinfo``, else ``platform``), the cores this process may use, the
    intra-op threads of PyTorch, the OpenMP environment, the PyTorch version and
    the device.
 
@@ -79,7 +79,7 @@ __all__ = [
 
 def cpu_model() -> str:
     """The CPU's model name: ``/proc/cpuinfo``'s ``model name`` (Linux), else
-    :func:`platform.processor`, else :func:`platform.machine`, else ``"unknown CPU"``."""
+    ``platform.processor()``, else ``platform.machine()``, else ``"unknown CPU"``."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
             for line in f:
@@ -232,7 +232,7 @@ class SpeedMeasurement:
     ----------
     models : list of str
         The models, in the order of the first round; the first is the
-        reference of :attr:`ratios`.
+        reference of ``ratios``.
     steps_per_window, n_rounds, warmup_steps : int
     order : list of str
         The model of every timed window, in the order they ran.
@@ -495,7 +495,7 @@ class SpeedVerdict:
     def _repr_html_(self) -> str:
         """A warning box when not ``ok`` (notebooks, and gallery pages that end a cell with
         the verdict), else a plain paragraph."""
-        body = html.escape(self.text)
+        body = html.escape(self.text.removeprefix("WARNING: "))  # the box says "Warning"
         if self.ok:
             return f'<div class="admonition note"><p>{body}</p></div>'
         return ('<div class="admonition warning"><p class="admonition-title">Warning</p>'

@@ -382,7 +382,8 @@ class _Progress:
 
     def epoch(self, epoch: int, loss: float, seconds: float, tokens_per_second: float) -> None:
         if self.bar is not None:
-            self.bar.set_postfix(epoch=epoch, loss=f"{loss:.3f}", tok_s=f"{tokens_per_second:,.0f}")
+            self.bar.set_postfix(epoch=epoch, loss=f"{loss:.3f}",
+                                 tok_s=f"{tokens_per_second:,.0f}")
         elif self.lines:
             print(f"{self.desc}: epoch {epoch}/{self.last_epoch}, train loss {loss:.4f}, "
                   f"{seconds:.1f} s ({tokens_per_second:,.0f} tokens/s)", file=self.stream,

@@ -34,8 +34,6 @@ machine was too busy for the measurement to mean anything.
 # otherwise. The cache keeps CPU and GPU runs apart, since their timings are
 # not comparable.
 
-import textwrap
-
 import matplotlib.pyplot as plt
 import matplotlib.ticker as mticker
 import numpy as np
@@ -64,8 +62,9 @@ print(f"ConvS2S with the paper's normalisation and initialisation: {cfg.paper_no
 for name in MODELS:
     print(f"{LABELS[name]:16s} trained on: {histories[name].device}")
 if is_quick_mode():
-    print("\nNOTE: quick build (CONVS2S_EDU_QUICK=1): small data and few epochs. The numbers\n"
-          "on this page show how the pieces fit together, not the full experiment's results.")
+    print("\nNOTE: quick build (CONVS2S_EDU_QUICK=1): small data and few epochs.\n"
+          "The numbers on this page show how the pieces fit together, not the\n"
+          "full experiment's results.")
 
 # sphinx_gallery_start_ignore
 for name in MODELS:
@@ -142,18 +141,16 @@ ROUNDS = 6 if is_quick_mode() else 8
 speed = measure_config(cfg, MODELS, steps_per_window=STEPS_PER_WINDOW, n_rounds=ROUNDS,
                        warmup_steps=2)
 verdict = speed_verdict(speed, max_spread=1.5, labels=LABELS)
-print(format_speed(speed, labels=LABELS, width=78))
+print(format_speed(speed, labels=LABELS, width=68))
 # seconds per epoch from the windows: the epoch's target tokens / median tokens per second
 n_epoch_tokens = epoch_tokens(cfg)
 sec_per_epoch = {n: n_epoch_tokens / speed.throughput[n].median for n in MODELS}
-sec_range = {n: (n_epoch_tokens / speed.throughput[n].max, n_epoch_tokens / speed.throughput[n].min)
-             for n in MODELS}
+sec_range = {n: (n_epoch_tokens / speed.throughput[n].max,
+                 n_epoch_tokens / speed.throughput[n].min) for n in MODELS}
 print(f"\none epoch = {n_epoch_tokens:,} target tokens; at the windows' median speed:")
 for n in MODELS:
     print(f"  {LABELS[n]:16s} {sec_per_epoch[n]:7.2f} s per epoch "
           f"(windows: {sec_range[n][0]:.2f}-{sec_range[n][1]:.2f} s)")
-if not verdict.ok:
-    print("\n" + "!" * 78 + "\n" + textwrap.fill(verdict.text, width=78) + "\n" + "!" * 78)
 
 # sphinx_gallery_start_ignore
 assert speed.order[:4] == ["convs2s", "gru", "gru", "convs2s"]
@@ -285,17 +282,15 @@ plt.show()
 # interleaved windows in target tokens per second (``<eos>`` included, padding
 # excluded) with the range of the windows, the seconds per epoch at that
 # median, the final training and held-out losses, and the two test-set scores
-# of greedy decoding (defined on the next page). Below it, the measurement and
-# its verdict. The rows come from :func:`~convs2s_edu.compare.summarise`, the
-# layout from :func:`~convs2s_edu.compare.format_table` and
-# :func:`~convs2s_edu.compare.format_speed`: the same as
-# ``convs2s-edu compare`` prints.
+# of greedy decoding (defined on the next page). The rows come from
+# :func:`~convs2s_edu.compare.summarise`, the layout from
+# :func:`~convs2s_edu.compare.format_table`; ``convs2s-edu compare`` prints the
+# same table, followed by the measurement of
+# :func:`~convs2s_edu.compare.format_speed` shown above.
 
 test_set = make_datasets(cfg)[2]
 rows = [summarise(results[name], test_set, measurement=speed) for name in MODELS]
 print(format_table(rows))
-print()
-print(format_speed(speed, verdict, labels=LABELS, width=78))
 
 # %%
 # What could make one model faster
@@ -345,7 +340,7 @@ assert all(f > 0 for f in flops.values())
 # measured its speed-ups on translation-sized models, mostly on GPUs. What this
 # run measured:
 
-print(textwrap.fill(verdict.text, width=78))
+verdict
 
 # %%
 # Speed is not the whole story: the loss curves above show how much each

@@ -45,7 +45,8 @@ import numpy as np
 import torch
 
 from convs2s_edu import build_model, collate_batch, generate_dataset
-from convs2s_edu.speed import measure_training, speed_verdict, training_flops_per_token
+from convs2s_edu.speed import (SpeedVerdict, measure_training, speed_verdict,
+                               training_flops_per_token)
 from convs2s_edu.train import is_quick_mode, resolve_device, site_config
 
 QUICK = is_quick_mode()
@@ -67,12 +68,13 @@ def steps_per_window(T):
 device = resolve_device("auto")
 print(f"device: {device}" + (f" ({torch.cuda.get_device_name(device)})"
                              if device.type == "cuda" else ""))
-print(f"lengths: {LENGTHS}, batch of {BATCH}, {ROUNDS} interleaved windows per model and length "
-      f"({', '.join(f'{steps_per_window(T)} at T={T}' for T in LENGTHS)} steps per window), "
-      f"after 1 warm-up step")
+print(textwrap.fill(
+    f"lengths: {LENGTHS}, batch of {BATCH}, {ROUNDS} interleaved windows per model and length "
+    f"({', '.join(f'{steps_per_window(T)} at T={T}' for T in LENGTHS)} steps per window), "
+    f"after 1 warm-up step", width=68))
 if QUICK:
-    print("\nNOTE: quick build (CONVS2S_EDU_QUICK=1): fewer and shorter lengths and fewer\n"
-          "timed windows than the full build.")
+    print("\nNOTE: quick build (CONVS2S_EDU_QUICK=1): fewer and shorter lengths\n"
+          "and fewer timed windows than the full build.")
 
 
 def make_model(name):
@@ -99,24 +101,31 @@ step = {name: [m.seconds_per_step(name) for m in measurements] for name in MODEL
 ratios = [m.ratios["convs2s"] for m in measurements]
 ratio = np.array([r.median for r in ratios])
 tokens = np.array([BATCH * (T + 1) for T in LENGTHS])  # target tokens per step, <eos> included
-print(f"\n{'':4s} {'ms per step, median (slowest-fastest window)':^46s}  "
-      f"{'GRU/Conv time':^17s}")
-print(f"{'T':>4s} {'ConvS2S':^22s} {'GRU':^22s}  {'median (range)':^17s}")
+
+
+def cell(stats, scale=1.0, fmt="{:.1f}"):
+    """``median (min-max)`` of a WindowStats."""
+    a, b, c = (fmt.format(scale * x) for x in (stats.median, stats.min, stats.max))
+    return f"{a} ({b}-{c})"
+
+
+print("\nmilliseconds per training step: median (fastest-slowest window);")
+print("GRU/ConvS2S time: median (range) of the per-round ratios\n")
+print(f"{'T':>4s}  {'ConvS2S':21s}  {'GRU':21s}  {'GRU/ConvS2S':16s}")
 for i, T in enumerate(LENGTHS):
-    c, g, r = step["convs2s"][i], step["gru"][i], ratios[i]
-    print(f"{T:>4d} {1e3 * c.median:7.1f} ({1e3 * c.min:5.1f}-{1e3 * c.max:6.1f}) "
-          f"{1e3 * g.median:7.1f} ({1e3 * g.min:5.1f}-{1e3 * g.max:6.1f})  "
-          f"{r.median:5.2f} ({r.min:.2f}-{r.max:.2f})")
-print(f"\nmachine: {measurements[0].machine.describe()}")
+    print(f"{T:>4d}  {cell(step['convs2s'][i], 1e3):21s}  {cell(step['gru'][i], 1e3):21s}  "
+          f"{cell(ratios[i], fmt='{:.2f}'):16s}")
+print("\n" + textwrap.fill(f"machine: {measurements[0].machine.describe()}", width=68,
+                          subsequent_indent="    "))
 busy = [T for T, v in zip(LENGTHS, verdicts) if not v.ok]
 if busy:
-    print("\n" + "!" * 78)
-    print("WARNING: these timings are not reliable; no conclusion is drawn from them.")
+    print("\n" + "!" * 68)
+    print("WARNING: these timings are not reliable; no conclusion is drawn")
     for T, v in zip(LENGTHS, verdicts):
         if not v.ok:
-            print(textwrap.fill(f"T = {T}: " + "; ".join(v.reasons) + ".", width=78,
+            print(textwrap.fill(f"T = {T}: " + "; ".join(v.reasons) + ".", width=68,
                                 subsequent_indent="    "))
-    print("!" * 78)
+    print("!" * 68)
 
 # sphinx_gallery_start_ignore
 assert all(s.median > 0 for name in MODELS for s in step[name])
@@ -234,7 +243,8 @@ plt.show()
 # looking at them. The sentence below is computed from the measured ratios and
 # their ranges: a trend is reported only when the range of the ratio at the
 # longest length does not overlap the range at the shortest, and nothing is
-# concluded when a measurement failed the spread or load check.
+# concluded when a measurement failed the spread or load check (then it is a
+# warning).
 
 first, last = ratios[0], ratios[-1]
 span = f"from T = {LENGTHS[0]} to T = {LENGTHS[-1]}"
@@ -256,4 +266,4 @@ else:
                f"({last.min:.2f}-{last.max:.2f}) {span}; at T = {LENGTHS[-1]} "
                + (f"{faster} was faster in every round." if faster != "neither model" else
                   "the rounds disagree on which model was faster."))
-print(textwrap.fill(summary, width=78))
+SpeedVerdict(ok=not busy, resolved=not busy and not first.overlaps(last), text=summary)

@@ -125,8 +125,8 @@ def print_row(row, first=False):
         idle, busy = row.get("idle"), row.get("busy")
         slow = ""
         if idle and busy:  # how many times slower with the competing process(es)
-            slow = (f"{idle['throughput'][model]['median'] / busy['throughput'][model]['median']:.2f}"
-                    "x")
+            ratio = idle["throughput"][model]["median"] / busy["throughput"][model]["median"]
+            slow = f"{ratio:.2f}x"
         print(f"{row['option']:28s} {model:8s} {_tps(idle, model):>11s} "
               f"{_tps(busy, model) if 'busy' in row else '-':>11s} {slow:>9s}", flush=True)
 
