@@ -17,6 +17,8 @@ metrics
     Exact-match and token accuracy.
 compare
     Both models on the same data: the speed table.
+speed
+    Timing the models interleaved: windows, spread, the machine, and the verdict.
 """
 
 # Before anything imports torch: OpenMP threads that sleep instead of spinning (see _threads).

@@ -192,8 +192,8 @@ def format_speed(m: SpeedMeasurement, verdict: SpeedVerdict | None = None,
     name_width = max(len(lab(n)) for n in m.models)
     for n in m.models:
         t = m.throughput[n]
-        out.append(f"  {lab(n):{name_width}s} {t.median:>8,.0f} tokens/s  "
-                   f"(windows {t.min:,.0f}-{t.max:,.0f}, spread {t.spread:.2f}x)")
+        out.append(fill(f"  {lab(n):{name_width}s} {t.median:>8,.0f} tokens/s  "
+                        f"(windows {t.min:,.0f}-{t.max:,.0f}, spread {t.spread:.2f}x)", "    "))
     ref = m.models[0]
     for n in m.models[1:]:
         r = m.ratios[n]

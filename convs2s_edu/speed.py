@@ -495,7 +495,8 @@ class SpeedVerdict:
     def _repr_html_(self) -> str:
         """A warning box when not ``ok`` (notebooks, and gallery pages that end a cell with
         the verdict), else a plain paragraph."""
-        body = html.escape(self.text.removeprefix("WARNING: "))  # the box says "Warning"
+        text = self.text.removeprefix("WARNING: ")  # the box says "Warning"
+        body = html.escape(text[:1].upper() + text[1:])
         if self.ok:
             return f'<div class="admonition note"><p>{body}</p></div>'
         return ('<div class="admonition warning"><p class="admonition-title">Warning</p>'

@@ -34,6 +34,8 @@ machine was too busy for the measurement to mean anything.
 # otherwise. The cache keeps CPU and GPU runs apart, since their timings are
 # not comparable.
 
+import textwrap
+
 import matplotlib.pyplot as plt
 import matplotlib.ticker as mticker
 import numpy as np
@@ -237,8 +239,8 @@ for name in MODELS:
     h = histories[name]
     first = next(e for e in h.epochs if e["valid_loss"] <= target)
     k = first["epoch"]
-    print(f"{LABELS[name]:16s} first at epoch {k:>3d}: {k * sec_per_epoch[name]:8.1f} s of "
-          f"training ({k * sec_range[name][0]:.1f}-{k * sec_range[name][1]:.1f} s)")
+    print(f"{LABELS[name]:16s} epoch {k:>2d}: {k * sec_per_epoch[name]:7.1f} s of training "
+          f"({k * sec_range[name][0]:.1f}-{k * sec_range[name][1]:.1f})")
 
 # %%
 # The timing windows
@@ -323,12 +325,13 @@ flop_batch = train_set.collate(train_set.examples[: cfg.batch_size])  # the firs
 flops = {n: training_flops_per_token(results[n].model, flop_batch) for n in MODELS}
 T = flop_batch.tgt_out.shape[1]  # the batch's longest target, <eos> included
 sequential = {"convs2s": results["convs2s"].model.cfg.n_decoder_layers, "gru": T}
-print(f"one batch of {cfg.batch_size} training examples, longest target T = {T} (<eos> included)")
-print(f"{'model':16s} {'MFLOP per target token':>24s} {'dependent decoder steps':>25s}")
+print(f"one batch of {cfg.batch_size} training examples, longest target T = {T}")
+print(f"{'model':16s} {'MFLOP per target token':>23s} {'dependent steps':>16s}")
 for n in MODELS:
-    print(f"{LABELS[n]:16s} {flops[n] / 1e6:>24.2f} {sequential[n]:>25d}")
-print(f"ConvS2S does {flops['convs2s'] / flops['gru']:.2f}x the GRU's arithmetic per token; "
-      f"the GRU decoder runs {T / sequential['convs2s']:.1f}x as many dependent steps.")
+    print(f"{LABELS[n]:16s} {flops[n] / 1e6:>23.2f} {sequential[n]:>16d}")
+print(textwrap.fill(f"ConvS2S does {flops['convs2s'] / flops['gru']:.2f}x the GRU's arithmetic "
+                    f"per token; the GRU decoder runs {T / sequential['convs2s']:.1f}x as many "
+                    f"dependent steps as ConvS2S's.", width=68))
 
 # sphinx_gallery_start_ignore
 assert all(f > 0 for f in flops.values())

@@ -113,7 +113,8 @@ print("\nmilliseconds per training step: median (fastest-slowest window);")
 print("GRU/ConvS2S time: median (range) of the per-round ratios\n")
 print(f"{'T':>4s}  {'ConvS2S':21s}  {'GRU':21s}  {'GRU/ConvS2S':16s}")
 for i, T in enumerate(LENGTHS):
-    print(f"{T:>4d}  {cell(step['convs2s'][i], 1e3):21s}  {cell(step['gru'][i], 1e3):21s}  "
+    print(f"{T:>4d}  {cell(step['convs2s'][i], 1e3, '{:.0f}'):21s}  "
+          f"{cell(step['gru'][i], 1e3, '{:.0f}'):21s}  "
           f"{cell(ratios[i], fmt='{:.2f}'):16s}")
 print("\n" + textwrap.fill(f"machine: {measurements[0].machine.describe()}", width=68,
                           subsequent_indent="    "))
@@ -144,7 +145,6 @@ assert all(m.order[:2] == ["gru", "convs2s"] for m in measurements)
 # direction. In the ConvS2S decoder, every layer is computed for all positions
 # at once from the layer below, so the chain is as long as the number of
 # layers, whatever :math:`T` is.
-
 #
 # The arithmetic is counted too: the floating-point operations of the matrix
 # products and convolutions of one forward and backward pass
