@@ -113,8 +113,9 @@ def _cmd_compare(args) -> int:
     result = compare(cfg, use_cache=not args.no_cache, progress=False if args.quiet else None,
                      n_rounds=args.rounds, steps_per_window=args.window_steps)
     print(format_table(result.rows))
-    print()
-    print(format_speed(result.speed, result.verdict))
+    if result.speed is not None:
+        print()
+        print(format_speed(result.speed, result.verdict))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result.to_dict(), f, indent=2)
