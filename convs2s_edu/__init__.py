@@ -21,7 +21,8 @@ decode
 samples
     Side-by-side sample outputs of several models.
 speed
-    Timing incremental against full-recompute decoding.
+    Timing the models interleaved (windows, spread, the machine, the verdict), and incremental
+    against full-recompute decoding.
 metrics
     Exact-match and token accuracy.
 compare
@@ -30,9 +31,21 @@ site
     The configurations the documentation site trains (quick mode).
 """
 
-from ._version import __version__ as __version__
-from .compare import format_table, summarise
-from .convs2s import (
+# Before anything imports torch: OpenMP threads that sleep instead of spinning (see _threads).
+from ._threads import apply_defaults as _apply_thread_defaults
+
+_apply_thread_defaults()
+
+from ._version import __version__ as __version__  # noqa: E402
+from .compare import (  # noqa: E402
+    Comparison,
+    compare,
+    epoch_tokens,
+    format_speed,
+    format_table,
+    summarise,
+)
+from .convs2s import (  # noqa: E402
     ConvBlock,
     ConvDecoder,
     ConvEncoder,
@@ -70,7 +83,18 @@ from .rnn import (
 from .samples import format_samples, predict_samples
 from .seq2seq import Decoder, Encoder, EncoderDecoder, EncoderOut
 from .site import is_quick_mode, site_config
-from .speed import time_incremental_vs_full
+from .speed import (  # noqa: E402
+    MachineInfo,
+    SpeedMeasurement,
+    SpeedVerdict,
+    WindowStats,
+    measure_config,
+    measure_training,
+    speed_verdict,
+    time_incremental_vs_full,
+    time_interleaved,
+    training_flops_per_token,
+)
 from .train import (
     MODEL_NAMES,
     History,
@@ -100,6 +124,8 @@ __all__ = [
     "Hypothesis", "beam_search", "greedy_decode",
     "predict_samples", "format_samples", "time_incremental_vs_full",
     "evaluate", "exact_match", "token_accuracy",
-    "format_table", "summarise",
+    "Comparison", "compare", "epoch_tokens", "format_speed", "format_table", "summarise",
+    "MachineInfo", "SpeedMeasurement", "SpeedVerdict", "WindowStats", "measure_config",
+    "measure_training", "speed_verdict", "time_interleaved", "training_flops_per_token",
     "is_quick_mode", "site_config",
 ]

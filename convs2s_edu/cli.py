@@ -69,7 +69,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("compare", help="train both models on the same data; print the speed table")
     p.add_argument("--no-cache", action="store_true", help="always train afresh")
-    p.add_argument("--json", help="also write the table's rows to this file")
+    p.add_argument("--json", help="also write the rows and the speed measurement to this file")
+    p.add_argument("--rounds", type=int, default=6,
+                   help="timed windows per model in the interleaved speed measurement (default 6)")
+    p.add_argument("--window-steps", type=int, default=4, dest="window_steps",
+                   help="training steps per timed window (default 4)")
     _add_config_options(p)
     return parser
 
@@ -107,14 +111,18 @@ def _cmd_evaluate(args) -> int:
 
 
 def _cmd_compare(args) -> int:
-    from .compare import compare, format_table
+    from .compare import compare, format_speed, format_table
 
     cfg = _config(args, "convs2s")
-    rows = compare(cfg, use_cache=not args.no_cache, progress=False if args.quiet else None)
-    print(format_table(rows))
+    result = compare(cfg, use_cache=not args.no_cache, progress=False if args.quiet else None,
+                     n_rounds=args.rounds, steps_per_window=args.window_steps)
+    print(format_table(result.rows))
+    if result.speed is not None:
+        print()
+        print(format_speed(result.speed, result.verdict))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(rows, f, indent=2)
+            json.dump(result.to_dict(), f, indent=2)
     return 0
 
 

@@ -1,25 +1,630 @@
-r"""Measuring what the incremental decoder state buys: greedy decoding with and without it.
+r"""Honest speed measurement: the two models timed *interleaved*, with their spread.
 
-:func:`time_incremental_vs_full` times :func:`~convs2s_edu.greedy_decode` with
-``incremental=True`` (one decoder step per token, from the decoder state) and
-``incremental=False`` (the decoder re-run over the whole prefix at every step).
-It is a measurement helper: nothing asserts a speed, and timings taken on a
-busy machine say little.
+Timing one model's training run, then the other's, measures the machine as much
+as the models: a program that starts in between, a CPU that heats up and slows
+down, or OpenMP threads that compete with another busy process can change one
+run's speed several times over and leave the other's alone. This module times
+the models in one process, in alternating **windows** of a fixed number of
+training steps on the *same* batches, so that whatever slows the machine down
+slows both models alike, and reports the spread of the windows next to their
+median, so that a reader can see when the machine, not the model, moved the
+numbers.
+
+The method
+----------
+1. Every model takes ``warmup_steps`` untimed training steps (memory
+   allocation, library initialisation).
+2. Then ``n_rounds`` rounds: in each, every model runs one window of
+   ``steps_per_window`` training steps, in the order A B in even rounds and
+   B A in odd rounds (A B B A A B ...), so that a slow drift of the machine
+   favours neither model.
+3. A window's throughput is its target tokens (padding excluded, ``<eos>``
+   included) divided by its wall-clock seconds (read after
+   :func:`torch.cuda.synchronize` on a GPU). Per model: the median, the minimum,
+   the maximum and the quartiles over windows. Per round: the ratio of each
+   model's throughput to the first model's, taken within the round, so that the
+   two windows of a ratio ran seconds apart; the median and range of these ratios
+   is the speed ratio.
+4. With every measurement: the load average before and after
+   (:func:`os.getloadavg`), the number of runnable threads of the whole machine
+   at each window (``/proc/loadavg``, where it exists), the CPU model (read from
+   ``/proc/cpuinfo``, else ``platform``), the cores this process may use, the
+   intra-op threads of PyTorch, the OpenMP environment, the PyTorch version and
+   the device.
+
+:func:`speed_verdict` turns a measurement into a sentence: a warning, with no
+conclusion drawn, when the windows of a model vary by more than a stated factor
+or the machine was busier than its cores; otherwise the ratio with its range,
+and "not resolved" when the two models' window ranges overlap.
+
+:func:`time_incremental_vs_full` measures what the incremental decoder state
+buys ConvS2S: greedy decoding with and without it.
+
+Everything returned is a plain dataclass of numbers and strings
+(:meth:`SpeedMeasurement.to_dict` is JSON-ready), so that other tools can store
+and compare measurements.
 """
 
 from __future__ import annotations
 
+import html
 import numbers
+import os
+import platform
+import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 
 import torch
+from torch import nn
 
 from ._checks import check_int
 from .decode import greedy_decode
 from .seq2seq import EncoderDecoder
 
-__all__ = ["time_incremental_vs_full"]
+__all__ = [
+    "MachineInfo",
+    "WindowStats",
+    "SpeedMeasurement",
+    "SpeedVerdict",
+    "cpu_model",
+    "usable_cores",
+    "machine_info",
+    "time_interleaved",
+    "training_step_fn",
+    "measure_training",
+    "measure_config",
+    "speed_verdict",
+    "training_flops_per_token",
+    "time_incremental_vs_full",
+]
+
+
+# --------------------------------------------------------------------------
+# The machine
+# --------------------------------------------------------------------------
+
+
+def cpu_model() -> str:
+    """The CPU's model name: ``/proc/cpuinfo``'s ``model name`` (Linux), else
+    ``platform.processor()``, else ``platform.machine()``, else ``"unknown CPU"``."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() in ("model name", "Model", "Hardware") and value.strip():
+                    return " ".join(value.split())
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity where the OS reports it, else all)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _loadavg() -> float | None:
+    try:
+        return float(os.getloadavg()[0])
+    except (AttributeError, OSError):
+        return None
+
+
+def _runnable() -> int | None:
+    """Threads of the whole machine runnable right now (4th field of ``/proc/loadavg``),
+    this process's reading thread included."""
+    try:
+        with open("/proc/loadavg") as f:
+            return int(f.read().split()[3].split("/")[0])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _device_label(device: torch.device) -> str:
+    if device.type == "cuda":
+        return f"cuda ({torch.cuda.get_device_name(device)})"
+    return device.type
+
+
+@dataclass
+class MachineInfo:
+    """Where and under what load a measurement ran.
+
+    Attributes
+    ----------
+    cpu : str
+        CPU model name (:func:`cpu_model`).
+    cores : int
+        Cores this process may use (:func:`usable_cores`).
+    threads : int
+        PyTorch intra-op threads (:func:`torch.get_num_threads`).
+    omp_wait_policy, omp_num_threads : str
+        The ``OMP_WAIT_POLICY`` and ``OMP_NUM_THREADS`` environment variables
+        (``""`` when unset).
+    torch_version : str
+    device : str
+        ``"cpu"`` or ``"cuda (<GPU name>)"``.
+    load_before, load_after : float or None
+        One-minute load average (:func:`os.getloadavg`) before and after the
+        timed windows; ``None`` where the OS has none.
+    runnable : list of int
+        Runnable threads of the whole machine sampled at the start of every
+        window (``/proc/loadavg``; empty where it does not exist). This process
+        counts at least one.
+    """
+
+    cpu: str = ""
+    cores: int = 1
+    threads: int = 1
+    omp_wait_policy: str = ""
+    omp_num_threads: str = ""
+    torch_version: str = ""
+    device: str = "cpu"
+    load_before: float | None = None
+    load_after: float | None = None
+    runnable: list = field(default_factory=list)
+
+    @property
+    def load(self) -> float | None:
+        """The higher of the two load averages (``None`` when neither is known)."""
+        known = [x for x in (self.load_before, self.load_after) if x is not None]
+        return max(known) if known else None
+
+    def describe(self) -> str:
+        """One line: CPU, cores, threads, device, torch, load average."""
+        load = "unknown" if self.load is None else f"{self.load:.2f}"
+        policy = self.omp_wait_policy or "unset"
+        return (f"{self.cpu}, {self.cores} cores usable, {self.threads} PyTorch thread(s), "
+                f"OMP_WAIT_POLICY={policy}, device {self.device}, torch {self.torch_version}, "
+                f"load average {load}")
+
+
+def machine_info(device: torch.device | str = "cpu") -> MachineInfo:
+    """A :class:`MachineInfo` of this process now (loads not yet filled in)."""
+    return MachineInfo(
+        cpu=cpu_model(), cores=usable_cores(), threads=torch.get_num_threads(),
+        omp_wait_policy=os.environ.get("OMP_WAIT_POLICY", ""),
+        omp_num_threads=os.environ.get("OMP_NUM_THREADS", ""),
+        torch_version=torch.__version__, device=_device_label(torch.device(device)),
+    )
+
+
+# --------------------------------------------------------------------------
+# The measurement
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class WindowStats:
+    """Median and spread of one model's (or one ratio's) values over windows.
+
+    ``spread`` is ``max / min``: 1.0 when every window gave the same value.
+    """
+
+    median: float
+    min: float
+    max: float
+    q1: float
+    q3: float
+    n: int
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> WindowStats:
+        values = sorted(float(v) for v in values)
+        if not values:
+            raise ValueError("need at least one window, got none")
+        if len(values) >= 2:
+            q1, _, q3 = statistics.quantiles(values, n=4, method="inclusive")
+        else:
+            q1 = q3 = values[0]
+        return cls(statistics.median(values), values[0], values[-1], q1, q3, len(values))
+
+    @property
+    def spread(self) -> float:
+        return self.max / self.min if self.min > 0 else float("inf")
+
+    def overlaps(self, other: WindowStats) -> bool:
+        """True when the min-max ranges of the two share a value."""
+        return self.min <= other.max and other.min <= self.max
+
+
+@dataclass
+class SpeedMeasurement:
+    """Interleaved windows of training steps: raw timings and their summary.
+
+    Attributes
+    ----------
+    models : list of str
+        The models, in the order of the first round; the first is the
+        reference of ``ratios``.
+    steps_per_window, n_rounds, warmup_steps : int
+    order : list of str
+        The model of every timed window, in the order they ran.
+    window_seconds, window_tokens : dict of str to list
+        Per model, every window's wall-clock seconds and target tokens.
+    throughput : dict of str to WindowStats
+        Per model, target tokens per second over windows.
+    ratios : dict of str to WindowStats
+        Per model, its throughput divided by the first model's, one value per
+        round (the first model's own entry is all ones).
+    machine : MachineInfo
+    """
+
+    models: list
+    steps_per_window: int
+    n_rounds: int
+    warmup_steps: int
+    order: list
+    window_seconds: dict
+    window_tokens: dict
+    throughput: dict
+    ratios: dict
+    machine: MachineInfo
+
+    def window_throughputs(self, model: str) -> list[float]:
+        """Tokens per second of every window of ``model``, in the order they ran."""
+        return [t / s for t, s in zip(self.window_tokens[model], self.window_seconds[model])]
+
+    def seconds_per_step(self, model: str) -> WindowStats:
+        """Median and spread of the seconds per training step over windows."""
+        return WindowStats.of([s / self.steps_per_window for s in self.window_seconds[model]])
+
+    def to_dict(self) -> dict:
+        """Plain numbers and strings, ready for :func:`json.dump`."""
+        d = asdict(self)
+        d["machine"]["load"] = self.machine.load
+        return d
+
+
+def time_interleaved(windows: Mapping[str, Callable[[], int]], n_rounds: int = 6,
+                     device: torch.device | str = "cpu",
+                     clock: Callable[[], float] = time.perf_counter,
+                     warmup: Mapping[str, Callable[[], object]] | None = None,
+                     steps_per_window: int = 1, warmup_steps: int = 0) -> SpeedMeasurement:
+    """Time ``windows`` interleaved: A B, then B A, for ``n_rounds`` rounds.
+
+    Parameters
+    ----------
+    windows : mapping of str to callable
+        Per model, a function that runs one window of work and returns the
+        number of target tokens it processed. At least two models.
+    n_rounds : int
+        Rounds; each model runs one window per round (>= 2).
+    device : torch.device or str
+        Where the work runs: on CUDA, the clock is read after
+        :func:`torch.cuda.synchronize`.
+    clock : callable
+        Returns seconds (default :func:`time.perf_counter`; tests pass a fake).
+    warmup : mapping of str to callable, optional
+        Run once per model, untimed, before the first window.
+    steps_per_window, warmup_steps : int
+        Recorded in the result (the callables do the work).
+
+    Returns
+    -------
+    SpeedMeasurement
+    """
+    names = list(windows)
+    if len(names) < 2:
+        raise ValueError(f"need at least two models to interleave, got {names}")
+    if isinstance(n_rounds, bool) or not isinstance(n_rounds, int) or n_rounds < 2:
+        raise ValueError(f"n_rounds must be an integer >= 2, got {n_rounds!r}")
+    device = torch.device(device)
+
+    def sync():
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    info = machine_info(device)
+    for name in names:
+        if warmup is not None and name in warmup:
+            warmup[name]()
+    sync()
+    info.load_before = _loadavg()
+    seconds = {n: [] for n in names}
+    tokens = {n: [] for n in names}
+    order = []
+    for r in range(n_rounds):
+        for name in (names if r % 2 == 0 else names[::-1]):  # A B, B A, A B, ...
+            runnable = _runnable()
+            if runnable is not None:
+                info.runnable.append(runnable)
+            sync()
+            t0 = clock()
+            n_tokens = windows[name]()
+            sync()
+            dt = clock() - t0
+            if not dt > 0:
+                raise RuntimeError(f"the clock did not advance during a window of {name}")
+            seconds[name].append(dt)
+            tokens[name].append(int(n_tokens))
+            order.append(name)
+    info.load_after = _loadavg()
+
+    tput = {n: [t / s for t, s in zip(tokens[n], seconds[n])] for n in names}
+    ref = names[0]
+    ratios = {n: WindowStats.of([a / b for a, b in zip(tput[n], tput[ref])]) for n in names}
+    return SpeedMeasurement(
+        models=names, steps_per_window=steps_per_window, n_rounds=n_rounds,
+        warmup_steps=warmup_steps, order=order, window_seconds=seconds, window_tokens=tokens,
+        throughput={n: WindowStats.of(tput[n]) for n in names}, ratios=ratios, machine=info,
+    )
+
+
+def training_step_fn(model: nn.Module, lr: float = 1e-3,
+                     clip_norm: float | None = 1.0) -> Callable[[object], None]:
+    """One training step of :func:`~convs2s_edu.train.train` on a batch: forward, loss,
+    backward, gradient clipping, Adam. The model is put in training mode."""
+    from .train import sequence_loss
+
+    model.train()
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+
+    def step(batch) -> None:
+        loss = sequence_loss(model(batch.src, batch.tgt_in), batch.tgt_out)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if clip_norm is not None:
+            nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
+        optimizer.step()
+
+    return step
+
+
+def _check_int(name: str, value, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    return value
+
+
+def measure_training(models: Mapping[str, nn.Module], batches: Sequence, steps_per_window: int = 4,
+                     n_rounds: int = 6, warmup_steps: int = 2, lr: float = 1e-3,
+                     clip_norm: float | None = 1.0) -> SpeedMeasurement:
+    """Training throughput of ``models``, interleaved, on the same ``batches``.
+
+    Parameters
+    ----------
+    models : mapping of str to nn.Module
+        At least two models, already on their device (all on the same one).
+        They are trained by the measurement: pass fresh copies, not the ones
+        you want to keep. How long a step takes does not depend on the weights.
+    batches : sequence of Batch
+        Every window runs ``steps_per_window`` steps on ``batches[0]``,
+        ``batches[1]``, ... (cycling), so every window of every model sees the
+        same data. Moved to the models' device once, before timing.
+    steps_per_window : int
+        Training steps per timed window (>= 1).
+    n_rounds : int
+        Windows per model (>= 2); see :func:`time_interleaved`.
+    warmup_steps : int
+        Untimed steps per model before the first window (>= 0).
+    lr, clip_norm : float
+        Adam's learning rate and the gradient clipping of :func:`~convs2s_edu.train.train`.
+
+    Returns
+    -------
+    SpeedMeasurement
+    """
+    _check_int("steps_per_window", steps_per_window, 1)
+    _check_int("warmup_steps", warmup_steps, 0)
+    if len(batches) == 0:
+        raise ValueError("batches must hold at least one batch, got none")
+    devices = {next(m.parameters()).device for m in models.values()}
+    if len(devices) != 1:
+        raise ValueError(f"all models must be on one device, got {sorted(map(str, devices))}")
+    device = devices.pop()
+    batches = [b.to(device) for b in batches]
+    counts = [b.n_target_tokens for b in batches]  # counted once, off the clock
+    schedule = [i % len(batches) for i in range(steps_per_window)]
+    window_tokens = sum(counts[i] for i in schedule)
+    steps = {name: training_step_fn(m, lr, clip_norm) for name, m in models.items()}
+
+    def window_of(step):
+        def run() -> int:
+            for i in schedule:
+                step(batches[i])
+            return window_tokens
+        return run
+
+    def warmup_of(step):
+        def run() -> None:
+            for i in range(warmup_steps):
+                step(batches[i % len(batches)])
+        return run
+
+    return time_interleaved({n: window_of(s) for n, s in steps.items()}, n_rounds, device,
+                            warmup={n: warmup_of(s) for n, s in steps.items()},
+                            steps_per_window=steps_per_window, warmup_steps=warmup_steps)
+
+
+def measure_config(cfg, models: Sequence[str] = ("convs2s", "gru"), steps_per_window: int = 4,
+                   n_rounds: int = 6, warmup_steps: int = 2, n_batches: int | None = None,
+                   ) -> SpeedMeasurement:
+    """:func:`measure_training` for the models of a :class:`~convs2s_edu.train.TrainConfig`.
+
+    Fresh models of ``cfg`` (only ``model`` changes) on ``cfg``'s device, with
+    ``cfg``'s optimiser settings, on the first ``n_batches`` (default
+    ``steps_per_window``) batches of ``cfg``'s training set, shuffled with
+    ``cfg.seed``: the data and the step of :func:`~convs2s_edu.train.train`.
+    """
+    from .train import build_model, make_datasets, resolve_device
+
+    n_batches = steps_per_window if n_batches is None else _check_int("n_batches", n_batches, 1)
+    train_ds = make_datasets(cfg)[0]
+    g = torch.Generator().manual_seed(cfg.seed)
+    order = torch.randperm(len(train_ds), generator=g).tolist()
+    batches = []
+    for i in range(n_batches):
+        idx = order[(i * cfg.batch_size) % len(order):][: cfg.batch_size]
+        batches.append(train_ds.collate([train_ds[j] for j in idx]))
+    dev = resolve_device(cfg.device)
+    built = {}
+    for name in models:
+        torch.manual_seed(cfg.seed)
+        built[name] = build_model(cfg.replace(model=name)).to(dev)
+    return measure_training(built, batches, steps_per_window, n_rounds, warmup_steps,
+                            lr=cfg.lr, clip_norm=cfg.clip_norm)
+
+
+# --------------------------------------------------------------------------
+# The verdict
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class SpeedVerdict:
+    """What a measurement allows one to say.
+
+    Attributes
+    ----------
+    ok : bool
+        False when the measurement is not trustworthy (see :func:`speed_verdict`).
+    resolved : bool
+        True when ``ok`` and the two models' window ranges do not overlap.
+    text : str
+        The sentence to print: a warning starting with ``"WARNING"`` when not
+        ``ok``.
+    reasons : list of str
+        Why it is not ``ok`` (empty when it is).
+    faster : str or None
+        The faster model when ``resolved``, else ``None``.
+    """
+
+    ok: bool
+    resolved: bool
+    text: str
+    reasons: list = field(default_factory=list)
+    faster: str | None = None
+
+    def _repr_html_(self) -> str:
+        """A warning box when not ``ok`` (notebooks, and gallery pages that end a cell with
+        the verdict), else a plain paragraph."""
+        text = self.text.removeprefix("WARNING: ")  # the box says "Warning"
+        body = html.escape(text[:1].upper() + text[1:])
+        if self.ok:
+            return f'<div class="admonition note"><p>{body}</p></div>'
+        return ('<div class="admonition warning"><p class="admonition-title">Warning</p>'
+                f"<p>{body}</p></div>")
+
+
+def speed_verdict(m: SpeedMeasurement, max_spread: float = 1.5,
+                  labels: Mapping[str, str] | None = None, max_load: float | None = None,
+                  ) -> SpeedVerdict:
+    """Say what ``m`` shows about the first two models, and only that.
+
+    Parameters
+    ----------
+    m : SpeedMeasurement
+    max_spread : float
+        The largest ``max / min`` of a model's window throughputs that still
+        counts as a quiet machine (> 1).
+    labels : mapping of str to str, optional
+        Display names, e.g. ``{"gru": "GRU + attention"}``.
+    max_load : float, optional
+        The highest load that counts as quiet; default: the usable cores of
+        ``m.machine``. Compared with the one-minute load average (before and
+        after) and with the median number of runnable threads at the windows.
+
+    Returns
+    -------
+    SpeedVerdict
+        Not ``ok`` (a warning, no comparison) when a model's windows vary by
+        more than ``max_spread`` or the load exceeds ``max_load``. Otherwise the
+        throughput ratio of the two models (median over rounds, with the range of
+        the per-round ratios), the faster model in words, or "not resolved" when
+        the two models' window ranges overlap.
+
+    Notes
+    -----
+    The verdict never explains *why* one model was faster: the reasons
+    (arithmetic per token, sequential steps) are facts about the models that
+    hold whichever model wins, and are stated as such by the pages.
+    """
+    if not (isinstance(max_spread, (int, float)) and max_spread > 1):
+        raise ValueError(f"max_spread must be a number > 1, got {max_spread!r}")
+    if len(m.models) < 2:
+        raise ValueError(f"need two models, got {m.models}")
+    labels = dict(labels or {})
+    a, b = m.models[0], m.models[1]
+    la, lb = labels.get(a, a), labels.get(b, b)
+    limit = float(m.machine.cores if max_load is None else max_load)
+
+    reasons = []
+    for name in (a, b):
+        s = m.throughput[name]
+        if s.spread > max_spread:
+            reasons.append(f"the timing windows of {labels.get(name, name)} varied by "
+                           f"{s.spread:.2f}x (from {s.min:,.0f} to {s.max:,.0f} tokens/s), "
+                           f"more than the {max_spread:g}x allowed")
+    load = m.machine.load
+    if load is not None and load > limit:
+        reasons.append(f"the load average was {load:.2f}, more than the {limit:g} cores usable")
+    if m.machine.runnable:
+        busy = statistics.median(m.machine.runnable)
+        if busy > limit:
+            reasons.append(f"a median of {busy:g} threads were runnable during the windows, "
+                           f"more than the {limit:g} cores usable")
+    if reasons:
+        text = ("WARNING: this speed measurement is not reliable: " + "; ".join(reasons)
+                + ". The machine was busy or unsteady, so no conclusion about the models is "
+                "drawn from it. Measure again on an idle machine.")
+        return SpeedVerdict(False, False, text, reasons)
+
+    r = m.ratios[b]  # throughput(b) / throughput(a), per round
+    ta, tb = m.throughput[a], m.throughput[b]
+    if ta.overlaps(tb):
+        text = (f"The difference is not resolved: the window throughputs of {la} "
+                f"({ta.min:,.0f}-{ta.max:,.0f} tokens/s) and {lb} ({tb.min:,.0f}-{tb.max:,.0f}) "
+                f"overlap; {lb}/{la} throughput ratio {r.median:.2f} (rounds: "
+                f"{r.min:.2f}-{r.max:.2f}, {r.n} rounds).")
+        return SpeedVerdict(True, False, text)
+    if r.median >= 1:
+        fast, slow, x, lo, hi, faster = lb, la, r.median, r.min, r.max, b
+    else:
+        fast, slow, x, lo, hi, faster = la, lb, 1 / r.median, 1 / r.max, 1 / r.min, a
+    text = (f"{fast} trained {x:.2f}x as fast as {slow} in target tokens per second "
+            f"(per-round ratios {lo:.2f}-{hi:.2f} over {r.n} rounds; every window of {fast} "
+            f"was faster than every window of {slow}).")
+    return SpeedVerdict(True, True, text, faster=faster)
+
+
+# --------------------------------------------------------------------------
+# Arithmetic per token
+# --------------------------------------------------------------------------
+
+
+def training_flops_per_token(model: nn.Module, batch) -> float:
+    """Floating-point operations of one training step's forward and backward pass, per
+    target token (padding excluded), counted by :class:`torch.utils.flop_counter.FlopCounterMode`.
+
+    Counts matrix products and convolutions (what the counter knows), not
+    element-wise operations; one multiply-add counts as 2 operations. A fact
+    about the model and the batch, independent of the machine.
+    """
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from .train import sequence_loss
+
+    was_training = model.training
+    model.train()
+    batch = batch.to(next(model.parameters()).device)
+    counter = FlopCounterMode(display=False)
+    with counter:
+        loss = sequence_loss(model(batch.src, batch.tgt_in), batch.tgt_out)
+        loss.backward()
+    model.zero_grad(set_to_none=True)
+    model.train(was_training)
+    return counter.get_total_flops() / batch.n_target_tokens
+
+
+# --------------------------------------------------------------------------
+# Decoding: incremental state against full recompute
+# --------------------------------------------------------------------------
 
 
 def time_incremental_vs_full(

@@ -362,12 +362,44 @@ def load_checkpoint(path, device: str | None = None) -> TrainResult:
 # --------------------------------------------------------------------------
 
 
-def _progress_bar(total: int, desc: str, enabled: bool | None):
-    from tqdm.auto import tqdm
+class _Progress:
+    """Training progress on stderr: a tqdm bar on a terminal, else one line per epoch.
 
-    if enabled is None:  # quiet when stderr is not a terminal: docs builds, CI logs
-        enabled = sys.stderr.isatty()
-    return tqdm(total=total, desc=desc, disable=not enabled, leave=False, dynamic_ncols=True)
+    ``enabled=False`` shows nothing; ``None`` or ``True`` show the bar when stderr
+    is a terminal and, when it is not (docs builds, CI logs, notebooks), one line
+    per epoch (model, epoch, loss, seconds), so that a long run shows it is alive.
+    """
+
+    def __init__(self, total: int, desc: str, last_epoch: int, enabled: bool | None):
+        self.desc, self.last_epoch, self.bar = desc, last_epoch, None
+        self.stream = sys.stderr
+        if type(self.stream).__module__.startswith("sphinx_gallery") and sys.__stderr__:
+            # sphinx-gallery puts stderr into the page and logs it only with -v: the build's
+            # log is where a reader waits for progress
+            self.stream = sys.__stderr__
+        self.lines = enabled is not False and not self.stream.isatty()
+        if enabled is not False and not self.lines:
+            from tqdm import tqdm  # tqdm.std: no notebook widgets (and no ipywidgets warning)
+
+            self.bar = tqdm(total=total, desc=desc, leave=False, dynamic_ncols=True)
+
+    def step(self, epoch: int, loss: torch.Tensor) -> None:
+        if self.bar is not None:
+            self.bar.update(1)
+            self.bar.set_postfix(epoch=epoch, loss=f"{float(loss.detach()):.3f}")
+
+    def epoch(self, epoch: int, loss: float, seconds: float, tokens_per_second: float) -> None:
+        if self.bar is not None:
+            self.bar.set_postfix(epoch=epoch, loss=f"{loss:.3f}",
+                                 tok_s=f"{tokens_per_second:,.0f}")
+        elif self.lines:
+            print(f"{self.desc}: epoch {epoch}/{self.last_epoch}, train loss {loss:.4f}, "
+                  f"{seconds:.1f} s ({tokens_per_second:,.0f} tokens/s)", file=self.stream,
+                  flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 @torch.no_grad()
@@ -451,7 +483,7 @@ def train(cfg: TrainConfig | None = None, out_dir=None, resume: bool = False,
         start_epoch = state["epoch"]
 
     last = cfg.epochs if stop_after is None else min(cfg.epochs, stop_after)
-    bar = _progress_bar((last - start_epoch) * len(loader), f"{cfg.model}", progress)
+    bar = _Progress((last - start_epoch) * len(loader), f"{cfg.model}", last, progress)
     try:
         for epoch in range(start_epoch + 1, last + 1):
             model.train()
@@ -468,9 +500,7 @@ def train(cfg: TrainConfig | None = None, out_dir=None, resume: bool = False,
                     nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)
                 optimizer.step()
                 step_losses.append(loss.detach())
-                if bar.disable is False:
-                    bar.update(1)
-                    bar.set_postfix(epoch=epoch, loss=f"{float(loss):.3f}")
+                bar.step(epoch, loss)
             _sync(dev)
             seconds = time.perf_counter() - t0
 
@@ -495,9 +525,7 @@ def train(cfg: TrainConfig | None = None, out_dir=None, resume: bool = False,
                 "tokens_per_second": n_tokens / seconds,
                 "elapsed": elapsed,
             })
-            if bar.disable is False:
-                bar.set_postfix(epoch=epoch, loss=f"{history.epochs[-1]['train_loss']:.3f}",
-                                tok_s=f"{n_tokens / seconds:,.0f}")
+            bar.epoch(epoch, history.epochs[-1]["train_loss"], seconds, n_tokens / seconds)
             if ckpt_path is not None:
                 _save_checkpoint(ckpt_path, model, optimizer, cfg, history, shuffle, epoch)
     finally:

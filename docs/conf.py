@@ -13,6 +13,8 @@ from pathlib import Path
 
 # Headless matplotlib for the gallery scripts (and anything they import).
 os.environ.setdefault("MPLBACKEND", "Agg")
+# OpenMP threads that sleep instead of spinning, before torch is imported (convs2s_edu._threads)
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 DOCS_DIR = Path(__file__).resolve().parent
 ROOT = DOCS_DIR.parent
@@ -160,7 +162,9 @@ sphinx_gallery_conf = {
     # must work offline, and every page already reports its own running time
     "write_computation_times": False,
     # Pages must also run as a downloaded notebook: give it the same backend.
-    "first_notebook_cell": "%matplotlib inline",
+    # OpenMP threads that sleep, set before the page imports torch (see the README)
+    "first_notebook_cell": ("%matplotlib inline\nimport os\n\n"
+                            "os.environ.setdefault(\"OMP_WAIT_POLICY\", \"PASSIVE\")"),
 }
 
 # -- HTML -------------------------------------------------------------------------

@@ -22,49 +22,67 @@ fixed.
 # for the longest length. Training the models is not needed: how long a step takes
 # does not depend on the values of the weights. One training step is what
 # :func:`~convs2s_edu.train.train` does per batch: forward pass, loss,
-# backward pass, gradient clipping and an Adam update. Each model first takes
-# one untimed warm-up step at that length (memory allocation, library
-# initialisation); then a few steps are timed one by one with
-# ``time.perf_counter()`` (after :func:`torch.cuda.synchronize` when on a GPU,
-# so that no queued work is left out), and the median is reported: a step
-# slowed down by another program on the machine does not move it.
+# backward pass, gradient clipping and an Adam update.
+#
+# The two models are timed the way the
+# :ref:`training page <sphx_glr_auto_examples_plot_05_training.py>` times
+# them (:func:`~convs2s_edu.speed.measure_training`): after one untimed
+# warm-up step each, they take turns, one window of steps each, GRU, ConvS2S,
+# ConvS2S, GRU, ..., so that whatever else the machine does slows both alike.
+# A window holds more steps at short lengths, where a step is short, so that
+# every window lasts long enough to time. Reported per model and length: the
+# median seconds per step over the windows, with the fastest and slowest
+# window; and the ratio of the two models' times, taken within each round, with
+# its range. :func:`~convs2s_edu.speed.speed_verdict` checks every length's
+# measurement for spread and load, and a warning replaces the conclusions when
+# any of them fails.
 
 import textwrap
-import time
 
 import matplotlib.pyplot as plt
 import matplotlib.ticker as mticker
 import numpy as np
 import torch
-from torch import nn
 
 from convs2s_edu import (
+    SpeedVerdict,
     build_model,
     collate_batch,
     generate_dataset,
     is_quick_mode,
+    measure_training,
     resolve_device,
-    sequence_loss,
     site_config,
+    speed_verdict,
+    training_flops_per_token,
 )
 
 QUICK = is_quick_mode()
 LENGTHS = (8, 25, 50, 100) if QUICK else (8, 25, 50, 100, 200)
 BATCH = 32
-TIMED_STEPS = 3 if QUICK else 5
+ROUNDS = 4 if QUICK else 6
 VOCAB = site_config("convs2s").vocab_size
 MAX_POSITIONS = 256  # >= the longest decoder input, T + 1 (<sos>)
-MODELS = ("convs2s", "gru")
+MODELS = ("gru", "convs2s")  # the GRU first: ratios are GRU time / ConvS2S time
 LABELS = {"convs2s": "ConvS2S", "gru": "GRU + attention"}
 COLOURS = {"convs2s": "C0", "gru": "C1"}
+
+
+def steps_per_window(T):
+    """More steps per window for short sequences, whose steps are short."""
+    return max(1, 100 // T)
+
 
 device = resolve_device("auto")
 print(f"device: {device}" + (f" ({torch.cuda.get_device_name(device)})"
                              if device.type == "cuda" else ""))
-print(f"lengths: {LENGTHS}, batch of {BATCH}, median of {TIMED_STEPS} timed steps after 1 warm-up")
+print(textwrap.fill(
+    f"lengths: {LENGTHS}, batch of {BATCH}, {ROUNDS} interleaved windows per model and length "
+    f"({', '.join(f'{steps_per_window(T)} at T={T}' for T in LENGTHS)} steps per window), "
+    f"after 1 warm-up step", width=68))
 if QUICK:
-    print("\nNOTE: quick build (CONVS2S_EDU_QUICK=1): fewer and shorter lengths and fewer\n"
-          "timed steps than the full build.")
+    print("\nNOTE: quick build (CONVS2S_EDU_QUICK=1): fewer and shorter lengths\n"
+          "and fewer timed windows than the full build.")
 
 
 def make_model(name):
@@ -74,54 +92,54 @@ def make_model(name):
     return build_model(cfg).to(device).train()
 
 
-def sync():
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def seconds_per_step(model, batch, n_steps):
-    """Median wall-clock seconds of one training step, after one warm-up step."""
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
-
-    def step():
-        loss = sequence_loss(model(batch.src, batch.tgt_in), batch.tgt_out)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-
-    step()  # warm-up
-    times = []
-    for _ in range(n_steps):
-        sync()
-        start = time.perf_counter()
-        step()
-        sync()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
-
-
-models = {name: make_model(name) for name in MODELS}
-seconds = {name: [] for name in MODELS}
+measurements, verdicts, flops = [], [], {name: [] for name in MODELS}
 for T in LENGTHS:
     examples = generate_dataset(BATCH, T, T, VOCAB, seed=T)
     batch = collate_batch(examples, VOCAB).to(device)
+    models = {name: make_model(name) for name in MODELS}
     for name in MODELS:
-        seconds[name].append(seconds_per_step(models[name], batch, TIMED_STEPS))
+        flops[name].append(training_flops_per_token(models[name], batch))
+    m = measure_training(models, [batch], steps_per_window=steps_per_window(T), n_rounds=ROUNDS,
+                         warmup_steps=1)
+    measurements.append(m)
+    verdicts.append(speed_verdict(m, labels=LABELS))
 
+step = {name: [m.seconds_per_step(name) for m in measurements] for name in MODELS}
+# ratio GRU time / ConvS2S time = ConvS2S throughput / GRU throughput, per round
+ratios = [m.ratios["convs2s"] for m in measurements]
+ratio = np.array([r.median for r in ratios])
 tokens = np.array([BATCH * (T + 1) for T in LENGTHS])  # target tokens per step, <eos> included
-ratio = np.array(seconds["gru"]) / np.array(seconds["convs2s"])
-print(f"\n{'':4s} {'seconds per step':^30s}   {'ms per 1,000 target tokens':^26s}")
-print(f"{'T':>4s} {'ConvS2S':>10s} {'GRU':>10s} {'GRU/Conv':>9s}   {'ConvS2S':>12s} {'GRU':>12s}")
+
+
+def cell(stats, scale=1.0, fmt="{:.1f}"):
+    """``median (min-max)`` of a WindowStats."""
+    a, b, c = (fmt.format(scale * x) for x in (stats.median, stats.min, stats.max))
+    return f"{a} ({b}-{c})"
+
+
+print("\nmilliseconds per training step: median (fastest-slowest window);")
+print("GRU/ConvS2S time: median (range) of the per-round ratios\n")
+print(f"{'T':>4s}  {'ConvS2S':21s}  {'GRU':21s}  {'GRU/ConvS2S':16s}")
 for i, T in enumerate(LENGTHS):
-    c, g = seconds["convs2s"][i], seconds["gru"][i]
-    print(f"{T:>4d} {c:>10.4f} {g:>10.4f} {ratio[i]:>8.2f}x   "
-          f"{1e6 * c / tokens[i]:>12.1f} {1e6 * g / tokens[i]:>12.1f}")
+    print(f"{T:>4d}  {cell(step['convs2s'][i], 1e3, '{:.0f}'):21s}  "
+          f"{cell(step['gru'][i], 1e3, '{:.0f}'):21s}  "
+          f"{cell(ratios[i], fmt='{:.2f}'):16s}")
+print("\n" + textwrap.fill(f"machine: {measurements[0].machine.describe()}", width=68,
+                          subsequent_indent="    "))
+busy = [T for T, v in zip(LENGTHS, verdicts) if not v.ok]
+if busy:
+    print("\n" + "!" * 68)
+    print("WARNING: these timings are not reliable; no conclusion is drawn")
+    for T, v in zip(LENGTHS, verdicts):
+        if not v.ok:
+            print(textwrap.fill(f"T = {T}: " + "; ".join(v.reasons) + ".", width=68,
+                                subsequent_indent="    "))
+    print("!" * 68)
 
 # sphinx_gallery_start_ignore
-assert all(s > 0 for name in MODELS for s in seconds[name])
+assert all(s.median > 0 for name in MODELS for s in step[name])
 assert max(LENGTHS) + 1 <= MAX_POSITIONS
-assert all(m.cfg.max_positions == MAX_POSITIONS for m in models.values())
+assert all(m.order[:2] == ["gru", "convs2s"] for m in measurements)
 # sphinx_gallery_end_ignore
 
 # %%
@@ -135,26 +153,39 @@ assert all(m.cfg.max_positions == MAX_POSITIONS for m in models.values())
 # direction. In the ConvS2S decoder, every layer is computed for all positions
 # at once from the layer below, so the chain is as long as the number of
 # layers, whatever :math:`T` is.
+#
+# The arithmetic is counted too: the floating-point operations of the matrix
+# products and convolutions of one forward and backward pass
+# (:func:`~convs2s_edu.speed.training_flops_per_token`), per target token.
+# Both columns are facts about the models, the same on every machine.
 
 n_conv_layers = models["convs2s"].cfg.n_decoder_layers
-for T in LENGTHS:
-    print(f"T = {T:>3d}:  GRU decoder {T + 1:>4d} dependent steps,  "
-          f"ConvS2S decoder {n_conv_layers} layers")
+print(f"{'T':>4s} {'dependent decoder steps':^27s}   {'MFLOP per target token':^25s}")
+print(f"{'':4s} {'GRU':>12s} {'ConvS2S':>14s}   {'GRU':>10s} {'ConvS2S':>14s}")
+for i, T in enumerate(LENGTHS):
+    print(f"{T:>4d} {T + 1:>12d} {n_conv_layers:>14d}   {flops['gru'][i] / 1e6:>10.2f} "
+          f"{flops['convs2s'][i] / 1e6:>14.2f}")
 
 # %%
 # Time per step against length
 # ----------------------------
-# Left: seconds per training step on log-log axes, where time proportional to
-# :math:`T` is a line of slope 1 (the dotted guide). Right: how many times
-# longer a GRU step takes than a ConvS2S step; above the line at 1, ConvS2S is
-# faster.
+# Left: seconds per training step on log-log axes (median, with bars from the
+# fastest to the slowest window), where time proportional to :math:`T` is a
+# line of slope 1 (the dotted guide). Right: how many times longer a GRU step
+# takes than a ConvS2S step (median of the rounds, bars over all rounds);
+# above the line at 1, ConvS2S is faster.
 
 T_arr = np.array(LENGTHS, dtype=float)
 fig, axes = plt.subplots(1, 2, figsize=(10.5, 3.9), layout="constrained")
 ax = axes[0]
 for name in MODELS:
-    ax.loglog(T_arr, seconds[name], "o-", color=COLOURS[name], label=LABELS[name])
-ref = seconds["gru"][0]
+    med = np.array([x.median for x in step[name]])
+    err = [med - [x.min for x in step[name]], [x.max for x in step[name]] - med]
+    ax.errorbar(T_arr, med, yerr=err, fmt="o-", color=COLOURS[name], capsize=3,
+                label=LABELS[name])
+ax.set_xscale("log")
+ax.set_yscale("log")
+ref = step["gru"][0].median
 ax.loglog(T_arr, ref * T_arr / T_arr[0], ":", color="grey", lw=1, label=r"$\propto T$")
 ax.set_xticks(T_arr, [str(T) for T in LENGTHS])
 ax.minorticks_off()
@@ -166,22 +197,24 @@ ax.set_title(f"One training step, batch of {BATCH}")
 ax.legend(fontsize=9)
 ax.grid(alpha=0.3, which="both")
 ax = axes[1]
-ax.plot(T_arr, ratio, "o-", color="k")
+ax.errorbar(T_arr, ratio, yerr=[ratio - [r.min for r in ratios], [r.max for r in ratios] - ratio],
+            fmt="o-", color="k", capsize=3)
 for x, r in zip(T_arr, ratio):
-    ax.annotate(f"{r:.1f}x", (x, r), xytext=(0, 6), textcoords="offset points", ha="center",
+    ax.annotate(f"{r:.1f}x", (x, r), xytext=(6, 4), textcoords="offset points", ha="left",
                 fontsize=9)
 ax.axhline(1, color="grey", lw=1, ls="--")
 ax.set_xscale("log")
 ax.margins(x=0.08)
 ax.set_xticks(T_arr, [str(T) for T in LENGTHS])
 ax.minorticks_off()
-ax.set_ylim(0, 1.2 * max(ratio.max(), 1.0))
+ax.set_ylim(0, 1.2 * max(max(r.max for r in ratios), 1.0))
 ax.set_xlabel("sequence length T")
 ax.set_ylabel("GRU time / ConvS2S time")
 ax.set_title("How many times slower the GRU is")
 ax.grid(alpha=0.3)
-fig.suptitle(f"Measured on {device.type.upper()}"
-             + (" (quick build)" if QUICK else ""), fontsize=11)
+fig.suptitle(f"Measured on {device.type.upper()}" + (" (quick build)" if QUICK else "")
+             + (f": UNRELIABLE at T = {', '.join(map(str, busy))}, machine busy" if busy else ""),
+             fontsize=11, color="C3" if busy else None)
 plt.show()
 
 # %%
@@ -212,19 +245,33 @@ plt.show()
 # a fixed overhead for every small operation, and an additive attention that,
 # step after step, scores every source position through a small network
 # (:math:`T \times T` scores in all, computed in :math:`T` separate pieces),
-# in the forward and again in the backward pass. The sentence below, chosen
-# by the code from the measured ratios, says what this run shows.
+# in the forward and again in the backward pass.
+#
+# These are hypotheses about what *can* separate the two curves, stated before
+# looking at them. The sentence below is computed from the measured ratios and
+# their ranges: a trend is reported only when the range of the ratio at the
+# longest length does not overlap the range at the shortest, and nothing is
+# concluded when a measurement failed the spread or load check (then it is a
+# warning).
 
-trend = ratio[-1] / ratio[0]
-if trend > 1.5:
-    shape = (f"the ratio grew {trend:.1f}x from T = {LENGTHS[0]} to T = {LENGTHS[-1]}: "
-             f"the longer the sequence, the larger ConvS2S's advantage")
-elif trend < 1 / 1.5:
-    shape = (f"the ratio shrank {1 / trend:.1f}x from T = {LENGTHS[0]} to T = {LENGTHS[-1]}: "
-             f"here the GRU catches up on longer sequences")
+first, last = ratios[0], ratios[-1]
+span = f"from T = {LENGTHS[0]} to T = {LENGTHS[-1]}"
+if busy:
+    summary = (f"WARNING: the measurement at T = {', '.join(map(str, busy))} was not reliable "
+               f"(see the warnings above: the machine was busy or unsteady), so this page draws "
+               f"no conclusion about how the gap changes with length. Build it again on an idle "
+               f"machine.")
+elif first.overlaps(last):
+    summary = (f"On this {device.type.upper()}, the GRU/ConvS2S time ratio went from "
+               f"{first.median:.2f} ({first.min:.2f}-{first.max:.2f}) to {last.median:.2f} "
+               f"({last.min:.2f}-{last.max:.2f}) {span}: the ranges overlap, so no change of "
+               f"the ratio with length is resolved.")
 else:
-    shape = (f"the ratio stayed within a factor of 1.5 from T = {LENGTHS[0]} to "
-             f"T = {LENGTHS[-1]}: both models' times grow at about the same rate")
-faster = "ConvS2S" if ratio[-1] > 1 else "the GRU"
-print(textwrap.fill(f"On this {device.type.upper()}, {shape}; at T = {LENGTHS[-1]} {faster} was "
-                    f"faster ({max(ratio[-1], 1 / ratio[-1]):.1f}x).", width=78))
+    direction = "grew" if last.median > first.median else "shrank"
+    faster = "ConvS2S" if last.min > 1 else "the GRU" if last.max < 1 else "neither model"
+    summary = (f"On this {device.type.upper()}, the GRU/ConvS2S time ratio {direction} from "
+               f"{first.median:.2f} ({first.min:.2f}-{first.max:.2f}) to {last.median:.2f} "
+               f"({last.min:.2f}-{last.max:.2f}) {span}; at T = {LENGTHS[-1]} "
+               + (f"{faster} was faster in every round." if faster != "neither model" else
+                  "the rounds disagree on which model was faster."))
+SpeedVerdict(ok=not busy, resolved=not busy and not first.overlaps(last), text=summary)

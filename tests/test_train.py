@@ -147,12 +147,6 @@ def test_cache_dir_from_environment(tmp_path, monkeypatch):
     assert train_mod.cache_dir() == tmp_path / "xdg" / "convs2s_edu"
 
 
-def test_progress_bar_is_quiet_when_not_a_terminal(capsys):
-    train(tiny(epochs=1), progress=None)  # pytest's captured stderr is not a tty
-    captured = capsys.readouterr()
-    assert captured.err == "" and captured.out == ""
-
-
 def test_quick_mode_shrinks_the_site_config(monkeypatch):
     monkeypatch.delenv("CONVS2S_EDU_QUICK", raising=False)
     full = site_config("gru")

@@ -1,0 +1,50 @@
+"""OpenMP settings that survive a busy machine, applied before PyTorch is imported.
+
+PyTorch's CPU kernels run on OpenMP threads. By default (GNU OpenMP's
+``OMP_WAIT_POLICY`` unset) a thread that finishes its share of a parallel
+region *spins*, burning its core while it waits for the next region. On an idle
+machine that saves a few microseconds per operation; on a machine where another
+busy process shares the cores, the spinning threads fight it for the CPU and the
+small operations of these models run 10-50 times slower, by different amounts
+for the two models. ``OMP_WAIT_POLICY=PASSIVE`` makes waiting threads sleep.
+
+OpenMP reads the variable once, when the runtime is loaded, i.e. at
+``import torch``. :func:`apply_defaults` is therefore called at the very top of
+``convs2s_edu/__init__.py``, before anything imports torch; it only fills in
+variables the user has not set (:meth:`dict.setdefault`) and has no effect when
+torch was imported before ``convs2s_edu``. Users of the Python API who import
+torch first should set ``OMP_WAIT_POLICY=PASSIVE`` in the environment
+themselves (see the README).
+
+This module imports only :mod:`os` and :mod:`sys`, so that importing it cannot load torch.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+__all__ = ["THREAD_DEFAULTS", "apply_defaults"]
+
+#: Environment variables set (unless already set) before torch is loaded.
+THREAD_DEFAULTS = {"OMP_WAIT_POLICY": "PASSIVE"}
+
+
+def apply_defaults(environ=None) -> dict:
+    """Set :data:`THREAD_DEFAULTS` in ``environ`` (default :data:`os.environ`) where unset.
+
+    Returns
+    -------
+    dict
+        The variables this call set (empty when the user had set them all, or
+        when torch is already imported and setting them would change nothing).
+    """
+    environ = os.environ if environ is None else environ
+    if environ is os.environ and "torch" in sys.modules:
+        return {}  # too late: the OpenMP runtime has read its environment already
+    done = {}
+    for key, value in THREAD_DEFAULTS.items():
+        if key not in environ:
+            environ[key] = value
+            done[key] = value
+    return done

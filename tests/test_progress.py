@@ -1,0 +1,73 @@
+"""Training progress: one line per epoch in logs, a tqdm bar on a terminal, no warnings."""
+
+import io
+import re
+import sys
+import warnings
+
+import pytest
+
+from convs2s_edu.train import TrainConfig, train
+
+pytestmark = pytest.mark.usefixtures("single_thread")
+
+TINY = {"convs2s": {"embed_dim": 16, "hidden_dim": 16, "n_encoder_layers": 2,
+                    "n_decoder_layers": 2},
+        "gru": {"embed_dim": 16, "hidden_dim": 16, "attention_dim": 16}}
+
+
+def tiny(model, epochs=2):
+    return TrainConfig(model=model, vocab_size=10, min_len=3, max_len=6, n_train=64, n_valid=16,
+                       n_test=16, batch_size=16, epochs=epochs, device="cpu",
+                       model_options=TINY[model])
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+@pytest.mark.parametrize("model", ["convs2s", "gru"])
+def test_one_line_per_epoch_when_stderr_is_not_a_terminal(model, capsys):
+    result = train(tiny(model, epochs=3), progress=None)  # pytest's stderr is not a tty
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 3, captured.err
+    for k, (line, record) in enumerate(zip(lines, result.history.epochs), start=1):
+        m = re.fullmatch(rf"{model}: epoch (\d+)/3, train loss ([0-9.]+), ([0-9.]+) s "
+                         r"\(([0-9,]+) tokens/s\)", line)
+        assert m, line
+        assert int(m[1]) == k
+        assert float(m[2]) == pytest.approx(record["train_loss"], abs=1e-4)
+        assert float(m[3]) == pytest.approx(record["seconds"], abs=0.051)
+
+
+def test_nothing_when_progress_is_off(capsys):
+    train(tiny("gru", epochs=1), progress=False)
+    captured = capsys.readouterr()
+    assert captured.err == "" and captured.out == ""
+
+
+def test_a_bar_without_warnings_on_a_terminal(monkeypatch):
+    term = Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any warning from the progress reporting fails
+        train(tiny("convs2s", epochs=2), progress=None)
+    out = term.getvalue()
+    assert "convs2s" in out and "\r" in out  # tqdm redraws its line
+    assert "epoch 1/2, train loss" not in out  # no log lines on a terminal
+
+
+def test_lines_go_to_the_build_log_under_sphinx_gallery(monkeypatch, capfd):
+    # sphinx-gallery swaps stderr for a tee that puts it into the page; the lines belong
+    # in the build's own log (the process's real stderr) instead
+    tee_class = type("_LoggingTee", (io.StringIO,), {"__module__": "sphinx_gallery.gen_rst"})
+    tee = tee_class()
+    monkeypatch.setattr(sys, "stderr", tee)
+    train(tiny("gru", epochs=2), progress=None)
+    monkeypatch.undo()
+    assert tee.getvalue() == ""
+    err = capfd.readouterr().err
+    assert "gru: epoch 1/2, train loss" in err and "gru: epoch 2/2, train loss" in err

@@ -1,0 +1,192 @@
+"""Interleaved timing and the speed verdict, checked on synthetic window timings.
+
+A fake clock makes every window take a chosen number of seconds, so the
+throughputs, ratios and verdicts can be computed by hand. Speed itself is never
+asserted.
+"""
+
+import json
+
+import pytest
+import torch
+
+from convs2s_edu import ConvS2S, RNNSeq2Seq, collate_batch, speed
+from convs2s_edu.speed import (
+    SpeedMeasurement,
+    WindowStats,
+    measure_training,
+    speed_verdict,
+    time_interleaved,
+)
+
+pytestmark = pytest.mark.usefixtures("single_thread")
+
+
+class FakeClock:
+    """A clock that only moves when a window tells it to."""
+
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def synthetic(seconds: dict, tokens: int = 1000, load=0.5, runnable=(1,), cores=2,
+              monkeypatch=None) -> SpeedMeasurement:
+    """A measurement whose window k of model m takes ``seconds[m][k]`` seconds for ``tokens``."""
+    clock = FakeClock()
+    done = {m: 0 for m in seconds}
+
+    def window(m):
+        def run():
+            clock.now += seconds[m][done[m]]
+            done[m] += 1
+            return tokens
+        return run
+
+    samples = iter(list(runnable) * 100)
+    monkeypatch.setattr(speed, "_loadavg", lambda: load)
+    monkeypatch.setattr(speed, "_runnable", lambda: next(samples))
+    monkeypatch.setattr(speed, "usable_cores", lambda: cores)
+    n_rounds = len(next(iter(seconds.values())))
+    return time_interleaved({m: window(m) for m in seconds}, n_rounds=n_rounds, clock=clock)
+
+
+def test_windows_alternate_ab_ba(monkeypatch):
+    m = synthetic({"a": [1.0] * 4, "b": [2.0] * 4}, monkeypatch=monkeypatch)
+    assert m.order == ["a", "b", "b", "a", "a", "b", "b", "a"]
+
+
+def test_throughput_median_and_range_by_hand(monkeypatch):
+    m = synthetic({"a": [2.0, 4.0, 5.0, 1.0], "b": [1.0, 1.0, 2.0, 0.5]}, tokens=1000,
+                  monkeypatch=monkeypatch)
+    # a: 500, 250, 200, 1000 tokens/s -> sorted 200, 250, 500, 1000: median 375
+    assert m.throughput["a"].median == pytest.approx(375.0)
+    assert (m.throughput["a"].min, m.throughput["a"].max) == pytest.approx((200.0, 1000.0))
+    assert m.throughput["a"].spread == pytest.approx(5.0)
+    # per-round ratios b/a: 1000/500, 1000/250, 500/200, 2000/1000 = 2, 4, 2.5, 2
+    assert m.ratios["b"].median == pytest.approx(2.25)
+    assert (m.ratios["b"].min, m.ratios["b"].max) == pytest.approx((2.0, 4.0))
+    assert m.window_throughputs("b") == pytest.approx([1000.0, 1000.0, 500.0, 2000.0])
+    assert m.seconds_per_step("a").median == pytest.approx(3.0)
+
+
+def test_a_drifting_machine_leaves_the_paired_ratio_exact(monkeypatch):
+    # the machine slows down 1.5x every round: each model's windows vary a lot,
+    # but within a round both models are slowed alike, so every paired ratio is 3
+    slow = [1.5 ** r for r in range(6)]
+    m = synthetic({"a": [3.0 * s for s in slow], "b": [1.0 * s for s in slow]},
+                  monkeypatch=monkeypatch)
+    assert m.throughput["a"].spread == pytest.approx(1.5 ** 5)
+    assert m.ratios["b"].min == pytest.approx(3.0) and m.ratios["b"].max == pytest.approx(3.0)
+
+
+def test_tight_spread_states_the_ratio_and_the_faster_model(monkeypatch):
+    m = synthetic({"convs2s": [2.0, 2.1, 2.0, 2.05], "gru": [1.0, 1.05, 1.0, 1.0]},
+                  monkeypatch=monkeypatch)
+    v = speed_verdict(m, labels={"convs2s": "ConvS2S", "gru": "GRU"})
+    assert v.ok and v.resolved and v.faster == "gru"
+    assert "WARNING" not in v.text
+    # ratios per round: 2.0, 2.0, 2.0, 2.05 -> median 2.00, range 2.00-2.05
+    assert v.text.startswith("GRU trained 2.00x as fast as ConvS2S")
+    assert "2.00-2.05" in v.text
+
+
+def test_the_faster_model_is_named_whichever_comes_first(monkeypatch):
+    m = synthetic({"convs2s": [1.0, 1.0, 1.1, 1.0], "gru": [3.0, 3.0, 3.0, 3.3]},
+                  monkeypatch=monkeypatch)
+    v = speed_verdict(m)
+    assert v.resolved and v.faster == "convs2s"
+    # gru/convs2s per round: 1/3, 1/3, 1.1/3, 1/3.3 -> inverted: 3, 3, 2.73, 3.3: median 3.00
+    assert v.text.startswith("convs2s trained 3.00x as fast as gru")
+    assert "2.73-3.30" in v.text
+
+
+def test_large_spread_warns_and_draws_no_conclusion(monkeypatch):
+    m = synthetic({"convs2s": [2.0, 6.0, 2.0, 2.0], "gru": [1.0, 1.0, 1.0, 1.0]},
+                  monkeypatch=monkeypatch)
+    v = speed_verdict(m, max_spread=1.5)
+    assert not v.ok and not v.resolved and v.faster is None
+    assert v.text.startswith("WARNING")
+    assert "3.00x" in v.text and "1.5x allowed" in v.text
+    assert "as fast as" not in v.text
+    # the same windows pass with a looser limit
+    assert speed_verdict(m, max_spread=4.0).ok
+
+
+def test_overlapping_ranges_are_not_resolved(monkeypatch):
+    # a: 1000/1.0 .. 1000/1.2 = 833-1000 tokens/s; b: 1000/1.1 .. 1000/1.3 = 769-909
+    m = synthetic({"a": [1.0, 1.2, 1.1, 1.0], "b": [1.1, 1.3, 1.2, 1.1]},
+                  monkeypatch=monkeypatch)
+    v = speed_verdict(m)
+    assert v.ok and not v.resolved and v.faster is None
+    assert "not resolved" in v.text and "WARNING" not in v.text
+
+
+@pytest.mark.parametrize("load, runnable, ok", [
+    (0.9, (1, 1), True),
+    (1.9, (2, 2), True),
+    (2.6, (1, 1), False),  # the load average exceeds the 2 cores
+    (0.5, (3, 4, 3), False),  # many threads runnable while the windows ran
+])
+def test_a_busy_machine_warns(monkeypatch, load, runnable, ok):
+    m = synthetic({"a": [2.0] * 4, "b": [1.0] * 4}, load=load, runnable=runnable, cores=2,
+                  monkeypatch=monkeypatch)
+    v = speed_verdict(m)
+    assert v.ok is ok
+    assert v.text.startswith("WARNING") is (not ok)
+    if not ok:
+        assert "2 cores" in v.text
+
+
+def test_bad_arguments_are_refused(monkeypatch):
+    m = synthetic({"a": [2.0] * 2, "b": [1.0] * 2}, monkeypatch=monkeypatch)
+    with pytest.raises(ValueError, match="max_spread must be a number > 1, got 0.5"):
+        speed_verdict(m, max_spread=0.5)
+    with pytest.raises(ValueError, match="n_rounds must be an integer >= 2, got 1"):
+        time_interleaved({"a": lambda: 1, "b": lambda: 1}, n_rounds=1)
+    with pytest.raises(ValueError, match="at least two models"):
+        time_interleaved({"a": lambda: 1}, n_rounds=2)
+    with pytest.raises(ValueError, match="at least one window"):
+        WindowStats.of([])
+
+
+def test_measurement_is_json_ready(monkeypatch):
+    m = synthetic({"a": [2.0] * 2, "b": [1.0] * 2}, load=0.7, monkeypatch=monkeypatch)
+    d = json.loads(json.dumps(m.to_dict()))
+    assert d["throughput"]["b"]["median"] == pytest.approx(1000.0)
+    assert d["machine"]["load"] == pytest.approx(0.7)
+    assert d["machine"]["cores"] == 2 and d["machine"]["threads"] == torch.get_num_threads()
+
+
+def test_cpu_model_is_read_from_the_machine():
+    try:
+        with open("/proc/cpuinfo") as f:
+            names = [ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")]
+    except OSError:
+        names = []
+    model = speed.cpu_model()
+    assert model and model != "unknown CPU"
+    if names:
+        assert " ".join(names[0].split()) == model
+
+
+def test_measure_training_counts_the_real_target_tokens(tiny_convs2s_cfg, tiny_rnn_cfg):
+    examples = [([5, 3, 9, 1, 3], [1, 3, 3, 5, 9]), ([7, 2], [2, 7])]
+    other = [([4, 4, 10, 6], [4, 4, 6, 10])]
+    batches = [collate_batch(examples, 10), collate_batch(other, 10)]
+    torch.manual_seed(0)
+    models = {"convs2s": ConvS2S(tiny_convs2s_cfg()), "gru": RNNSeq2Seq(tiny_rnn_cfg())}
+    before = {n: [p.detach().clone() for p in m.parameters()] for n, m in models.items()}
+    m = measure_training(models, batches, steps_per_window=3, n_rounds=2, warmup_steps=1)
+    # a window of 3 steps cycles batches 0, 1, 0: (6 + 3) + (5) + (6 + 3) real targets
+    assert m.window_tokens == {"convs2s": [23, 23], "gru": [23, 23]}
+    assert m.order == ["convs2s", "gru", "gru", "convs2s"]
+    assert m.steps_per_window == 3 and m.warmup_steps == 1
+    for n, model in models.items():  # the steps really trained the models
+        assert any(not torch.equal(p, q) for p, q in zip(model.parameters(), before[n]))
+    with pytest.raises(ValueError, match="steps_per_window must be an integer >= 1, got 0"):
+        measure_training(models, batches, steps_per_window=0)
+    with pytest.raises(ValueError, match="at least one batch"):
+        measure_training(models, [])
