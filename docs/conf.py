@@ -221,7 +221,11 @@ html_theme_options = {
     "navigation_with_keys": False,
     "show_prev_next": True,
     # the sphinx-gallery components render nothing outside the gallery
-    "secondary_sidebar_items": ["page-toc", "sg_download_links", "sg_launcher_links"],
+    "secondary_sidebar_items": {
+        "**": ["page-toc", "sg_download_links", "sg_launcher_links"],
+        # the landing page's figures get the whole width
+        "index": [],
+    },
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version", "theme-version"],
     "icon_links": [],

@@ -44,8 +44,10 @@ MODELS = ("convs2s", "gru")
 results = {name: train_or_load(site_config(name)) for name in MODELS}
 test_set = make_datasets(site_config("convs2s"))[2]
 cfg = results["convs2s"].config
-print(f"trained on {cfg.n_train:,} examples for {cfg.epochs} epochs "
-      f"({'quick mode' if is_quick_mode() else 'full mode'})")
+print(
+    f"trained on {cfg.n_train:,} examples for {cfg.epochs} epochs "
+    f"({'quick mode' if is_quick_mode() else 'full mode'})"
+)
 
 # %%
 # One example
@@ -64,7 +66,9 @@ print("sorted:", target)
 def names_of(ids):
     """Token ids as labels: integers, <sos> and <eos>."""
     sos, eos = cfg.vocab_size + 1, cfg.vocab_size + 2
-    return ["<sos>" if t == sos else "<eos>" if t == eos else str(t) for t in ids]
+    return [
+        "<sos>" if t == sos else "<eos>" if t == eos else str(t) for t in ids
+    ]
 
 
 def capture(modules):
@@ -97,7 +101,10 @@ with torch.no_grad():
     encoded = enc(batch.src)  # z and z + e for the figure
 L_enc, L_dec = len(enc.blocks), len(dec.blocks)
 conv_pred = logits[0].argmax(-1).tolist()
-print(f"{L_enc} encoder blocks, {L_dec} decoder blocks, kernel width {conv.cfg.kernel_size}")
+print(
+    f"{L_enc} encoder blocks, {L_dec} decoder blocks, "
+    f"kernel width {conv.cfg.kernel_size}"
+)
 print("ConvS2S predicts (teacher forcing):", " ".join(names_of(conv_pred)))
 
 # %%
@@ -114,33 +121,56 @@ def draw_convs2s():
     fig = plt.figure(figsize=(13, 9.5), layout="constrained")
     grid = fig.add_gridspec(3, max(L_enc + 3, L_dec + 2))
     enc_panels = [("embedding\n$e_j = w_j + p_j$", taps["e"][0][0])]
-    enc_panels += [(f"encoder block {i + 1}\nconv + GLU + residual", taps[f"enc{i}"][0][0])
-                   for i in range(L_enc)]
-    enc_panels += [("encoder output $z_j$", encoded.z[0]),
-                   ("attention values\n$z_j + e_j$", encoded.z_plus_e[0])]
+    enc_panels += [
+        (
+            f"encoder block {i + 1}\nconv + GLU + residual",
+            taps[f"enc{i}"][0][0],
+        )
+        for i in range(L_enc)
+    ]
+    enc_panels += [
+        ("encoder output $z_j$", encoded.z[0]),
+        ("attention values\n$z_j + e_j$", encoded.z_plus_e[0]),
+    ]
     for col, (title, x) in enumerate(enc_panels):
         heat(fig.add_subplot(grid[0, col]), x, title, src_labels)
     for l in range(L_dec):
         ax = fig.add_subplot(grid[1, l])
-        attention_map(ax, attention[0, l], f"attention in decoder layer {l + 1}\n$a^{l + 1}_{{ij}}$",
-                      src_labels, tgt_labels)
+        attention_map(
+            ax,
+            attention[0, l],
+            f"attention in decoder layer {l + 1}\n$a^{l + 1}_{{ij}}$",
+            src_labels,
+            tgt_labels,
+        )
     ax = fig.add_subplot(grid[1, L_dec:])
     ax.axis("off")
-    ax.text(0, 0.5, "every decoder layer $l$ has its own attention:\n"
-            "$d^l_i = W^l_d h^l_i + b^l_d + g_i$\n"
-            "$a^l_{ij} = \\mathrm{softmax}_j(d^l_i \\cdot z_j)$\n"
-            "$c^l_i = \\sum_j a^l_{ij}(z_j + e_j)$\n"
-            "added to $h^l_i$ before the next block",
-            va="center", fontsize=11)
+    ax.text(
+        0,
+        0.5,
+        "every decoder layer $l$ has its own attention:\n"
+        "$d^l_i = W^l_d h^l_i + b^l_d + g_i$\n"
+        "$a^l_{ij} = \\mathrm{softmax}_j(d^l_i \\cdot z_j)$\n"
+        "$c^l_i = \\sum_j a^l_{ij}(z_j + e_j)$\n"
+        "added to $h^l_i$ before the next block",
+        va="center",
+        fontsize=11,
+    )
     dec_panels = [("decoder input\n$g_i = w_i + p_i$", taps["g"][0][0])]
-    dec_panels += [(f"decoder block {l + 1}\ncausal conv + GLU", taps[f"dec{l}"][0][0])
-                   for l in range(L_dec)]
+    dec_panels += [
+        (f"decoder block {l + 1}\ncausal conv + GLU", taps[f"dec{l}"][0][0])
+        for l in range(L_dec)
+    ]
     for col, (title, x) in enumerate(dec_panels):
         heat(fig.add_subplot(grid[2, col]), x, title, tgt_labels)
     ax = fig.add_subplot(grid[2, len(dec_panels)])
     probabilities(ax, logits[0], out_labels)
-    fig.suptitle("ConvS2S on one sorting example: encoder (top), one attention per decoder "
-                 "layer (middle), decoder (bottom)", fontsize=12)
+    fig.suptitle(
+        "ConvS2S on one sorting example: encoder (top), "
+        "one attention per decoder "
+        "layer (middle), decoder (bottom)",
+        fontsize=12,
+    )
     return fig
 
 
@@ -155,25 +185,46 @@ def draw_convs2s():
 gru = results["gru"].model.cpu().eval()
 gru_taps = capture({"x": gru.src_embed, "y": gru.tgt_embed, "s": gru.decoder})
 with torch.no_grad():
-    gru_logits, gru_attention = gru(batch.src, batch.tgt_in, return_attention=True)
+    gru_logits, gru_attention = gru(
+        batch.src, batch.tgt_in, return_attention=True
+    )
     h = gru.encode(batch.src).h[0]  # (S, 2n)
 gru_pred = gru_logits[0].argmax(-1).tolist()
-# the decoder's embedding and GRU run once per output position: one call per step
+# the decoder's embedding and GRU run once per output position
 y_in = torch.stack([out[0] for out in gru_taps["y"]])  # (T, E)
 states = torch.cat([out[0][0] for out in gru_taps["s"]], dim=0)  # (T, n)
 print("GRU predicts (teacher forcing):    ", " ".join(names_of(gru_pred)))
 
 
 def draw_gru():
-    fig, axes = plt.subplots(1, 6, figsize=(13, 3.6), layout="constrained",
-                             width_ratios=[1, 1, 1.4, 1, 1, 1])
+    fig, axes = plt.subplots(
+        1,
+        6,
+        figsize=(13, 3.6),
+        layout="constrained",
+        width_ratios=[1, 1, 1.4, 1, 1, 1],
+    )
     heat(axes[0], gru_taps["x"][0][0], "source embedding\n$E x_j$", src_labels)
-    heat(axes[1], h, "bidirectional GRU\n$h_j = [\\vec h_j; \\overleftarrow{h}_j]$",
-         src_labels)
-    attention_map(axes[2], gru_attention[0], "one additive attention\n$\\alpha_{ij}$",
-                  src_labels, tgt_labels)
+    heat(
+        axes[1],
+        h,
+        "bidirectional GRU\n$h_j = [\\vec h_j; \\overleftarrow{h}_j]$",
+        src_labels,
+    )
+    attention_map(
+        axes[2],
+        gru_attention[0],
+        "one additive attention\n$\\alpha_{ij}$",
+        src_labels,
+        tgt_labels,
+    )
     heat(axes[3], y_in, "decoder input\n$E y_{i-1}$", tgt_labels)
-    heat(axes[4], states, "decoder GRU states $s_i$\n(one step after another)", tgt_labels)
+    heat(
+        axes[4],
+        states,
+        "decoder GRU states $s_i$\n(one step after another)",
+        tgt_labels,
+    )
     probabilities(axes[5], gru_logits[0], names_of(gru_pred))
     fig.suptitle("GRU + Bahdanau attention on the same example", fontsize=12)
     return fig
@@ -201,9 +252,12 @@ for name in MODELS:
         "device": history.device,
     }
     m = headline["models"][name]
-    print(f"{name:8s} exact match {m['exact_match']:6.1%}  token accuracy "
-          f"{m['token_accuracy']:6.1%}  {m['seconds_per_epoch']:.2f} s/epoch (median)  "
-          f"{m['n_parameters']:,} parameters")
+    print(
+        f"{name:8s} exact match {m['exact_match']:6.1%}  token accuracy "
+        f"{m['token_accuracy']:6.1%}  "
+        f"{m['seconds_per_epoch']:.2f} s/epoch (median)  "
+        f"{m['n_parameters']:,} parameters"
+    )
 headline.update(n_test=len(test_set), n_train=cfg.n_train, epochs=cfg.epochs)
 
 # sphinx_gallery_start_ignore
@@ -245,7 +299,9 @@ def attention_map(ax, a, title, src, tgt):
 
 def probabilities(ax, logits, labels):
     p = torch.softmax(logits.detach().float(), dim=-1).numpy()  # (T, V)
-    ax.imshow(p.T, cmap="Greens", vmin=0, vmax=1, aspect="auto", origin="lower")
+    ax.imshow(
+        p.T, cmap="Greens", vmin=0, vmax=1, aspect="auto", origin="lower"
+    )
     ax.set_title("output $p(y_{i+1})$\npredicted token", fontsize=9)
     ax.set_xticks(range(len(labels)), labels, rotation=90, fontsize=7)
     ax.set_ylabel("token id", fontsize=7)

@@ -314,7 +314,7 @@ def convert_markdown(text: str, base: str | None, inventory: dict) -> str:
     def raw(m):
         html = m.group(1)
         if "<summary" in html:
-            return "**Solution** (predict first, then run the next cell):\n\n"
+            return "**Solution** (predict first, then read on):\n\n"
         return ""
 
     text = RAW_HTML.sub(raw, text)
