@@ -258,6 +258,9 @@ os.environ["CONVS2S_EDU_SITE_DATA"] = str(DOCS_DIR / "_generated")
 # Pages without sub-pages need no left sidebar: the paper map's tables get the width.
 html_sidebars = {
     "index": [],
+    # gallery pages: code cells of up to 99 characters need the width (the page's
+    # own table of contents and the downloads stay in the right-hand sidebar)
+    "auto_examples/plot_*": [],
     "paper_map": [],
     "departures": [],
 }

@@ -185,9 +185,9 @@ def training_sentence(page: dict, training: dict | None) -> str:
         head = training["head"]
         parts.append(
             f"This page needs ConvS2S and the GRU baseline trained on {head['n_train']:,} "
-            f"examples for {head['epochs']} epochs. They are trained once and cached: run "
-            f"first, this page trains both, which took {_duration(training['seconds'])} of "
-            f"training in this build ({head['mode']} mode)")
+            f"examples for {head['epochs']} epochs. They are trained once and cached; when "
+            f"they are not in the cache yet, this page trains both first, which took "
+            f"{_duration(training['seconds'])} in this build ({head['mode']} mode)")
         if head["mode"] == "quick":
             parts[-1] += (f"; the full mode ({training['full'].n_train:,} examples, "
                           f"{training['full'].epochs} epochs) does {training['ratio']:.1f} times "
@@ -336,7 +336,7 @@ def notebook_header(stem: str, facts: dict, training: dict | None) -> str:
     page = facts.get(stem)
     lines = ["**Before you run this notebook.** The first code cell installs the "
              "`convs2s_edu` package when it is missing (from a wheel next to this notebook; "
-             "see the site's *Install* section) and chooses the mode: `QUICK = True` "
+             "see *Install and run* on the site's landing page) and chooses the mode: `QUICK = True` "
              "(the default) trains on small data for a few epochs, `QUICK = False` runs the "
              "full experiment of the site."]
     if page:
