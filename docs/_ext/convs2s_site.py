@@ -73,7 +73,7 @@ TEACHES = {
 
 
 def test_label(file: str, name: str) -> str:
-    return f"test-{file.removesuffix('.py')}-{name}".replace("_", "-").lower()
+    return f"{file.removesuffix('.py')}-{name}".replace("_", "-").lower()
 
 
 def _test_functions(path: Path) -> list[str]:
