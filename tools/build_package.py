@@ -66,7 +66,8 @@ def main(argv=None) -> int:
         problems.append(f"expected one sdist in {args.outdir}, found {len(sdists)}")
     if wheels and sdists:
         twine = subprocess.run([sys.executable, "-m", "twine", "check", "--strict",
-                                str(wheels[0]), str(sdists[0])], capture_output=True, text=True)
+                                str(wheels[0]), str(sdists[0])],
+                               capture_output=True, text=True, check=False)
         print(twine.stdout.strip())
         if twine.returncode != 0:
             problems.append(f"twine check failed:\n{twine.stdout}{twine.stderr}")

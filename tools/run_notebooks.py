@@ -78,7 +78,7 @@ def main(argv=None) -> int:
                                     resources={"metadata": {"path": str(work)}})
             try:
                 client.execute()
-            except Exception as err:  # nbclient's CellExecutionError carries the traceback
+            except Exception as err:  # noqa: BLE001 - any failure of a cell is reported
                 problems.append(f"{page}: {type(err).__name__}: {str(err)[-2000:]}")
                 continue
             seconds = time.perf_counter() - start

@@ -114,7 +114,8 @@ frame.addEventListener("load", async () => {{
       if (pre.scrollWidth > pre.clientWidth + 2) {{
         const lines = pre.textContent.split("\\n");
         const longest = lines.reduce((a, b) => (b.length > a.length ? b : a), "");
-        out.overflow.push({{excess: pre.scrollWidth - pre.clientWidth, line: longest.slice(0, 100)}});
+        out.overflow.push({{excess: pre.scrollWidth - pre.clientWidth,
+                           line: longest.slice(0, 100)}});
       }}
     }}
     out.page_width = doc.documentElement.scrollWidth;
@@ -412,8 +413,10 @@ def main(argv=None) -> int:
         server.server_close()
     (args.out / "report.json").write_text(json.dumps(reports, indent=2), encoding="utf-8")
 
-    failures = list(dict.fromkeys((f"{r['page']} ({r.get('theme', '?')}, {r.get('width', '?')} px)",
-                                   p) for r in reports for p in r["problems"]))
+    def view(r):
+        return f"{r['page']} ({r.get('theme', '?')}, {r.get('width', '?')} px)"
+
+    failures = list(dict.fromkeys((view(r), p) for r in reports for p in r["problems"]))
     if failures:
         print(f"\nscreenshot_site: {len(failures)} problem(s):", file=sys.stderr)
         for page, problem in failures:

@@ -32,9 +32,6 @@ import re
 import zipfile
 from pathlib import Path
 
-from docutils import nodes
-from sphinx import addnodes
-
 DOCS = Path(__file__).resolve().parent.parent
 ROOT = DOCS.parent
 GALLERY = ROOT / "gallery"
@@ -79,7 +76,8 @@ def test_label(file: str, name: str) -> str:
 def _test_functions(path: Path) -> list[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     return [n.name for n in tree.body
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name.startswith("test_")]
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and n.name.startswith("test_")]
 
 
 def write_test_pages(app) -> None:
@@ -111,6 +109,11 @@ TEST_ID = re.compile(r"^tests/(test_\w+\.py)::(test_\w+)$")
 
 def link_test_ids(app, doctree) -> None:
     """``tests/test_x.py::test_y`` written as a literal becomes a link to the test's code."""
+    from docutils import (
+        nodes,  # here, so that the notebook helpers import without Sphinx
+    )
+    from sphinx import addnodes
+
     for literal in list(doctree.findall(nodes.literal)):
         if isinstance(literal.parent, (nodes.reference, addnodes.pending_xref)):
             continue
@@ -135,8 +138,11 @@ def _write_if_changed(path: Path, text: str) -> None:
 
 
 def _duration(seconds: float) -> str:
-    if seconds < 60:
-        return f"{seconds:.0f} s" if seconds >= 9.5 else f"{seconds:.1f} s"
+    """``3.2 s``, ``42 s``, ``2 min 05 s``."""
+    if seconds < 9.95:
+        return f"{seconds:.1f} s"
+    if round(seconds) < 60:
+        return f"{round(seconds)} s"
     minutes, sec = divmod(round(seconds), 60)
     return f"{minutes} min {sec:02d} s"
 
@@ -237,17 +243,19 @@ def after_gallery(app) -> None:
                       f"     - {m['n_parameters']:,}"]
         conv, gru = head["models"]["convs2s"], head["models"]["gru"]
         faster = gru["seconds_per_epoch"] / conv["seconds_per_epoch"]
-        lines += ["",
-                  f"Measured by this build ({head['mode']} mode, {head['n_train']:,} training "
-                  f"examples, {head['epochs']} epochs, greedy decoding of {head['n_test']:,} "
-                  f"test examples, on {conv['device']}). An epoch of the GRU baseline took "
-                  f"{faster:.2f} times as long as an epoch of ConvS2S "
-                  f"({'ConvS2S faster' if faster > 1 else 'the GRU faster'}); "
-                  f":ref:`the training page <sphx_glr_auto_examples_plot_05_training.py>` "
-                  f"says how the times were taken and how much to trust them."]
+        faster_model = "ConvS2S" if faster > 1 else "the GRU baseline"
+        summary = (
+            f"Measured by this build ({head['mode']} mode, {head['n_train']:,} training "
+            f"examples, {head['epochs']} epochs, greedy decoding of {head['n_test']:,} test "
+            f"examples, on {conv['device']}). Per epoch, the GRU baseline took "
+            f"{faster:.2f} times as long as ConvS2S: {faster_model} trained faster here. "
+            f":ref:`The training page <sphx_glr_auto_examples_plot_05_training.py>` says "
+            f"how the times were taken and how much to trust them."
+        )
+        lines += ["", summary]
     else:
-        lines = ["The headline numbers are written by the first gallery page; "
-                 "this build did not run it."]
+        lines = [("The headline numbers are written by the first gallery page; "
+                  "this build did not run it.")]
     _write_if_changed(GENERATED / "headline.inc", "\n".join(lines) + "\n")
 
     # a note at the top of every page that trains
@@ -256,8 +264,8 @@ def after_gallery(app) -> None:
         if not rst.is_file() or not (page["site_models"] or page["own_training"]):
             continue
         text = rst.read_text(encoding="utf-8")
-        text = re.sub(rf"\n{re.escape(MARK)}.*?{re.escape(MARK)} end\n", "\n", text, flags=re.S)
-        m = re.search(r"^\S.*\n=+\n", text, flags=re.M)  # the page title
+        text = re.sub(rf"\n{re.escape(MARK)}.*?{re.escape(MARK)} end\n", "\n", text, flags=re.DOTALL)
+        m = re.search(r"^\S.*\n=+\n", text, flags=re.MULTILINE)  # the page title
         if not m:
             continue
         note = (f"\n{MARK}\n\n.. admonition:: Before you run this page\n   :class: tip\n\n"
@@ -278,7 +286,7 @@ DOC_ROLE = re.compile(r":doc:`(?:([^`<]+?)\s*<([^`>]+)>|([^`]+))`")
 # sphinx-gallery already turned :ref:`text <label>` into `text <label>`
 PAGE_REF = re.compile(r"`([^`<]+?)\s*<sphx_glr_auto_examples_(plot_\w+?)\.py>`")
 OTHER_REF = re.compile(r"`([^`<]+?)\s*<([\w\-:.]+)>`(?!_)")
-RAW_HTML = re.compile(r"^\.\. raw:: html\n\n((?:[ \t]+.*(?:\n|$)|\n)+)", flags=re.M)
+RAW_HTML = re.compile(r"^\.\. raw:: html\n\n((?:[ \t]+.*(?:\n|$)|\n)+)", flags=re.MULTILINE)
 DOC_TITLES = {"paper_map": "the paper map", "departures": "departures from the paper",
               "api": "the API reference", "index": "the landing page"}
 
@@ -334,11 +342,12 @@ def _inventory(app) -> dict:
 
 def notebook_header(stem: str, facts: dict, training: dict | None) -> str:
     page = facts.get(stem)
-    lines = ["**Before you run this notebook.** The first code cell installs the "
+    lines = [("**Before you run this notebook.** The first code cell installs the "
              "`convs2s_edu` package when it is missing (from a wheel next to this notebook; "
-             "see *Install and run* on the site's landing page) and chooses the mode: `QUICK = True` "
+             "see *Install and run* on the site's landing page) and chooses the mode: "
+             "`QUICK = True` "
              "(the default) trains on small data for a few epochs, `QUICK = False` runs the "
-             "full experiment of the site."]
+             "full experiment of the site.")]
     if page:
         sentence = training_sentence(page, training)
         if sentence:
