@@ -132,3 +132,14 @@ def test_test_pages_list_every_module_level_test_and_nothing_else(site, tmp_path
     assert site._test_functions(source) == ["test_a", "test_b"]
     assert site.test_label("test_demo.py", "test_a") == "test-demo-test-a"
     assert site.test_label("test_demo.py", "test_a") != site.test_label("test_demo.py", "test_b")
+
+
+@pytest.mark.parametrize("source, trains", [
+    ("results = train(cfg, progress=False)", True),
+    ("optimizer = torch.optim.Adam(model.parameters())", True),
+    ("loss.backward()  # gradients for a receptive field", False),
+    ("results = train_or_load(site_config(name))", False),  # the site's cached models
+    ("model.train()", False),
+])
+def test_what_counts_as_a_page_training_its_own_models(site, source, trains):
+    assert (site.OWN_TRAINING.search(source) is not None) is trains

@@ -147,6 +147,9 @@ def _duration(seconds: float) -> str:
     return f"{minutes} min {sec:02d} s"
 
 
+OWN_TRAINING = re.compile(r"(?<![\w.])train\(|torch\.optim\.")
+
+
 def page_facts() -> list[dict]:
     """Every gallery page: stem, title, what it teaches, seconds it ran, what it trains."""
     facts = []
@@ -164,8 +167,9 @@ def page_facts() -> list[dict]:
             "seconds": seconds,
             # pages that use the two models trained with the site's configuration
             "site_models": "train_or_load(" in source,
-            # pages that train models of their own every time they run
-            "own_training": re.search(r"(?<![\w.])train\(|\.backward\(\)", source) is not None,
+            # pages that train models of their own (or time their training steps) when run;
+            # a gradient alone (``.backward()``, e.g. to measure receptive fields) is not that
+            "own_training": OWN_TRAINING.search(source) is not None,
         })
     return facts
 
@@ -202,7 +206,8 @@ def training_sentence(page: dict, training: dict | None) -> str:
                           f"machine")
         parts[-1] += "."
     if page["own_training"] and not page["site_models"]:
-        parts.append("This page trains small models of its own every time it runs.")
+        parts.append("This page trains small models of its own (or times their training "
+                     "steps) every time it runs.")
     if page["seconds"] is not None:
         cached = " with the models already cached" if page["site_models"] else ""
         parts.append(f"Running it took {_duration(page['seconds'])}{cached} when this site was "
