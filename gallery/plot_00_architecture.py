@@ -324,3 +324,54 @@ plt.show()
 
 draw_gru()
 plt.show()
+
+# %%
+# What you saw
+# ------------
+# * ConvS2S computes every position of a layer at once: the encoder's blocks
+#   and the decoder's causal blocks are convolutions, and each decoder layer
+#   has an attention of its own that reads :math:`z_j + e_j`.
+# * The GRU baseline reads the source with a bidirectional GRU and writes one
+#   token per step, each step waiting for the state of the one before.
+# * Both models were trained on the same sorting examples; the gallery pages
+#   take every box of these pictures apart.
+#
+# Try it
+# ------
+# **1. Steps in a row.** For the example above, how many GRU decoder steps
+# ran one after another, and how many decoder layers did ConvS2S stack?
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# One GRU step per decoder input (``<sos>`` and the sorted tokens), against a
+# fixed number of ConvS2S layers, whatever the length:
+
+print("GRU decoder steps:", len(gru_taps["s"]))
+print("decoder inputs:   ", len(tgt_labels))
+print("ConvS2S decoder layers:", L_dec)
+
+# %%
+# .. raw:: html
+#
+#    </details>
+#
+# **2. The first encoder block.** How many source positions can one output
+# of the first encoder block depend on? And of the fourth?
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# :math:`k = 3` after one block, :math:`1 + 4(k-1) = 9` after four: more
+# than this example's source, so every encoder output sees all of it.
+
+k = conv.cfg.kernel_size
+print([1 + n * (k - 1) for n in range(1, L_enc + 1)], "source length:",
+      len(source))
+
+# %%
+# .. raw:: html
+#
+#    </details>
