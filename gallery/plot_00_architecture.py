@@ -72,13 +72,19 @@ def names_of(ids):
 
 
 def capture(modules):
-    """Register forward hooks that keep each module's output, in call order."""
+    """Forward hooks that keep each module's output, in call order.
+
+    Returns the outputs by name and the hooks' handles: remove the hooks once
+    the forward pass of interest has run, or later calls add to the lists.
+    """
     seen = {name: [] for name in modules}
-    for name, module in modules.items():
+    handles = [
         module.register_forward_hook(
             lambda m, args, out, name=name: seen[name].append(out)
         )
-    return seen
+        for name, module in modules.items()
+    ]
+    return seen, handles
 
 
 # %%
@@ -91,13 +97,15 @@ def capture(modules):
 
 conv = results["convs2s"].model.cpu().eval()
 enc, dec = conv.encoder, conv.decoder
-taps = capture(
+taps, hooks = capture(
     {"e": enc.embed, "g": dec.embed, "out": dec.W_o}
     | {f"enc{i}": b for i, b in enumerate(enc.blocks)}
     | {f"dec{i}": b for i, b in enumerate(dec.blocks)}
 )
 with torch.no_grad():
     logits, attention = conv(batch.src, batch.tgt_in, return_attention=True)
+    for hook in hooks:
+        hook.remove()
     encoded = enc(batch.src)  # z and z + e for the figure
 L_enc, L_dec = len(enc.blocks), len(dec.blocks)
 conv_pred = logits[0].argmax(-1).tolist()
@@ -183,11 +191,15 @@ def draw_convs2s():
 # :math:`s_i`, one GRU step per output position.
 
 gru = results["gru"].model.cpu().eval()
-gru_taps = capture({"x": gru.src_embed, "y": gru.tgt_embed, "s": gru.decoder})
+gru_taps, hooks = capture(
+    {"x": gru.src_embed, "y": gru.tgt_embed, "s": gru.decoder}
+)
 with torch.no_grad():
     gru_logits, gru_attention = gru(
         batch.src, batch.tgt_in, return_attention=True
     )
+    for hook in hooks:
+        hook.remove()
     h = gru.encode(batch.src).h[0]  # (S, 2n)
 gru_pred = gru_logits[0].argmax(-1).tolist()
 # the decoder's embedding and GRU run once per output position
@@ -348,7 +360,7 @@ plt.show()
 # One GRU step per decoder input (``<sos>`` and the sorted tokens), against a
 # fixed number of ConvS2S layers, whatever the length:
 
-print("GRU decoder steps:", len(gru_taps["s"]))
+print("GRU decoder steps:", len(gru_taps["s"]))  # one call per step
 print("decoder inputs:   ", len(tgt_labels))
 print("ConvS2S decoder layers:", L_dec)
 
@@ -364,12 +376,19 @@ print("ConvS2S decoder layers:", L_dec)
 #
 #    <details class="solution"><summary>Solution</summary>
 #
-# :math:`k = 3` after one block, :math:`1 + 4(k-1) = 9` after four: more
-# than this example's source, so every encoder output sees all of it.
+# :math:`k` after one block and :math:`1 + 4(k-1)` after four, in a window
+# centred on the output (9 positions, 4 on each side, for :math:`k = 3`). An
+# output near the ends of the source sees only part of it, as the counts per
+# position below show; the attention, which reads every position, does not
+# depend on one output seeing everything.
 
 k = conv.cfg.kernel_size
-print([1 + n * (k - 1) for n in range(1, L_enc + 1)], "source length:",
-      len(source))
+print("window after 1..4 blocks:", [1 + n * (k - 1) for n in range(1, 5)])
+half = L_enc * (k - 1) // 2
+S_len = len(source)
+print("positions seen by each encoder output:",
+      [min(S_len - 1, j + half) - max(0, j - half) + 1 for j in range(S_len)])
+print("source length:", S_len)
 
 # %%
 # .. raw:: html
