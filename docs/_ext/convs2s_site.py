@@ -6,7 +6,7 @@ What it adds to a build (each step is a function below):
    one page per ``tests/test_*.py`` under ``docs/tests/``, every test function
    with its own anchor, so that a test id in the paper map can link to its code.
    :func:`link_test_ids` turns every literal ``tests/test_x.py::test_name`` of
-   a page into such a link (``doctree-read``).
+   a page into such a link (``doctree-resolved``).
 2. :func:`after_gallery` (``builder-inited``, after sphinx-gallery ran the pages):
    the landing page's include files, made from what the build measured: the
    headline numbers (``headline.json``, written by ``gallery/plot_00``) and the
@@ -107,24 +107,30 @@ def write_test_pages(app) -> None:
 TEST_ID = re.compile(r"^tests/(test_\w+\.py)::(test_\w+)$")
 
 
-def link_test_ids(app, doctree) -> None:
-    """``tests/test_x.py::test_y`` written as a literal becomes a link to the test's code."""
+def link_test_ids(app, doctree, docname) -> None:
+    """``tests/test_x.py::test_y`` written as a literal becomes a link to the test's code.
+
+    The literal stays a literal (code font, wraps in the paper map's narrow
+    column) inside the link. ``tools/check_site.py`` checks that every such link
+    of the paper map reaches an existing anchor.
+    """
     from docutils import (
         nodes,  # here, so that the notebook helpers import without Sphinx
     )
-    from sphinx import addnodes
 
+    if app.builder.format != "html":
+        return
     for literal in list(doctree.findall(nodes.literal)):
-        if isinstance(literal.parent, (nodes.reference, addnodes.pending_xref)):
+        if isinstance(literal.parent, nodes.reference):
             continue
         m = TEST_ID.match(literal.astext())
         if not m or not (TESTS / m.group(1)).is_file():
             continue
-        xref = addnodes.pending_xref("", refdomain="std", reftype="ref",
-                                     reftarget=test_label(*m.groups()), refexplicit=True,
-                                     refwarn=True)
-        literal.replace_self(xref)
-        xref += literal
+        page = f"tests/{m.group(1).removesuffix('.py')}"
+        uri = app.builder.get_relative_uri(docname, page) + "#" + test_label(*m.groups())
+        link = nodes.reference("", "", internal=True, refuri=uri)
+        literal.replace_self(link)
+        link += literal
 
 
 # --------------------------------------------------------------------------
@@ -426,6 +432,6 @@ def matplotlib_defaults(gallery_conf, fname):
 def setup(app):
     app.connect("builder-inited", write_test_pages, priority=400)
     app.connect("builder-inited", after_gallery, priority=900)  # sphinx-gallery runs at 500
-    app.connect("doctree-read", link_test_ids)
+    app.connect("doctree-resolved", link_test_ids)
     app.connect("build-finished", fix_notebooks)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
