@@ -8,6 +8,7 @@ so every warning, and every gallery script that raises, fails the build.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -24,6 +25,8 @@ try:
 except ImportError:  # pragma: no cover - plain `sphinx-build` from a checkout
     sys.path.insert(0, str(ROOT))
     import convs2s_edu  # noqa: F401
+
+sys.path.insert(0, str(DOCS_DIR / "_ext"))  # convs2s_site: the learner's path (see its docstring)
 
 # same rule as convs2s_edu.train.is_quick_mode
 QUICK = os.environ.get("CONVS2S_EDU_QUICK", "").strip().lower() in ("1", "true", "yes")
@@ -45,10 +48,13 @@ extensions = [
     "sphinx-mathjax-offline",  # copies MathJax 3 into _static/mathjax: no CDN
     "numpydoc",
     "sphinx_gallery.gen_gallery",
+    "sphinx.ext.viewcode",  # "[source]" links on the API pages
+    "convs2s_site",  # test pages, landing-page includes, notebooks that run as downloaded
 ]
 
 templates_path = ["_templates"]
-exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "**.ipynb_checkpoints"]
+exclude_patterns = ["_build", "_generated", "_ext", "Thumbs.db", ".DS_Store",
+                    "**.ipynb_checkpoints"]
 root_doc = "index"
 default_role = "py:obj"
 
@@ -142,6 +148,43 @@ def _resolve_reexported(app, env, node, contnode):
 
 # -- sphinx-gallery -------------------------------------------------------------
 
+# The first cell of every downloadable notebook. A downloaded notebook runs in a
+# kernel that may not have the package: the package is not on PyPI and the site
+# has no public address to install from, so the cell installs the wheel the site
+# offers for download (index page, "Install") from the notebook's folder, the
+# parent folder or ~/Downloads (on Colab: upload it to /content first), or tells
+# how to install from a clone. It also chooses the quick mode (QUICK) before the
+# package reads CONVS2S_EDU_QUICK.
+FIRST_CELL = """\
+# Set-up: run this cell first.
+# QUICK = True: small data, few epochs (minutes on a laptop CPU).
+# QUICK = False: the full experiment of the site (the seed's 10,000 examples, 30 epochs).
+QUICK = True
+
+import glob, importlib.util, os, subprocess, sys
+
+os.environ["CONVS2S_EDU_QUICK"] = "1" if QUICK else "0"
+# OpenMP threads that sleep instead of spinning, set before torch loads (see the README)
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+missing = [m for m in ("convs2s_edu", "matplotlib") if importlib.util.find_spec(m) is None]
+if missing:  # install the wheel downloaded from the site (it brings PyTorch along)
+    places = [".", "..", os.path.expanduser("~/Downloads"), "/content"]
+    wheels = sorted(w for p in places for w in glob.glob(os.path.join(p, "convs2s_edu-*.whl")))
+    if not wheels:
+        raise ImportError(
+            "convs2s_edu is not installed. Download the wheel (convs2s_edu-*.whl) from the "
+            "site's landing page into this notebook's folder (on Colab: upload it to /content) "
+            "and run this cell again, or run `pip install /path/to/a/clone` in a terminal."
+        )
+    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", wheels[-1],
+                           "matplotlib"])
+    importlib.invalidate_caches()
+import convs2s_edu
+
+print("convs2s_edu", convs2s_edu.__version__, "| quick mode:", QUICK)
+%matplotlib inline"""
+
 sphinx_gallery_conf = {
     "examples_dirs": str(ROOT / "gallery"),
     "gallery_dirs": "auto_examples",
@@ -161,10 +204,10 @@ sphinx_gallery_conf = {
     # the sg_execution_times pages load jQuery and DataTables from CDNs: the site
     # must work offline, and every page already reports its own running time
     "write_computation_times": False,
-    # Pages must also run as a downloaded notebook: give it the same backend.
-    # OpenMP threads that sleep, set before the page imports torch (see the README)
-    "first_notebook_cell": ("%matplotlib inline\nimport os\n\n"
-                            "os.environ.setdefault(\"OMP_WAIT_POLICY\", \"PASSIVE\")"),
+    # Every notebook must run as downloaded, in Jupyter or Colab (see FIRST_CELL).
+    "first_notebook_cell": FIRST_CELL,
+    # figures: 150 dpi, white background (readable in the dark theme), see docs/_ext
+    "reset_modules": ("matplotlib", "convs2s_site.matplotlib_defaults", "seaborn"),
 }
 
 # -- HTML -------------------------------------------------------------------------
@@ -173,6 +216,7 @@ html_theme = "pydata_sphinx_theme"
 html_title = f"convs2s_edu {release}"
 html_static_path = ["_static"]
 html_css_files = ["custom.css"]
+html_js_files = ["zoom.js"]  # click a figure to open it at full size
 html_show_sourcelink = False
 html_last_updated_fmt = None
 html_theme_options = {
@@ -181,7 +225,11 @@ html_theme_options = {
     "navigation_with_keys": False,
     "show_prev_next": True,
     # the sphinx-gallery components render nothing outside the gallery
-    "secondary_sidebar_items": ["page-toc", "sg_download_links", "sg_launcher_links"],
+    "secondary_sidebar_items": {
+        "**": ["page-toc", "sg_download_links", "sg_launcher_links"],
+        # the landing page's figures get the whole width
+        "index": [],
+    },
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version", "theme-version"],
     "icon_links": [],
@@ -193,16 +241,40 @@ if QUICK:
     )
 
 html_context = {"convs2s_edu_quick": QUICK}
+
+# -- The wheel the site offers for download ------------------------------------------
+
+# tox builds it into docs/_build/dist before running Sphinx; a plain sphinx-build
+# builds it here. html_extra_path copies it to the root of the site.
+DIST = DOCS_DIR / "_build" / "dist"
+WHEEL = f"convs2s_edu-{release}-py3-none-any.whl"
+if not (DIST / WHEEL).is_file():
+    for extra in ([], ["--no-isolation"]):
+        done = subprocess.run([sys.executable, "-m", "build", "--wheel", *extra, "--outdir",
+                               str(DIST), str(ROOT)], capture_output=True, text=True)
+        if done.returncode == 0:
+            break
+html_extra_path = [str(DIST / WHEEL)] if (DIST / WHEEL).is_file() else []
+# the site cannot know its own public address; set it to make the notebooks' links absolute
+html_baseurl = os.environ.get("CONVS2S_EDU_SITE_URL", "")
+# the headline figure page writes its numbers here for the landing page (convs2s_site)
+os.environ["CONVS2S_EDU_SITE_DATA"] = str(DOCS_DIR / "_generated")
 # Pages without sub-pages need no left sidebar: the paper map's tables get the width.
 html_sidebars = {
     "index": [],
+    # gallery pages: code cells of up to 99 characters need the width (the page's
+    # own table of contents and the downloads stay in the right-hand sidebar)
+    "auto_examples/plot_*": [],
     "paper_map": [],
     "departures": [],
 }
 
 rst_prolog = """
 .. |quick| replace:: {}
-""".format("quick mode (small data, few epochs)" if QUICK else "full mode")
+.. |wheel| replace:: {}
+""".format("quick mode (small data, few epochs)" if QUICK else "full mode",
+           f"`{WHEEL} <{WHEEL}>`__" if html_extra_path
+           else "(none in this build: make one with ``python -m build``)")
 
 
 def setup(app):

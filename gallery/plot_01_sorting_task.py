@@ -104,78 +104,56 @@ assert batch.tgt_out.shape[1] == batch.src.shape[1] + 1
 # green: ``<sos>``, orange: ``<eos>``) and every cell carries its id. The two
 # mask panels are ``True`` (dark) exactly where the tensor to their left holds
 # padding. Every model derives its masks from ``PAD`` the same way, so padded
-# positions never receive attention and never count in the loss.
+# positions never receive attention and never count in the loss. The small
+# helper below draws one tensor; the figure is the five panels side by side.
 
 KIND_COLOURS = ListedColormap(["#d9d9d9", "#9ecae1", "#a1d99b", "#fdae6b"])
+KIND_NAMES = ["PAD", "token 1..vocab_size", "<sos>", "<eos>"]
+PANELS = {  # tensor -> (title, is a mask)
+    "src": ("src", False),
+    "src_padding_mask": ("src_padding_mask", True),
+    "tgt_in": ("tgt_in (decoder input)", False),
+    "tgt_out": ("tgt_out (targets)", False),
+    "tgt_padding_mask": ("tgt_padding_mask", True),
+}
 
 
-def token_kind(ids: np.ndarray) -> np.ndarray:
-    """0 padding, 1 ordinary token, 2 <sos>, 3 <eos>."""
-    kind = np.ones_like(ids)
-    kind[ids == PAD] = 0
-    kind[ids == sos_index(VOCAB_SIZE)] = 2
-    kind[ids == eos_index(VOCAB_SIZE)] = 3
-    return kind
-
-
-def draw_ids(ax, ids, title):
-    ids = ids.numpy()
-    ax.imshow(token_kind(ids), cmap=KIND_COLOURS, vmin=-0.5, vmax=3.5)
-    for (r, c), v in np.ndenumerate(ids):
-        ax.text(c, r, str(v), ha="center", va="center", fontsize=8)
-    decorate(ax, ids.shape, title)
-
-
-def draw_mask(ax, mask, title):
-    mask = mask.numpy()
-    ax.imshow(mask, cmap="Greys", vmin=-0.3, vmax=1.3)
-    for (r, c), v in np.ndenumerate(mask):
-        ax.text(
-            c,
-            r,
-            "T" if v else "F",
-            ha="center",
-            va="center",
-            fontsize=8,
-            color="white" if v else "black",
-        )
-    decorate(ax, mask.shape, title)
-
-
-def decorate(ax, shape, title):
-    ax.set_title(title, fontsize=10)
-    ax.set_xticks(range(shape[1]))
-    ax.set_yticks(range(shape[0]))
+def draw_panel(ax, values, title, is_mask):
+    """One tensor as a grid: a row per example, a column per position."""
+    v = values.numpy()
+    if is_mask:  # dark where True
+        ax.imshow(v, cmap="Greys", vmin=-0.3, vmax=1.3)
+        labels = np.where(v, "T", "F")
+    else:  # coloured by the kind of token
+        sos, eos = sos_index(VOCAB_SIZE), eos_index(VOCAB_SIZE)
+        kind = np.select([v == PAD, v == sos, v == eos], [0, 2, 3], 1)
+        ax.imshow(kind, cmap=KIND_COLOURS, vmin=-0.5, vmax=3.5)
+        labels = v.astype(str)
+    for (r, c), text in np.ndenumerate(labels):
+        white = is_mask and v[r, c]
+        ax.text(c, r, text, ha="center", va="center", fontsize=10,
+                color="white" if white else "black")
+    ax.set_title(title, fontsize=11)
     ax.set_xlabel("position")
-    ax.tick_params(labelsize=7, length=0)
-    ax.set_xticks(np.arange(shape[1] + 1) - 0.5, minor=True)
-    ax.set_yticks(np.arange(shape[0] + 1) - 0.5, minor=True)
+    ax.set_xticks(range(v.shape[1]))
+    ax.set_yticks(range(v.shape[0]))
+    ax.set_xticks(np.arange(v.shape[1] + 1) - 0.5, minor=True)
+    ax.set_yticks(np.arange(v.shape[0] + 1) - 0.5, minor=True)
     ax.grid(which="minor", color="white", linewidth=1.5)
-    ax.tick_params(which="minor", length=0)
+    ax.tick_params(which="both", labelsize=8, length=0)
 
 
 S, T = batch.src.shape[1], batch.tgt_in.shape[1]
-fig, axes = plt.subplots(
-    1, 5, figsize=(13, 2.9), width_ratios=[S, S, T, T, T], layout="constrained"
-)
-draw_ids(axes[0], batch.src, "src")
-draw_mask(axes[1], batch.src_padding_mask, "src_padding_mask")
-draw_ids(axes[2], batch.tgt_in, "tgt_in (decoder input)")
-draw_ids(axes[3], batch.tgt_out, "tgt_out (targets)")
-draw_mask(axes[4], batch.tgt_padding_mask, "tgt_padding_mask")
+fig, axes = plt.subplots(1, 5, figsize=(11, 2.6), layout="constrained",
+                         width_ratios=[S, S, T, T, T])
+for ax, (name, (title, is_mask)) in zip(axes, PANELS.items()):
+    draw_panel(ax, getattr(batch, name), title, is_mask)
 axes[0].set_ylabel("example")
-handles = [
-    plt.Rectangle((0, 0), 1, 1, color=KIND_COLOURS(i)) for i in range(4)
-]
-fig.legend(
-    handles,
-    ["PAD", "token 1..vocab_size", "<sos>", "<eos>"],
-    loc="outside lower center",
-    ncol=4,
-    frameon=False,
-    fontsize=9,
-)
-fig.suptitle("A padded batch of sorting examples", fontsize=11)
+swatches = [plt.Rectangle((0, 0), 1, 1, color=KIND_COLOURS(i))
+            for i in range(4)]
+fig.legend(swatches, KIND_NAMES, loc="outside lower center", ncol=4,
+           frameon=False, fontsize=10)
+fig.suptitle("A padded batch of sorting examples", fontsize=12)
 plt.show()
 
 # %%
@@ -191,3 +169,84 @@ big = generate_dataset(
 )
 has_repeat = np.mean([len(set(x)) < len(x) for x, _ in big])
 print(f"sequences with a repeated token: {has_repeat:.0%}")
+
+
+# %%
+# What you saw
+# ------------
+# * A sorting example is a pair ``(x, sorted(x))`` of equal length. Token ids
+#   are ordered ``PAD = 0`` < the integers ``1..V`` < ``<sos> = V+1`` <
+#   ``<eos> = V+2``, so a model embeds ``V + 3`` ids.
+# * :func:`~convs2s_edu.collate_batch` right-pads the sources and builds
+#   ``tgt_in`` (``<sos>`` then the sorted tokens) and ``tgt_out`` (the sorted
+#   tokens then ``<eos>``): one sequence shifted by one position, which is
+#   teacher forcing.
+# * The padding masks are ``True`` exactly where a tensor holds ``PAD``.
+#
+# Try it
+# ------
+# Predict first, then unfold the solution; code solutions run when the site
+# is built, so their output is always the package's.
+#
+# **1. A vocabulary of 10.** Which ids do ``<sos>`` and ``<eos>`` get, and how
+# many ids does a model embed?
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# ``<sos> = 11``, ``<eos> = 12`` and 13 ids (``PAD`` included):
+
+from convs2s_edu import (
+    collate_batch,
+    eos_index,
+    generate_dataset,
+    n_token_ids,
+    sos_index,
+)
+
+print(sos_index(10), eos_index(10), n_token_ids(10))
+
+# %%
+# .. raw:: html
+#
+#    </details>
+#
+# **2. Two sources of lengths 3 and 6.** What are the shapes of ``src`` and
+# ``tgt_in``, and how many ``True`` does the short example's row of
+# ``tgt_padding_mask`` hold?
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# ``src`` is padded to the longest source, ``(2, 6)``; the decoder tensors get
+# one more position for ``<sos>``/``<eos>``, ``(2, 7)``. The short target uses
+# 3 tokens + ``<eos>`` = 4 of the 7 positions, so 3 are padding:
+
+pair = collate_batch([([5, 2, 9], [2, 5, 9]), ([4] * 6, [4] * 6)], 10)
+print(tuple(pair.src.shape), tuple(pair.tgt_in.shape))
+print(int(pair.tgt_padding_mask[0].sum()))
+
+# %%
+# .. raw:: html
+#
+#    </details>
+#
+# **3. A vocabulary of 5 and sequences of 8 tokens.** What share of the
+# sequences repeats a token?
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# All of them: 8 tokens drawn from 5 values must repeat one (the pigeonhole
+# principle), so a model can never sort by "marking which values occur".
+
+tiny = generate_dataset(n_samples=500, min_len=8, max_len=8, vocab_size=5)
+print(f"{sum(len(set(x)) < len(x) for x, _ in tiny) / len(tiny):.0%}")
+
+# %%
+# .. raw:: html
+#
+#    </details>

@@ -245,3 +245,96 @@ ax1.set_xlabel("layer $l$")
 ax1.set_ylabel(r"Var$(v^l)$ / Var$(h^{l-1})$")
 ax1.set_title("The assumption: Var$(v)$ = Var$(h)$?")
 plt.show()
+
+
+# %%
+# What you saw
+# ------------
+# * A token enters as :math:`e_j = w_j + p_j`: the same token at two positions
+#   gets two different vectors.
+# * A block maps :math:`d` channels to :math:`2d` with one convolution, and the
+#   GLU gates one half with the sigmoid of the other,
+#   :math:`v = A \otimes \sigma(B)`, back to :math:`d` channels.
+# * The residual sum is scaled by :math:`\sqrt{0.5}`, which undoes the doubling
+#   of the variance when both summands have the same variance. In the stack
+#   above the paper-initialised GLU output has *more* variance than its input
+#   (the right panel's ratio is above 1), so even the scaled stack grows, by
+#   about :math:`(1 + \text{ratio})/2` per layer: far less than the plain sum,
+#   and a small factor at the seed's depth of 4 blocks (exercise 3).
+#
+# Try it
+# ------
+# Predict first, then unfold the solution; code solutions run when the site
+# is built.
+#
+# **1. Kernel width 5.** How many output channels does the convolution of a
+# block with :math:`d = 128` have, and how many weights (bias included)?
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# :math:`2d = 256` channels, each a :math:`k \times d` filter plus a bias:
+# :math:`2d(kd + 1) = 256 \cdot 641 = 164{,}096` weights.
+
+import torch
+import torch.nn.functional as F
+
+from convs2s_edu import ConvBlock
+
+wide = ConvBlock(128, kernel_size=5)
+print(wide.conv.out_channels, sum(p.numel() for p in wide.parameters()))
+
+# %%
+# .. raw:: html
+#
+#    </details>
+#
+# **2. A closed gate.** What does the GLU output when the gate half :math:`B`
+# is :math:`-10` everywhere, and when it is :math:`+10`?
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# :math:`\sigma(-10) \approx 4.5 \cdot 10^{-5}`: the gate is closed and the
+# block adds almost nothing to the residual path. :math:`\sigma(10) \approx 1`:
+# the gate is open and :math:`A` passes unchanged.
+
+A = torch.tensor([2.0, -1.0, 0.5])
+for gate in (-10.0, 10.0):
+    print(gate, F.glu(torch.cat([A, torch.full_like(A, gate)]), dim=0))
+
+# %%
+# .. raw:: html
+#
+#    </details>
+#
+# **3. The seed's depth.** The trained models have 4 encoder blocks. By how
+# much does the variance grow through 4 scaled blocks with the paper's
+# initialisation?
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# A small factor, printed below next to the plain sum's: training absorbs it
+# easily (weight normalisation learns every layer's scale). The plain sum
+# grows much faster, and the gap widens with every block.
+
+torch.manual_seed(1)
+stack = [ConvBlock(128, 3, weight_norm=True).eval() for _ in range(4)]
+x0 = torch.randn(4, 32, 128)
+with torch.no_grad():
+    h, h_plain = x0, x0
+    for blk in stack:
+        h = blk(h)  # sqrt(0.5) (v + h)
+        pre = F.pad(h_plain.transpose(1, 2), blk.padding)
+        h_plain = F.glu(blk.conv(pre), dim=1).transpose(1, 2) + h_plain
+print(f"scaled:    Var(h^4) / Var(h^0) = {h.var() / x0.var():.2f}")
+print(f"plain sum: Var(h^4) / Var(h^0) = {h_plain.var() / x0.var():.2f}")
+
+# %%
+# .. raw:: html
+#
+#    </details>

@@ -300,3 +300,84 @@ ax.set_ylabel(r"max$_v$ |$\Delta$ logit|")
 ax.set_title("Causal decoder: no position sees a later target token")
 ax.legend(fontsize=8)
 plt.show()
+
+
+# %%
+# What you saw
+# ------------
+# * The encoder pads :math:`(k-1)/2` zeros on each side: after :math:`l`
+#   blocks an output sees a centred window of :math:`1 + l(k-1)` inputs.
+# * The decoder pads :math:`k-1` zeros on the left only: output :math:`i` sees
+#   inputs :math:`i - l(k-1), \dots, i` and nothing later, so training can
+#   compute every target position at once without seeing the answer.
+# * Both facts were measured, not assumed: by gradients, and by changing a
+#   future token and watching the earlier outputs stay the same.
+#
+# Try it
+# ------
+# **1. Kernel width 5.** What receptive field does an encoder output have after
+# 4 blocks, and which inputs does decoder output 20 see?
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# :math:`1 + 4 \cdot 4 = 17` inputs, 8 on each side, for the encoder; inputs
+# 4 to 20 for the decoder. Measured by gradients, as above:
+
+import torch
+import torch.nn.functional as F
+
+from convs2s_edu import ConvBlock
+
+
+def seen_by(blocks, position, length=41, d=8):
+    """Input positions whose gradient reaches output ``position``."""
+    x = torch.randn(1, length, d, requires_grad=True)
+    h = x
+    for blk in blocks:
+        h = blk(h)
+    h[0, position].sum().backward()
+    hit = (x.grad[0].abs().sum(-1) > 0).nonzero().flatten()
+    return hit.min().item(), hit.max().item(), len(hit)
+
+
+torch.manual_seed(0)
+for causal in (False, True):
+    stack = [ConvBlock(8, 5, causal=causal).eval() for _ in range(4)]
+    first, last, n = seen_by(stack, 20)
+    print(f"causal={causal}: inputs {first}..{last} ({n} positions)")
+
+# %%
+# .. raw:: html
+#
+#    </details>
+#
+# **2. Causal padding on the right.** Put the decoder's :math:`k-1` zeros on
+# the right instead of the left. What breaks, and which test catches it?
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# Output :math:`i` now sees inputs :math:`i, \dots, i+k-1`: the *next* target
+# tokens, which teacher forcing puts in the decoder's input. Training would
+# learn to copy them and reach a near-zero loss, and the model would fail at
+# test time, when there is no next token to copy.
+# ``tests/test_convs2s.py::test_convs2s_decoder_is_causal`` fails, and so
+# does the block-level test next to it in the same file. The block below pads
+# on the right by hand:
+
+blk = ConvBlock(8, 3, causal=True).eval()
+x = torch.randn(1, 10, 8, requires_grad=True)
+# the k-1 zeros on the right
+right = F.pad(x.transpose(1, 2), (0, blk.kernel_size - 1))
+v = F.glu(blk.conv(right), dim=1).transpose(1, 2)  # (1, 10, 8)
+v[0, 3].sum().backward()
+print("output 3 depends on inputs",
+      (x.grad[0].abs().sum(-1) > 0).nonzero().flatten().tolist())
+
+# %%
+# .. raw:: html
+#
+#    </details>

@@ -436,3 +436,94 @@ fig.suptitle(
     f"{batch.src[row, : batch.src_lengths[row]].tolist()}"
 )
 plt.show()
+
+
+# %%
+# What you saw
+# ------------
+# * ConvS2S: every decoder layer :math:`l` scores every source position with a
+#   dot product, :math:`a^l_{ij} = \mathrm{softmax}_j(d^l_i \cdot z_j)`, and
+#   reads the values :math:`z_j + e_j`; all target positions at once.
+# * Bahdanau: one small network scores
+#   :math:`v_a^\top \tanh(W_a s_{t-1} + U_a h_j)`, once per decoder step, and
+#   step :math:`t` waits for :math:`s_{t-1}`.
+# * Padded source positions get the score :math:`-\infty`, so zero weight.
+#
+# Try it
+# ------
+# **1. Sharper or flatter?** Multiply every score by 10. Does the largest
+# attention weight grow or shrink?
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# It grows: a softmax of larger differences is closer to one-hot. The scale of
+# :math:`d_i \cdot z_j` is a temperature that training learns through the
+# weights.
+
+import torch
+
+from convs2s_edu import EncoderOut, MultiStepAttention
+
+torch.manual_seed(0)
+scores = torch.randn(6)
+for factor in (1, 10):
+    print(factor, f"{torch.softmax(factor * scores, dim=0).max():.3f}")
+
+# %%
+# .. raw:: html
+#
+#    </details>
+#
+# **2. Padding.** A source of 4 real tokens padded to 6. What weight do the two
+# padded positions get, and does the context change when you change their
+# :math:`z`?
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# Zero, and no: their scores are :math:`-\infty` before the softmax, so
+# nothing of them reaches :math:`c`.
+
+d_, f_ = 8, 4
+att = MultiStepAttention(hidden_dim=d_, embed_dim=f_)
+z, e = torch.randn(1, 6, f_), torch.randn(1, 6, f_)
+pad = torch.tensor([[False] * 4 + [True] * 2])
+h, g = torch.randn(1, 3, d_), torch.randn(1, 3, f_)
+c1, a1 = att(h, g, EncoderOut(z=z, z_plus_e=z + e, padding_mask=pad))
+z2 = z.clone()
+z2[:, 4:] = 100.0  # change only the padded positions
+c2, _ = att(h, g, EncoderOut(z=z2, z_plus_e=z2 + e, padding_mask=pad))
+print("weights on padding:", a1[0, :, 4:].abs().max().item())
+print("context changed:", not torch.equal(c1, c2))
+
+# %%
+# .. raw:: html
+#
+#    </details>
+#
+# **3. The context scale.** With ``scale_context=True`` and :math:`m = 9` real
+# source tokens, by what factor does the context grow?
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# :math:`m\sqrt{1/m} = \sqrt{m} = 3` (§3.4 of the paper): a context averaged
+# over :math:`m` values has shrunk by about :math:`\sqrt{m}` when the weights
+# are spread out, and the scale puts that back.
+
+plain = MultiStepAttention(hidden_dim=d_, embed_dim=f_)
+scaled = MultiStepAttention(hidden_dim=d_, embed_dim=f_, scale_context=True)
+scaled.load_state_dict(plain.state_dict())  # the same weights
+z, e = torch.randn(1, 9, f_), torch.randn(1, 9, f_)
+enc = EncoderOut(z=z, z_plus_e=z + e, padding_mask=torch.zeros(1, 9).bool())
+ratio = scaled(h, g, enc)[0] / plain(h, g, enc)[0]
+print(f"{ratio.mean():.4f}")
+
+# %%
+# .. raw:: html
+#
+#    </details>

@@ -361,3 +361,85 @@ verdict
 # in detail: :ref:`evaluation <sphx_glr_auto_examples_plot_06_evaluation.py>`,
 # :ref:`attention <sphx_glr_auto_examples_plot_07_attention_heatmaps.py>` and
 # :ref:`decoding <sphx_glr_auto_examples_plot_08_decoding.py>`.
+
+
+# %%
+# What you saw
+# ------------
+# * Both models trained on the same examples with the same optimiser, batch
+#   size and number of epochs; the loss curves compare what each learns per
+#   epoch and per second.
+# * Seconds per epoch and tokens per second are measured on the machine that
+#   built this page, and the verdict above is chosen from those numbers:
+#   which model is faster depends on the hardware, not only on the model.
+#
+# Try it
+# ------
+# **1. Twice the batch size.** How many optimiser steps does an epoch take
+# with batches of 256 instead of 128?
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# Half as many (rounded up): every step reads twice the examples. The
+# arithmetic per epoch stays the same, so an epoch gets faster only where the
+# hardware has idle parallel units for the larger batch (usually a GPU, rarely
+# a two-core CPU).
+
+import math
+
+from convs2s_edu import make_datasets, train_or_load
+from convs2s_edu import site_config
+
+cfg_05 = site_config("convs2s")
+for size in (cfg_05.batch_size, 2 * cfg_05.batch_size):
+    print(f"batch {size}: {math.ceil(cfg_05.n_train / size)} steps per epoch")
+
+# %%
+# .. raw:: html
+#
+#    </details>
+#
+# **2. Tokens per second, checked.** An epoch's tokens per second times its
+# seconds should give the number of target tokens in the training set
+# (``<eos>`` included). Predict that number from the data alone.
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# Every example contributes its length plus one ``<eos>``:
+
+train_set = make_datasets(cfg_05)[0]
+tokens = sum(len(y) + 1 for _, y in train_set.examples)
+last = train_or_load(cfg_05).history.epochs[-1]
+print(f"from the data: {tokens:,} target tokens")
+print(f"from the log:  {last['tokens_per_second'] * last['seconds']:,.0f}")
+
+# %%
+# .. raw:: html
+#
+#    </details>
+#
+# **3. The first epoch.** Is the first epoch slower or faster than the median
+# one?
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# It depends, which is the point. The first steps allocate memory and, on a
+# GPU, pick and compile kernels, which can make the first epoch slower; on a
+# shared CPU, other programs can slow any epoch. The speed table reports the
+# median epoch so that one odd epoch does not move it.
+
+for name in ("convs2s", "gru"):
+    seconds = train_or_load(site_config(name)).history.column("seconds")
+    median = sorted(seconds)[len(seconds) // 2]
+    print(f"{name}: first {seconds[0]:.2f} s, median {median:.2f} s")
+
+# %%
+# .. raw:: html
+#
+#    </details>

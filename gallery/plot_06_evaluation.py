@@ -222,3 +222,88 @@ print(format_samples(rows, layout="blocks"))
 # sphinx_gallery_start_ignore
 assert [(row["source"], row["reference"]) for row in rows] == picked
 # sphinx_gallery_end_ignore
+
+
+# %%
+# What you saw
+# ------------
+# * Exact match counts whole sequences; token accuracy counts positions. One
+#   wrong token fails exact match but costs little token accuracy.
+# * Accuracy falls with the length of the sequence, and beyond the lengths
+#   seen in training.
+# * Sample outputs show *where* the models go wrong (marked ``*``).
+#
+# Try it
+# ------
+# **1. One wrong token.** A 20-token output with one wrong token: what are its
+# exact match and its token accuracy?
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# 0 and :math:`19/20 = 95\%`:
+
+from convs2s_edu import (
+    exact_match,
+    make_datasets,
+    token_accuracy,
+    train_or_load,
+)
+from convs2s_edu import site_config
+
+reference = list(range(1, 21))
+output = reference[:7] + [99] + reference[8:]
+print(exact_match([output], [reference]))
+print(token_accuracy([output], [reference]))
+
+# %%
+# .. raw:: html
+#
+#    </details>
+#
+# **2. One token too short.** The output stops one token early but every token
+# it wrote is right. Token accuracy?
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# :math:`19/20`: the missing position counts as wrong (the measure runs over
+# the *reference* length). Tokens beyond the reference would be ignored by
+# token accuracy but fail exact match.
+
+print(token_accuracy([reference[:-1]], [reference]))
+print(token_accuracy([reference + [5]], [reference]),
+      exact_match([reference + [5]], [reference]))
+
+# %%
+# .. raw:: html
+#
+#    </details>
+#
+# **3. Short against long.** Is ConvS2S's exact match on the shortest test
+# sequences higher or lower than on the longest ones, and by how much?
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# Higher: every extra token is one more chance to go wrong, and a wrong token
+# changes every later decoder input.
+
+from convs2s_edu import greedy_decode
+
+cfg_06 = site_config("convs2s")
+model_06 = train_or_load(cfg_06).model
+test_06 = make_datasets(cfg_06)[2].examples
+for n in (cfg_06.min_len, cfg_06.max_len):
+    part = [(x, y) for x, y in test_06 if len(x) == n]
+    out = greedy_decode(model_06, [x for x, _ in part])
+    print(f"length {n}: exact match "
+          f"{exact_match(out, [y for _, y in part]):.0%} of {len(part)}")
+
+# %%
+# .. raw:: html
+#
+#    </details>

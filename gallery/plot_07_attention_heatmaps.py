@@ -261,3 +261,94 @@ plt.show()
 # point at the token it wrote (it found a value and copied it, but the wrong
 # one), or somewhere else? With a well-trained model the two columns are close
 # because most emitted tokens are right.
+
+
+# %%
+# What you saw
+# ------------
+# * For sorting there is a right answer: output position :math:`i` should
+#   look at the source position that holds the :math:`i`-th smallest value
+#   (shared among the positions that hold it when it repeats).
+# * ConvS2S has one attention per decoder layer, and the layers differ; the
+#   GRU has one attention, computed before each step.
+# * Counted over the test set, the share of steps whose most attended position
+#   holds the right value says how much each attention "points".
+#
+# Try it
+# ------
+# **1. The ideal row.** For the source ``[5, 3, 9]``, where should output
+# positions 0, 1 and 2 look?
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# At positions 1, 0 and 2 (values 3, 5, 9): the argsort of the source.
+
+import numpy as np
+import torch
+
+from convs2s_edu import (
+    ConvS2S,
+    ConvS2SConfig,
+    collate_batch,
+    eos_index,
+    generate_dataset,
+)
+
+source = [5, 3, 9]
+print(np.argsort(source, kind="stable").tolist())
+
+# %%
+# .. raw:: html
+#
+#    </details>
+#
+# **2. A repeated value.** For ``[4, 4, 1]``, what is the ideal attention row
+# of output position 1?
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# Output 1 writes the value 4, which sits at positions 0 and 1: half the
+# weight on each, none on position 2.
+
+source = [4, 4, 1]
+value = sorted(source)[1]
+row = np.array([s == value for s in source], dtype=float)
+print(row / row.sum())
+
+# %%
+# .. raw:: html
+#
+#    </details>
+#
+# **3. Before training.** How often does the most attended position of an
+# *untrained* ConvS2S hold the right value? Predict it from chance.
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# About chance: the share of source positions that hold the value, about one
+# in the sequence's length, far below what the trained layers reach above.
+
+torch.manual_seed(0)
+untrained = ConvS2S(ConvS2SConfig(vocab_size=50)).eval()
+pairs = generate_dataset(200, 8, 20, 50, seed=5)
+b = collate_batch(pairs, 50)
+with torch.no_grad():
+    _, attn = untrained(b.src, b.tgt_in, return_attention=True)  # (B, L, T, S)
+top = attn[:, -1].argmax(-1)  # (B, T): last layer's most attended position
+holds = b.src.gather(1, top).eq(b.tgt_out)  # does it hold the target value?
+real = b.tgt_out.ne(0) & b.tgt_out.ne(eos_index(50))  # no PAD, no <eos>
+chance = (b.src.unsqueeze(1).eq(b.tgt_out.unsqueeze(2)).sum(-1)
+          / b.src.ne(0).sum(1, keepdim=True))
+print(f"untrained: {holds[real].float().mean():.1%}, "
+      f"chance: {chance[real].float().mean():.1%}")
+
+# %%
+# .. raw:: html
+#
+#    </details>

@@ -253,3 +253,69 @@ plt.show()
 # knows them in advance) is not available at inference, where each token
 # depends on the previous output. Only the encoder still runs over the whole
 # source at once.
+
+
+# %%
+# What you saw
+# ------------
+# * Greedy search keeps one prefix; beam search keeps the :math:`K` most
+#   probable ones and can recover from a token that looked best only locally.
+# * ConvS2S can decode incrementally: every causal convolution keeps its last
+#   :math:`k-1` inputs, so a step computes only the new position instead of
+#   the whole prefix. Both ways give the same output.
+#
+# Try it
+# ------
+# **1. A beam of width 1.** Does beam search with ``beam_size=1`` give the
+# greedy output?
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# Yes: a beam of one keeps the single most probable token at every step,
+# which is greedy search (length penalty aside, which cannot reorder a single
+# hypothesis).
+
+from convs2s_edu import (
+    beam_search,
+    greedy_decode,
+    make_datasets,
+    train_or_load,
+)
+from convs2s_edu import site_config
+
+cfg_08 = site_config("convs2s")
+model_08 = train_or_load(cfg_08).model
+sources = [x for x, _ in make_datasets(cfg_08)[2].examples[:32]]
+same = greedy_decode(model_08, sources) == beam_search(
+    model_08, sources, beam_size=1
+)
+print("beam 1 == greedy on 32 test sources:", same)
+
+# %%
+# .. raw:: html
+#
+#    </details>
+#
+# **2. The cache.** How many past inputs does each decoder layer keep for
+# incremental decoding with kernel width 3, and how many numbers is that for
+# the trained model (batch of one)?
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# :math:`k - 1 = 2` inputs of :math:`d` channels per layer, whatever the
+# length of the output so far: :math:`L \cdot (k-1) \cdot d` numbers.
+
+cache = model_08.decoder.new_cache(batch_size=1)
+print([tuple(w.shape) for w in cache.windows])
+c = model_08.cfg
+print(sum(w.numel() for w in cache.windows), "=", c.n_decoder_layers, "x",
+      c.kernel_size - 1, "x", c.hidden_dim)
+
+# %%
+# .. raw:: html
+#
+#    </details>

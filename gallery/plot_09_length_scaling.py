@@ -275,3 +275,56 @@ else:
                + (f"{faster} was faster in every round." if faster != "neither model" else
                   "the rounds disagree on which model was faster."))
 SpeedVerdict(ok=not busy, resolved=not busy and not first.overlaps(last), text=summary)
+
+# %%
+# What you saw
+# ------------
+# * One training step of each model was timed at growing lengths, everything
+#   else fixed.
+# * The GRU decoder runs one step per target position, one after the other;
+#   the ConvS2S decoder runs a fixed number of layers, each over all positions
+#   at once. How much that matters depends on how many positions the hardware
+#   can compute at the same time.
+#
+# Try it
+# ------
+# **1. Steps that must wait.** At :math:`T = 100`, how many operations of a
+# forward pass must wait for the previous one in each decoder?
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# The GRU decoder: :math:`T + 1 = 101` steps (``<eos>`` included), each
+# waiting for the state of the one before. ConvS2S: its 4 decoder layers,
+# whatever :math:`T`.
+
+from convs2s_edu import ConvS2SConfig
+
+T = 100
+print("GRU decoder steps:", T + 1)
+print("ConvS2S decoder layers:", ConvS2SConfig().n_decoder_layers)
+
+# %%
+# .. raw:: html
+#
+#    </details>
+#
+# **2. An ideal parallel machine.** If every layer of ConvS2S took the same
+# time at any length, and every GRU step took the same time, how would the
+# ratio GRU / ConvS2S grow from :math:`T = 8` to :math:`T = 100`?
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# In proportion to the number of GRU steps, :math:`101 / 9 \approx 11`
+# times. Where the growth measured above is smaller, the layers of ConvS2S
+# took longer as :math:`T` grew: the hardware ran out of parallel units.
+
+print(f"{(100 + 1) / (8 + 1):.1f}")
+
+# %%
+# .. raw:: html
+#
+#    </details>

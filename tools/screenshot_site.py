@@ -8,17 +8,25 @@ Usage::
 
 The site is served from ``127.0.0.1`` by a local :mod:`http.server` that logs
 every request and its status; Chromium may reach no other host. For each page
-(by default the landing page, the paper map and one gallery page) the script
+(by default the landing page, the paper map and one gallery page), in each
+theme (``--themes``, default light and dark) and at each width (``--width``
+for a desktop, ``--phone-width`` for a phone), the script
 
-1. saves a screenshot ``<page>.png`` and checks that it is a non-blank PNG of
-   the requested size;
-2. loads the page again inside a small harness page (same origin) that waits
-   for MathJax to finish, then tries to load every ``<img>`` of the page and
-   reports the ones that fail, the number of rendered formulas
-   (``mjx-container``), MathJax errors and any resource fetched from another
-   host;
+1. saves a screenshot ``<page>-<theme>[-phone].png`` and checks that it is a
+   non-blank PNG of the requested size. The theme is chosen the way the
+   pydata theme remembers a reader's choice: ``localStorage["theme"]``, set by
+   a small same-origin page that then opens the page;
+2. loads the page again inside a small harness page (same origin) that sets
+   the theme, waits for MathJax to finish, then tries to load every ``<img>``
+   of the page and reports the ones that fail, the number of rendered formulas
+   (``mjx-container``), MathJax errors, any resource fetched from another
+   host, the theme the page ended up in, the code cells whose lines are wider
+   than the cell (``pre.scrollWidth > pre.clientWidth``) and whether the page
+   itself is wider than the window;
 3. fails when an image did not load, a request got a 4xx/5xx status, math was
-   left unrendered or a resource came from another host.
+   left unrendered, a resource came from another host, the page is not in the
+   requested theme, a code cell overflows horizontally at the desktop width,
+   or the page scrolls sideways at the phone width.
 
 A JSON report is written to ``<out>/report.json``. Exit status 0 when every
 page passes, 1 when one fails, 2 when Chromium is missing.
@@ -52,20 +60,36 @@ FLAGS = [
     "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
 ]
 HARNESS_PATH = "/__screenshot_site_check__.html"
+THEME_PATH = "/__screenshot_site_theme__.html"
+# code cells and listings: a line wider than its box scrolls sideways
+CODE_SELECTOR = "article div.highlight pre"
+
+THEME_PAGE = """<!doctype html>
+<html><head><meta charset="utf-8"><title>theme</title>
+<script>
+localStorage.setItem("theme", {theme});
+localStorage.setItem("mode", {theme});
+location.replace({src});
+</script></head><body></body></html>
+"""
 IGNORED_PATHS = {"/favicon.ico"}
 
 HARNESS = """<!doctype html>
 <html><head><meta charset="utf-8"><title>check</title></head>
 <body>
 <pre id="result">pending</pre>
-<iframe id="frame" src="{src}" style="width:{width}px;height:{height}px;border:0"></iframe>
 <script>
-const frame = document.getElementById("frame");
+localStorage.setItem("theme", {theme});
+localStorage.setItem("mode", {theme});
+const frame = document.createElement("iframe");
+frame.id = "frame";
+frame.style.cssText = "width:{width}px;height:{height}px;border:0";
 frame.addEventListener("load", async () => {{
   const out = {{images: [], broken: [], math: 0, rendered: 0, merror: 0, external: [],
-               mathjax: "absent"}};
+               mathjax: "absent", theme: "", overflow: [], page_width: 0, window_width: 0}};
   try {{
     const doc = frame.contentDocument, win = frame.contentWindow;
+    out.theme = doc.documentElement.dataset.theme || "";
     if (win.MathJax && win.MathJax.startup && win.MathJax.startup.promise) {{
       out.mathjax = "loaded";
       await win.MathJax.startup.promise;
@@ -86,6 +110,16 @@ frame.addEventListener("load", async () => {{
     out.math = doc.querySelectorAll("span.math, div.math").length;
     out.rendered = doc.querySelectorAll("mjx-container").length;
     out.merror = doc.querySelectorAll("mjx-merror").length;
+    for (const pre of Array.from(doc.querySelectorAll({code_selector}))) {{
+      if (pre.scrollWidth > pre.clientWidth + 2) {{
+        const lines = pre.textContent.split("\\n");
+        const longest = lines.reduce((a, b) => (b.length > a.length ? b : a), "");
+        out.overflow.push({{excess: pre.scrollWidth - pre.clientWidth,
+                           line: longest.slice(0, 100)}});
+      }}
+    }}
+    out.page_width = doc.documentElement.scrollWidth;
+    out.window_width = win.innerWidth;
     for (const entry of win.performance.getEntriesByType("resource")) {{
       if (new URL(entry.name).hostname !== location.hostname) out.external.push(entry.name);
     }}
@@ -94,6 +128,8 @@ frame.addEventListener("load", async () => {{
   }}
   document.getElementById("result").textContent = JSON.stringify(out);
 }});
+frame.src = {src};
+document.body.appendChild(frame);
 </script>
 </body></html>
 """
@@ -125,11 +161,18 @@ class Handler(SimpleHTTPRequestHandler):
 
     def do_GET(self):  # noqa: N802 (http.server API)
         parts = urlsplit(self.path)
-        if parts.path == HARNESS_PATH:
-            page = parse_qs(parts.query).get("page", [""])[0]
-            width, height = self.harness_size
-            body = HARNESS.format(src=html.escape("/" + quote(page)), width=width,
-                                  height=height).encode()
+        if parts.path in (HARNESS_PATH, THEME_PATH):
+            query = parse_qs(parts.query)
+            page = query.get("page", [""])[0]
+            theme = json.dumps(query.get("theme", ["light"])[0])
+            width = int(query.get("width", [self.harness_size[0]])[0])
+            height = int(query.get("height", [self.harness_size[1]])[0])
+            src = json.dumps("/" + quote(page))
+            if parts.path == THEME_PATH:
+                body = THEME_PAGE.format(theme=theme, src=src).encode()
+            else:
+                body = HARNESS.format(src=src, width=width, height=height, theme=theme,
+                                      code_selector=json.dumps(CODE_SELECTOR)).encode()
             self.send_response(200)
             self.send_header("Content-Type", "text/html; charset=utf-8")
             self.send_header("Content-Length", str(len(body)))
@@ -217,11 +260,14 @@ def img_sources(page_file: Path) -> list[str]:
 
 
 def check_page(chromium: str, base: str, site: Path, rel: str, out: Path, log: RequestLog,
-               width: int, height: int, budget_ms: int, timeout: float) -> dict:
-    report: dict = {"page": rel, "problems": []}
+               width: int, height: int, budget_ms: int, timeout: float, theme: str = "light",
+               phone: bool = False) -> dict:
+    report: dict = {"page": rel, "theme": theme, "width": width, "problems": []}
     problems = report["problems"]
-    url = f"{base}/{quote(rel)}"
-    shot = out / (rel.replace("/", "__").removesuffix(".html") + ".png")
+    query = f"page={quote(rel)}&theme={theme}&width={width}&height={height}"
+    url = f"{base}{THEME_PATH}?{query}"
+    suffix = f"-{theme}" + ("-phone" if phone else "")
+    shot = out / (rel.replace("/", "__").removesuffix(".html") + suffix + ".png")
     log.take()
 
     # 1. screenshot
@@ -233,10 +279,10 @@ def check_page(chromium: str, base: str, site: Path, rel: str, out: Path, log: R
         problems.append(f"chromium --screenshot exited with {proc.returncode}: "
                         f"{proc.stderr.strip()[-500:]}")
     problems += png_problems(shot, width, height)
-    requests = log.take()
+    requests = [r for r in log.take() if r[0] != THEME_PATH]
 
-    # 2. the same page in the harness: images, MathJax, other hosts
-    harness = f"{base}{HARNESS_PATH}?page={quote(rel)}"
+    # 2. the same page in the harness: images, MathJax, other hosts, theme, overflow
+    harness = f"{base}{HARNESS_PATH}?{query}"
     proc = run_chromium(chromium, [f"--window-size={width},{height}",
                                    f"--virtual-time-budget={budget_ms}", "--dump-dom", harness],
                         timeout)
@@ -261,6 +307,15 @@ def check_page(chromium: str, base: str, site: Path, rel: str, out: Path, log: R
             problems.append(f"MathJax reported {result['merror']} formula error(s)")
         for ext in result["external"]:
             problems.append(f"resource from another host: {ext}")
+        if result.get("theme") != theme:
+            problems.append(f"the page is in theme {result.get('theme')!r}, not {theme!r}")
+        if not phone:
+            for cell in result.get("overflow", []):
+                problems.append(f"code cell {cell['excess']} px wider than the page's column: "
+                                f"{cell['line']!r}")
+        elif result.get("page_width", 0) > result.get("window_width", 0) + 2:
+            problems.append(f"the page is {result['page_width']} px wide in a "
+                            f"{result['window_width']} px window: it scrolls sideways")
 
     # 3. the server's view: every request answered, every <img> fetched
     report["requests"] = len(requests)
@@ -303,6 +358,11 @@ def main(argv=None) -> int:
     parser.add_argument("--chromium", help="path of the browser (default: /usr/bin/chromium)")
     parser.add_argument("--width", type=int, default=1400)
     parser.add_argument("--height", type=int, default=2000)
+    parser.add_argument("--themes", nargs="+", default=["light", "dark"],
+                        choices=["light", "dark"], help="default: light dark")
+    parser.add_argument("--phone-width", type=int, default=390,
+                        help="also screenshot each page this wide, in the first theme, and "
+                             "fail if it scrolls sideways (0: no phone run; default 390)")
     parser.add_argument("--budget-ms", type=int, default=20_000,
                         help="virtual time the browser waits for a page (default: %(default)s)")
     parser.add_argument("--timeout", type=float, default=180.0,
@@ -331,17 +391,21 @@ def main(argv=None) -> int:
     server = start_server(site, log, (args.width, args.height))
     base = f"http://127.0.0.1:{server.server_address[1]}"
     reports = []
+    runs = [(rel, theme, args.width, False) for rel in pages for theme in args.themes]
+    if args.phone_width:
+        runs += [(rel, args.themes[0], args.phone_width, True) for rel in pages]
     try:
-        for rel in pages:
+        for rel, theme, width, phone in runs:
             try:
-                report = check_page(chromium, base, site, rel, args.out, log, args.width,
-                                    args.height, args.budget_ms, args.timeout)
+                report = check_page(chromium, base, site, rel, args.out, log, width,
+                                    args.height, args.budget_ms, args.timeout, theme, phone)
             except subprocess.TimeoutExpired:
                 report = {"page": rel, "problems": [f"chromium took more than {args.timeout} s"]}
             reports.append(report)
             status = "OK" if not report["problems"] else "FAILED"
             browser = report.get("browser") or {}
-            print(f"  {status:6s} {rel}: {len(browser.get('images', []))} images, "
+            print(f"  {status:6s} {rel} ({theme}, {width} px): "
+                  f"{len(browser.get('images', []))} images, "
                   f"{browser.get('rendered', 0)}/{browser.get('math', 0)} formulas rendered, "
                   f"{report.get('requests', 0)} requests -> {report.get('screenshot', '-')}")
     finally:
@@ -349,13 +413,17 @@ def main(argv=None) -> int:
         server.server_close()
     (args.out / "report.json").write_text(json.dumps(reports, indent=2), encoding="utf-8")
 
-    failures = list(dict.fromkeys((r["page"], p) for r in reports for p in r["problems"]))
+    def view(r):
+        return f"{r['page']} ({r.get('theme', '?')}, {r.get('width', '?')} px)"
+
+    failures = list(dict.fromkeys((view(r), p) for r in reports for p in r["problems"]))
     if failures:
         print(f"\nscreenshot_site: {len(failures)} problem(s):", file=sys.stderr)
         for page, problem in failures:
             print(f"  - {page}: {problem}", file=sys.stderr)
         return 1
-    print(f"screenshot_site: OK ({len(pages)} pages, screenshots in {args.out})")
+    print(f"screenshot_site: OK ({len(pages)} pages x {len(runs) // max(1, len(pages))} "
+          f"views, screenshots in {args.out})")
     return 0
 
 
