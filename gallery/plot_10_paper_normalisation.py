@@ -359,3 +359,154 @@ for ax, stages, title in (
 axes[0].set_ylabel("Var(stage) / Var(embeddings)")
 axes[0].legend(fontsize=9, loc="lower left")
 plt.show()
+
+# %%
+# What you saw
+# ------------
+# * A weight-normalised layer stores a length :math:`g_o` and a direction
+#   :math:`v_o` per output unit and rebuilds :math:`W_o = g_o v_o/\lVert v_o
+#   \rVert` at every use; at initialisation :math:`g_o = \lVert v_o \rVert`, so
+#   :math:`W` starts as :math:`v`.
+# * The paper draws every weight from a normal distribution whose standard
+#   deviation depends on the fan-in :math:`n_l`, on the dropout in front of the
+#   layer (the retain probability :math:`p`) and, for the convolutions, on the
+#   GLU after them (the factor 4); the measured standard deviations of a fresh
+#   model match the formulas.
+# * With this initialisation the encoder passes on activations of about the
+#   variance of its embeddings; with PyTorch's default every stage loses some,
+#   and the losses compound with depth.
+#
+# Try it
+# ------
+# Predict first, then unfold the solution; code solutions run when the site
+# is built.
+#
+# **1. A longer v.** Multiply the direction parameter :math:`v` (``original1``
+# of the parametrisation) of a weight-normalised :class:`~convs2s_edu.ConvBlock`
+# by 10. Does the block's output change? And if you multiply :math:`g`
+# (``original0``) by 10 instead?
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# Scaling :math:`v` leaves the output unchanged: :math:`W` only sees the
+# direction :math:`v/\lVert v \rVert`, and a factor 10 cancels in the ratio
+# (the difference printed is rounding error). Scaling :math:`g` multiplies
+# every row of :math:`W` by 10, so both halves :math:`A` and :math:`B` of the
+# convolution output change and so does the output of the GLU.
+
+torch.manual_seed(0)
+blk = ConvBlock(d=4, kernel_size=3, weight_norm=True).eval()
+x = torch.randn(2, 6, 4)  # (B, T, d)
+params = blk.conv.parametrizations.weight
+with torch.no_grad():
+    y_before = blk(x)
+    params.original1.mul_(10.0)  # v <- 10 v
+    y_v10 = blk(x)
+    params.original0.mul_(10.0)  # g <- 10 g
+    y_g10 = blk(x)
+print(f"v x 10: max |change of the output| = {(y_v10 - y_before).abs().max():.1e}")
+print(f"g x 10: max |change of the output| = {(y_g10 - y_before).abs().max():.1e}")
+
+# sphinx_gallery_start_ignore
+assert torch.allclose(y_v10, y_before, atol=1e-5)
+assert (y_g10 - y_before).abs().max() > 0.1
+# sphinx_gallery_end_ignore
+
+# %%
+# .. raw:: html
+#
+#    </details>
+#
+# **2. The paper's numbers.** What standard deviation does the paper prescribe
+# for the convolution of a block with :math:`k = 3`, :math:`d = 128`, with
+# dropout 0.1 in front of it, and without dropout? Which of the two is larger?
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# :math:`\sqrt{4p/(kd)}` with :math:`p = 0.9`, and with :math:`p = 1`. The
+# value with dropout is the smaller one, by a factor :math:`\sqrt{0.9}`:
+# dropout scales the kept inputs by :math:`1/p` and so raises the variance of
+# the layer's input, which smaller weights make up for. The cell computes both
+# from the formula and measures the weights of freshly built blocks.
+
+k_ex, d_ex = 3, 128
+for drop in (0.1, 0.0):
+    p_ex = 1.0 - drop  # retain probability
+    formula_std = math.sqrt(4 * p_ex / (k_ex * d_ex))
+    torch.manual_seed(0)
+    fresh = ConvBlock(d_ex, k_ex, dropout=drop, weight_norm=True)
+    measured_std = fresh.conv.weight.detach().std().item()
+    print(
+        f"dropout {drop}: p = {p_ex:.1f}, sqrt(4p/(kd)) = {formula_std:.4f}, "
+        f"measured {measured_std:.4f}"
+    )
+    # sphinx_gallery_start_ignore
+    assert abs(measured_std / formula_std - 1) < 0.02
+    # sphinx_gallery_end_ignore
+
+# %%
+# .. raw:: html
+#
+#    </details>
+#
+# **3. Without the** :math:`\sqrt{0.5}`. Stack 20 paper-initialised blocks
+# (the paper's deepest encoder) and leave out the :math:`\sqrt{0.5}` of the
+# residual sum, :math:`h^l = v + h^{l-1}`. Roughly how fast does the variance
+# of the activations grow with depth, with and without the scale?
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# Without the scale, every block adds the GLU output :math:`v` to its input,
+# and the two are roughly independent, so the variances add: at least a
+# doubling per block, and more here, because the paper-initialised GLU output
+# has more variance than its input (see
+# :ref:`the GLU block page <sphx_glr_auto_examples_plot_02_glu_block.py>`).
+# Growth by a constant factor per block is exponential growth: after 20
+# blocks the activations are many orders of magnitude larger than the
+# embeddings. The :math:`\sqrt{0.5}` halves the variance of every sum, so the
+# scaled stack grows by a factor about 2 smaller per block; with 20 blocks
+# that is a factor of about :math:`2^{20}` between the two. The cell prints
+# the variance ratio after 4, 10 and 20 blocks, the growth factor per block of
+# both sums, and how far apart they end.
+
+import torch.nn.functional as F
+
+torch.manual_seed(1)
+deep = [ConvBlock(128, 3, weight_norm=True).eval() for _ in range(20)]
+x0 = torch.randn(4, 32, 128)  # (B, T, d), unit variance
+ratios = {"with sqrt(0.5)": [], "without": []}
+with torch.no_grad():
+    h_scaled, h_plain = x0, x0
+    for blk in deep:
+        h_scaled = blk(h_scaled)  # sqrt(0.5) (v + h)
+        pre = F.pad(h_plain.transpose(1, 2), blk.padding)  # (B, d, T + k - 1)
+        h_plain = F.glu(blk.conv(pre), dim=1).transpose(1, 2) + h_plain  # v + h
+        ratios["with sqrt(0.5)"].append((h_scaled.var() / x0.var()).item())
+        ratios["without"].append((h_plain.var() / x0.var()).item())
+for name, r in ratios.items():
+    per_block = r[-1] ** (1 / len(r))
+    print(
+        f"{name:15s} Var(h^l)/Var(h^0): l=4 {r[3]:.3g}, l=10 {r[9]:.3g}, "
+        f"l=20 {r[19]:.3g}; about x{per_block:.2f} per block"
+    )
+gap = ratios["without"][-1] / ratios["with sqrt(0.5)"][-1]
+print(f"without / with after 20 blocks: {gap:.3g} (2^20 = {2**20:.3g})")
+
+# sphinx_gallery_start_ignore
+assert ratios["without"][-1] > 2.0**20
+per_scaled = ratios["with sqrt(0.5)"][-1] ** (1 / 20)
+per_plain = ratios["without"][-1] ** (1 / 20)
+assert 1.5 < per_plain / per_scaled < 3  # about a factor 2 per block
+assert 2.0**15 < gap < 2.0**25
+# sphinx_gallery_end_ignore
+
+# %%
+# .. raw:: html
+#
+#    </details>
