@@ -438,3 +438,146 @@ ax.set_ylabel("cross-entropy per token")
 ax.set_title("Training loss (thin) and held-out loss (markers)")
 ax.legend(fontsize=9)
 plt.show()
+
+# %%
+# What you saw
+# ------------
+# * :func:`~convs2s_edu.scale_gradient` leaves the forward pass alone and
+#   multiplies the gradient by :math:`1/L` on its way back: the logits of the
+#   two models were identical, and every encoder layer received exactly
+#   :math:`1/L` of its former gradient.
+# * A uniform average of :math:`m` independent values has :math:`1/m` of
+#   their variance; multiplying the context by :math:`m\sqrt{1/m}` restores it
+#   while the attention is spread out, and inflates it when the attention
+#   picks one position.
+# * The package maps the context to the decoder's size with :math:`W^l_c` and
+#   scales the sum with the state by :math:`\sqrt{0.5}`, a departure from the
+#   paper's plain :math:`h^l_i + c^l_i`.
+#
+# Try it
+# ------
+# Predict first, then unfold the solution; code solutions run when the site
+# is built.
+#
+# **1. Four attentions.** The seed's decoder has 4 layers, so 4 attentions
+# read :math:`z^u`. By what factor does ``scale_encoder_grad`` multiply the
+# gradient that reaches the encoder, and what is the gradient of :math:`z^u`
+# when each of the 4 attentions sends back a gradient of ones?
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# By :math:`1/L = 1/4`. Without scaling the 4 gradients add up to 4 in every
+# entry; with it they add up to 1, the gradient of a single attention. The
+# cell feeds one tensor through :func:`~convs2s_edu.scale_gradient` and uses
+# the result 4 times, once per attention.
+
+from convs2s_edu import scale_gradient
+
+L_seed = seed_cfg.n_decoder_layers
+for factor in (1.0, 1.0 / L_seed):
+    z_u = torch.zeros(3, requires_grad=True)
+    z_seen = scale_gradient(z_u, factor)  # what the L attentions read
+    total = sum(z_seen.sum() for _ in range(L_seed))  # L uses, gradient 1 each
+    total.backward()
+    print(f"L = {L_seed}, factor {factor:.4f}: dL/dz^u = {z_u.grad.tolist()}")
+
+# sphinx_gallery_start_ignore
+assert L_seed == 4
+assert torch.allclose(z_u.grad, torch.ones(3))
+# sphinx_gallery_end_ignore
+
+# %%
+# .. raw:: html
+#
+#    </details>
+#
+# **2. Nine source tokens.** What is :math:`m\sqrt{1/m}` for :math:`m = 9`,
+# and why is that the right factor under uniform attention?
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# :math:`m\sqrt{1/m} = \sqrt{m}`, so :math:`\sqrt{9} = 3`. Uniform attention
+# averages 9 independent values of variance 1: the average has variance
+# :math:`1/9`, standard deviation :math:`1/3`, and multiplying by 3 brings the
+# standard deviation back to 1. The cell checks this on 9 unit-variance
+# vectors drawn at random, and prints the page's own measurement at
+# :math:`m = 9` (near-uniform attention, scaled).
+
+m9 = 9
+print(f"m sqrt(1/m) = {m9 * math.sqrt(1 / m9):.4f}, sqrt(m) = {math.sqrt(m9):.4f}")
+gen9 = torch.Generator().manual_seed(9)
+vals9 = torch.randn(20000, m9, f, generator=gen9)  # m unit-variance values
+avg9 = vals9.mean(dim=1)  # uniform attention: a_j = 1/m
+print(f"Var(uniform average)         = {avg9.var():.4f} (1/m = {1 / m9:.4f})")
+print(f"Var(m sqrt(1/m) x average)   = {(m9 * math.sqrt(1 / m9) * avg9).var():.4f}")
+print(f"page's experiment, m = 9     = {context_var['near-uniform', True][m9 - 1]:.4f}")
+
+# sphinx_gallery_start_ignore
+assert abs(m9 * math.sqrt(1 / m9) - 3) < 1e-12
+assert abs(avg9.var().item() * m9 - 1) < 0.05
+assert abs(context_var["near-uniform", True][m9 - 1] - 1) < 0.2
+# sphinx_gallery_end_ignore
+
+# %%
+# .. raw:: html
+#
+#    </details>
+#
+# **3. Adam and the gradient scaling.** The short run above trains with Adam.
+# Take the two models of the gradient-scaling section (same weights, with and
+# without ``scale_encoder_grad``) and make one optimiser step from the same
+# batch. How do the steps of the encoder's blocks compare, with Adam and with
+# plain SGD?
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# With SGD the step is the learning rate times the gradient, so the scaled
+# model moves its encoder blocks :math:`1/L` as far. Adam divides every
+# gradient by a running estimate of its own size, so a constant factor on a
+# parameter's gradient cancels: the two steps are the same, up to Adam's
+# :math:`\epsilon`. That is why the paper's gradient scaling, designed with
+# SGD (Nesterov's momentum) in mind, changes little in the page's Adam run
+# (a little only: the embeddings get a mix of scaled and unscaled gradient,
+# and gradient clipping rescales all gradients by a common factor that
+# differs between the two models). In an Adam run this flag alone should
+# change little; the other two flags change the forward pass itself. The
+# cell uses the learning rate of the page's run for both optimisers.
+
+
+def encoder_step(model, optimiser_class, lr):
+    """Norm of one optimiser step of the encoder blocks, from a copy of model."""
+    twin = ConvS2S(model.cfg).eval()
+    twin.load_state_dict(model.state_dict())
+    before = torch.cat([p.detach().flatten() for p in twin.encoder.blocks.parameters()])
+    optimiser = optimiser_class(twin.parameters(), lr=lr)
+    sequence_loss(twin(batch.src, batch.tgt_in), batch.tgt_out).backward()
+    optimiser.step()
+    after = torch.cat([p.detach().flatten() for p in twin.encoder.blocks.parameters()])
+    return (after - before).norm().item()
+
+
+steps = {}
+for opt_name, opt_class in (("SGD", torch.optim.SGD), ("Adam", torch.optim.Adam)):
+    step_off = encoder_step(grad_off, opt_class, short.lr)
+    step_on = encoder_step(grad_on, opt_class, short.lr)
+    steps[opt_name] = step_on / step_off
+    print(
+        f"{opt_name:4s}: |step| off {step_off:.3e}, on {step_on:.3e}, "
+        f"on / off = {steps[opt_name]:.4f} (1/L = {1 / L:.4f})"
+    )
+
+# sphinx_gallery_start_ignore
+assert abs(steps["SGD"] - 1 / L) < 1e-3
+assert abs(steps["Adam"] - 1) < 1e-2
+# sphinx_gallery_end_ignore
+
+# %%
+# .. raw:: html
+#
+#    </details>
