@@ -464,7 +464,7 @@ plt.show()
 
 import torch
 
-from convs2s_edu import EncoderOut, MultiStepAttention
+from convs2s_edu import ConvMemory, MultiStepAttention
 
 torch.manual_seed(0)
 scores = torch.randn(6)
@@ -492,10 +492,10 @@ att = MultiStepAttention(hidden_dim=d_, embed_dim=f_)
 z, e = torch.randn(1, 6, f_), torch.randn(1, 6, f_)
 pad = torch.tensor([[False] * 4 + [True] * 2])
 h, g = torch.randn(1, 3, d_), torch.randn(1, 3, f_)
-c1, a1 = att(h, g, EncoderOut(z=z, z_plus_e=z + e, padding_mask=pad))
+c1, a1 = att(h, g, ConvMemory(z=z, z_plus_e=z + e, padding_mask=pad))
 z2 = z.clone()
 z2[:, 4:] = 100.0  # change only the padded positions
-c2, _ = att(h, g, EncoderOut(z=z2, z_plus_e=z2 + e, padding_mask=pad))
+c2, _ = att(h, g, ConvMemory(z=z2, z_plus_e=z2 + e, padding_mask=pad))
 print("weights on padding:", a1[0, :, 4:].abs().max().item())
 print("context changed:", not torch.equal(c1, c2))
 
@@ -519,7 +519,7 @@ plain = MultiStepAttention(hidden_dim=d_, embed_dim=f_)
 scaled = MultiStepAttention(hidden_dim=d_, embed_dim=f_, scale_context=True)
 scaled.load_state_dict(plain.state_dict())  # the same weights
 z, e = torch.randn(1, 9, f_), torch.randn(1, 9, f_)
-enc = EncoderOut(z=z, z_plus_e=z + e, padding_mask=torch.zeros(1, 9).bool())
+enc = ConvMemory(z=z, z_plus_e=z + e, padding_mask=torch.zeros(1, 9).bool())
 ratio = scaled(h, g, enc)[0] / plain(h, g, enc)[0]
 print(f"{ratio.mean():.4f}")
 

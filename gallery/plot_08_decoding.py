@@ -309,7 +309,8 @@ print("beam 1 == greedy on 32 test sources:", same)
 # :math:`k - 1 = 2` inputs of :math:`d` channels per layer, whatever the
 # length of the output so far: :math:`L \cdot (k-1) \cdot d` numbers.
 
-cache = model_08.decoder.new_cache(batch_size=1)
+# the decoder's state before its first step, for a batch of one source
+cache = model_08.decoder.start(model_08.encode(torch.tensor([[3, 1, 2]])))
 print([tuple(w.shape) for w in cache.windows])
 c = model_08.cfg
 print(sum(w.numel() for w in cache.windows), "=", c.n_decoder_layers, "x",
