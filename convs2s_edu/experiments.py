@@ -438,7 +438,7 @@ def _measured_run(cfg: TrainConfig, measures: Sequence[str], b: Budget, director
 
 
 def summarise_runs(runs: Sequence[dict], arms: Sequence[Arm]) -> list[dict]:
-    """One row per arm: mean, min, max and standard deviation of every measured column.
+    r"""One row per arm: mean, min, max and standard deviation of every measured column.
 
     Parameters
     ----------
