@@ -1,4 +1,4 @@
-"""Experiments (issue 9): the runner, its cache, the verdicts, the claims, the ablation switches."""
+"""Experiments (issue 9): runner, cache, verdicts, claims, ablation switches."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import statistics
 import pytest
 import torch
 
-from convs2s_edu import ConvS2S, ConvS2SConfig, greedy_decode
+from convs2s_edu import ConvS2S, greedy_decode
 from convs2s_edu import experiments as ex
 from convs2s_edu import train as train_mod
 from convs2s_edu.cli import main
