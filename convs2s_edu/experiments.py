@@ -616,7 +616,7 @@ def _cell(row: dict, key: str, fmt: str) -> str:
 def format_result(result: ExperimentResult, columns: Sequence[tuple] | None = None) -> str:
     """The rows as an aligned text table: ``mean [min–max]`` per measured column.
 
-    ``columns`` (default: the arm's constant columns, then :data:`BASE_COLUMNS`, then the
+    ``columns`` (default: the arm's constant columns, then ``BASE_COLUMNS``, then the
     greedy decoding time and longer-length accuracies where measured) are
     ``(key, header, format)`` triples. The ``beam`` experiment's columns per beam size
     are printed by :func:`format_beam`.
@@ -714,7 +714,27 @@ def _spread(row: dict, key: str, fmt: str = "{:.1%}") -> str:
 def conclusion(result: ExperimentResult, key: str = "token_accuracy", *, what: str = "",
                higher_is_better: bool = True, fmt: str = "{:.1%}") -> str:
     """A sentence computed from the rows: the best arm by mean ``key``, and whether its lead
-    over the runner-up is beyond the seed spread (:func:`verdict`)."""
+    over the runner-up is beyond the seed spread (:func:`verdict`).
+
+    Parameters
+    ----------
+    result : ExperimentResult
+    key : str
+        A measured column, e.g. ``"token_accuracy"`` or ``"sec_per_epoch"``.
+    what : str, optional
+        How the sentence names the column (default: ``key`` with spaces).
+    higher_is_better : bool
+        ``False`` for times and losses.
+    fmt : str
+        Format of the numbers.
+
+    Returns
+    -------
+    str
+        "... is ahead of every other arm by more than the spread over N seeds." when
+        the best arm's seed range lies beyond the runner-up's; otherwise the sentence says
+        the difference is not resolved at this scale.
+    """
     what = what or key.replace("_", " ")
     rows = sorted(result.rows, key=lambda r: r[key], reverse=higher_is_better)
     best = rows[0]
@@ -872,7 +892,26 @@ def plot_arms(ax, result: ExperimentResult, key: str = "token_accuracy", *,
               width: float = 0.7, color=None, legend: str | None = None):
     """Bars of the mean of ``key`` per arm, min–max whiskers and a dot per seed.
 
-    Returns the matplotlib container of the bars.
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+    result : ExperimentResult
+    key : str
+        A measured column.
+    label : str, optional
+        The y-axis label.
+    percent : bool
+        Multiply by 100 (accuracies).
+    offset, width : float
+        Bar position offset and width (for grouped bars).
+    color : optional
+        A matplotlib colour.
+    legend : str, optional
+        The bars' legend label.
+
+    Returns
+    -------
+    matplotlib.container.BarContainer
     """
     scale = 100.0 if percent else 1.0
     xs = [i + offset for i in range(len(result.rows))]
