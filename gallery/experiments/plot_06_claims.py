@@ -25,7 +25,9 @@ are judged on token accuracy.
 
 from convs2s_edu import experiments, is_quick_mode
 
-results = {name: experiments.run_experiment(name) for name in experiments.EXPERIMENTS}
+results = {
+    name: experiments.run_experiment(name, progress=False) for name in experiments.EXPERIMENTS
+}
 budget = next(iter(results.values())).budget
 print(budget.describe())
 if is_quick_mode():
