@@ -741,17 +741,20 @@ def conclusion(result: ExperimentResult, key: str = "token_accuracy", *, what: s
     if len(rows) == 1:
         return f"{best['arm']}: {what} {_spread(best, key, fmt)}."
     second = rows[1]
-    a, b = best[f"{key}_values"], second[f"{key}_values"]
-    v = verdict(a, b) if higher_is_better else verdict([-x for x in a], [-x for x in b])
+    sign = 1.0 if higher_is_better else -1.0
+    a = [sign * x for x in best[f"{key}_values"]]
+    ahead = all(verdict(a, [sign * x for x in r[f"{key}_values"]]) == VERDICTS[0]
+                for r in rows[1:])
     head = (f"By mean {what}, {best['arm']} is first ({_spread(best, key, fmt)}) and "
             f"{second['arm']} second ({_spread(second, key, fmt)}): ")
-    if v == VERDICTS[0]:
+    if ahead:
         return head + (f"{best['arm']} is ahead of every other arm by more than the spread "
                        f"over {best['n_seeds']} seeds.")
     if best["n_seeds"] < 2:
         return head + "with one seed per arm there is no spread, so the difference is not " \
                       "resolved at this scale."
-    return head + "their seed ranges overlap, so the difference is not resolved at this scale."
+    return head + (f"its seed range overlaps that of at least one other arm, so which arm is "
+                   f"best by {what} is not resolved at this scale.")
 
 
 # --------------------------------------------------------------------------

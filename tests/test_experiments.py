@@ -220,6 +220,41 @@ def test_check_claims_uses_the_strongest_rival_and_the_numbers():
         check_claims({"e": res}, [Claim("?", "?", "f", ("x", "acc"), (("x", "acc"),))])
 
 
+def test_conclusion_calls_a_winner_only_beyond_every_spread():
+    clear = _result("e", {"a": {"acc": [0.8, 0.9]}, "b": {"acc": [0.5, 0.6]},
+                          "c": {"acc": [0.1, 0.7]}})
+    assert "a is ahead of every other arm" in ex.conclusion(clear, "acc")
+    # b is second by mean, but c's range reaches into a's
+    muddy = _result("e", {"a": {"acc": [0.8, 0.9]}, "b": {"acc": [0.6, 0.7]},
+                          "c": {"acc": [0.1, 0.85]}})
+    sentence = ex.conclusion(muddy, "acc")
+    assert "a is first" in sentence and "b second" in sentence
+    assert "not resolved at this scale" in sentence and "ahead" not in sentence
+    # lower is better: times
+    times = _result("e", {"fast": {"t": [1.0, 1.1]}, "slow": {"t": [2.0, 2.2]}})
+    assert "fast is ahead" in ex.conclusion(times, "t", higher_is_better=False)
+    assert "not resolved" in ex.conclusion(_result("e", {"x": {"t": [1.0]}, "y": {"t": [2.0]}}),
+                                           "t")
+
+
+def test_cli_experiment_prints_the_table_and_writes_json(tiny_experiment, tmp_path,
+                                                         monkeypatch, capsys):
+    monkeypatch.setenv("CONVS2S_EDU_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(ex, "QUICK_BUDGET", {"n_train": 24, "n_valid": 8, "n_test": 8,
+                                             "epochs": 1})
+    out = tmp_path / "rows.json"
+    assert main(["experiment", "tiny", "--quick", "--seeds", "2", "--arms", "gru",
+                 "--json", str(out), "--quiet"]) == 0
+    printed = capsys.readouterr()
+    assert printed.err == ""
+    assert "2 seed(s) per arm" in printed.out and "24 examples × 1 epochs" in printed.out
+    assert [line.split()[0] for line in printed.out.splitlines()
+            if line.split() and line.split()[0] in ("gru", "conv")] == ["gru"]
+    saved = __import__("json").loads(out.read_text())
+    assert [r["arm"] for r in saved["rows"]] == ["gru"]
+    assert [(r["arm"], r["seed"]) for r in saved["runs"]] == [("gru", 0), ("gru", 1)]
+
+
 def test_claims_name_real_experiments_arms_and_columns():
     budget = ex.budget(quick=False)
     for claim in ex.CLAIMS:
