@@ -75,6 +75,7 @@ __all__ = [
     "conclusion",
     "check_claims",
     "format_claims",
+    "ClaimsTable",
     "plot_arms",
 ]
 
@@ -883,6 +884,40 @@ def format_claims(rows: Sequence[dict]) -> str:
                    f"{r['experiment']}\n   measured: {r['measured']}\n   verdict: "
                    f"{r['verdict'].upper()}")
     return "\n\n".join(out)
+
+
+class ClaimsTable:
+    """The rows of :func:`check_claims` as a table: HTML in a notebook or a gallery page
+    (``_repr_html_``), plain text otherwise (:func:`format_claims`).
+
+    Parameters
+    ----------
+    rows : sequence of dict
+        From :func:`check_claims`.
+    """
+
+    _COLOURS = {VERDICTS[0]: "#1a7f37", VERDICTS[1]: "#b3261e", VERDICTS[2]: "#6e6e6e"}
+
+    def __init__(self, rows: Sequence[dict]):
+        self.rows = list(rows)
+
+    def __repr__(self) -> str:
+        return format_claims(self.rows)
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        head = "".join(f"<th>{h}</th>" for h in
+                       ("#", "claim", "source", "experiment", "measured", "verdict"))
+        body = []
+        for i, r in enumerate(self.rows, 1):
+            colour = self._COLOURS[r["verdict"]]
+            cells = [str(i), escape(r["claim"]), escape(r["source"]),
+                     escape(r["experiment"]), escape(r["measured"]),
+                     f'<strong style="color:{colour}">{escape(r["verdict"])}</strong>']
+            body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+        return (f'<table class="table claims-table"><thead><tr>{head}</tr></thead>'
+                f"<tbody>{''.join(body)}</tbody></table>")
 
 
 # --------------------------------------------------------------------------

@@ -393,3 +393,12 @@ def test_ablation_options_survive_a_checkpoint(tmp_path):
     assert loaded.model.decoder.embed.position is None
     src = torch.tensor([[3, 1, 2]])
     assert greedy_decode(loaded.model, src) == greedy_decode(trained.model, src)
+
+
+def test_claims_table_html_holds_every_row_escaped():
+    res = _result("e", {"x": {"acc": [0.8, 0.9]}, "y": {"acc": [0.1, 0.2]}})
+    rows = check_claims({"e": res}, [Claim('"x" <beats> y', "here", "e", ("x", "acc"),
+                                           (("y", "acc"),))])
+    html = ex.ClaimsTable(rows)._repr_html_()
+    assert html.count("<tr>") == 2 and "&lt;beats&gt;" in html and SUPPORTED in html
+    assert "verdict: SUPPORTED" in repr(ex.ClaimsTable(rows))

@@ -36,8 +36,12 @@ if is_quick_mode():
         "more than 'not resolved at this scale'."
     )
 rows = experiments.check_claims(results)
-print()
-print(experiments.format_claims(rows))
+
+# %%
+# One row per claim (the verdict in colour: green supported, red not supported, grey not
+# resolved).
+
+experiments.ClaimsTable(rows)
 
 # %%
 # Summary
