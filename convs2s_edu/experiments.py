@@ -907,7 +907,7 @@ class ClaimsTable:
     def _repr_html_(self) -> str:
         from html import escape
 
-        head = "".join(f"<th>{h}</th>" for h in
+        head = "".join(f'<th style="text-align:left">{h}</th>' for h in
                        ("#", "claim", "source", "experiment", "measured", "verdict"))
         body = []
         for i, r in enumerate(self.rows, 1):
@@ -915,7 +915,8 @@ class ClaimsTable:
             cells = [str(i), escape(r["claim"]), escape(r["source"]),
                      escape(r["experiment"]), escape(r["measured"]),
                      f'<strong style="color:{colour}">{escape(r["verdict"])}</strong>']
-            body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+            body.append("<tr>" + "".join(f'<td style="text-align:left">{c}</td>' for c in cells)
+                        + "</tr>")
         return (f'<table class="table claims-table"><thead><tr>{head}</tr></thead>'
                 f"<tbody>{''.join(body)}</tbody></table>")
 
