@@ -108,10 +108,16 @@ QUICK_BUDGET = {"n_train": 500, "n_valid": 100, "n_test": 100, "epochs": 2}
 #: position table of at least 41 rows (40 tokens + ``<sos>``); the default has 64.
 LONG_LENGTHS = ((21, 30), (31, 40))
 
-#: Beam sizes of the ``beam`` experiment: 1-10 in the full build (the paper's speed table
-#: goes up to 5, the issue asks for 1-10), four of them in the quick build.
-FULL_BEAM_SIZES = tuple(range(1, 11))
+#: Beam sizes of the ``beam`` experiment: eight sizes across 1-10 in the full build (the
+#: paper's speed table goes up to 5, the issue asks for 1-10; 7 and 9 are left out to save
+#: decoding time), four of them in the quick build.
+FULL_BEAM_SIZES = (1, 2, 3, 4, 5, 6, 8, 10)
 QUICK_BEAM_SIZES = (1, 2, 5, 10)
+
+#: Test examples decoded per beam size (the first ones of the test set): a beam of 10
+#: decodes ten hypotheses per source, and beam search over the whole test set for every
+#: size took about as long as training the run (measured on a busy 2-core machine).
+BEAM_EXAMPLES = 200
 
 #: Sources decoded together when decoding is timed (the test set is decoded in chunks).
 DECODE_BATCH = 256
@@ -381,7 +387,7 @@ def _measure_long(result: TrainResult, b: Budget) -> dict:
 
 
 def _measure_beam(result: TrainResult, b: Budget) -> dict:
-    test = make_datasets(result.config)[2].examples
+    test = make_datasets(result.config)[2].examples[:BEAM_EXAMPLES]
     out = {}
     for k in b.beam_sizes:
         scores, seconds = _timed_evaluate(result.model, test, beam_size=k)
@@ -406,6 +412,7 @@ def _measure_params(name: str, b: Budget) -> dict:
         params["lengths"] = LONG_LENGTHS
     if name == "beam":
         params["beam_sizes"] = list(b.beam_sizes)
+        params["examples"] = BEAM_EXAMPLES
     return params
 
 
@@ -639,9 +646,10 @@ def format_result(result: ExperimentResult, columns: Sequence[tuple] | None = No
 
 
 def format_beam(result: ExperimentResult) -> str:
-    """The ``beam`` experiment as a long table: one line per (arm, beam size)."""
+    """The ``beam`` experiment as a long table: one line per (arm, beam size); the times
+    cover decoding the first ``BEAM_EXAMPLES`` test examples."""
     lines = [f"{'arm':>8}  {'beam':>4}  {'exact match':>24}  {'token acc.':>24}  "
-             f"{'decoding s (test set)':>26}"]
+             f"{'decoding s':>26}"]
     for row in result.rows:
         for k in result.budget.beam_sizes:
             lines.append(f"{row['arm']:>8}  {k:>4}  "
