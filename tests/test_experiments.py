@@ -402,3 +402,18 @@ def test_claims_table_html_holds_every_row_escaped():
     html = ex.ClaimsTable(rows)._repr_html_()
     assert html.count("<tr>") == 2 and "&lt;beats&gt;" in html and SUPPORTED in html
     assert "verdict: SUPPORTED" in repr(ex.ClaimsTable(rows))
+
+
+@pytest.mark.parametrize("layers, n_attentions", [((2,), 1), ((1, 3), 2), (None, 3)])
+def test_encoder_gradient_is_divided_by_the_number_of_attentions(tiny_convs2s_cfg, ragged_batch,
+                                                                 layers, n_attentions):
+    """The encoder's conv blocks get gradient only through z^u, which scale_encoder_grad
+    divides by the number of attention mechanisms (§3.4), not by the number of layers."""
+    _, batch = ragged_batch
+    grads = []
+    for scale in (False, True):
+        torch.manual_seed(0)
+        model = ConvS2S(tiny_convs2s_cfg(attention_layers=layers, scale_encoder_grad=scale))
+        model(batch.src, batch.tgt_in).square().sum().backward()
+        grads.append(model.encoder.blocks[0].conv.weight.grad)
+    torch.testing.assert_close(grads[1], grads[0] / n_attentions)
