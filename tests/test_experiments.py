@@ -256,14 +256,20 @@ def test_cli_experiment_prints_the_table_and_writes_json(tiny_experiment, tmp_pa
 
 
 def test_claims_name_real_experiments_arms_and_columns():
-    budget = ex.budget(quick=False)
+    base = {"exact_match", "token_accuracy", "valid_loss", "sec_per_epoch"}
+    by_measure = {"greedy_time": {"greedy_seconds"},
+                  "long": {f"{m}_{lo}_{hi}" for m in ("exact_match", "token_accuracy")
+                           for lo, hi in ex.LONG_LENGTHS}}
     for claim in ex.CLAIMS:
         exp = ex.get_experiment(claim.experiment)
-        for arm, key in (claim.claimed, *claim.others):
-            assert arm in exp.arm_names
-            if key.startswith(("seconds_beam", "token_accuracy_beam")):
-                assert int(key.rsplit("beam", 1)[1]) in budget.beam_sizes
-                assert int(key.rsplit("beam", 1)[1]) in ex.budget(quick=True).beam_sizes
+        for quick in (False, True):
+            columns = set(base).union(*(by_measure.get(m, set()) for m in exp.measures))
+            if "beam" in exp.measures:
+                columns |= {f"{m}_beam{k}" for m in ("exact_match", "token_accuracy", "seconds")
+                            for k in ex.budget(quick=quick).beam_sizes}
+            for arm, key in (claim.claimed, *claim.others):
+                assert arm in exp.arm_names
+                assert key in columns, (claim.text, key, quick)
 
 
 # --------------------------------------------------------------------------
