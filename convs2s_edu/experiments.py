@@ -94,8 +94,10 @@ FULL_SEEDS = 3
 #: (10,000 example-passes each, 480,000 in all). Several arms cost more per example than
 #: the main ConvS2S (6 layers, kernel 5) and every run is also decoded (test set, longer
 #: lengths, beams), so the experiments' total time comes out at about the main models'
-#: (extrapolated from one-epoch runs of each kind of arm on a busy 2-core machine: ~28 min
-#: against ~25 min; the issue allows the experiments to double the site's build time).
+#: (on a busy 2-core machine, one thread: 12 runs of the encoder × decoder experiment took
+#: 463 s, ~38 s a run, extrapolated ~35 min for all 48 runs with their decoding, against
+#: ~30 min for the two main models at the same per-example speed; the issue allows the
+#: experiments to double the site's build time).
 #: ``n_valid`` / ``n_test``: 500 held-out and test examples, enough to tell accuracies
 #: a few points apart, cheap to decode.
 FULL_BUDGET = {"n_train": 2_000, "n_valid": 500, "n_test": 500, "epochs": 5}
