@@ -157,22 +157,31 @@ class Budget:
 
     def train_config(self, arm: Arm, seed: int) -> TrainConfig:
         """The :class:`~convs2s_edu.TrainConfig` of ``arm`` with ``seed`` under this budget."""
-        return TrainConfig(model=arm.model, n_train=self.n_train, n_valid=self.n_valid,
-                           n_test=self.n_test, epochs=self.epochs, seed=seed,
-                           model_options=dict(arm.options))
+        return TrainConfig(
+            model=arm.model,
+            n_train=self.n_train,
+            n_valid=self.n_valid,
+            n_test=self.n_test,
+            epochs=self.epochs,
+            seed=seed,
+            model_options=dict(arm.options),
+        )
 
     def describe(self) -> str:
         """One line for a page: the budget, and how it compares with the main models'."""
         main = TrainConfig()
         mode = "quick build" if self.quick else "full build"
-        return (f"{mode}: {self.seeds} seed(s) per arm; every run trains on "
-                f"{self.n_train:,} examples × {self.epochs} epochs (the main models: "
-                f"{main.n_train:,} × {main.epochs}), held-out loss on {self.n_valid:,} "
-                f"examples, scores on {self.n_test:,} test examples (greedy decoding)")
+        return (
+            f"{mode}: {self.seeds} seed(s) per arm; every run trains on "
+            f"{self.n_train:,} examples × {self.epochs} epochs (the main models: "
+            f"{main.n_train:,} × {main.epochs}), held-out loss on {self.n_valid:,} "
+            f"examples, scores on {self.n_test:,} test examples (greedy decoding)"
+        )
 
 
-def budget(quick: bool | None = None, seeds: int | None = None,
-           epochs: int | None = None) -> Budget:
+def budget(
+    quick: bool | None = None, seeds: int | None = None, epochs: int | None = None
+) -> Budget:
     """The experiments' budget: the full build's, or the quick build's.
 
     Parameters
@@ -193,8 +202,12 @@ def budget(quick: bool | None = None, seeds: int | None = None,
     n_seeds = QUICK_SEEDS if quick else FULL_SEEDS
     if seeds is not None:
         n_seeds = check_int("seeds", seeds)
-    return Budget(seeds=n_seeds, beam_sizes=QUICK_BEAM_SIZES if quick else FULL_BEAM_SIZES,
-                  quick=quick, **sizes)
+    return Budget(
+        seeds=n_seeds,
+        beam_sizes=QUICK_BEAM_SIZES if quick else FULL_BEAM_SIZES,
+        quick=quick,
+        **sizes,
+    )
 
 
 # --------------------------------------------------------------------------
@@ -274,62 +287,91 @@ class Experiment:
             names = [names]
         unknown = [n for n in names if n not in self.arm_names]
         if unknown or not names:
-            raise ValueError(f"unknown arm(s) {unknown} of experiment {self.name!r}; "
-                             f"allowed: {', '.join(self.arm_names)}")
+            raise ValueError(
+                f"unknown arm(s) {unknown} of experiment {self.name!r}; "
+                f"allowed: {', '.join(self.arm_names)}"
+            )
         return tuple(a for a in self.arms if a.name in names)
 
 
 def _depth_arm(n_layers: int, k: int) -> Arm:
-    options = {} if (n_layers, k) == (4, 3) else {"n_encoder_layers": n_layers,
-                                                  "n_decoder_layers": n_layers, "kernel_size": k}
-    return Arm(f"L{n_layers}-k{k}", f"L={n_layers}, k={k}", "convs2s", options,
-               {"layers": n_layers, "kernel_size": k,
-                "receptive_field": receptive_field(n_layers, k)})
+    options = (
+        {}
+        if (n_layers, k) == (4, 3)
+        else {"n_encoder_layers": n_layers, "n_decoder_layers": n_layers, "kernel_size": k}
+    )
+    return Arm(
+        f"L{n_layers}-k{k}",
+        f"L={n_layers}, k={k}",
+        "convs2s",
+        options,
+        {"layers": n_layers, "kernel_size": k, "receptive_field": receptive_field(n_layers, k)},
+    )
 
 
 #: Every experiment, by name. Arms that are the same run (e.g. the default ConvS2S) share
 #: one cache entry: it trains once for all experiments.
 EXPERIMENTS = {
     "encoder_decoder": Experiment(
-        "encoder_decoder", "Encoder × decoder",
+        "encoder_decoder",
+        "Encoder × decoder",
         "Does a GRU encoder with a convolutional decoder sort better than the other three "
         "combinations, as the seed article expects for targets that re-order the source?",
-        (Arm("convs2s", "conv enc + conv dec (ConvS2S)", "convs2s"),
-         Arm("gru", "GRU enc + GRU dec", "gru"),
-         Arm("gru+conv", "GRU enc + conv dec", "gru+conv"),
-         Arm("conv+gru", "conv enc + GRU dec", "conv+gru")),
-        ("greedy_time",)),
+        (
+            Arm("convs2s", "conv enc + conv dec (ConvS2S)", "convs2s"),
+            Arm("gru", "GRU enc + GRU dec", "gru"),
+            Arm("gru+conv", "GRU enc + conv dec", "gru+conv"),
+            Arm("conv+gru", "conv enc + GRU dec", "conv+gru"),
+        ),
+        ("greedy_time",),
+    ),
     "positions": Experiment(
-        "positions", "Position embeddings",
+        "positions",
+        "Position embeddings",
         "What do ConvS2S's learned position embeddings buy on the trained lengths, and what "
         "do they cost on longer sequences than any seen in training?",
-        (Arm("both", "positions: source + target", "convs2s"),
-         Arm("source", "positions: source only", "convs2s", {"target_positions": False}),
-         Arm("target", "positions: target only", "convs2s", {"source_positions": False}),
-         Arm("none", "no positions", "convs2s",
-             {"source_positions": False, "target_positions": False}),
-         Arm("gru", "GRU (reference)", "gru")),
-        ("long",)),
+        (
+            Arm("both", "positions: source + target", "convs2s"),
+            Arm("source", "positions: source only", "convs2s", {"target_positions": False}),
+            Arm("target", "positions: target only", "convs2s", {"source_positions": False}),
+            Arm(
+                "none",
+                "no positions",
+                "convs2s",
+                {"source_positions": False, "target_positions": False},
+            ),
+            Arm("gru", "GRU (reference)", "gru"),
+        ),
+        ("long",),
+    ),
     "attention_layers": Experiment(
-        "attention_layers", "Attention in which decoder layers",
+        "attention_layers",
+        "Attention in which decoder layers",
         "Does ConvS2S need an attention in every decoder layer, or is one enough?",
-        (Arm("all", "attention in layers 1-4", "convs2s"),
-         Arm("first", "layer 1 only", "convs2s", {"attention_layers": [1]}),
-         Arm("last", "layer 4 only", "convs2s", {"attention_layers": [4]}),
-         Arm("first+last", "layers 1 and 4", "convs2s", {"attention_layers": [1, 4]}),
-         Arm("lower", "layers 1 and 2", "convs2s", {"attention_layers": [1, 2]})),
-        ()),
+        (
+            Arm("all", "attention in layers 1-4", "convs2s"),
+            Arm("first", "layer 1 only", "convs2s", {"attention_layers": [1]}),
+            Arm("last", "layer 4 only", "convs2s", {"attention_layers": [4]}),
+            Arm("first+last", "layers 1 and 4", "convs2s", {"attention_layers": [1, 4]}),
+            Arm("lower", "layers 1 and 2", "convs2s", {"attention_layers": [1, 2]}),
+        ),
+        (),
+    ),
     "depth_kernel": Experiment(
-        "depth_kernel", "Depth and kernel width",
+        "depth_kernel",
+        "Depth and kernel width",
         "How many layers of which kernel width does the task need, and does the receptive "
         "field 1 + L(k-1) have to cover the sequence?",
         tuple(_depth_arm(n, k) for n in (2, 4, 6) for k in (3, 5)),
-        ()),
+        (),
+    ),
     "beam": Experiment(
-        "beam", "Beam width",
+        "beam",
+        "Beam width",
         "Does a wider beam find better outputs, and what does it cost in decoding time?",
         (Arm("convs2s", "ConvS2S", "convs2s"), Arm("gru", "GRU + attention", "gru")),
-        ("beam",)),
+        ("beam",),
+    ),
 }
 
 
@@ -364,10 +406,13 @@ def _timed_evaluate(model, examples, beam_size: int = 1) -> tuple[dict, float]:
 def _measure_base(result: TrainResult, b: Budget) -> dict:
     h = result.history
     scores = evaluate(result.model, make_datasets(result.config)[2], batch_size=DECODE_BATCH)
-    return {"exact_match": scores["exact_match"], "token_accuracy": scores["token_accuracy"],
-            "valid_loss": h.epochs[-1]["valid_loss"],
-            "sec_per_epoch": statistics.median(h.column("seconds")),
-            "n_parameters": h.n_parameters}
+    return {
+        "exact_match": scores["exact_match"],
+        "token_accuracy": scores["token_accuracy"],
+        "valid_loss": h.epochs[-1]["valid_loss"],
+        "sec_per_epoch": statistics.median(h.column("seconds")),
+        "n_parameters": h.n_parameters,
+    }
 
 
 def _measure_greedy_time(result: TrainResult, b: Budget) -> dict:
@@ -384,8 +429,9 @@ def _long_test_set(cfg: TrainConfig, lo: int, hi: int) -> SortingDataset:
 def _measure_long(result: TrainResult, b: Budget) -> dict:
     out = {}
     for lo, hi in LONG_LENGTHS:
-        scores = evaluate(result.model, _long_test_set(result.config, lo, hi),
-                          batch_size=DECODE_BATCH)
+        scores = evaluate(
+            result.model, _long_test_set(result.config, lo, hi), batch_size=DECODE_BATCH
+        )
         out[f"exact_match_{lo}_{hi}"] = scores["exact_match"]
         out[f"token_accuracy_{lo}_{hi}"] = scores["token_accuracy"]
     return out
@@ -421,8 +467,9 @@ def _measure_params(name: str, b: Budget) -> dict:
     return params
 
 
-def _measured_run(cfg: TrainConfig, measures: Sequence[str], b: Budget, directory,
-                  progress) -> tuple[dict, bool]:
+def _measured_run(
+    cfg: TrainConfig, measures: Sequence[str], b: Budget, directory, progress
+) -> tuple[dict, bool]:
     """Train (or load) one run and take the measurements ``measures`` not yet cached.
 
     Returns the measured values and whether everything came from the cache."""
@@ -488,10 +535,18 @@ def summarise_runs(runs: Sequence[dict], arms: Sequence[Arm]) -> list[dict]:
             # x̄ = (1/n) Σ x_s
             mean = sum(xs) / len(xs)
             # std = sqrt(Σ (x_s - x̄)² / (n - 1))
-            std = math.sqrt(sum((x - mean) ** 2 for x in xs) / (len(xs) - 1)) \
-                if len(xs) > 1 else 0.0
-            row.update({key: mean, f"{key}_min": min(xs), f"{key}_max": max(xs),
-                        f"{key}_std": std, f"{key}_values": xs})
+            std = (
+                math.sqrt(sum((x - mean) ** 2 for x in xs) / (len(xs) - 1)) if len(xs) > 1 else 0.0
+            )
+            row.update(
+                {
+                    key: mean,
+                    f"{key}_min": min(xs),
+                    f"{key}_max": max(xs),
+                    f"{key}_std": std,
+                    f"{key}_values": xs,
+                }
+            )
         rows.append(row)
     return rows
 
@@ -520,12 +575,18 @@ class ExperimentResult:
         for row in self.rows:
             if row["arm"] == arm:
                 return row
-        raise ValueError(f"no arm {arm!r} in experiment {self.experiment.name!r}; "
-                         f"allowed: {', '.join(r['arm'] for r in self.rows)}")
+        raise ValueError(
+            f"no arm {arm!r} in experiment {self.experiment.name!r}; "
+            f"allowed: {', '.join(r['arm'] for r in self.rows)}"
+        )
 
     def to_dict(self) -> dict:
-        return {"experiment": self.experiment.name, "budget": self.budget.__dict__,
-                "runs": self.runs, "rows": self.rows}
+        return {
+            "experiment": self.experiment.name,
+            "budget": self.budget.__dict__,
+            "runs": self.runs,
+            "rows": self.rows,
+        }
 
 
 class _RunProgress:
@@ -554,10 +615,17 @@ class _RunProgress:
             self.bar.close()
 
 
-def run_experiment(name: str, *, seeds: int | None = None, epochs: int | None = None,
-                   arms: Sequence[str] | None = None, quick: bool | None = None,
-                   progress: bool | None = None, directory=None,
-                   custom_budget: Budget | None = None) -> ExperimentResult:
+def run_experiment(
+    name: str,
+    *,
+    seeds: int | None = None,
+    epochs: int | None = None,
+    arms: Sequence[str] | None = None,
+    quick: bool | None = None,
+    progress: bool | None = None,
+    directory=None,
+    custom_budget: Budget | None = None,
+) -> ExperimentResult:
     """Run (or load from the cache) every arm of experiment ``name`` with every seed.
 
     Parameters
@@ -613,10 +681,12 @@ def run_experiment(name: str, *, seeds: int | None = None, epochs: int | None = 
 # --------------------------------------------------------------------------
 
 #: Columns of :func:`format_result` shared by every experiment: (key, header, format).
-BASE_COLUMNS = (("exact_match", "exact match", "{:.1%}"),
-                ("token_accuracy", "token acc.", "{:.1%}"),
-                ("valid_loss", "held-out loss", "{:.3f}"),
-                ("sec_per_epoch", "s/epoch", "{:.2f}"))
+BASE_COLUMNS = (
+    ("exact_match", "exact match", "{:.1%}"),
+    ("token_accuracy", "token acc.", "{:.1%}"),
+    ("valid_loss", "held-out loss", "{:.3f}"),
+    ("sec_per_epoch", "s/epoch", "{:.2f}"),
+)
 
 
 def _cell(row: dict, key: str, fmt: str) -> str:
@@ -653,14 +723,17 @@ def format_result(result: ExperimentResult, columns: Sequence[tuple] | None = No
 def format_beam(result: ExperimentResult) -> str:
     """The ``beam`` experiment as a long table: one line per (arm, beam size); the times
     cover decoding the first ``BEAM_EXAMPLES`` test examples."""
-    lines = [f"{'arm':>8}  {'beam':>4}  {'exact match':>24}  {'token acc.':>24}  "
-             f"{'decoding s':>26}"]
+    lines = [
+        f"{'arm':>8}  {'beam':>4}  {'exact match':>24}  {'token acc.':>24}  {'decoding s':>26}"
+    ]
     for row in result.rows:
         for k in result.budget.beam_sizes:
-            lines.append(f"{row['arm']:>8}  {k:>4}  "
-                         f"{_cell(row, f'exact_match_beam{k}', '{:.1%}'):>24}  "
-                         f"{_cell(row, f'token_accuracy_beam{k}', '{:.1%}'):>24}  "
-                         f"{_cell(row, f'seconds_beam{k}', '{:.3f}'):>26}")
+            lines.append(
+                f"{row['arm']:>8}  {k:>4}  "
+                f"{_cell(row, f'exact_match_beam{k}', '{:.1%}'):>24}  "
+                f"{_cell(row, f'token_accuracy_beam{k}', '{:.1%}'):>24}  "
+                f"{_cell(row, f'seconds_beam{k}', '{:.3f}'):>26}"
+            )
     return "\n".join(lines)
 
 
@@ -696,8 +769,9 @@ def verdict(claimed: Sequence[float], other: Sequence[float], *, paired: bool = 
     """
     a, b = [float(x) for x in claimed], [float(x) for x in other]
     if not a or not b:
-        raise ValueError(f"verdict needs at least one value on each side, got {len(a)} "
-                         f"and {len(b)}")
+        raise ValueError(
+            f"verdict needs at least one value on each side, got {len(a)} and {len(b)}"
+        )
     if any(math.isnan(x) for x in a + b):
         raise ValueError(f"verdict got NaN values: {a} vs {b}")
     if paired and len(a) != len(b):
@@ -721,12 +795,19 @@ def verdict(claimed: Sequence[float], other: Sequence[float], *, paired: bool = 
 def _spread(row: dict, key: str, fmt: str = "{:.1%}") -> str:
     if row["n_seeds"] == 1:
         return f"{fmt.format(row[key])} (1 seed)"
-    return (f"{fmt.format(row[key])} [{fmt.format(row[key + '_min'])}–"
-            f"{fmt.format(row[key + '_max'])}]")
+    return (
+        f"{fmt.format(row[key])} [{fmt.format(row[key + '_min'])}–{fmt.format(row[key + '_max'])}]"
+    )
 
 
-def conclusion(result: ExperimentResult, key: str = "token_accuracy", *, what: str = "",
-               higher_is_better: bool = True, fmt: str = "{:.1%}") -> str:
+def conclusion(
+    result: ExperimentResult,
+    key: str = "token_accuracy",
+    *,
+    what: str = "",
+    higher_is_better: bool = True,
+    fmt: str = "{:.1%}",
+) -> str:
     """A sentence computed from the rows: the best arm by mean ``key``, and whether its lead
     over the runner-up is beyond the seed spread (:func:`verdict`).
 
@@ -757,18 +838,27 @@ def conclusion(result: ExperimentResult, key: str = "token_accuracy", *, what: s
     second = rows[1]
     sign = 1.0 if higher_is_better else -1.0
     a = [sign * x for x in best[f"{key}_values"]]
-    ahead = all(verdict(a, [sign * x for x in r[f"{key}_values"]]) == VERDICTS[0]
-                for r in rows[1:])
-    head = (f"By mean {what}, {best['arm']} is first ({_spread(best, key, fmt)}) and "
-            f"{second['arm']} second ({_spread(second, key, fmt)}): ")
+    ahead = all(
+        verdict(a, [sign * x for x in r[f"{key}_values"]]) == VERDICTS[0] for r in rows[1:]
+    )
+    head = (
+        f"By mean {what}, {best['arm']} is first ({_spread(best, key, fmt)}) and "
+        f"{second['arm']} second ({_spread(second, key, fmt)}): "
+    )
     if ahead:
-        return head + (f"{best['arm']} is ahead of every other arm by more than the spread "
-                       f"over {best['n_seeds']} seeds.")
+        return head + (
+            f"{best['arm']} is ahead of every other arm by more than the spread "
+            f"over {best['n_seeds']} seeds."
+        )
     if best["n_seeds"] < 2:
-        return head + "with one seed per arm there is no spread, so the difference is not " \
-                      "resolved at this scale."
-    return head + (f"its seed range overlaps that of at least one other arm, so which arm is "
-                   f"best by {what} is not resolved at this scale.")
+        return (
+            head + "with one seed per arm there is no spread, so the difference is not "
+            "resolved at this scale."
+        )
+    return head + (
+        f"its seed range overlaps that of at least one other arm, so which arm is "
+        f"best by {what} is not resolved at this scale."
+    )
 
 
 # --------------------------------------------------------------------------
@@ -812,46 +902,95 @@ _TOK = "token_accuracy"
 #: The claims checked on the site. Accuracy claims are judged on token accuracy: at the
 #: experiments' budget exact match is near zero for most arms (it is printed too).
 CLAIMS = (
-    Claim('"an RNN (encoder) - CNN (decoder) architecture can be expected to achieve better '
-          'performance" (here: than the best of the other three combinations)',
-          "seed article, §1 Encoder-decoder Architecture", "encoder_decoder",
-          ("gru+conv", _TOK), (("convs2s", _TOK), ("gru", _TOK), ("conv+gru", _TOK))),
-    Claim('"A CNN-decoder has an advantage over an RNN-decoder in handling such target '
-          'language texts" (with a GRU encoder)',
-          "seed article, §2 Selections Based on Data Characteristics", "encoder_decoder",
-          ("gru+conv", _TOK), (("gru", _TOK),)),
-    Claim('"A CNN-decoder has an advantage over an RNN-decoder in handling such target '
-          'language texts" (with a convolutional encoder)',
-          "seed article, §2 Selections Based on Data Characteristics", "encoder_decoder",
-          ("convs2s", _TOK), (("conv+gru", _TOK),)),
-    Claim("Position embeddings help (paraphrased; the model with positions on both sides "
-          "against none)", "paper, §5.4 Position Embeddings", "positions",
-          ("both", _TOK), (("none", _TOK),)),
-    Claim("Removing the source positions costs more than removing the target positions "
-          "(paraphrased)", "paper, §5.4 Position Embeddings", "positions",
-          ("source", _TOK), (("target", _TOK),)),
-    Claim("Attention in every decoder layer is better than in one layer (paraphrased)",
-          "paper, §5.5 Multi-step Attention", "attention_layers",
-          ("all", _TOK), (("first", _TOK), ("last", _TOK))),
-    Claim("More layers improve accuracy (paraphrased; 4 against 2 layers, k = 3)",
-          "paper, §5.6 Kernel Size and Depth", "depth_kernel",
-          ("L4-k3", _TOK), (("L2-k3", _TOK),)),
-    Claim("ConvS2S generates faster than a recurrent model (paraphrased; the paper compares "
-          "with GNMT on a GPU and CPUs, here the greedy decoding time of the test set: the "
-          "GRU model's against ConvS2S's)", "paper, §5.3 Generation Speed",
-          "encoder_decoder", ("gru", "greedy_seconds"), (("convs2s", "greedy_seconds"),)),
-    Claim("Decoding with a wider beam takes longer (paraphrased; ConvS2S, beam 10 against 1)",
-          "paper, §5.3 Generation Speed", "beam",
-          ("convs2s", "seconds_beam10"), (("convs2s", "seconds_beam1"),), paired=True),
-    Claim('beam search "selects the translation that is most likely to be correct" '
-          "(ConvS2S, beam 5 against greedy)",
-          "seed article, §2 Selections Based on Data Characteristics", "beam",
-          ("convs2s", "token_accuracy_beam5"), (("convs2s", "token_accuracy_beam1"),),
-          paired=True),
-    Claim('beam search "selects the translation that is most likely to be correct" '
-          "(GRU, beam 5 against greedy)",
-          "seed article, §2 Selections Based on Data Characteristics", "beam",
-          ("gru", "token_accuracy_beam5"), (("gru", "token_accuracy_beam1"),), paired=True),
+    Claim(
+        '"an RNN (encoder) - CNN (decoder) architecture can be expected to achieve better '
+        'performance" (here: than the best of the other three combinations)',
+        "seed article, §1 Encoder-decoder Architecture",
+        "encoder_decoder",
+        ("gru+conv", _TOK),
+        (("convs2s", _TOK), ("gru", _TOK), ("conv+gru", _TOK)),
+    ),
+    Claim(
+        '"A CNN-decoder has an advantage over an RNN-decoder in handling such target '
+        'language texts" (with a GRU encoder)',
+        "seed article, §2 Selections Based on Data Characteristics",
+        "encoder_decoder",
+        ("gru+conv", _TOK),
+        (("gru", _TOK),),
+    ),
+    Claim(
+        '"A CNN-decoder has an advantage over an RNN-decoder in handling such target '
+        'language texts" (with a convolutional encoder)',
+        "seed article, §2 Selections Based on Data Characteristics",
+        "encoder_decoder",
+        ("convs2s", _TOK),
+        (("conv+gru", _TOK),),
+    ),
+    Claim(
+        "Position embeddings help (paraphrased; the model with positions on both sides "
+        "against none)",
+        "paper, §5.4 Position Embeddings",
+        "positions",
+        ("both", _TOK),
+        (("none", _TOK),),
+    ),
+    Claim(
+        "Removing the source positions costs more than removing the target positions "
+        "(paraphrased)",
+        "paper, §5.4 Position Embeddings",
+        "positions",
+        ("source", _TOK),
+        (("target", _TOK),),
+    ),
+    Claim(
+        "Attention in every decoder layer is better than in one layer (paraphrased)",
+        "paper, §5.5 Multi-step Attention",
+        "attention_layers",
+        ("all", _TOK),
+        (("first", _TOK), ("last", _TOK)),
+    ),
+    Claim(
+        "More layers improve accuracy (paraphrased; 4 against 2 layers, k = 3)",
+        "paper, §5.6 Kernel Size and Depth",
+        "depth_kernel",
+        ("L4-k3", _TOK),
+        (("L2-k3", _TOK),),
+    ),
+    Claim(
+        "ConvS2S generates faster than a recurrent model (paraphrased; the paper compares "
+        "with GNMT on a GPU and CPUs, here the greedy decoding time of the test set: the "
+        "GRU model's against ConvS2S's)",
+        "paper, §5.3 Generation Speed",
+        "encoder_decoder",
+        ("gru", "greedy_seconds"),
+        (("convs2s", "greedy_seconds"),),
+    ),
+    Claim(
+        "Decoding with a wider beam takes longer (paraphrased; ConvS2S, beam 10 against 1)",
+        "paper, §5.3 Generation Speed",
+        "beam",
+        ("convs2s", "seconds_beam10"),
+        (("convs2s", "seconds_beam1"),),
+        paired=True,
+    ),
+    Claim(
+        'beam search "selects the translation that is most likely to be correct" '
+        "(ConvS2S, beam 5 against greedy)",
+        "seed article, §2 Selections Based on Data Characteristics",
+        "beam",
+        ("convs2s", "token_accuracy_beam5"),
+        (("convs2s", "token_accuracy_beam1"),),
+        paired=True,
+    ),
+    Claim(
+        'beam search "selects the translation that is most likely to be correct" '
+        "(GRU, beam 5 against greedy)",
+        "seed article, §2 Selections Based on Data Characteristics",
+        "beam",
+        ("gru", "token_accuracy_beam5"),
+        (("gru", "token_accuracy_beam1"),),
+        paired=True,
+    ),
 )
 
 
@@ -874,8 +1013,10 @@ def check_claims(results: dict, claims: Sequence[Claim] = CLAIMS) -> list[dict]:
     rows = []
     for claim in claims:
         if claim.experiment not in results:
-            raise ValueError(f"no result of experiment {claim.experiment!r} for the claim "
-                             f"{claim.text[:40]!r}; have {sorted(results)}")
+            raise ValueError(
+                f"no result of experiment {claim.experiment!r} for the claim "
+                f"{claim.text[:40]!r}; have {sorted(results)}"
+            )
         res = results[claim.experiment]
         arm, key = claim.claimed
         a_row = res.row(arm)
@@ -883,13 +1024,20 @@ def check_claims(results: dict, claims: Sequence[Claim] = CLAIMS) -> list[dict]:
         b_row, b_key = max(others, key=lambda rk: rk[0][rk[1]])
         fmt = "{:.3f} s" if "seconds" in key else "{:.1%}"
         v = verdict(a_row[f"{key}_values"], b_row[f"{b_key}_values"], paired=claim.paired)
-        rows.append({
-            "claim": claim.text, "source": claim.source, "experiment": claim.experiment,
-            "measured": (f"{arm} {key.replace('_', ' ')} {_spread(a_row, key, fmt)} vs "
-                         f"{b_row['arm']} {b_key.replace('_', ' ')} "
-                         f"{_spread(b_row, b_key, fmt)}"),
-            "verdict": v, "n_seeds": min(a_row["n_seeds"], b_row["n_seeds"]),
-        })
+        rows.append(
+            {
+                "claim": claim.text,
+                "source": claim.source,
+                "experiment": claim.experiment,
+                "measured": (
+                    f"{arm} {key.replace('_', ' ')} {_spread(a_row, key, fmt)} vs "
+                    f"{b_row['arm']} {b_key.replace('_', ' ')} "
+                    f"{_spread(b_row, b_key, fmt)}"
+                ),
+                "verdict": v,
+                "n_seeds": min(a_row["n_seeds"], b_row["n_seeds"]),
+            }
+        )
     return rows
 
 
@@ -897,9 +1045,11 @@ def format_claims(rows: Sequence[dict]) -> str:
     """The rows of :func:`check_claims` as numbered plain-text paragraphs."""
     out = []
     for i, r in enumerate(rows, 1):
-        out.append(f"{i}. {r['claim']}\n   source: {r['source']}; experiment: "
-                   f"{r['experiment']}\n   measured: {r['measured']}\n   verdict: "
-                   f"{r['verdict'].upper()}")
+        out.append(
+            f"{i}. {r['claim']}\n   source: {r['source']}; experiment: "
+            f"{r['experiment']}\n   measured: {r['measured']}\n   verdict: "
+            f"{r['verdict'].upper()}"
+        )
     return "\n\n".join(out)
 
 
@@ -924,18 +1074,28 @@ class ClaimsTable:
     def _repr_html_(self) -> str:
         from html import escape
 
-        head = "".join(f'<th style="text-align:left">{h}</th>' for h in
-                       ("#", "claim", "source", "experiment", "measured", "verdict"))
+        head = "".join(
+            f'<th style="text-align:left">{h}</th>'
+            for h in ("#", "claim", "source", "experiment", "measured", "verdict")
+        )
         body = []
         for i, r in enumerate(self.rows, 1):
             colour = self._COLOURS[r["verdict"]]
-            cells = [str(i), escape(r["claim"]), escape(r["source"]),
-                     escape(r["experiment"]), escape(r["measured"]),
-                     f'<strong style="color:{colour}">{escape(r["verdict"])}</strong>']
-            body.append("<tr>" + "".join(f'<td style="text-align:left">{c}</td>' for c in cells)
-                        + "</tr>")
-        return (f'<table class="table claims-table"><thead><tr>{head}</tr></thead>'
-                f"<tbody>{''.join(body)}</tbody></table>")
+            cells = [
+                str(i),
+                escape(r["claim"]),
+                escape(r["source"]),
+                escape(r["experiment"]),
+                escape(r["measured"]),
+                f'<strong style="color:{colour}">{escape(r["verdict"])}</strong>',
+            ]
+            body.append(
+                "<tr>" + "".join(f'<td style="text-align:left">{c}</td>' for c in cells) + "</tr>"
+            )
+        return (
+            f'<table class="table claims-table"><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(body)}</tbody></table>"
+        )
 
 
 # --------------------------------------------------------------------------
@@ -943,9 +1103,18 @@ class ClaimsTable:
 # --------------------------------------------------------------------------
 
 
-def plot_arms(ax, result: ExperimentResult, key: str = "token_accuracy", *,
-              label: str | None = None, percent: bool = True, offset: float = 0.0,
-              width: float = 0.7, color=None, legend: str | None = None):
+def plot_arms(
+    ax,
+    result: ExperimentResult,
+    key: str = "token_accuracy",
+    *,
+    label: str | None = None,
+    percent: bool = True,
+    offset: float = 0.0,
+    width: float = 0.7,
+    color=None,
+    legend: str | None = None,
+):
     """Bars of the mean of ``key`` per arm, min–max whiskers and a dot per seed.
 
     Parameters
@@ -974,8 +1143,17 @@ def plot_arms(ax, result: ExperimentResult, key: str = "token_accuracy", *,
     means = [r[key] * scale for r in result.rows]
     lo = [(r[key] - r[f"{key}_min"]) * scale for r in result.rows]
     hi = [(r[f"{key}_max"] - r[key]) * scale for r in result.rows]
-    bars = ax.bar(xs, means, width=width, color=color, label=legend, alpha=0.8,
-                  yerr=[lo, hi], capsize=4, error_kw={"elinewidth": 1.2})
+    bars = ax.bar(
+        xs,
+        means,
+        width=width,
+        color=color,
+        label=legend,
+        alpha=0.8,
+        yerr=[lo, hi],
+        capsize=4,
+        error_kw={"elinewidth": 1.2},
+    )
     for x, r in zip(xs, result.rows):
         vals = [v * scale for v in r[f"{key}_values"]]
         ax.plot([x] * len(vals), vals, "k.", ms=4, zorder=3)
