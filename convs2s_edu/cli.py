@@ -5,6 +5,7 @@ Subcommands::
     convs2s-edu train --model {convs2s,gru,gru+conv,conv+gru} [--epochs N] [--device D] [--out DIR]
     convs2s-edu evaluate DIR [--beam N]
     convs2s-edu compare [--epochs N] [--device D] [--no-cache]
+    convs2s-edu experiment NAME [--seeds N] [--epochs E] [--json FILE]
 
 Bad arguments print one line and exit with status 2; no traceback.
 """
@@ -102,6 +103,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--window-steps", type=int, default=4, dest="window_steps",
                    help="training steps per timed window (default 4)")
     _add_config_options(p)
+
+    p = sub.add_parser("experiment", help="run one of the site's experiments over several "
+                                          "seeds (cached) and print its table")
+    p.add_argument("name", help="encoder_decoder, positions, attention_layers, depth_kernel "
+                                "or beam")
+    p.add_argument("--seeds", type=int, help="seeds per arm (default 3; quick mode 1)")
+    p.add_argument("--epochs", type=int, help="epochs per run (default: the experiments' "
+                                              "budget)")
+    p.add_argument("--arms", nargs="+", help="run only these arms (default: all)")
+    p.add_argument("--quick", action="store_true", help="the quick build's tiny budget")
+    p.add_argument("--json", help="also write the runs and rows to this file")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
     return parser
 
 
@@ -155,12 +168,28 @@ def _cmd_compare(args) -> int:
     return 0
 
 
+def _cmd_experiment(args) -> int:
+    from .experiments import conclusion, format_beam, format_result, run_experiment
+
+    result = run_experiment(args.name, seeds=args.seeds, epochs=args.epochs, arms=args.arms,
+                            quick=True if args.quick else None,
+                            progress=False if args.quiet else None)
+    print(result.budget.describe())
+    print(format_beam(result) if args.name == "beam" else format_result(result))
+    print(conclusion(result))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result.to_dict(), f, indent=2)
+    return 0
+
+
 def main(argv=None) -> int:
     """Entry point; returns the exit status."""
     from .train import TrainingDivergedError
 
     args = build_parser().parse_args(argv)
-    command = {"train": _cmd_train, "evaluate": _cmd_evaluate, "compare": _cmd_compare}
+    command = {"train": _cmd_train, "evaluate": _cmd_evaluate, "compare": _cmd_compare,
+               "experiment": _cmd_experiment}
     try:
         return command[args.command](args)
     except (ValueError, FileNotFoundError, TrainingDivergedError) as err:

@@ -94,6 +94,17 @@ class ConvS2SConfig:
     scale_context : bool
         Multiply the attention context :math:`c^l_i` by :math:`m\\sqrt{1/m}`,
         :math:`m` the number of real source tokens (§3.4). Paper: on. Seed: off.
+    source_positions, target_positions : bool
+        Add the learned position embeddings :math:`p_j` to the source (encoder) or the
+        target (decoder) token embeddings (§3.1). Paper and seed: both on. Turning one off
+        removes that side's position table (no parameters): the paper's ablation of
+        §5.4. Only the default (both on) matches the paper's model.
+    attention_layers : tuple of int or None
+        The decoder layers (numbered ``1..n_decoder_layers``, bottom to top) that have a
+        :class:`MultiStepAttention`; ``None`` (default) means every layer, as in the paper.
+        A layer without attention passes its ConvBlock's output on unchanged. The
+        paper's ablation of §5.5; the attention output then has
+        ``len(attention_layers)`` layers, and ``scale_encoder_grad`` divides by that number.
     """
 
     vocab_size: int = 50
@@ -107,12 +118,31 @@ class ConvS2SConfig:
     weight_norm: bool = False  # paper: True
     scale_encoder_grad: bool = False  # paper: True
     scale_context: bool = False  # paper: True
+    source_positions: bool = True  # ablation switch (§5.4); paper: True
+    target_positions: bool = True  # ablation switch (§5.4); paper: True
+    attention_layers: tuple | None = None  # ablation switch (§5.5); None = every layer
 
     def __post_init__(self):
         for name in ("vocab_size", "embed_dim", "hidden_dim", "n_encoder_layers",
                      "n_decoder_layers", "kernel_size", "max_positions"):
             check_positive(name, getattr(self, name))
         check_probability("dropout", self.dropout)
+        for name in ("source_positions", "target_positions"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        if self.attention_layers is not None:
+            layers = self.attention_layers
+            allowed = f"distinct layer numbers in 1..{self.n_decoder_layers}"
+            if isinstance(layers, (str, bytes)) or not hasattr(layers, "__iter__"):
+                raise TypeError(f"attention_layers must be None or a sequence of {allowed}, "
+                                f"got {layers!r}")
+            layers = tuple(layers)
+            if (not layers or len(set(layers)) != len(layers)
+                    or any(isinstance(n, bool) or not isinstance(n, int)
+                           or not 1 <= n <= self.n_decoder_layers for n in layers)):
+                raise ValueError(f"attention_layers must hold at least one of {allowed}, "
+                                 f"got {self.attention_layers!r}")
+            self.attention_layers = tuple(sorted(layers))
         if self.kernel_size % 2 == 0:
             raise ValueError(
                 f"kernel_size must be odd (1, 3, 5, ...) so the encoder can pad (k-1)/2 "
@@ -131,6 +161,13 @@ class ConvS2SConfig:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @property
+    def attending_layers(self) -> tuple:
+        """The 0-based indices of the decoder layers that attend (all of them by default)."""
+        if self.attention_layers is None:
+            return tuple(range(self.n_decoder_layers))
+        return tuple(n - 1 for n in self.attention_layers)
 
 
 # --------------------------------------------------------------------------
@@ -224,6 +261,9 @@ class TokenPositionEmbedding(nn.Module):
         embeddings it means the paper's initialisation only, both tables from
         :math:`\mathcal{N}(0, 0.1)` (§3.5) instead of PyTorch's
         :math:`\mathcal{N}(0, 1)`; embeddings are not weight-normalised.
+    positions : bool
+        ``False``: no position table, :math:`e_j = w_j` (the ablation of §5.4);
+        ``max_positions`` still bounds the input length.
 
     Returns
     -------
@@ -248,14 +288,16 @@ class TokenPositionEmbedding(nn.Module):
     """
 
     def __init__(self, n_ids: int, embed_dim: int, max_positions: int, *, dropout: float = 0.0,
-                 weight_norm: bool = False):
+                 weight_norm: bool = False, positions: bool = True):
         super().__init__()
         self.max_positions = max_positions
         self.token = nn.Embedding(n_ids, embed_dim, padding_idx=PAD)  # w
-        self.position = nn.Embedding(max_positions, embed_dim)  # p
+        # p; None without positions (the ablation of §5.4)
+        self.position = nn.Embedding(max_positions, embed_dim) if positions else None
         if weight_norm:  # the paper's init: N(0, 0.1)
             nn.init.normal_(self.token.weight, 0.0, 0.1)
-            nn.init.normal_(self.position.weight, 0.0, 0.1)
+            if self.position is not None:
+                nn.init.normal_(self.position.weight, 0.0, 0.1)
             with torch.no_grad():
                 self.token.weight[PAD].zero_()
         self.dropout = nn.Dropout(dropout)
@@ -269,6 +311,9 @@ class TokenPositionEmbedding(nn.Module):
                 f"(0..{self.max_positions - 1}); "
                 f"sequences may hold at most max_positions={self.max_positions} tokens"
             )
+        if self.position is None:
+            # e_j = w_j (no position embedding: the ablation of §5.4)
+            return self.dropout(self.token(x))  # (B, T, f)
         positions = torch.arange(start, start + T, device=x.device)  # (T,)
         # e_j = w_j + p_j
         e = self.token(x) + self.position(positions)  # (B, T, f)
@@ -392,7 +437,9 @@ def _conv_stack(cfg: ConvS2SConfig, *, causal: bool, n_layers: int):
     """The embeddings, the linear map :math:`f \\to d` and ``n_layers`` :class:`ConvBlock`\\ s
     that the encoder (centred) and the decoder (causal) both start with."""
     embed = TokenPositionEmbedding(n_token_ids(cfg.vocab_size), cfg.embed_dim, cfg.max_positions,
-                                   dropout=cfg.dropout, weight_norm=cfg.weight_norm)
+                                   dropout=cfg.dropout, weight_norm=cfg.weight_norm,
+                                   positions=cfg.target_positions if causal
+                                   else cfg.source_positions)
     # dropout on the embeddings in front of in_proj: N(0, sqrt(p/n)) under the paper's init
     in_proj = _linear(cfg.embed_dim, cfg.hidden_dim, dropout=cfg.dropout,
                       weight_norm=cfg.weight_norm)  # f -> d
@@ -595,7 +642,8 @@ class ConvDecoder(Decoder):
     Returns
     -------
     logits : Tensor, shape (B, T, vocab_size + 3)
-    attention : Tensor, shape (B, n_decoder_layers, T, S)
+    attention : Tensor, shape (B, L, T, S)
+        :math:`L` = ``n_decoder_layers`` (or ``len(attention_layers)`` in the ablation).
 
     Notes
     -----
@@ -639,15 +687,18 @@ class ConvDecoder(Decoder):
         self.in_dim = cfg.embed_dim  # z^u_j has the embedding size f
         self.embed, self.in_proj, self.blocks = _conv_stack(cfg, causal=True,
                                                             n_layers=cfg.n_decoder_layers)
+        # one attention per attending layer (every layer by default, §3.3): attention[i] and
+        # W_c[i] belong to the 0-based decoder layer l with self._slot[l] == i
+        self._slot = {l: i for i, l in enumerate(cfg.attending_layers)}
         self.attention = nn.ModuleList(
             MultiStepAttention(cfg.hidden_dim, cfg.embed_dim, scale_context=cfg.scale_context,
                                weight_norm=cfg.weight_norm)
-            for _ in range(cfg.n_decoder_layers)
+            for _ in self._slot
         )
         # c is not dropped out before W_c: N(0, sqrt(1/n)) under the paper's init
         self.W_c = nn.ModuleList(
             _linear(cfg.embed_dim, cfg.hidden_dim, dropout=0.0, weight_norm=cfg.weight_norm)
-            for _ in range(cfg.n_decoder_layers)
+            for _ in self._slot
         )  # f -> d
         self.dropout = nn.Dropout(cfg.dropout)
         # dropout in front of the output layer: N(0, sqrt(p/n)) under the paper's init
@@ -662,13 +713,18 @@ class ConvDecoder(Decoder):
         z = enc.states  # (B, S, f)
         if self.cfg.scale_encoder_grad:
             # every one of the L decoder attentions sends gradient into z: scale by 1/L (§3.4)
-            z = scale_gradient(z, 1.0 / self.cfg.n_decoder_layers)
+            z = scale_gradient(z, 1.0 / len(self.attention))
         return ConvMemory(z=z, z_plus_e=z + enc.embedded, padding_mask=enc.padding_mask)
 
     def _layer(self, l: int, h: torch.Tensor, g: torch.Tensor, memory: ConvMemory):
-        c, a = self.attention[l](h, g, memory)  # (B, T, f), (B, T, S)
+        """Attention of layer ``l`` (0-based) added to ``h``; ``(h, None)`` for a layer
+        without attention (``attention_layers``)."""
+        if l not in self._slot:
+            return h, None
+        i = self._slot[l]
+        c, a = self.attention[i](h, g, memory)  # (B, T, f), (B, T, S)
         # h_i <- sqrt(0.5) (h_i + W_c c_i)
-        return (h + self.W_c[l](c)) * SQRT_HALF, a
+        return (h + self.W_c[i](c)) * SQRT_HALF, a
 
     def forward(self, tgt_in: torch.Tensor, enc: EncoderOut):
         memory = self.memory(enc)
@@ -678,7 +734,8 @@ class ConvDecoder(Decoder):
         for l, block in enumerate(self.blocks):
             h = block(x)  # (B, T, d), causal
             x, a = self._layer(l, h, g, memory)
-            attention.append(a)
+            if a is not None:
+                attention.append(a)
         # p(y) = softmax(W_o h^L + b_o)
         logits = self.W_o(self.dropout(x))  # (B, T, V)
         return logits, torch.stack(attention, dim=1)  # (B, L, T, S)
@@ -716,7 +773,8 @@ class ConvDecoder(Decoder):
             h = block.step(x, window)  # (B, 1, d)
             windows.append(torch.cat([window[:, 1:], x], dim=1) if window.shape[1] else window)
             x, a = self._layer(l, h, g, state.memory)
-            attention.append(a)
+            if a is not None:
+                attention.append(a)
         logits = self.W_o(self.dropout(x))[:, 0]  # (B, V)
         new_state = DecoderCache(state.memory, tuple(windows), state.position + 1)
         return logits, torch.cat(attention, dim=1), new_state  # (B, V), (B, L, S)

@@ -1,0 +1,519 @@
+"""Experiments (issue 9): runner, cache, verdicts, claims, ablation switches."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+import pytest
+import torch
+
+from convs2s_edu import ConvS2S, greedy_decode
+from convs2s_edu import experiments as ex
+from convs2s_edu import train as train_mod
+from convs2s_edu.cli import main
+from convs2s_edu.experiments import (
+    VERDICTS,
+    Arm,
+    Budget,
+    Claim,
+    Experiment,
+    ExperimentResult,
+    check_claims,
+    receptive_field,
+    run_experiment,
+    summarise_runs,
+    verdict,
+)
+from convs2s_edu.metrics import evaluate
+from convs2s_edu.train import load_checkpoint, make_datasets, train, train_or_load
+
+pytestmark = pytest.mark.usefixtures("single_thread")
+
+SUPPORTED, NOT_SUPPORTED, NOT_RESOLVED = VERDICTS
+SMALL = {"embed_dim": 16, "hidden_dim": 16}
+TINY_BUDGET = Budget(seeds=2, n_train=48, n_valid=16, n_test=16, epochs=1, beam_sizes=(1, 2))
+
+
+@pytest.fixture
+def tiny_experiment(monkeypatch):
+    """A two-arm experiment of small models, registered as ``"tiny"``."""
+    exp = Experiment(
+        "tiny",
+        "Tiny",
+        "?",
+        (
+            Arm(
+                "conv", "conv", "convs2s", {**SMALL, "n_encoder_layers": 1, "n_decoder_layers": 1}
+            ),
+            Arm("gru", "gru", "gru", {**SMALL, "attention_dim": 8}),
+        ),
+        ("greedy_time",),
+    )
+    monkeypatch.setitem(ex.EXPERIMENTS, "tiny", exp)
+    return exp
+
+
+# --------------------------------------------------------------------------
+# The runner
+# --------------------------------------------------------------------------
+
+
+def test_runner_rows_and_spreads_match_a_hand_computation(tiny_experiment, tmp_path):
+    result = run_experiment("tiny", custom_budget=TINY_BUDGET, directory=tmp_path, progress=False)
+    assert [r["arm"] for r in result.rows] == ["conv", "gru"]
+    assert [(r["arm"], r["seed"]) for r in result.runs] == [
+        ("conv", 0),
+        ("conv", 1),
+        ("gru", 0),
+        ("gru", 1),
+    ]
+    for row, arm in zip(result.rows, tiny_experiment.arms):
+        assert row["n_seeds"] == 2
+        # per seed, independently: load the cached run, score it, read its history
+        acc, loss, sec = [], [], []
+        for seed in range(2):
+            run = train_or_load(TINY_BUDGET.train_config(arm, seed), directory=tmp_path)
+            assert run.config.model == arm.model and run.config.seed == seed
+            acc.append(evaluate(run.model, make_datasets(run.config)[2])["token_accuracy"])
+            loss.append(run.history.epochs[-1]["valid_loss"])
+            sec.append(statistics.median(run.history.column("seconds")))
+        for key, xs in (("token_accuracy", acc), ("valid_loss", loss), ("sec_per_epoch", sec)):
+            assert row[f"{key}_values"] == pytest.approx(xs)
+            assert row[key] == pytest.approx((xs[0] + xs[1]) / 2)
+            assert row[f"{key}_min"] == pytest.approx(min(xs))
+            assert row[f"{key}_max"] == pytest.approx(max(xs))
+            # sample std of two values: |x0 - x1| / sqrt(2)
+            assert row[f"{key}_std"] == pytest.approx(abs(xs[0] - xs[1]) / math.sqrt(2))
+        assert row["greedy_seconds_min"] > 0
+
+
+def test_second_call_trains_and_decodes_nothing(tiny_experiment, tmp_path, monkeypatch):
+    first = run_experiment("tiny", custom_budget=TINY_BUDGET, directory=tmp_path, progress=False)
+
+    def boom(*args, **kwargs):
+        raise AssertionError("trained or decoded again")
+
+    monkeypatch.setattr(train_mod, "train", boom)
+    monkeypatch.setattr(ex, "train_or_load", boom)
+    monkeypatch.setattr(ex, "evaluate", boom)
+    second = run_experiment("tiny", custom_budget=TINY_BUDGET, directory=tmp_path, progress=False)
+    assert second.rows == first.rows
+
+
+def test_new_measurement_of_cached_runs_loads_without_training(
+    tiny_experiment, tmp_path, monkeypatch
+):
+    run_experiment("tiny", custom_budget=TINY_BUDGET, directory=tmp_path, progress=False)
+    monkeypatch.setattr(train_mod, "train", lambda *a, **k: pytest.fail("trained again"))
+    monkeypatch.setitem(
+        ex.EXPERIMENTS,
+        "tiny",
+        tiny_experiment.__class__(**{**tiny_experiment.__dict__, "measures": ("beam",)}),
+    )
+    result = run_experiment("tiny", custom_budget=TINY_BUDGET, directory=tmp_path, progress=False)
+    assert "token_accuracy_beam2" in result.rows[0]
+
+
+def test_progress_prints_one_line_per_run_when_not_a_terminal(tiny_experiment, tmp_path, capsys):
+    b = Budget(seeds=1, n_train=16, n_valid=8, n_test=8, epochs=1, beam_sizes=(1,))
+    run_experiment("tiny", custom_budget=b, directory=tmp_path)  # stderr is captured
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert [line.split(":")[0] for line in lines] == [
+        "[1/2] tiny/conv seed 0",
+        "[2/2] tiny/gru seed 0",
+    ]
+
+
+def test_unknown_experiment_and_arm_names_are_rejected():
+    with pytest.raises(ValueError, match="unknown experiment 'nope'.*positions"):
+        run_experiment("nope")
+    with pytest.raises(ValueError, match=r"unknown arm\(s\) \['bogus'\].*both, source"):
+        run_experiment("positions", arms=["both", "bogus"])
+    with pytest.raises(ValueError, match="seeds"):
+        ex.budget(seeds=0)
+
+
+def test_cli_unknown_names_one_line_exit_2(capsys):
+    assert main(["experiment", "nope"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "allowed: encoder_decoder" in err[0]
+    assert main(["experiment", "beam", "--arms", "lstm"]) == 2
+    assert "allowed: convs2s, gru" in capsys.readouterr().err
+
+
+def test_budgets_share_one_task_and_full_build_has_three_seeds():
+    full, quick = ex.budget(quick=False), ex.budget(quick=True)
+    assert full.seeds >= 3 and quick.seeds >= 1
+    arms = [a for e in ex.EXPERIMENTS.values() for a in e.arms]
+    cfgs = [full.train_config(a, 0) for a in arms]
+    # the same data and schedule for every arm of every experiment
+    assert len({(c.n_train, c.epochs, c.min_len, c.max_len, c.vocab_size) for c in cfgs}) == 1
+    # every arm builds (option names are real), and the longer test lengths fit the models
+    for cfg in cfgs:
+        model = train_mod.build_model(cfg)
+        assert model.max_positions >= ex.LONG_LENGTHS[-1][1] + 1
+
+
+def test_receptive_field_by_enumeration():
+    """Brute force: the inputs that can reach output 0 of L centred convolutions of width k."""
+    for n_layers in (1, 2, 4):
+        for k in (3, 5):
+            reach = {0}
+            for _ in range(n_layers):
+                reach = {i + d for i in reach for d in range(-(k // 2), k // 2 + 1)}
+            assert receptive_field(n_layers, k) == len(reach)
+
+
+# --------------------------------------------------------------------------
+# Pure functions: summaries, verdicts, claims
+# --------------------------------------------------------------------------
+
+
+def test_summarise_runs_by_hand():
+    arms = [Arm("a", "A"), Arm("b", "B", columns={"receptive_field": 9})]
+    runs = [
+        {"arm": "a", "seed": 1, "x": 0.5},
+        {"arm": "a", "seed": 0, "x": 0.2},
+        {"arm": "a", "seed": 2, "x": 0.8},
+        {"arm": "b", "seed": 0, "x": 3.0},
+    ]
+    a, b = summarise_runs(runs, arms)
+    assert a["x_values"] == [0.2, 0.5, 0.8]  # seed order
+    assert (a["x"], a["x_min"], a["x_max"]) == pytest.approx((0.5, 0.2, 0.8))
+    # sqrt(((0.3)^2 + 0 + (0.3)^2) / 2) = 0.3
+    assert a["x_std"] == pytest.approx(0.3)
+    assert (b["x"], b["x_std"], b["n_seeds"], b["receptive_field"]) == (3.0, 0.0, 1, 9)
+    with pytest.raises(ValueError, match="no runs of arm 'c'"):
+        summarise_runs(runs, [Arm("c", "C")])
+
+
+@pytest.mark.parametrize(
+    "a, b, paired, expected",
+    [
+        ([0.8, 0.9, 0.85], [0.5, 0.6, 0.7], False, SUPPORTED),
+        ([0.5, 0.6, 0.7], [0.8, 0.9, 0.85], False, NOT_SUPPORTED),
+        ([0.5, 0.8, 0.7], [0.6, 0.9, 0.65], False, NOT_RESOLVED),  # ranges overlap
+        ([0.7, 0.8], [0.6, 0.7], False, NOT_RESOLVED),  # ranges touch
+        ([0.9], [0.1], False, NOT_RESOLVED),  # one seed: no spread
+        ([0.9, 0.9], [0.1], False, NOT_RESOLVED),
+        ([0.5, 0.8, 0.7], [0.4, 0.7, 0.6], True, SUPPORTED),  # overlap, but each seed higher
+        ([0.4, 0.7, 0.6], [0.5, 0.8, 0.7], True, NOT_SUPPORTED),
+        ([0.5, 0.8, 0.7], [0.4, 0.9, 0.6], True, NOT_RESOLVED),
+        ([0.5, 0.5], [0.5, 0.5], True, NOT_RESOLVED),
+    ],
+)
+def test_verdict_cases(a, b, paired, expected):
+    assert verdict(a, b, paired=paired) == expected
+
+
+def test_verdict_bad_input():
+    with pytest.raises(ValueError, match="at least one value"):
+        verdict([], [0.1])
+    with pytest.raises(ValueError, match="NaN"):
+        verdict([0.1, float("nan")], [0.1, 0.2])
+    with pytest.raises(ValueError, match="same length"):
+        verdict([0.1, 0.2], [0.1, 0.2, 0.3], paired=True)
+
+
+def _result(name, values: dict) -> ExperimentResult:
+    arms = [Arm(arm, arm) for arm in values]
+    runs = [
+        {"arm": arm, "seed": s, **{k: v[s] for k, v in cols.items()}}
+        for arm, cols in values.items()
+        for s in range(len(next(iter(cols.values()))))
+    ]
+    exp = Experiment(name, name, "?", tuple(arms))
+    return ExperimentResult(exp, TINY_BUDGET, runs, summarise_runs(runs, arms))
+
+
+def test_check_claims_uses_the_strongest_rival_and_the_numbers():
+    res = _result(
+        "e",
+        {
+            "x": {"acc": [0.8, 0.82, 0.81]},
+            "weak": {"acc": [0.1, 0.2, 0.3]},
+            "strong": {"acc": [0.79, 0.9, 0.85]},
+        },
+    )
+    claims = [
+        Claim("x beats both", "here", "e", ("x", "acc"), (("weak", "acc"), ("strong", "acc"))),
+        Claim("x beats weak", "here", "e", ("x", "acc"), (("weak", "acc"),)),
+        Claim("weak beats x", "here", "e", ("weak", "acc"), (("x", "acc"),)),
+    ]
+    rows = check_claims({"e": res}, claims)
+    assert [r["verdict"] for r in rows] == [NOT_RESOLVED, SUPPORTED, NOT_SUPPORTED]
+    assert "strong" in rows[0]["measured"] and "81.0% [80.0%–82.0%]" in rows[0]["measured"]
+    with pytest.raises(ValueError, match="no result of experiment 'f'"):
+        check_claims({"e": res}, [Claim("?", "?", "f", ("x", "acc"), (("x", "acc"),))])
+
+
+def test_conclusion_calls_a_winner_only_beyond_every_spread():
+    clear = _result(
+        "e", {"a": {"acc": [0.8, 0.9]}, "b": {"acc": [0.5, 0.6]}, "c": {"acc": [0.1, 0.7]}}
+    )
+    assert "a is ahead of every other arm" in ex.conclusion(clear, "acc")
+    # b is second by mean, but c's range reaches into a's
+    muddy = _result(
+        "e", {"a": {"acc": [0.8, 0.9]}, "b": {"acc": [0.6, 0.7]}, "c": {"acc": [0.1, 0.85]}}
+    )
+    sentence = ex.conclusion(muddy, "acc")
+    assert "a is first" in sentence and "b second" in sentence
+    assert "not resolved at this scale" in sentence and "ahead" not in sentence
+    # lower is better: times
+    times = _result("e", {"fast": {"t": [1.0, 1.1]}, "slow": {"t": [2.0, 2.2]}})
+    assert "fast is ahead" in ex.conclusion(times, "t", higher_is_better=False)
+    assert "not resolved" in ex.conclusion(
+        _result("e", {"x": {"t": [1.0]}, "y": {"t": [2.0]}}), "t"
+    )
+
+
+def test_cli_experiment_prints_the_table_and_writes_json(
+    tiny_experiment, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setenv("CONVS2S_EDU_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(
+        ex, "QUICK_BUDGET", {"n_train": 24, "n_valid": 8, "n_test": 8, "epochs": 1}
+    )
+    out = tmp_path / "rows.json"
+    assert (
+        main(
+            [
+                "experiment",
+                "tiny",
+                "--quick",
+                "--seeds",
+                "2",
+                "--arms",
+                "gru",
+                "--json",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
+    printed = capsys.readouterr()
+    assert printed.err == ""
+    assert "2 seed(s) per arm" in printed.out and "24 examples × 1 epochs" in printed.out
+    assert [
+        line.split()[0]
+        for line in printed.out.splitlines()
+        if line.split() and line.split()[0] in ("gru", "conv")
+    ] == ["gru"]
+    saved = __import__("json").loads(out.read_text())
+    assert [r["arm"] for r in saved["rows"]] == ["gru"]
+    assert [(r["arm"], r["seed"]) for r in saved["runs"]] == [("gru", 0), ("gru", 1)]
+
+
+def test_claims_name_real_experiments_arms_and_columns():
+    base = {"exact_match", "token_accuracy", "valid_loss", "sec_per_epoch"}
+    by_measure = {
+        "greedy_time": {"greedy_seconds"},
+        "long": {
+            f"{m}_{lo}_{hi}"
+            for m in ("exact_match", "token_accuracy")
+            for lo, hi in ex.LONG_LENGTHS
+        },
+    }
+    for claim in ex.CLAIMS:
+        exp = ex.get_experiment(claim.experiment)
+        for quick in (False, True):
+            columns = set(base).union(*(by_measure.get(m, set()) for m in exp.measures))
+            if "beam" in exp.measures:
+                columns |= {
+                    f"{m}_beam{k}"
+                    for m in ("exact_match", "token_accuracy", "seconds")
+                    for k in ex.budget(quick=quick).beam_sizes
+                }
+            for arm, key in (claim.claimed, *claim.others):
+                assert arm in exp.arm_names
+                assert key in columns, (claim.text, key, quick)
+
+
+# --------------------------------------------------------------------------
+# The ablation switches of ConvS2SConfig
+# --------------------------------------------------------------------------
+
+
+def _pair(tiny_convs2s_cfg, **switches):
+    """A model with ``switches`` and a default model holding the same parameters."""
+    torch.manual_seed(0)
+    ablated = ConvS2S(tiny_convs2s_cfg(**switches)).eval()
+    full = ConvS2S(tiny_convs2s_cfg()).eval()
+    missing, unexpected = full.load_state_dict(ablated.state_dict(), strict=False)
+    assert not unexpected
+    return ablated, full, missing
+
+
+@pytest.mark.parametrize("side", ["source", "target"])
+def test_no_positions_equals_a_zero_position_table(tiny_convs2s_cfg, ragged_batch, side):
+    _, batch = ragged_batch
+    ablated, full, missing = _pair(tiny_convs2s_cfg, **{f"{side}_positions": False})
+    part = full.encoder if side == "source" else full.decoder
+    assert missing == [f"{'encoder' if side == 'source' else 'decoder'}.embed.position.weight"]
+    assert (part.embed.position is not None) and (
+        (ablated.encoder if side == "source" else ablated.decoder).embed.position is None
+    )
+    with torch.no_grad():
+        part.embed.position.weight.normal_()
+        before = full(batch.src, batch.tgt_in)
+        assert not torch.allclose(before, ablated(batch.src, batch.tgt_in))  # the test can fail
+        part.embed.position.weight.zero_()
+        torch.testing.assert_close(ablated(batch.src, batch.tgt_in), full(batch.src, batch.tgt_in))
+
+
+def test_no_positions_output_ignores_any_position_table(tiny_convs2s_cfg, ragged_batch):
+    """With positions off, permuting the rows of a (default model's) table changes nothing in
+    the ablated model, while it changes the default model's output."""
+    _, batch = ragged_batch
+    ablated, full, _ = _pair(tiny_convs2s_cfg, source_positions=False, target_positions=False)
+    assert not any("position" in name for name, _ in ablated.named_parameters())
+    out = ablated(batch.src, batch.tgt_in)
+    before = full(batch.src, batch.tgt_in)
+    with torch.no_grad():
+        for part in (full.encoder, full.decoder):
+            part.embed.position.weight.copy_(part.embed.position.weight.flip(0))
+    assert not torch.allclose(before, full(batch.src, batch.tgt_in))
+    torch.testing.assert_close(ablated(batch.src, batch.tgt_in), out)
+
+
+def _block_outputs(model, src, tgt_in):
+    outs = []
+    hooks = [
+        b.register_forward_hook(lambda m, i, o: outs.append(o.detach()))
+        for b in model.decoder.blocks
+    ]
+    try:
+        model(src, tgt_in)
+    finally:
+        for h in hooks:
+            h.remove()
+    return outs
+
+
+@pytest.mark.parametrize("layers", [(3,), (1,), (1, 3), None])
+def test_attention_only_where_asked(tiny_convs2s_cfg, ragged_batch, layers):
+    """A decoder layer's convolution output depends on the source only if a layer below it
+    attends; the attending layers are the only ones with attention parameters."""
+    _, batch = ragged_batch
+    torch.manual_seed(0)
+    model = ConvS2S(tiny_convs2s_cfg(n_decoder_layers=4, attention_layers=layers)).eval()
+    attending = layers or (1, 2, 3, 4)
+    assert len(model.decoder.attention) == len(model.decoder.W_c) == len(attending)
+    _, attn = model(batch.src, batch.tgt_in, return_attention=True)
+    assert attn.shape[1] == len(attending)
+    other_src = batch.src.clone()
+    other_src[:, 0] = (other_src[:, 0] % 10) + 1  # a different first token, same padding
+    a = _block_outputs(model, batch.src, batch.tgt_in)
+    b = _block_outputs(model, other_src, batch.tgt_in)
+    for l in range(4):  # l: 0-based layer; its block sees layers 1..l's attentions
+        depends = any(n <= l for n in attending)
+        assert (not torch.allclose(a[l], b[l])) == depends, (layers, l)
+
+
+@pytest.mark.parametrize(
+    "switches",
+    [
+        {"attention_layers": (2,)},
+        {"target_positions": False},
+        {"source_positions": False, "attention_layers": (1, 3)},
+    ],
+)
+def test_ablated_models_decode_incrementally_like_the_full_recompute(
+    tiny_convs2s_cfg, ragged_batch, switches
+):
+    _, batch = ragged_batch
+    torch.manual_seed(1)
+    model = ConvS2S(tiny_convs2s_cfg(**switches))
+    assert greedy_decode(model, batch.src, incremental=True) == greedy_decode(
+        model, batch.src, incremental=False
+    )
+
+
+def test_defaults_keep_the_state_dict(tiny_convs2s_cfg):
+    torch.manual_seed(0)
+    default = ConvS2S(tiny_convs2s_cfg())
+    torch.manual_seed(0)
+    explicit = ConvS2S(
+        tiny_convs2s_cfg(attention_layers=[3, 1, 2], source_positions=True, target_positions=True)
+    )
+    sd, se = default.state_dict(), explicit.state_dict()
+    assert list(sd) == list(se)
+    assert "encoder.embed.position.weight" in sd and "decoder.attention.2.b_d" in sd
+    for k in sd:
+        torch.testing.assert_close(sd[k], se[k], rtol=0, atol=0)
+    assert explicit.cfg.attention_layers == (1, 2, 3)
+
+
+@pytest.mark.parametrize(
+    "bad, err",
+    [
+        ([0], ValueError),
+        ([4], ValueError),
+        ([], ValueError),
+        ([1, 1], ValueError),
+        ([True], ValueError),
+        ("1", TypeError),
+        (2, TypeError),
+    ],
+)
+def test_attention_layers_validation(tiny_convs2s_cfg, bad, err):
+    with pytest.raises(err, match="attention_layers"):
+        tiny_convs2s_cfg(attention_layers=bad)  # 3 decoder layers
+
+
+def test_position_switch_validation(tiny_convs2s_cfg):
+    with pytest.raises(TypeError, match="source_positions"):
+        tiny_convs2s_cfg(source_positions="no")
+
+
+def test_ablation_options_survive_a_checkpoint(tmp_path):
+    cfg = train_mod.TrainConfig(
+        n_train=16,
+        n_valid=8,
+        n_test=8,
+        epochs=1,
+        device="cpu",
+        vocab_size=10,
+        min_len=3,
+        max_len=5,
+        model_options={
+            **SMALL,
+            "n_decoder_layers": 2,
+            "attention_layers": [2],
+            "target_positions": False,
+        },
+    )
+    trained = train(cfg, out_dir=tmp_path)
+    loaded = load_checkpoint(tmp_path)
+    assert loaded.model.cfg.attention_layers == (2,)
+    assert loaded.model.decoder.embed.position is None
+    src = torch.tensor([[3, 1, 2]])
+    assert greedy_decode(loaded.model, src) == greedy_decode(trained.model, src)
+
+
+def test_claims_table_html_holds_every_row_escaped():
+    res = _result("e", {"x": {"acc": [0.8, 0.9]}, "y": {"acc": [0.1, 0.2]}})
+    rows = check_claims(
+        {"e": res}, [Claim('"x" <beats> y', "here", "e", ("x", "acc"), (("y", "acc"),))]
+    )
+    html = ex.ClaimsTable(rows)._repr_html_()
+    assert html.count("<tr>") == 2 and "&lt;beats&gt;" in html and SUPPORTED in html
+    assert "verdict: SUPPORTED" in repr(ex.ClaimsTable(rows))
+
+
+@pytest.mark.parametrize("layers, n_attentions", [((2,), 1), ((1, 3), 2), (None, 3)])
+def test_encoder_gradient_is_divided_by_the_number_of_attentions(
+    tiny_convs2s_cfg, ragged_batch, layers, n_attentions
+):
+    """The encoder's conv blocks get gradient only through z^u, which scale_encoder_grad
+    divides by the number of attention mechanisms (§3.4), not by the number of layers."""
+    _, batch = ragged_batch
+    grads = []
+    for scale in (False, True):
+        torch.manual_seed(0)
+        model = ConvS2S(tiny_convs2s_cfg(attention_layers=layers, scale_encoder_grad=scale))
+        model(batch.src, batch.tgt_in).square().sum().backward()
+        grads.append(model.encoder.blocks[0].conv.weight.grad)
+    torch.testing.assert_close(grads[1], grads[0] / n_attentions)
