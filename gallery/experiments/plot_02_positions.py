@@ -138,8 +138,7 @@ for side, module in (("source", fresh.encoder), ("target", fresh.decoder)):
     table = module.embed.position.weight  # (max_positions, f)
     rows = (table.grad.abs().sum(dim=1) > 0).nonzero().flatten().tolist()
     print(
-        f"{side}: {len(rows)} of {table.shape[0]} rows have a gradient, "
-        f"rows {rows[0]}-{rows[-1]}"
+        f"{side}: {len(rows)} of {table.shape[0]} rows have a gradient, rows {rows[0]}-{rows[-1]}"
     )
 
 # sphinx_gallery_start_ignore

@@ -95,7 +95,9 @@ d, f = cfg_all.hidden_dim, cfg_all.embed_dim
 per_attention = (
     n_params(ConvS2S(cfg_all)) - n_params(ConvS2S(ConvS2SConfig(attention_layers=(1,))))
 ) / 3
-print(f"measured: {per_attention:,.0f} parameters per attention; 2df + f + d = {2*d*f + f + d:,}")
+print(
+    f"measured: {per_attention:,.0f} parameters per attention; 2df + f + d = {2 * d * f + f + d:,}"
+)
 
 # sphinx_gallery_start_ignore
 assert per_attention == 2 * d * f + f + d
@@ -127,6 +129,16 @@ import torch
 
 from convs2s_edu import sos_index
 
+
+def record(store, l):
+    """A forward hook that appends the output of decoder layer ``l`` to ``store[l]``."""
+
+    def hook(module, inputs, out):
+        store.setdefault(l, []).append(out)
+
+    return hook
+
+
 V = cfg_all.vocab_size
 torch.manual_seed(0)
 src_a, src_b = torch.randint(1, V + 1, (2, 1, 12))  # two sources, (B, S) each
@@ -135,7 +147,7 @@ for layers in ((4,), None):
     model = ConvS2S(ConvS2SConfig(attention_layers=layers)).eval()
     outputs = {}
     for l, block in enumerate(model.decoder.blocks, 1):
-        block.register_forward_hook(lambda m, i, out, l=l: outputs.setdefault(l, []).append(out))
+        block.register_forward_hook(record(outputs, l))
     with torch.no_grad():
         logits_a, logits_b = model(src_a, tgt_in), model(src_b, tgt_in)
     changed = [l for l, (a, b) in outputs.items() if not torch.equal(a, b)]
