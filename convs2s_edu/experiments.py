@@ -1022,7 +1022,7 @@ def check_claims(results: dict, claims: Sequence[Claim] = CLAIMS) -> list[dict]:
         a_row = res.row(arm)
         others = [(res.row(o_arm), o_key) for o_arm, o_key in claim.others]
         b_row, b_key = max(others, key=lambda rk: rk[0][rk[1]])
-        fmt = "{:.3f} s" if "seconds" in key else "{:.1%}"
+        fmt = "{:.3f} s" if "seconds" in key or key.startswith("sec_") else "{:.1%}"
         v = verdict(a_row[f"{key}_values"], b_row[f"{b_key}_values"], paired=claim.paired)
         rows.append(
             {
