@@ -532,8 +532,15 @@ def _check_weights(weights, cfg: TrainConfig, bad) -> None:
 
     why = mismatch(cfg.replace(device="cpu"))
     if why:
-        others = [m for m in MODEL_NAMES if m != cfg.model
-                  and not mismatch(cfg.replace(model=m, device="cpu"))]
+        def top_level(names):  # e.g. {"encoder", "decoder"} for ConvS2S
+            return {k.split(".")[0] for k in names}
+
+        def kind_fits(m):  # same top-level modules as a default-sized model of kind m
+            with torch.random.fork_rng(devices=[]):
+                other = build_model(cfg.replace(model=m, model_options={}, device="cpu"))
+            return top_level(other.state_dict()) == top_level(weights)
+
+        others = [m for m in MODEL_NAMES if m != cfg.model and kind_fits(m)]
         looks = f"; they are the weights of a {others[0]!r} model" if others else ""
         raise bad(f"its weights do not fit the {cfg.model!r} model its train_config "
                   f"describes ({why}){looks}")

@@ -1,0 +1,214 @@
+"""Checkpoints: one validating reader behind evaluate, resume and the cache; safe writes."""
+
+from __future__ import annotations
+
+import io
+import re
+import shutil
+
+import pytest
+import torch
+
+from convs2s_edu import train as train_mod
+from convs2s_edu.train import (
+    CheckpointError,
+    TrainConfig,
+    load_checkpoint,
+    read_checkpoint,
+    train,
+    train_or_load,
+)
+
+pytestmark = pytest.mark.usefixtures("single_thread")
+
+TINY_OPTIONS = {"convs2s": {"embed_dim": 16, "hidden_dim": 16, "n_encoder_layers": 2,
+                            "n_decoder_layers": 2},
+                "gru": {"embed_dim": 16, "hidden_dim": 16, "attention_dim": 16}}
+
+
+def tiny(model="convs2s", **changes):
+    cfg = TrainConfig(model=model, vocab_size=10, min_len=3, max_len=6, n_train=32, n_valid=16,
+                      n_test=16, batch_size=16, epochs=1, device="cpu",
+                      model_options=TINY_OPTIONS[model])
+    return cfg.replace(**changes)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """A one-epoch checkpoint of each model, trained once for the module."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    base = tmp_path_factory.mktemp("runs")
+    for model in ("convs2s", "gru"):
+        train(tiny(model), out_dir=base / model, progress=False)
+    torch.set_num_threads(before)
+    return base
+
+
+def copy_run(runs, model, tmp_path):
+    dst = tmp_path / model
+    shutil.copytree(runs / model, dst)
+    return dst
+
+
+def tamper(path, change):
+    state = torch.load(path / "checkpoint.pt", weights_only=True)
+    change(state)
+    torch.save(state, path / "checkpoint.pt")
+
+
+def _nan_weights(state):
+    name = next(k for k, v in state["model"].items() if v.is_floating_point())
+    state["model"][name] = torch.full_like(state["model"][name], float("nan"))
+
+
+def _swap_weights(other_model):
+    def change(state):
+        other = torch.load(_swap_weights.runs / other_model / "checkpoint.pt", weights_only=True)
+        state["model"] = other["model"]
+    return change
+
+
+CORRUPTIONS = {
+    "missing model": (lambda s: s.pop("model"), "missing key(s) model"),
+    "missing history": (lambda s: s.pop("history"), "missing key(s) history"),
+    "train_config not a dict": (lambda s: s.update(train_config=[1, 2]),
+                                "train_config must be a dict, got list"),
+    "unknown config field": (lambda s: s["train_config"].update(n_heads=4),
+                             "unknown TrainConfig field(s) n_heads"),
+    "bad config value": (lambda s: s["train_config"].update(lr="x"),
+                         "lr must be a positive finite number, got 'x'"),
+    "NaN weights": (_nan_weights, "NaN or infinite"),
+    "history out of step": (lambda s: s.update(epoch=3), "history holds 1 epoch record"),
+    "weights not a state dict": (lambda s: s.update(model=[1.0]), "model must be a state dict"),
+    "gru weights under a convs2s config": (_swap_weights("gru"),
+                                           "they are the weights of a 'gru' model"),
+}
+
+
+@pytest.mark.parametrize("name", CORRUPTIONS)
+def test_every_reader_refuses_a_bad_checkpoint_with_one_clear_error(name, runs, tmp_path,
+                                                                    monkeypatch):
+    _swap_weights.runs = runs
+    change, message = CORRUPTIONS[name]
+    run = copy_run(runs, "convs2s", tmp_path)
+    tamper(run, change)
+    ckpt = run / "checkpoint.pt"
+    readers = {
+        "read_checkpoint": lambda: read_checkpoint(run),
+        "load_checkpoint": lambda: load_checkpoint(run),
+        "resume": lambda: train(tiny(epochs=2), out_dir=run, resume=True, progress=False),
+    }
+    for reader, call in readers.items():
+        with pytest.raises(CheckpointError) as info:
+            call()
+        text = str(info.value)
+        assert str(ckpt) in text and message in text, (reader, text)
+        assert "\n" not in text
+    # the cache: a damaged entry is named, with what to do
+    cfg = tiny(epochs=2)
+    entry = tmp_path / "cache" / f"convs2s-{train_mod.cache_key(cfg)}"
+    entry.mkdir(parents=True)
+    shutil.copy(ckpt, entry / "checkpoint.pt")
+    with pytest.raises(CheckpointError, match=re.escape(message) + ".*delete"):
+        train_or_load(cfg, progress=False, directory=tmp_path / "cache")
+
+
+def test_convs2s_weights_under_a_gru_config_are_refused(runs, tmp_path):
+    _swap_weights.runs = runs
+    run = copy_run(runs, "gru", tmp_path)
+    tamper(run, _swap_weights("convs2s"))
+    with pytest.raises(CheckpointError, match="weights of a 'convs2s' model"):
+        load_checkpoint(run)
+
+
+@pytest.mark.parametrize("content", [b"", b"not a checkpoint", None])
+def test_unreadable_or_foreign_files_are_refused(tmp_path, content):
+    path = tmp_path / "checkpoint.pt"
+    if content is None:
+        torch.save([1, 2, 3], path)  # a valid torch file, but not a checkpoint
+        message = "not a convs2s_edu checkpoint"
+    else:
+        path.write_bytes(content)
+        message = "not a readable convs2s_edu checkpoint"
+    with pytest.raises(CheckpointError, match=message):
+        read_checkpoint(tmp_path)
+
+
+def test_a_good_checkpoint_reads_back_whole(runs):
+    state = read_checkpoint(runs / "gru")
+    assert state["config"] == tiny("gru")
+    assert state["epoch"] == 1 and state["path"] == runs / "gru" / "checkpoint.pt"
+
+
+# --------------------------------------------------------------------------
+# Resume
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("change, named", [
+    ({"lr": 2e-3}, "lr (0.001 -> 0.002)"),
+    ({"seed": 1}, "seed (0 -> 1)"),
+    ({"batch_size": 8}, "batch_size (16 -> 8)"),
+    ({"clip_norm": None}, "clip_norm (1.0 -> None)"),
+    ({"model_options": {**TINY_OPTIONS["convs2s"], "dropout": 0.3}}, "model_options"),
+])
+def test_resume_with_a_changed_config_is_refused(change, named, runs, tmp_path):
+    run = copy_run(runs, "convs2s", tmp_path)
+    before = (run / "checkpoint.pt").read_bytes()
+    with pytest.raises(ValueError, match="different config") as info:
+        train(tiny(epochs=2, **change), out_dir=run, resume=True, progress=False)
+    assert named in str(info.value)
+    assert (run / "checkpoint.pt").read_bytes() == before
+    # the same config with more epochs resumes
+    resumed = train(tiny(epochs=2), out_dir=run, resume=True, progress=False)
+    assert [e["epoch"] for e in resumed.history.epochs] == [1, 2]
+
+
+# --------------------------------------------------------------------------
+# Writes: atomic, and the output directory checked before training
+# --------------------------------------------------------------------------
+
+
+def test_a_failed_write_keeps_the_last_good_checkpoint(runs, tmp_path, monkeypatch):
+    run = copy_run(runs, "convs2s", tmp_path)
+    before = (run / "checkpoint.pt").read_bytes()
+    real_save = torch.save
+
+    def half_then_fail(obj, f, *args, **kwargs):
+        buffer = io.BytesIO()
+        real_save(obj, buffer, *args, **kwargs)
+        data = buffer.getvalue()
+        with open(f, "wb") as out:
+            out.write(data[: len(data) // 2])
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(torch, "save", half_then_fail)
+    with pytest.raises(OSError, match="No space left"):
+        train(tiny(epochs=2), out_dir=run, resume=True, progress=False)
+    monkeypatch.undo()
+    assert (run / "checkpoint.pt").read_bytes() == before
+    assert sorted(p.name for p in run.iterdir()) == ["checkpoint.pt"]  # no half-written leftovers
+    assert load_checkpoint(run).history.epochs[-1]["epoch"] == 1
+
+
+@pytest.mark.parametrize("layout", ["out is a file", "checkpoint is a directory",
+                                    "parent is a file"])
+def test_bad_output_directory_is_refused_before_training(layout, tmp_path, monkeypatch):
+    def no_training(*args, **kwargs):
+        raise AssertionError("training started before the output path was checked")
+
+    monkeypatch.setattr(train_mod, "make_datasets", no_training)
+    out = tmp_path / "run"
+    if layout == "out is a file":
+        out.write_text("x")
+        match = "is an existing file"
+    elif layout == "checkpoint is a directory":
+        (out / "checkpoint.pt").mkdir(parents=True)
+        match = "is not a file"
+    else:
+        out.write_text("x")
+        out = out / "sub"
+        match = "cannot create output directory"
+    with pytest.raises(ValueError, match=match):
+        train(tiny(), out_dir=out, progress=False)
