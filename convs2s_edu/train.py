@@ -34,7 +34,6 @@ from torch import nn
 from torch.utils.data import DataLoader
 
 from . import __version__
-from ._checks import check_positive
 from .convs2s import ConvS2S, ConvS2SConfig
 from .data import PAD, SortingDataset, generate_dataset
 from .rnn import RNNSeq2Seq, RNNSeq2SeqConfig
@@ -527,7 +526,8 @@ def _check_weights(weights, cfg: TrainConfig, bad) -> None:
                     f"{len(extra)} unexpected (e.g. {extra[:2]})")
         for k, v in expected.items():
             if v.shape != weights[k].shape:
-                return f"weight {k!r} has shape {tuple(weights[k].shape)}, expected {tuple(v.shape)}"
+                return (f"weight {k!r} has shape {tuple(weights[k].shape)}, "
+                        f"expected {tuple(v.shape)}")
         return ""
 
     why = mismatch(cfg.replace(device="cpu"))

@@ -59,7 +59,8 @@ def test_bad_arguments_get_one_line_and_status_2(argv, expected, capsys):
 
 
 @pytest.mark.parametrize("argv, expected", [
-    (["train", "--model", "gru", "--out", "{tmp}", "--epochs", "0"], "epochs must be an integer in 1..10000, got 0"),
+    (["train", "--model", "gru", "--out", "{tmp}", "--epochs", "0"],
+     "epochs must be an integer in 1..10000, got 0"),
     (["train", "--model", "gru", "--out", "{tmp}", "--min-len", "9", "--max-len", "4"], "9 > 4"),
     (["train", "--model", "gru", "--out", "{tmp}", "--device", "tpu"], "'tpu'"),
     (["evaluate", "{tmp}/nothing-here"], "no checkpoint at"),

@@ -14,10 +14,16 @@ import torch
 import torch.nn.functional as F
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 
-from convs2s_edu import data as data_mod
 from convs2s_edu import train as train_mod
 from convs2s_edu.convs2s import ConvS2S, ConvS2SConfig
-from convs2s_edu.data import PAD, Batch, SortingDataset, collate_batch, eos_index, sos_index
+from convs2s_edu.data import (
+    PAD,
+    Batch,
+    SortingDataset,
+    collate_batch,
+    eos_index,
+    sos_index,
+)
 from convs2s_edu.decode import beam_search, greedy_decode
 from convs2s_edu.rnn import RNNSeq2Seq, RNNSeq2SeqConfig
 from convs2s_edu.train import (
