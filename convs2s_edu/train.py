@@ -204,7 +204,7 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> "TrainConfig":
-        """The inverse of :meth:`to_dict`; unknown field names are a ``ValueError``."""
+        """The inverse of ``to_dict()``; unknown field names are a ``ValueError``."""
         if not isinstance(d, dict):
             raise ValueError(f"a TrainConfig is read from a dict, got {type(d).__name__}")
         names = [f.name for f in fields(cls)]
