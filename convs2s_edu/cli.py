@@ -85,7 +85,8 @@ def _check_out_dir(path: str) -> None:
     p = Path(path)
     if p.exists() and not p.is_dir():
         raise ValueError(f"--out {path} is an existing file; give a directory")
-    parent = next((a for a in (p, *p.parents) if a.exists()), Path("."))
+    # the nearest existing ancestor ("/" or "." at worst, so there always is one)
+    parent = next(a for a in (p, *p.parents) if a.exists())
     if not parent.is_dir():
         raise ValueError(f"--out {path}: {parent} is a file, not a directory")
     if not os.access(parent, os.W_OK):

@@ -130,3 +130,54 @@ def test_from_dict_refuses_unknown_fields():
         TrainConfig.from_dict({**d, "n_heads": 4})
     with pytest.raises(ValueError, match="from a dict, got list"):
         TrainConfig.from_dict([1])
+
+
+# --------------------------------------------------------------------------
+# evaluate(): its arguments (found by mutation testing)
+# --------------------------------------------------------------------------
+
+
+def _tiny_gru():
+    from convs2s_edu.rnn import RNNSeq2Seq, RNNSeq2SeqConfig
+
+    torch.manual_seed(0)
+    return RNNSeq2Seq(RNNSeq2SeqConfig(vocab_size=9, embed_dim=8, hidden_dim=8, attention_dim=8,
+                                       max_positions=16))
+
+
+def test_evaluate_argument_errors_name_the_argument():
+    from convs2s_edu.metrics import evaluate
+
+    model, examples = _tiny_gru(), [([3, 1], [1, 3])]
+    with pytest.raises(ValueError, match=r"^batch_size must be an integer in >= 1, got 0$"):
+        evaluate(model, examples, batch_size=0)
+    with pytest.raises(ValueError, match=r"^beam_size must be an integer in >= 1, got 0$"):
+        evaluate(model, examples, beam_size=0)
+    for not_a_pair in ([3, 1, 2], 7, torch.tensor([[1, 2], [1, 2]])):
+        with pytest.raises(ValueError, match=r"example 0 must be a pair"):
+            evaluate(model, [not_a_pair])
+    with pytest.raises(ValueError, match=r"sources\[0\] holds 1.5"):
+        evaluate(model, [([1.5, 2], [1, 2])])
+
+
+def test_evaluate_defaults_greedy_batch_of_one_and_moves_only_when_asked(monkeypatch):
+    import convs2s_edu.metrics as metrics_mod
+    from convs2s_edu.data import generate_dataset
+
+    model = _tiny_gru()
+    examples = generate_dataset(7, 1, 5, 9, seed=2)
+    reference = metrics_mod.evaluate(model, examples, batch_size=7)
+    assert metrics_mod.evaluate(model, examples, batch_size=1) == reference  # 1 is allowed
+
+    def no_beam(*args, **kwargs):
+        raise AssertionError("beam search called although beam_size defaults to 1 (greedy)")
+
+    monkeypatch.setattr(metrics_mod, "beam_search", no_beam)
+    assert metrics_mod.evaluate(model, examples) == reference
+    moves = []
+    real_to = model.to
+    monkeypatch.setattr(model, "to", lambda *a, **k: (moves.append(a), real_to(*a, **k))[1])
+    metrics_mod.evaluate(model, examples)
+    assert moves == []  # no device given: the model stays where it is
+    metrics_mod.evaluate(model, examples, device="cpu")
+    assert moves == [("cpu",)]
