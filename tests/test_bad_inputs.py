@@ -181,3 +181,92 @@ def test_evaluate_defaults_greedy_batch_of_one_and_moves_only_when_asked(monkeyp
     assert moves == []  # no device given: the model stays where it is
     metrics_mod.evaluate(model, examples, device="cpu")
     assert moves == [("cpu",)]
+
+
+# --------------------------------------------------------------------------
+# Exact messages and pass-through arguments (survivors of mutation testing)
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: exact_match([[1.5]], [[1]]),
+     "predictions[0] holds 1.5; token ids must be integers >= 0 "
+     "(floats are refused, not truncated)"),
+    (lambda: exact_match([[1]], [torch.tensor([1.0])]),
+     "references[0] must hold integer token ids, got dtype torch.float32"),
+    (lambda: exact_match([[1]], [torch.tensor([True])]),
+     "references[0] must hold integer token ids, got dtype torch.bool"),
+    (lambda: exact_match([[1]], [[0, 1]]),
+     "references[0] holds PAD (0) at position 0 before a real token; PAD may only fill the end "
+     "of a sequence"),
+    (lambda: exact_match([[1], [0, 2]], [[1], [2]]),
+     "predictions[1] holds PAD (0) at position 0 before a real token; PAD may only fill the "
+     "end of a sequence"),
+    (lambda: token_accuracy([[1]], [[-2]]),
+     "references[0] holds token id -2; token ids must be >= 0"),
+    (lambda: exact_match([], []), "need at least one (prediction, reference) pair, got 0"),
+    (lambda: token_accuracy([[1]], [[0]]),
+     "references hold no tokens at all; token accuracy needs >= 1"),
+])
+def test_metric_messages_name_the_argument_and_the_row(call, message):
+    with pytest.raises(ValueError) as info:
+        call()
+    assert str(info.value) == message
+
+
+def test_eos_cuts_references_too():
+    eos = 12
+    # the reference's tokens after <eos> are not part of it: 2 of 2 right, not 2 of 3
+    assert token_accuracy([[1, 2]], [[1, 2, eos, 5]], eos=eos) == 1.0
+    assert exact_match([[1, 2]], [[1, 2, eos, 5]], eos=eos) == 1.0
+
+
+def test_evaluate_messages_and_pass_through(monkeypatch):
+    import convs2s_edu.metrics as metrics_mod
+    from convs2s_edu.data import generate_dataset
+
+    model = _tiny_gru()
+    with pytest.raises(ValueError) as info:
+        metrics_mod.evaluate(model, [])
+    assert str(info.value) == "need at least one example to evaluate, got 0"
+    with pytest.raises(ValueError) as info:
+        metrics_mod.evaluate(model, [([1], [1.5])])
+    assert str(info.value).startswith("references[0] holds 1.5")
+    examples = generate_dataset(5, 3, 5, 9, seed=4)
+    # max_len reaches the decoders: one step means at most one token, greedy and beam alike
+    for beam in (1, 2):
+        cut = metrics_mod.evaluate(model, examples, beam_size=beam, max_len=1)
+        refs = [y for _, y in examples]
+        preds = (metrics_mod.greedy_decode(model, [x for x, _ in examples], max_len=1) if beam == 1
+                 else metrics_mod.beam_search(model, [x for x, _ in examples], beam_size=2,
+                                              max_len=1))
+        assert all(len(p) <= 1 for p in preds)
+        assert cut["token_accuracy"] == token_accuracy(preds, refs)
+    seen = {}
+    real_beam = metrics_mod.beam_search
+
+    def spy(*args, **kwargs):
+        seen.update(kwargs)
+        return real_beam(*args, **kwargs)
+
+    monkeypatch.setattr(metrics_mod, "beam_search", spy)
+    metrics_mod.evaluate(model, examples, beam_size=3, max_len=4)
+    assert seen["beam_size"] == 3 and seen["max_len"] == 4
+
+
+def test_data_helpers_defaults_and_messages():
+    from convs2s_edu.data import (
+        eos_index,
+        generate_dataset,
+        generate_sorting_example,
+        n_token_ids,
+        sos_index,
+    )
+
+    for f in (sos_index, eos_index, n_token_ids):
+        with pytest.raises(ValueError) as info:
+            f(2.5)
+        assert str(info.value) == "vocab_size must be a positive integer (>= 1), got 2.5"
+    x, y = generate_sorting_example(6, 9)  # no rng: a fresh generator
+    assert len(x) == 6 and y == sorted(x)
+    assert generate_dataset(20, 1, 4, 9) == generate_dataset(20, 1, 4, 9, seed=0)
