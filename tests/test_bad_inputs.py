@@ -270,3 +270,31 @@ def test_data_helpers_defaults_and_messages():
     x, y = generate_sorting_example(6, 9)  # no rng: a fresh generator
     assert len(x) == 6 and y == sorted(x)
     assert generate_dataset(20, 1, 4, 9) == generate_dataset(20, 1, 4, 9, seed=0)
+
+
+def test_collate_and_dataset_messages_and_defaults(monkeypatch):
+    import convs2s_edu.metrics as metrics_mod
+    from convs2s_edu.data import collate_batch
+
+    with pytest.raises(ValueError) as info:
+        collate_batch([], 10)
+    assert str(info.value) == "cannot collate an empty list of examples (need >= 1)"
+    for empty in (([], [1]), ([1], [])):  # either side empty
+        with pytest.raises(ValueError, match="example 0 is empty"):
+            collate_batch([empty], 10)
+    with pytest.raises(ValueError) as info:
+        SortingDataset([], 10)
+    assert str(info.value) == "SortingDataset needs at least one example, got 0"
+    assert SortingDataset.generate(9, 1, 3, 5).examples == \
+        SortingDataset.generate(9, 1, 3, 5, seed=0).examples
+    # greedy decoding gets evaluate's max_len
+    seen = {}
+    real_greedy = metrics_mod.greedy_decode
+
+    def spy(*args, **kwargs):
+        seen.update(kwargs)
+        return real_greedy(*args, **kwargs)
+
+    monkeypatch.setattr(metrics_mod, "greedy_decode", spy)
+    metrics_mod.evaluate(_tiny_gru(), [([3, 1], [1, 3])], max_len=2)
+    assert seen["max_len"] == 2
