@@ -212,3 +212,10 @@ def test_bad_output_directory_is_refused_before_training(layout, tmp_path, monke
         match = "cannot create output directory"
     with pytest.raises(ValueError, match=match):
         train(tiny(), out_dir=out, progress=False)
+
+
+def test_cache_dir_falls_back_to_home_dot_cache(tmp_path, monkeypatch):
+    monkeypatch.delenv("CONVS2S_EDU_CACHE", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert train_mod.cache_dir() == tmp_path / ".cache" / "convs2s_edu"
