@@ -98,7 +98,7 @@ def _check_json_path(path: str) -> None:
     p = Path(path)
     if p.is_dir():
         raise ValueError(f"--json {path} is a directory; give a file name")
-    parent = p.parent if str(p.parent) else Path(".")
+    parent = p.parent  # "." for a bare file name
     if not parent.is_dir():
         raise ValueError(f"--json {path}: directory {parent} does not exist")
     if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
