@@ -219,3 +219,38 @@ def test_cache_dir_falls_back_to_home_dot_cache(tmp_path, monkeypatch):
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
     assert train_mod.cache_dir() == tmp_path / ".cache" / "convs2s_edu"
+
+
+# --------------------------------------------------------------------------
+# The cache (train_or_load): what it passes on
+# --------------------------------------------------------------------------
+
+
+def test_cache_resumes_an_interrupted_run_and_loads_on_the_asked_device(tmp_path, capsys):
+    cfg = tiny(epochs=2)
+    entry = tmp_path / f"convs2s-{train_mod.cache_key(cfg)}"
+    first = train(cfg, out_dir=entry, progress=False, stop_after=1)  # interrupted after 1 epoch
+    resumed = train_or_load(cfg, progress=True, directory=tmp_path)
+    assert [e["epoch"] for e in resumed.history.epochs] == [1, 2]
+    assert resumed.history.epochs[0] == first.history.epochs[0]  # epoch 1 kept, not redone
+    assert capsys.readouterr().err  # progress=True reaches the progress bar
+    # on this CPU machine "auto" and "cpu" share the cached run; the result says what was asked
+    loaded = train_or_load(cfg.replace(device="auto"), progress=False, directory=tmp_path)
+    assert loaded.config.device == "auto"
+
+
+def test_cache_default_config_is_the_seeds(tmp_path, monkeypatch):
+    seen = []
+    monkeypatch.setattr(train_mod, "train", lambda cfg, **kwargs: seen.append(cfg))
+    train_or_load(None, directory=tmp_path)
+    assert seen == [TrainConfig()]
+
+
+def test_damaged_cache_entry_says_how_to_recover(tmp_path):
+    cfg = tiny()
+    entry = tmp_path / f"convs2s-{train_mod.cache_key(cfg)}"
+    entry.mkdir()
+    (entry / "checkpoint.pt").write_bytes(b"garbage")
+    with pytest.raises(CheckpointError) as info:
+        train_or_load(cfg, directory=tmp_path)
+    assert str(info.value).endswith(f"(a damaged cache entry: delete {entry} to train again)")
