@@ -254,3 +254,12 @@ def test_damaged_cache_entry_says_how_to_recover(tmp_path):
     with pytest.raises(CheckpointError) as info:
         train_or_load(cfg, directory=tmp_path)
     assert str(info.value).endswith(f"(a damaged cache entry: delete {entry} to train again)")
+
+
+def test_cache_key_keeps_cpu_and_gpu_runs_apart(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert train_mod.cache_key(tiny(device="auto")) == train_mod.cache_key(tiny(device="cpu"))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert train_mod.cache_key(tiny(device="auto")) == train_mod.cache_key(tiny(device="cuda"))
+    assert train_mod.cache_key(tiny(device="cuda")) == train_mod.cache_key(tiny(device="cuda:1"))
+    assert train_mod.cache_key(tiny(device="cuda")) != train_mod.cache_key(tiny(device="cpu"))
