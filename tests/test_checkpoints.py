@@ -263,3 +263,31 @@ def test_cache_key_keeps_cpu_and_gpu_runs_apart(monkeypatch):
     assert train_mod.cache_key(tiny(device="auto")) == train_mod.cache_key(tiny(device="cuda"))
     assert train_mod.cache_key(tiny(device="cuda")) == train_mod.cache_key(tiny(device="cuda:1"))
     assert train_mod.cache_key(tiny(device="cuda")) != train_mod.cache_key(tiny(device="cpu"))
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda s: s["model"].update({next(iter(s["model"])): [1.0]}),
+     "model must be a state dict (parameter name -> tensor)"),
+    (lambda s: s["model"][next(k for k, v in s["model"].items() if v.is_floating_point())]
+     .view(-1).__setitem__(0, float("inf")),
+     "holds 1 NaN or infinite value(s); the run diverged or the file is damaged"),
+    (lambda s: s["train_config"]["model_options"].update(n_heads=4), "bad model_options"),
+])
+def test_weight_check_messages(change, message, runs, tmp_path):
+    run = copy_run(runs, "convs2s", tmp_path)
+    tamper(run, change)
+    with pytest.raises(CheckpointError) as info:
+        read_checkpoint(run)
+    text = str(info.value)
+    assert text.startswith(f"{run / 'checkpoint.pt'}: ")
+    if message == "bad model_options":  # followed by the model's own error
+        assert "(bad model_options for 'convs2s': " in text
+    else:  # the message ends the line
+        assert text.endswith(message)
+
+
+def test_load_checkpoint_returns_its_path_and_the_asked_device(runs):
+    loaded = load_checkpoint(runs / "gru", device="auto")
+    assert loaded.path == runs / "gru" / "checkpoint.pt"
+    assert loaded.config.device == "auto"  # saved as "cpu"; the caller's choice wins
+    assert load_checkpoint(runs / "gru").config.device == "cpu"
