@@ -39,7 +39,6 @@ _apply_thread_defaults()
 from ._version import __version__ as __version__  # noqa: E402
 from .compare import (  # noqa: E402
     Comparison,
-    compare,
     epoch_tokens,
     format_speed,
     format_table,
@@ -124,7 +123,7 @@ __all__ = [
     "Hypothesis", "beam_search", "greedy_decode",
     "predict_samples", "format_samples", "time_incremental_vs_full",
     "evaluate", "exact_match", "token_accuracy",
-    "Comparison", "compare", "epoch_tokens", "format_speed", "format_table", "summarise",
+    "Comparison", "epoch_tokens", "format_speed", "format_table", "summarise",
     "MachineInfo", "SpeedMeasurement", "SpeedVerdict", "WindowStats", "measure_config",
     "measure_training", "speed_verdict", "time_interleaved", "training_flops_per_token",
     "is_quick_mode", "site_config",

@@ -7,14 +7,19 @@ Subcommands::
     convs2s-edu compare [--epochs N] [--device D] [--no-cache]
     convs2s-edu experiment NAME [--seeds N] [--epochs E] [--json FILE]
 
-Bad arguments print one line and exit with status 2; no traceback.
+Every expected error (a bad value, an unreadable or foreign checkpoint, an
+output path that is a file where a directory is needed or the reverse, a size
+out of range) prints one line on stderr and exits with status 2, with no
+traceback; all of them are checked before any training starts.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from pathlib import Path
 
 from .train import MODEL_NAMES
 
@@ -104,8 +109,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="training steps per timed window (default 4)")
     _add_config_options(p)
 
-    p = sub.add_parser("experiment", help="run one of the site's experiments over several "
-                                          "seeds (cached) and print its table")
+    p = sub.add_parser(
+        "experiment", help="run one of the site's experiments over several seeds (cached) and "
+                           "print its table (minutes)",
+        description="Run one experiment of the site's Experiments section: every arm over "
+                    "several seeds, each run trained through the cache (2,000 examples, 5 "
+                    "epochs by default), and print one row per arm with the mean and the "
+                    "spread over seeds, then a conclusion computed from them. The first time "
+                    "this takes minutes on a 2-core CPU (each run tens of seconds; arms x "
+                    "seeds runs); once cached, seconds. --quick uses the quick build's tiny "
+                    "budget and 1 seed.")
     p.add_argument("name", help="encoder_decoder, positions, attention_layers, depth_kernel "
                                 "or beam")
     p.add_argument("--seeds", type=int, help="seeds per arm (default 3; quick mode 1)")
@@ -118,11 +131,42 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Largest ``evaluate --beam`` (B x K hypotheses are decoded together).
+MAX_BEAM = 100
+
+
+def _check_out_dir(path: str) -> None:
+    """``--out``: a directory, or a path where one can be created (checked before training)."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise ValueError(f"--out {path} is an existing file; give a directory")
+    # the nearest existing ancestor ("/" or "." at worst, so there always is one)
+    parent = next(a for a in (p, *p.parents) if a.exists())
+    if not parent.is_dir():
+        raise ValueError(f"--out {path}: {parent} is a file, not a directory")
+    if not os.access(parent, os.W_OK):
+        raise ValueError(f"--out {path}: {parent} is not writable")
+
+
+def _check_json_path(path: str) -> None:
+    """``compare --json``: a file in an existing, writable directory (checked before training)."""
+    p = Path(path)
+    if p.is_dir():
+        raise ValueError(f"--json {path} is a directory; give a file name")
+    parent = p.parent  # "." for a bare file name
+    if not parent.is_dir():
+        raise ValueError(f"--json {path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise ValueError(f"--json {path} is not writable")
+
+
 def _cmd_train(args) -> int:
     from .compare import format_table, summarise
     from .train import train
 
-    result = train(_config(args, args.model), out_dir=args.out, resume=args.resume,
+    cfg = _config(args, args.model)
+    _check_out_dir(args.out)
+    result = train(cfg, out_dir=args.out, resume=args.resume,
                    progress=False if args.quiet else None)
     print(format_table([summarise(result)]))
     print(f"checkpoint: {result.path}")
@@ -134,8 +178,10 @@ def _cmd_evaluate(args) -> int:
     from .samples import format_samples, predict_samples
     from .train import load_checkpoint, make_datasets
 
-    if args.beam < 1:
-        raise ValueError(f"--beam must be >= 1, got {args.beam}")
+    if not 1 <= args.beam <= MAX_BEAM:
+        raise ValueError(f"--beam must be in 1..{MAX_BEAM}, got {args.beam}")
+    if args.samples < 0:
+        raise ValueError(f"--samples must be >= 0, got {args.samples}")
     result = load_checkpoint(args.dir, device=args.device)
     test_set = make_datasets(result.config)[2]
     scores = evaluate(result.model, test_set, beam_size=args.beam)
@@ -156,6 +202,8 @@ def _cmd_compare(args) -> int:
     from .compare import compare, format_speed, format_table
 
     cfg = _config(args, "convs2s")
+    if args.json:
+        _check_json_path(args.json)
     result = compare(cfg, use_cache=not args.no_cache, progress=False if args.quiet else None,
                      n_rounds=args.rounds, steps_per_window=args.window_steps)
     print(format_table(result.rows))
@@ -171,6 +219,8 @@ def _cmd_compare(args) -> int:
 def _cmd_experiment(args) -> int:
     from .experiments import conclusion, format_beam, format_result, run_experiment
 
+    if args.json:
+        _check_json_path(args.json)
     result = run_experiment(args.name, seeds=args.seeds, epochs=args.epochs, arms=args.arms,
                             quick=True if args.quick else None,
                             progress=False if args.quiet else None)
@@ -192,8 +242,10 @@ def main(argv=None) -> int:
                "experiment": _cmd_experiment}
     try:
         return command[args.command](args)
-    except (ValueError, FileNotFoundError, TrainingDivergedError) as err:
-        print(f"convs2s-edu {args.command}: error: {err}", file=sys.stderr)
+    except (ValueError, OSError, TrainingDivergedError) as err:
+        # OSError: a file that vanished, a full disk, a permission refused mid-run
+        message = " ".join(str(err).split()) or type(err).__name__
+        print(f"convs2s-edu {args.command}: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

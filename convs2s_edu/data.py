@@ -283,7 +283,8 @@ class SortingDataset(Dataset):
         For instance the output of :func:`generate_dataset`. Must not be empty.
     vocab_size : int
         Size of the integer vocabulary the examples were drawn from; tokens
-        outside ``1..vocab_size`` are rejected.
+        outside ``1..vocab_size``, non-integer tokens, empty sources and
+        targets that are not the sorted source are rejected (``ValueError``).
 
     Notes
     -----
@@ -295,16 +296,32 @@ class SortingDataset(Dataset):
 
     def __init__(self, examples, vocab_size: int):
         self.vocab_size = check_int("vocab_size", vocab_size)
-        self.examples = [(list(x), list(y)) for x, y in examples]
-        if not self.examples:
-            raise ValueError("SortingDataset needs at least one example, got 0")
-        for i, (x, y) in enumerate(self.examples):
+        self.examples = []
+        for i, pair in enumerate(examples):
+            try:
+                x, y = pair
+                x, y = list(x), list(y)
+            except (TypeError, ValueError):
+                raise ValueError(f"example {i} must be a pair (input_seq, sorted_seq) of token "
+                                 f"lists, got {pair!r}") from None
             for tok in (*x, *y):
+                if isinstance(tok, (bool, np.bool_)) or not isinstance(tok, (int, np.integer)):
+                    raise ValueError(f"example {i} holds {tok!r}; tokens must be integers in "
+                                     f"1..{self.vocab_size}")
                 if not 1 <= tok <= self.vocab_size:
                     raise ValueError(
                         f"example {i} holds token {tok}, outside the allowed range "
                         f"1..{self.vocab_size}"
                     )
+            if not x:
+                raise ValueError(f"example {i} is empty; sequences need length >= 1")
+            x, y = [int(t) for t in x], [int(t) for t in y]
+            if y != sorted(x):
+                raise ValueError(f"example {i}: the target {y} is not the sorted source "
+                                 f"{sorted(x)}")
+            self.examples.append((x, y))
+        if not self.examples:
+            raise ValueError("SortingDataset needs at least one example, got 0")
 
     @classmethod
     def generate(

@@ -8,38 +8,83 @@ wrong, so the seed notebook uses two simpler measures:
 
 Both take *decoded* sequences, token lists without ``<sos>``/``<eos>`` as
 returned by :func:`~convs2s_edu.decode.greedy_decode` and
-:func:`~convs2s_edu.decode.beam_search`. :func:`evaluate` decodes a data set
+:func:`~convs2s_edu.decode.beam_search`, or ``PAD``-padded 2-D integer
+tensors.
+
+Input rules, the same for both: token ids must be integers ``>= 0`` (a float
+such as ``1.9`` is refused, never truncated to ``1``); trailing ``PAD`` (``0``)
+is stripped from every sequence, so a padded tensor scores as the unpadded
+lists would; a ``PAD`` *followed* by a real token is refused, since it cannot
+be padding. :func:`evaluate` decodes a data set
 with a model and returns both.
 """
 
 from __future__ import annotations
 
 import numbers
+from collections.abc import Iterable
 from typing import Sequence
 
+import numpy as np
 import torch
 from torch import nn
 
 from ._checks import check_int
-from .data import collate_batch
+from .data import PAD, collate_batch
 from .decode import beam_search, greedy_decode
 
 __all__ = ["exact_match", "token_accuracy", "evaluate"]
 
 
+def _token(name: str, i: int, t) -> int:
+    if isinstance(t, (bool, np.bool_)) or not isinstance(t, numbers.Integral):
+        raise ValueError(f"{name}[{i}] holds {t!r}; token ids must be integers >= 0 "
+                         "(floats are refused, not truncated)")
+    if t < 0:
+        raise ValueError(f"{name}[{i}] holds token id {int(t)}; token ids must be >= 0")
+    return int(t)
+
+
 def _as_lists(name: str, seqs) -> list[list[int]]:
+    """Token lists from a list of lists or a 2-D integer tensor (``ValueError`` otherwise)."""
     if isinstance(seqs, torch.Tensor):
+        if seqs.dim() != 2:
+            raise ValueError(f"{name} must be a 2-D (batch, length) tensor, got shape "
+                             f"{tuple(seqs.shape)}")
+        if seqs.is_floating_point() or seqs.is_complex() or seqs.dtype == torch.bool:
+            raise ValueError(f"{name} must hold integer token ids, got dtype {seqs.dtype}")
         seqs = seqs.tolist()
-    try:
-        return [[int(t) for t in s] for s in seqs]
-    except TypeError as err:
-        raise ValueError(f"{name} must be a sequence of token sequences (lists of int)") from err
+    if isinstance(seqs, (str, bytes)) or not isinstance(seqs, Iterable):
+        raise ValueError(f"{name} must be a sequence of token sequences (lists of int), "
+                         f"got {type(seqs).__name__}")
+    out = []
+    for i, s in enumerate(seqs):
+        if isinstance(s, torch.Tensor):
+            if s.is_floating_point() or s.dtype == torch.bool:
+                raise ValueError(f"{name}[{i}] must hold integer token ids, got dtype {s.dtype}")
+            s = s.tolist()
+        if isinstance(s, (str, bytes)) or not isinstance(s, Iterable):
+            raise ValueError(f"{name} must be a sequence of token sequences (lists of int); "
+                             f"{name}[{i}] is {s!r}")
+        out.append([_token(name, i, t) for t in s])
+    return out
 
 
 def _cut_at_eos(seq: list[int], eos: int | None) -> list[int]:
     if eos is not None and eos in seq:
         return seq[: seq.index(eos)]
     return seq
+
+
+def _strip_pad(name: str, i: int, seq: list[int]) -> list[int]:
+    """Drop trailing ``PAD``; a ``PAD`` followed by a real token is a ``ValueError``."""
+    n = len(seq)
+    while n and seq[n - 1] == PAD:
+        n -= 1
+    if PAD in seq[:n]:
+        raise ValueError(f"{name}[{i}] holds PAD ({PAD}) at position {seq.index(PAD)} before a "
+                         "real token; PAD may only fill the end of a sequence")
+    return seq[:n]
 
 
 def _prepare(predictions, references, eos):
@@ -54,7 +99,8 @@ def _prepare(predictions, references, eos):
         raise ValueError("need at least one (prediction, reference) pair, got 0")
     if eos is not None and (isinstance(eos, bool) or not isinstance(eos, numbers.Integral)):
         raise ValueError(f"eos must be an integer token id or None, got {eos!r}")
-    return [_cut_at_eos(p, eos) for p in preds], [_cut_at_eos(r, eos) for r in refs]
+    return ([_strip_pad("predictions", i, _cut_at_eos(p, eos)) for i, p in enumerate(preds)],
+            [_strip_pad("references", i, _cut_at_eos(r, eos)) for i, r in enumerate(refs)])
 
 
 def exact_match(
@@ -70,7 +116,7 @@ def exact_match(
         Decoded token lists (no ``<sos>``/``<eos>``), the same number of each, ``>= 1``.
     eos : int, optional
         If given, every sequence is first cut at its first ``eos`` (for raw
-        outputs that still contain it).
+        outputs that still contain it). Trailing ``PAD`` is then stripped.
 
     Returns
     -------
@@ -191,7 +237,13 @@ def evaluate(
     beam_size = check_int("beam_size", beam_size)
     if device is not None:
         model.to(device)
-    examples = [(list(map(int, x)), list(map(int, y))) for x, y in dataset_or_examples]
+    pairs = list(dataset_or_examples)
+    for i, pair in enumerate(pairs):
+        if isinstance(pair, torch.Tensor) or not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise ValueError(f"example {i} must be a pair (source, reference), got {pair!r}")
+    sources = _as_lists("sources", [x for x, _ in pairs])
+    targets = _as_lists("references", [y for _, y in pairs])
+    examples = list(zip(sources, targets))
     if not examples:
         raise ValueError("need at least one example to evaluate, got 0")
     predictions: list[list[int]] = []

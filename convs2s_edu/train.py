@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import numbers
 import os
 import sys
 import time
@@ -32,7 +33,6 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import DataLoader
 
-from ._checks import check_positive
 from ._version import __version__
 from .convs2s import ConvS2S, ConvS2SConfig
 from .data import PAD, SortingDataset, generate_dataset
@@ -50,6 +50,8 @@ __all__ = [
     "build_model",
     "sequence_loss",
     "train",
+    "CheckpointError",
+    "read_checkpoint",
     "load_checkpoint",
     "cache_dir",
     "cache_key",
@@ -64,6 +66,23 @@ MODEL_NAMES = ("convs2s", "gru", *HYBRID_NAMES)
 CACHE_ENV = "CONVS2S_EDU_CACHE"
 
 CHECKPOINT_NAME = "checkpoint.pt"
+
+#: Upper bounds checked by :class:`TrainConfig` (see its Notes): beyond them a run would
+#: exhaust memory or time long before it finished, so they are refused up front.
+LIMITS = {
+    "vocab_size": 10_000,
+    "min_len": 512,
+    "max_len": 512,
+    "n_train": 1_000_000,
+    "n_valid": 1_000_000,
+    "n_test": 1_000_000,
+    "batch_size": 4096,
+    "epochs": 10_000,
+    "seed": 2**32 - 1,
+}
+
+#: Batch size of the held-out loss (evaluation only: no activations kept for backward).
+VALID_BATCH_SIZE = 512
 
 
 @dataclass
@@ -111,6 +130,24 @@ class TrainConfig:
         Extra fields of :class:`~convs2s_edu.ConvS2SConfig` or
         :class:`~convs2s_edu.RNNSeq2SeqConfig` (e.g. ``{"weight_norm": True}``);
         for a hybrid, a field goes to every part's config that has it.
+
+    Raises
+    ------
+    ValueError
+        For a field of the wrong type or out of range; the message names the
+        field, the value and the allowed range.
+
+    Notes
+    -----
+    Every field is type-checked (``lr=True`` or ``clip_norm="x"`` are refused,
+    not coerced) and the integer fields are bounded by ``train.LIMITS``:
+    ``vocab_size <= 10,000``; ``min_len, max_len <= 512``; ``n_train``,
+    ``n_valid``, ``n_test <= 1,000,000``; ``batch_size <= 4096``;
+    ``epochs <= 10,000``; ``0 <= seed < 2^32``. The length bound is a memory
+    bound: each attention map holds ``batch_size * max_len^2`` floats per layer
+    (128 MiB at 128 x 512^2, several of them kept for the backward pass), and a
+    run with ``max_len = 100,000`` would be killed by the operating system
+    with no message instead of failing clearly.
     """
 
     model: str = "convs2s"
@@ -130,19 +167,33 @@ class TrainConfig:
     model_options: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        if self.model not in MODEL_NAMES:
+        if not isinstance(self.model, str) or self.model not in MODEL_NAMES:
             raise ValueError(f"model must be one of {MODEL_NAMES}, got {self.model!r}")
-        for name in ("vocab_size", "min_len", "max_len", "n_train", "n_valid", "n_test",
-                     "batch_size", "epochs"):
-            check_positive(name, getattr(self, name))
-        check_positive("seed", self.seed, allow_zero=True)
+        for name, high in LIMITS.items():
+            low = 0 if name == "seed" else 1
+            value = getattr(self, name)
+            if (isinstance(value, bool) or not isinstance(value, numbers.Integral)
+                    or not low <= value <= high):
+                raise ValueError(f"{name} must be an integer in {low}..{high}, got {value!r}")
+            setattr(self, name, int(value))
         if self.min_len > self.max_len:
             raise ValueError(f"min_len must be <= max_len, got {self.min_len} > {self.max_len}")
-        if not (isinstance(self.lr, (int, float)) and self.lr > 0 and math.isfinite(self.lr)):
+        if not _positive_real(self.lr):
             raise ValueError(f"lr must be a positive finite number, got {self.lr!r}")
-        if self.clip_norm is not None and not self.clip_norm > 0:
-            raise ValueError(f"clip_norm must be > 0 or None, got {self.clip_norm!r}")
+        if self.clip_norm is not None and not _positive_real(self.clip_norm):
+            raise ValueError(
+                f"clip_norm must be a positive finite number or None, got {self.clip_norm!r}")
+        if not isinstance(self.paper_normalisation, bool):
+            raise ValueError(
+                f"paper_normalisation must be True or False, got {self.paper_normalisation!r}")
+        if not isinstance(self.device, str):
+            raise ValueError(
+                f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
         resolve_device(self.device)  # validates the string
+        if not isinstance(self.model_options, dict) or not all(
+                isinstance(k, str) for k in self.model_options):
+            raise ValueError("model_options must be a dict of option names (str) to values, "
+                             f"got {self.model_options!r}")
         self.model_options = dict(self.model_options)
 
     def replace(self, **changes) -> "TrainConfig":
@@ -154,8 +205,20 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> "TrainConfig":
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names})
+        """The inverse of ``to_dict()``; unknown field names are a ``ValueError``."""
+        if not isinstance(d, dict):
+            raise ValueError(f"a TrainConfig is read from a dict, got {type(d).__name__}")
+        names = [f.name for f in fields(cls)]
+        unknown = sorted(str(k) for k in d if k not in names)
+        if unknown:
+            raise ValueError(f"unknown TrainConfig field(s) {', '.join(unknown)}; "
+                             f"allowed: {', '.join(names)}")
+        return cls(**d)
+
+
+def _positive_real(x) -> bool:
+    return (not isinstance(x, bool) and isinstance(x, numbers.Real) and math.isfinite(x)
+            and x > 0)
 
 
 def resolve_device(device: str = "auto") -> torch.device:
@@ -184,9 +247,35 @@ def make_datasets(cfg: TrainConfig) -> tuple[SortingDataset, SortingDataset, Sor
 
     They depend on the task fields and ``seed`` only, so a ConvS2S and a GRU
     run with the same seed train and are scored on identical examples.
+
+    The three sets are pairwise disjoint: a held-out or test example whose
+    source also occurs in an earlier set is replaced by a fresh draw (on the
+    seed's task, 10,000 sequences of length 8-20 over 50 tokens, a repeat is
+    so unlikely that the sets are exactly the three independent draws).
+    ``ValueError`` when the task has too few distinct sequences for that.
     """
+    seen: set[tuple[int, ...]] = set()
+
     def make(n, offset):
         examples = generate_dataset(n, cfg.min_len, cfg.max_len, cfg.vocab_size, cfg.seed + offset)
+        if offset > 0:  # the training set may repeat itself; the others must not meet it
+            examples = [e for e in examples if tuple(e[0]) not in seen]
+            refill = 0
+            while len(examples) < n:
+                refill += 1
+                if refill > 100:
+                    raise ValueError(
+                        f"cannot draw {cfg.n_valid} held-out and {cfg.n_test} test examples "
+                        f"disjoint from the training set: lengths {cfg.min_len}..{cfg.max_len} "
+                        f"over {cfg.vocab_size} tokens give too few distinct sequences")
+                more = generate_dataset(n, cfg.min_len, cfg.max_len, cfg.vocab_size,
+                                        [cfg.seed + offset, refill])
+                kept = {tuple(x) for x, _ in examples}
+                for e in more:
+                    if len(examples) < n and tuple(e[0]) not in seen and tuple(e[0]) not in kept:
+                        examples.append(e)
+                        kept.add(tuple(e[0]))
+        seen.update(tuple(x) for x, _ in examples)
         return SortingDataset(examples, cfg.vocab_size)
 
     return make(cfg.n_train, 0), make(cfg.n_valid, 1), make(cfg.n_test, 2)
@@ -316,6 +405,155 @@ def _save_checkpoint(path: Path, model, optimizer, cfg: TrainConfig, history: Hi
     _atomic_save(state, path)
 
 
+class CheckpointError(ValueError):
+    """A checkpoint file that cannot be used; the message names the file and what is wrong."""
+
+
+#: Keys every checkpoint written by :func:`train` holds.
+CHECKPOINT_KEYS = ("format", "epoch", "train_config", "model", "optimizer", "history", "rng")
+
+
+def _checkpoint_file(path) -> Path:
+    path = Path(path)
+    if path.is_dir():
+        path = path / CHECKPOINT_NAME
+    if not path.is_file():
+        raise FileNotFoundError(f"no checkpoint at {path}")
+    return path
+
+
+def read_checkpoint(path) -> dict:
+    """Read and validate a checkpoint written by :func:`train`.
+
+    The one reader behind :func:`load_checkpoint`, ``train(resume=True)`` and
+    the cache of :func:`train_or_load`. It loads with
+    ``torch.load(weights_only=True)`` (no pickled code runs) and checks, in
+    order: the file is a readable checkpoint; it holds every key of
+    ``CHECKPOINT_KEYS``; ``train_config`` is a dict of valid
+    :class:`TrainConfig` fields; ``history`` is a :class:`History` with one
+    record per trained epoch; the weights are a state dict of finite tensors
+    that fits the model the config describes (a GRU's weights under a
+    ConvS2S config, or the reverse, are refused); the optimiser and random
+    states are present.
+
+    Parameters
+    ----------
+    path : str or Path
+        A checkpoint file, or a directory holding ``checkpoint.pt``.
+
+    Returns
+    -------
+    dict
+        The checkpoint's content, plus ``"path"`` (the file read) and
+        ``"config"`` (the :class:`TrainConfig`, with ``device="auto"`` when the
+        device it trained on does not exist on this machine) and
+        ``"saved_device"`` (the device string it was written with).
+
+    Raises
+    ------
+    FileNotFoundError
+        No file at ``path`` (or no ``checkpoint.pt`` in the directory).
+    CheckpointError
+        A ``ValueError`` whose one-line message starts with the file's path.
+    """
+    path = _checkpoint_file(path)
+
+    def bad(what: str):
+        return CheckpointError(f"{path}: {what}")
+
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # truncated file, not a checkpoint, unsafe pickle ...
+        first_line = (str(err).strip().splitlines() or [""])[0]
+        raise CheckpointError(f"{path} is not a readable convs2s_edu checkpoint "
+                              f"({type(err).__name__}: {first_line})") from None
+    if not isinstance(state, dict):
+        raise bad(f"not a convs2s_edu checkpoint (holds a {type(state).__name__}, not a dict)")
+    missing = [k for k in CHECKPOINT_KEYS if k not in state]
+    if missing:
+        raise bad(f"not a convs2s_edu checkpoint: missing key(s) {', '.join(missing)} "
+                  f"(a checkpoint holds {', '.join(CHECKPOINT_KEYS)})")
+    if state["format"] != 1:
+        raise bad(f"checkpoint format {state['format']!r} is not supported (only 1)")
+
+    saved = state["train_config"]
+    if not isinstance(saved, dict):
+        raise bad(f"train_config must be a dict, got {type(saved).__name__}")
+    saved_device = saved.get("device", "auto")
+    try:
+        resolve_device(saved_device)
+        device = saved_device
+    except (ValueError, TypeError):  # e.g. trained on a GPU, read on a CPU-only machine
+        device = "auto"
+    try:
+        cfg = TrainConfig.from_dict({**saved, "device": device})
+    except (ValueError, TypeError) as err:
+        raise bad(f"bad train_config: {err}") from None
+
+    epoch = state["epoch"]
+    if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 1:
+        raise bad(f"epoch must be an integer >= 1, got {epoch!r}")
+    try:
+        history = History.from_dict(state["history"])
+    except (TypeError, ValueError) as err:
+        raise bad(f"bad history: {err}") from None
+    if len(history.epochs) != epoch:
+        raise bad(f"history holds {len(history.epochs)} epoch record(s) but the checkpoint "
+                  f"says epoch {epoch}")
+    _check_weights(state["model"], cfg, bad)
+    if not isinstance(state["optimizer"], dict) or "param_groups" not in state["optimizer"]:
+        raise bad("optimizer is not an optimiser state dict")
+    rng = state["rng"]
+    if not (isinstance(rng, dict) and isinstance(rng.get("torch"), torch.Tensor)
+            and isinstance(rng.get("shuffle"), torch.Tensor)):
+        raise bad("rng must hold the 'torch' and 'shuffle' generator states")
+    return {**state, "path": path, "config": cfg, "saved_device": saved_device}
+
+
+def _check_weights(weights, cfg: TrainConfig, bad) -> None:
+    """Raise ``bad(...)`` unless ``weights`` is a finite state dict of the model ``cfg`` builds."""
+    if not isinstance(weights, dict) or not all(
+            isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in weights.items()):
+        raise bad("model must be a state dict (parameter name -> tensor)")
+    for name, value in weights.items():
+        if value.is_floating_point() and not bool(torch.isfinite(value).all()):
+            n_bad = int((~torch.isfinite(value)).sum())
+            raise bad(f"weight {name!r} holds {n_bad} NaN or infinite value(s); "
+                      "the run diverged or the file is damaged")
+
+    def mismatch(model_cfg: TrainConfig) -> str:
+        with torch.random.fork_rng(devices=[]):  # building must not move the global RNG
+            try:
+                expected = build_model(model_cfg).state_dict()
+            except ValueError as err:
+                return str(err)
+        if expected.keys() != weights.keys():
+            missing = sorted(expected.keys() - weights.keys())
+            extra = sorted(weights.keys() - expected.keys())
+            return (f"missing {len(missing)} weight(s) (e.g. {missing[:2]}), "
+                    f"{len(extra)} unexpected (e.g. {extra[:2]})")
+        for k, v in expected.items():
+            if v.shape != weights[k].shape:
+                return (f"weight {k!r} has shape {tuple(weights[k].shape)}, "
+                        f"expected {tuple(v.shape)}")
+        return ""
+
+    why = mismatch(cfg.replace(device="cpu"))
+    if why:
+        def top_level(names):  # e.g. {"encoder", "decoder"} for ConvS2S
+            return {k.split(".")[0] for k in names}
+
+        def kind_fits(m):  # same top-level modules as a default-sized model of kind m
+            with torch.random.fork_rng(devices=[]):
+                other = build_model(cfg.replace(model=m, model_options={}, device="cpu"))
+            return top_level(other.state_dict()) == top_level(weights)
+
+        others = [m for m in MODEL_NAMES if m != cfg.model and kind_fits(m)]
+        looks = f"; they are the weights of a {others[0]!r} model" if others else ""
+        raise bad(f"its weights do not fit the {cfg.model!r} model its train_config "
+                  f"describes ({why}){looks}")
+
+
 def load_checkpoint(path, device: str | None = None) -> TrainResult:
     """Load a checkpoint written by :func:`train` (``torch.load(weights_only=True)``: no pickled code).
 
@@ -331,30 +569,18 @@ def load_checkpoint(path, device: str | None = None) -> TrainResult:
     -------
     TrainResult
         The model in eval mode.
+
+    Raises
+    ------
+    FileNotFoundError, CheckpointError
+        See :func:`read_checkpoint`, which validates the file first.
     """
-    path = Path(path)
-    if path.is_dir():
-        path = path / CHECKPOINT_NAME
-    if not path.is_file():
-        raise FileNotFoundError(f"no checkpoint at {path}")
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-        saved = state["train_config"]
-    except Exception as err:  # truncated file, not a checkpoint, unsafe pickle ...
-        first_line = (str(err).strip().splitlines() or [""])[0]
-        raise ValueError(f"{path} is not a readable convs2s_edu checkpoint "
-                         f"({type(err).__name__}: {first_line})") from None
-    if device is None:  # the device it trained on, if this machine has it; else "auto"
-        try:
-            resolve_device(saved.get("device", "auto"))
-            device = saved.get("device", "auto")
-        except ValueError:
-            device = "auto"
-    cfg = TrainConfig.from_dict({**saved, "device": device})
+    state = read_checkpoint(path)
+    cfg = state["config"] if device is None else state["config"].replace(device=device)
     model = build_model(cfg)
     model.load_state_dict(state["model"])
     model.to(resolve_device(cfg.device)).eval()
-    return TrainResult(model, cfg, History.from_dict(state["history"]), path)
+    return TrainResult(model, cfg, History.from_dict(state["history"]), state["path"])
 
 
 # --------------------------------------------------------------------------
@@ -420,6 +646,26 @@ def _sync(dev: torch.device) -> None:
         torch.cuda.synchronize(dev)
 
 
+def _prepare_out_dir(out_dir) -> Path | None:
+    """Create ``out_dir`` (before any training) and return its checkpoint path; a path that is
+    a file, or a checkpoint path that is a directory, is a ``ValueError``."""
+    if out_dir is None:
+        return None
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ValueError(f"output directory {out_dir} is an existing file, not a directory")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ValueError(f"cannot create output directory {out_dir}: {err.strerror}") from None
+    if not os.access(out_dir, os.W_OK):
+        raise ValueError(f"output directory {out_dir} is not writable")
+    ckpt_path = out_dir / CHECKPOINT_NAME
+    if ckpt_path.exists() and not ckpt_path.is_file():
+        raise ValueError(f"{ckpt_path} exists and is not a file")
+    return ckpt_path
+
+
 def train(cfg: TrainConfig | None = None, out_dir=None, resume: bool = False,
           progress: bool | None = None, stop_after: int | None = None) -> TrainResult:
     """Train ``cfg.model`` on the sorting task.
@@ -451,7 +697,7 @@ def train(cfg: TrainConfig | None = None, out_dir=None, resume: bool = False,
     """
     cfg = cfg if cfg is not None else TrainConfig()
     dev = resolve_device(cfg.device)
-    ckpt_path = Path(out_dir) / CHECKPOINT_NAME if out_dir is not None else None
+    ckpt_path = _prepare_out_dir(out_dir)
 
     train_ds, valid_ds, _ = make_datasets(cfg)
     torch.manual_seed(cfg.seed)
@@ -460,16 +706,19 @@ def train(cfg: TrainConfig | None = None, out_dir=None, resume: bool = False,
     shuffle = torch.Generator().manual_seed(cfg.seed)
     loader = DataLoader(train_ds, batch_size=cfg.batch_size, shuffle=True,
                         collate_fn=train_ds.collate, generator=shuffle)
-    valid_loader = DataLoader(valid_ds, batch_size=512, collate_fn=valid_ds.collate)
+    valid_loader = DataLoader(valid_ds, batch_size=VALID_BATCH_SIZE, collate_fn=valid_ds.collate)
     history = History(device=_device_label(dev),
                       n_parameters=sum(p.numel() for p in model.parameters() if p.requires_grad))
     start_epoch = 0
 
     if resume and ckpt_path is not None and ckpt_path.is_file():
-        state = torch.load(ckpt_path, map_location="cpu", weights_only=True)
-        saved = TrainConfig.from_dict({**state["train_config"], "device": cfg.device})
-        if saved.replace(epochs=cfg.epochs) != cfg:
-            raise ValueError(f"cannot resume: {ckpt_path} was written with a different config")
+        state = read_checkpoint(ckpt_path)
+        saved = state["config"].replace(device=cfg.device, epochs=cfg.epochs)
+        if saved != cfg:
+            changed = [f"{f.name} ({getattr(saved, f.name)!r} -> {getattr(cfg, f.name)!r})"
+                       for f in fields(cfg) if getattr(saved, f.name) != getattr(cfg, f.name)]
+            raise ValueError(f"cannot resume: {ckpt_path} was written with a different config: "
+                             f"{', '.join(changed)}")
         if state["epoch"] > cfg.epochs:
             raise ValueError(f"cannot resume: {ckpt_path} holds {state['epoch']} epochs, more than "
                              f"the {cfg.epochs} asked for")
@@ -569,7 +818,11 @@ def train_or_load(cfg: TrainConfig | None = None, progress: bool | None = None,
     run_dir = Path(directory or cache_dir()) / f"{cfg.model}-{cache_key(cfg)}"
     ckpt = run_dir / CHECKPOINT_NAME
     if ckpt.is_file():
-        state = torch.load(ckpt, map_location="cpu", weights_only=True)
+        try:
+            state = read_checkpoint(ckpt)
+        except CheckpointError as err:
+            raise CheckpointError(f"{err} (a damaged cache entry: delete {run_dir} to train "
+                                  "again)") from None
         if state["epoch"] >= cfg.epochs:
             return load_checkpoint(ckpt, device=cfg.device)
     return train(cfg, out_dir=run_dir, resume=True, progress=progress)

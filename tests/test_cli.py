@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 from convs2s_edu.cli import main
 
@@ -78,11 +79,12 @@ def test_bad_arguments_get_one_line_and_status_2(argv, expected, capsys):
 
 
 @pytest.mark.parametrize("argv, expected", [
-    (["train", "--model", "gru", "--out", "{tmp}", "--epochs", "0"], "epochs must be an integer >= 1, got 0"),
+    (["train", "--model", "gru", "--out", "{tmp}", "--epochs", "0"],
+     "epochs must be an integer in 1..10000, got 0"),
     (["train", "--model", "gru", "--out", "{tmp}", "--min-len", "9", "--max-len", "4"], "9 > 4"),
     (["train", "--model", "gru", "--out", "{tmp}", "--device", "tpu"], "'tpu'"),
     (["evaluate", "{tmp}/nothing-here"], "no checkpoint at"),
-    (["evaluate", "{tmp}", "--beam", "0"], "--beam must be >= 1, got 0"),
+    (["evaluate", "{tmp}", "--beam", "0"], "--beam must be in 1..100, got 0"),
     (["evaluate", "{tmp}/garbage.pt"], "not a readable convs2s_edu checkpoint"),
 ])
 def test_bad_values_get_one_line_and_status_2(argv, expected, tmp_path, capsys):
@@ -100,3 +102,128 @@ def test_module_entry_point_runs():
                           text=True, timeout=120)
     assert done.returncode == 0
     assert "train" in done.stdout and "evaluate" in done.stdout and "compare" in done.stdout
+
+
+# --------------------------------------------------------------------------
+# Every expected error: one line on stderr, status 2, and no training first
+# --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def good_run(tmp_path_factory):
+    """A one-epoch GRU checkpoint (trained once for the module) to damage in copies."""
+    from convs2s_edu.train import TrainConfig, train
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    out = tmp_path_factory.mktemp("cli-run")
+    cfg = TrainConfig(model="gru", vocab_size=10, min_len=3, max_len=6, n_train=32, n_valid=16,
+                      n_test=16, batch_size=16, epochs=1, device="cpu",
+                      model_options={"embed_dim": 16, "hidden_dim": 16, "attention_dim": 16})
+    train(cfg, out_dir=out, progress=False)
+    torch.set_num_threads(before)
+    return out / "checkpoint.pt"
+
+
+@pytest.fixture
+def no_training(monkeypatch):
+    """Make any training attempt fail the test: errors must come before training starts."""
+    import convs2s_edu.compare as compare_mod
+    import convs2s_edu.train as train_mod
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("training started before the arguments were checked")
+
+    monkeypatch.setattr(train_mod, "train", refuse)
+    monkeypatch.setattr(train_mod, "train_or_load", refuse)
+    monkeypatch.setattr(compare_mod, "compare", refuse)
+
+
+def _damage(good_run, tmp_path, how):
+    state = torch.load(good_run, weights_only=True)
+    if how == "nan":
+        name = next(iter(state["model"]))
+        state["model"][name] = state["model"][name] * float("nan")
+    elif how == "no-history":
+        del state["history"]
+    elif how == "config-list":
+        state["train_config"] = ["gru"]
+    elif how == "convs2s-config":
+        state["train_config"]["model"] = "convs2s"
+        state["train_config"]["model_options"] = {}
+    elif how == "foreign":
+        state = {"weights": [1, 2, 3]}
+    path = tmp_path / f"{how}.pt"
+    torch.save(state, path)
+    return path
+
+
+def _one_line_status_2(argv, expected, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert expected in err, err
+    assert len(err.strip().splitlines()) == 1, err
+    assert err.startswith("convs2s-edu ")
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["train", "--model", "gru", "--out", "{tmp}/f.txt"], "is an existing file"),
+    (["train", "--model", "gru", "--out", "{tmp}/f.txt/sub"], "is a file, not a directory"),
+    (["train", "--model", "gru", "--out", "{tmp}/r", "--max-len", "100000"],
+     "max_len must be an integer in 1..512, got 100000"),
+    (["train", "--model", "gru", "--out", "{tmp}/r", "--n-train", "1000000000"],
+     "n_train must be an integer in 1..1000000, got 1000000000"),
+    (["train", "--model", "gru", "--out", "{tmp}/r", "--batch-size", "0"], "batch_size"),
+    (["train", "--model", "gru", "--out", "{tmp}/r", "--lr", "0"], "lr must be a positive"),
+    (["train", "--model", "gru", "--out", "{tmp}/r", "--lr", "nan"], "got nan"),
+    (["train", "--model", "gru", "--out", "{tmp}/r", "--seed", "-1"], "seed must be"),
+    (["compare", "--json", "{tmp}"], "is a directory"),
+    (["compare", "--json", "{tmp}/missing/rows.json"], "does not exist"),
+    (["compare", "--max-len", "100000"], "max_len must be an integer in 1..512"),
+    (["evaluate", "{run}", "--beam", "1000"], "--beam must be in 1..100, got 1000"),
+    (["evaluate", "{run}", "--samples", "-1"], "--samples must be >= 0, got -1"),
+    (["evaluate", "{run}", "--device", "tpu"], "'tpu'"),
+    (["evaluate", "{tmp}/nan.pt"], "NaN or infinite"),
+    (["evaluate", "{tmp}/no-history.pt"], "missing key(s) history"),
+    (["evaluate", "{tmp}/config-list.pt"], "train_config must be a dict"),
+    (["evaluate", "{tmp}/convs2s-config.pt"], "they are the weights of a 'gru' model"),
+    (["evaluate", "{tmp}/foreign.pt"], "not a convs2s_edu checkpoint"),
+])
+def test_every_expected_error_is_one_line_before_any_training(argv, expected, good_run, tmp_path,
+                                                              capsys, no_training):
+    (tmp_path / "f.txt").write_text("a file")
+    for how in ("nan", "no-history", "config-list", "convs2s-config", "foreign"):
+        _damage(good_run, tmp_path, how)
+    argv = [a.replace("{tmp}", str(tmp_path)).replace("{run}", str(good_run)) for a in argv]
+    _one_line_status_2(argv, expected, capsys)
+
+
+def test_resume_with_a_changed_config_is_one_line(good_run, tmp_path, capsys):
+    import shutil
+
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(good_run, run / "checkpoint.pt")
+    argv = ["train", "--model", "gru", "--out", str(run), "--resume", "--n-train", "32",
+            "--epochs", "2", "--max-len", "6", "--min-len", "3", "--device", "cpu", "--quiet"]
+    # the checkpoint's model_options differ from the CLI's defaults: refused, naming the field
+    _one_line_status_2(argv, "different config: ", capsys)
+
+
+def test_a_failed_checkpoint_write_is_one_line(tmp_path, capsys, monkeypatch):
+    def full_disk(obj, f, *args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(torch, "save", full_disk)
+    _one_line_status_2(["train", "--model", "gru", "--out", str(tmp_path / "r"), *SMALL],
+                       "No space left on device", capsys)
+
+
+def test_out_of_range_size_in_a_real_process_is_one_line_and_status_2(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "convs2s_edu", "train", "--model", "gru",
+                           "--out", str(tmp_path / "r"), "--max-len", "100000"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip() == ("convs2s-edu train: error: max_len must be an integer in "
+                                   "1..512, got 100000")
+    assert not (tmp_path / "r").exists()  # nothing written either
