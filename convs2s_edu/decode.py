@@ -9,7 +9,7 @@ outputs, one token at a time (the left-to-right decoding of Sutskever et al. [2]
 
 until it emits ``<eos>`` (greedy search, :func:`greedy_decode`), or keeping the
 ``beam_size`` most probable prefixes at every step (:func:`beam_search`, the
-search ConvS2S is evaluated with [1]_, with the length normalisation of [3]_).
+search ConvS2S is evaluated with [1]_, with a length normalisation in the spirit of [3]_).
 
 Both take any :class:`~convs2s_edu.EncoderDecoder` (ConvS2S, the GRU model and
 the hybrids) and drive it through the common interface only: ``model.encode``
@@ -30,7 +30,9 @@ References
 .. [2] I. Sutskever, O. Vinyals, Q. V. Le. "Sequence to Sequence Learning with
    Neural Networks." NIPS 2014 (left-to-right beam search).
 .. [3] Y. Wu et al. "Google's Neural Machine Translation System." 2016,
-   arXiv:1609.08144, §7 (length normalisation).
+   arXiv:1609.08144, §7 (length normalisation). This module divides by the plain
+   :math:`|y|^\alpha` (as fairseq's ``lenpen`` does), not by Wu et al.'s
+   :math:`(5 + |y|)^\alpha / 6^\alpha`: see :func:`beam_search`.
 """
 
 from __future__ import annotations
@@ -305,7 +307,11 @@ def beam_search(
 
     .. math:: \mathrm{score}(y) = \frac{\log p(y \mid x)}{|y|^{\alpha}},
 
-    :math:`|y|` counting ``<eos>``. The :math:`K` best extensions that do not
+    :math:`|y|` counting ``<eos>``. Departure: Wu et al. (2016, §7) divide by
+    :math:`lp(y) = (5 + |y|)^{\alpha} / (5 + 1)^{\alpha}` (and add a coverage
+    penalty); this is the plain :math:`|y|^{\alpha}` of fairseq's ``lenpen``,
+    which ranks hypotheses of one length the same way and needs no extra
+    constant. The :math:`K` best extensions that do not
     end in ``<eos>`` stay alive; the decoder state follows them with
     ``model.decoder.reorder``, which selects the rows of the encoder output the
     state holds as well as the decoder's own (the windows of ConvS2S, dimension 1
@@ -321,7 +327,8 @@ def beam_search(
 
     References
     ----------
-    Sutskever et al. (2014); Wu et al. (2016), §7 (length normalisation);
+    Sutskever et al. (2014); Wu et al. (2016), §7 (length normalisation, in
+    the simpler form above);
     Gehring et al. (2017), §5 (beam width 5).
     """
     K = check_int("beam_size", beam_size)
