@@ -1,4 +1,4 @@
-r"""Decoding: greedy search, beam search and side-by-side samples for both models.
+r"""Decoding: greedy search and beam search for any encoder-decoder of the package.
 
 Training uses *teacher forcing*: the decoder reads the reference prefix. At
 test time there is no reference, so the model has to read its own previous
