@@ -40,9 +40,13 @@ def _add_config_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, help="default 0")
     p.add_argument("--max-len", type=int, dest="max_len", help="longest sequence (default 20)")
     p.add_argument("--min-len", type=int, dest="min_len", help="shortest sequence (default 8)")
-    p.add_argument("--seed-convs2s", action="store_true", dest="seed_convs2s",
-                   help="train the seed's simplified ConvS2S (no weight norm, default init, "
-                        "no gradient or context scaling) instead of the paper's")
+    p.add_argument(
+        "--seed-convs2s",
+        action="store_true",
+        dest="seed_convs2s",
+        help="train the seed's simplified ConvS2S (no weight norm, default init, "
+        "no gradient or context scaling) instead of the paper's",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -50,80 +54,117 @@ def _config(args, model: str):
     from .train import TrainConfig
 
     keys = ("epochs", "device", "n_train", "batch_size", "lr", "seed", "max_len", "min_len")
-    return TrainConfig(model=model, paper_normalisation=not args.seed_convs2s,
-                       **{k: getattr(args, k) for k in keys if getattr(args, k) is not None})
+    return TrainConfig(
+        model=model,
+        paper_normalisation=not args.seed_convs2s,
+        **{k: getattr(args, k) for k in keys if getattr(args, k) is not None},
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="convs2s-edu",
-                     description="Train, evaluate and compare ConvS2S and the GRU + Bahdanau "
-                                 "baseline on the sorting task. `convs2s-edu COMMAND --help` "
-                                 "says what each command does, its defaults and how long it "
-                                 "takes.")
+    parser = _Parser(
+        prog="convs2s-edu",
+        description="Train, evaluate and compare ConvS2S and the GRU + Bahdanau "
+        "baseline on the sorting task. `convs2s-edu COMMAND --help` "
+        "says what each command does, its defaults and how long it "
+        "takes.",
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser(
-        "train", help="train one model and save a checkpoint (minutes: see --help)",
+        "train",
+        help="train one model and save a checkpoint (minutes: see --help)",
         description="Train one model on the sorting task and save DIR/checkpoint.pt. "
-                    "At the defaults (10,000 examples, 30 epochs, batch 128) this takes "
-                    "several minutes per model on a 2-core CPU (roughly 5 to 15; each epoch's "
-                    "time is printed as it trains) and well under a minute on a GPU; "
-                    "--epochs 2 --n-train 2000 finishes in seconds.")
-    p.add_argument("--model", required=True, choices=MODEL_NAMES,
-                   help="convs2s: the paper's convolutional model; gru: the bidirectional GRU "
-                        "encoder-decoder with Bahdanau attention (the baseline); gru+conv and "
-                        "conv+gru: hybrids <encoder>+<decoder> built from the same parts")
+        "At the defaults (10,000 examples, 30 epochs, batch 128) this takes "
+        "several minutes per model on a 2-core CPU (roughly 5 to 15; each epoch's "
+        "time is printed as it trains) and well under a minute on a GPU; "
+        "--epochs 2 --n-train 2000 finishes in seconds.",
+    )
+    p.add_argument(
+        "--model",
+        required=True,
+        choices=MODEL_NAMES,
+        help="convs2s: the paper's convolutional model; gru: the bidirectional GRU "
+        "encoder-decoder with Bahdanau attention (the baseline); gru+conv and "
+        "conv+gru: hybrids <encoder>+<decoder> built from the same parts",
+    )
     p.add_argument("--out", required=True, help="directory for checkpoint.pt (created if missing)")
     p.add_argument("--resume", action="store_true", help="continue from --out's checkpoint")
     _add_config_options(p)
 
     p = sub.add_parser(
-        "evaluate", help="score a checkpoint on its test set (seconds)",
+        "evaluate",
+        help="score a checkpoint on its test set (seconds)",
         description="Load a checkpoint written by `train`, rebuild its test set (1,000 examples "
-                    "at the defaults) and print exact match, token accuracy and a few sample "
-                    "predictions. Greedy decoding takes seconds on a CPU; beam search grows "
-                    "with --beam.")
+        "at the defaults) and print exact match, token accuracy and a few sample "
+        "predictions. Greedy decoding takes seconds on a CPU; beam search grows "
+        "with --beam.",
+    )
     p.add_argument("dir", help="directory (or file) of a checkpoint written by `train`")
-    p.add_argument("--beam", type=int, default=1,
-                   help="beam size (default 1 = greedy); > 1 also prints a beam column")
+    p.add_argument(
+        "--beam",
+        type=int,
+        default=1,
+        help="beam size (default 1 = greedy); > 1 also prints a beam column",
+    )
     p.add_argument("--device", help="where to run (default: the checkpoint's)")
-    p.add_argument("--samples", type=int, default=5,
-                   help="sample predictions to print (default 5; 0 prints none)")
+    p.add_argument(
+        "--samples",
+        type=int,
+        default=5,
+        help="sample predictions to print (default 5; 0 prints none)",
+    )
 
     p = sub.add_parser(
-        "compare", help="train both models on the same data; print the speed table (minutes)",
+        "compare",
+        help="train both models on the same data; print the speed table (minutes)",
         description="Train ConvS2S and the GRU baseline on the same data with the same "
-                    "settings (or load them from the cache), score both, then time both "
-                    "interleaved (alternating windows of training steps on the same batches) "
-                    "and print tokens per second with their range, loss and accuracy side by "
-                    "side, the speed ratio and a verdict. At the defaults this trains two "
-                    "models: roughly 10 to 30 minutes on a 2-core CPU the first time; once "
-                    "both are cached, only the timing runs (seconds).")
-    p.add_argument("--no-cache", action="store_true",
-                   help="always train afresh (default: reuse models cached under "
-                        "$CONVS2S_EDU_CACHE, else ~/.cache/convs2s_edu)")
+        "settings (or load them from the cache), score both, then time both "
+        "interleaved (alternating windows of training steps on the same batches) "
+        "and print tokens per second with their range, loss and accuracy side by "
+        "side, the speed ratio and a verdict. At the defaults this trains two "
+        "models: roughly 10 to 30 minutes on a 2-core CPU the first time; once "
+        "both are cached, only the timing runs (seconds).",
+    )
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="always train afresh (default: reuse models cached under "
+        "$CONVS2S_EDU_CACHE, else ~/.cache/convs2s_edu)",
+    )
     p.add_argument("--json", help="also write the rows and the speed measurement to this file")
-    p.add_argument("--rounds", type=int, default=6,
-                   help="timed windows per model in the interleaved speed measurement (default 6)")
-    p.add_argument("--window-steps", type=int, default=4, dest="window_steps",
-                   help="training steps per timed window (default 4)")
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=6,
+        help="timed windows per model in the interleaved speed measurement (default 6)",
+    )
+    p.add_argument(
+        "--window-steps",
+        type=int,
+        default=4,
+        dest="window_steps",
+        help="training steps per timed window (default 4)",
+    )
     _add_config_options(p)
 
     p = sub.add_parser(
-        "experiment", help="run one of the site's experiments over several seeds (cached) and "
-                           "print its table (minutes)",
+        "experiment",
+        help="run one of the site's experiments over several seeds (cached) and "
+        "print its table (minutes)",
         description="Run one experiment of the site's Experiments section: every arm over "
-                    "several seeds, each run trained through the cache (2,000 examples, 5 "
-                    "epochs by default), and print one row per arm with the mean and the "
-                    "spread over seeds, then a conclusion computed from them. The first time "
-                    "this takes minutes on a 2-core CPU (each run tens of seconds; arms x "
-                    "seeds runs); once cached, seconds. --quick uses the quick build's tiny "
-                    "budget and 1 seed.")
-    p.add_argument("name", help="encoder_decoder, positions, attention_layers, depth_kernel "
-                                "or beam")
+        "several seeds, each run trained through the cache (2,000 examples, 5 "
+        "epochs by default), and print one row per arm with the mean and the "
+        "spread over seeds, then a conclusion computed from them. The first time "
+        "this takes minutes on a 2-core CPU (each run tens of seconds; arms x "
+        "seeds runs); once cached, seconds. --quick uses the quick build's tiny "
+        "budget and 1 seed.",
+    )
+    p.add_argument(
+        "name", help="encoder_decoder, positions, attention_layers, depth_kernel or beam"
+    )
     p.add_argument("--seeds", type=int, help="seeds per arm (default 3; quick mode 1)")
-    p.add_argument("--epochs", type=int, help="epochs per run (default: the experiments' "
-                                              "budget)")
+    p.add_argument("--epochs", type=int, help="epochs per run (default: the experiments' budget)")
     p.add_argument("--arms", nargs="+", help="run only these arms (default: all)")
     p.add_argument("--quick", action="store_true", help="the quick build's tiny budget")
     p.add_argument("--json", help="also write the runs and rows to this file")
@@ -166,8 +207,9 @@ def _cmd_train(args) -> int:
 
     cfg = _config(args, args.model)
     _check_out_dir(args.out)
-    result = train(cfg, out_dir=args.out, resume=args.resume,
-                   progress=False if args.quiet else None)
+    result = train(
+        cfg, out_dir=args.out, resume=args.resume, progress=False if args.quiet else None
+    )
     print(format_table([summarise(result)]))
     print(f"checkpoint: {result.path}")
     return 0
@@ -186,12 +228,17 @@ def _cmd_evaluate(args) -> int:
     test_set = make_datasets(result.config)[2]
     scores = evaluate(result.model, test_set, beam_size=args.beam)
     how = "greedy" if args.beam == 1 else f"beam {args.beam}"
-    print(f"{result.config.model} on {scores['n_examples']} test examples ({how}): "
-          f"exact match {scores['exact_match']:.1%}, "
-          f"token accuracy {scores['token_accuracy']:.1%}")
+    print(
+        f"{result.config.model} on {scores['n_examples']} test examples ({how}): "
+        f"exact match {scores['exact_match']:.1%}, "
+        f"token accuracy {scores['token_accuracy']:.1%}"
+    )
     if args.samples > 0:
-        rows = predict_samples({result.config.model: result.model},
-                               test_set.examples[: args.samples], beam_size=args.beam)
+        rows = predict_samples(
+            {result.config.model: result.model},
+            test_set.examples[: args.samples],
+            beam_size=args.beam,
+        )
         if args.beam == 1:  # greedy: the beam=1 column would only repeat the greedy one
             rows = [{k: v for k, v in row.items() if not k.endswith(" beam=1")} for row in rows]
         print(format_samples(rows))
@@ -204,8 +251,13 @@ def _cmd_compare(args) -> int:
     cfg = _config(args, "convs2s")
     if args.json:
         _check_json_path(args.json)
-    result = compare(cfg, use_cache=not args.no_cache, progress=False if args.quiet else None,
-                     n_rounds=args.rounds, steps_per_window=args.window_steps)
+    result = compare(
+        cfg,
+        use_cache=not args.no_cache,
+        progress=False if args.quiet else None,
+        n_rounds=args.rounds,
+        steps_per_window=args.window_steps,
+    )
     print(format_table(result.rows))
     if result.speed is not None:
         print()
@@ -221,9 +273,14 @@ def _cmd_experiment(args) -> int:
 
     if args.json:
         _check_json_path(args.json)
-    result = run_experiment(args.name, seeds=args.seeds, epochs=args.epochs, arms=args.arms,
-                            quick=True if args.quick else None,
-                            progress=False if args.quiet else None)
+    result = run_experiment(
+        args.name,
+        seeds=args.seeds,
+        epochs=args.epochs,
+        arms=args.arms,
+        quick=True if args.quick else None,
+        progress=False if args.quiet else None,
+    )
     print(result.budget.describe())
     print(format_beam(result) if args.name == "beam" else format_result(result))
     print(conclusion(result))
@@ -238,8 +295,12 @@ def main(argv=None) -> int:
     from .train import TrainingDivergedError
 
     args = build_parser().parse_args(argv)
-    command = {"train": _cmd_train, "evaluate": _cmd_evaluate, "compare": _cmd_compare,
-               "experiment": _cmd_experiment}
+    command = {
+        "train": _cmd_train,
+        "evaluate": _cmd_evaluate,
+        "compare": _cmd_compare,
+        "experiment": _cmd_experiment,
+    }
     try:
         return command[args.command](args)
     except (ValueError, OSError, TrainingDivergedError) as err:

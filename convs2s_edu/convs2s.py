@@ -123,8 +123,15 @@ class ConvS2SConfig:
     attention_layers: tuple | None = None  # ablation switch (§5.5); None = every layer
 
     def __post_init__(self):
-        for name in ("vocab_size", "embed_dim", "hidden_dim", "n_encoder_layers",
-                     "n_decoder_layers", "kernel_size", "max_positions"):
+        for name in (
+            "vocab_size",
+            "embed_dim",
+            "hidden_dim",
+            "n_encoder_layers",
+            "n_decoder_layers",
+            "kernel_size",
+            "max_positions",
+        ):
             check_positive(name, getattr(self, name))
         check_probability("dropout", self.dropout)
         for name in ("source_positions", "target_positions"):
@@ -134,14 +141,24 @@ class ConvS2SConfig:
             layers = self.attention_layers
             allowed = f"distinct layer numbers in 1..{self.n_decoder_layers}"
             if isinstance(layers, (str, bytes)) or not hasattr(layers, "__iter__"):
-                raise TypeError(f"attention_layers must be None or a sequence of {allowed}, "
-                                f"got {layers!r}")
+                raise TypeError(
+                    f"attention_layers must be None or a sequence of {allowed}, got {layers!r}"
+                )
             layers = tuple(layers)
-            if (not layers or len(set(layers)) != len(layers)
-                    or any(isinstance(n, bool) or not isinstance(n, int)
-                           or not 1 <= n <= self.n_decoder_layers for n in layers)):
-                raise ValueError(f"attention_layers must hold at least one of {allowed}, "
-                                 f"got {self.attention_layers!r}")
+            if (
+                not layers
+                or len(set(layers)) != len(layers)
+                or any(
+                    isinstance(n, bool)
+                    or not isinstance(n, int)
+                    or not 1 <= n <= self.n_decoder_layers
+                    for n in layers
+                )
+            ):
+                raise ValueError(
+                    f"attention_layers must hold at least one of {allowed}, "
+                    f"got {self.attention_layers!r}"
+                )
             self.attention_layers = tuple(sorted(layers))
         if self.kernel_size % 2 == 0:
             raise ValueError(
@@ -152,8 +169,9 @@ class ConvS2SConfig:
     @classmethod
     def paper(cls, **overrides) -> ConvS2SConfig:
         """The seed's sizes with all three of the paper's normalisation tricks on."""
-        return cls(**{"weight_norm": True, "scale_encoder_grad": True, "scale_context": True,
-                      **overrides})
+        return cls(
+            **{"weight_norm": True, "scale_encoder_grad": True, "scale_context": True, **overrides}
+        )
 
     def replace(self, **changes) -> ConvS2SConfig:
         """A copy with some fields changed (validated again)."""
@@ -175,8 +193,9 @@ class ConvS2SConfig:
 # --------------------------------------------------------------------------
 
 
-def _linear(n_in: int, n_out: int, *, dropout: float, weight_norm: bool,
-            bias: bool = True) -> nn.Linear:
+def _linear(
+    n_in: int, n_out: int, *, dropout: float, weight_norm: bool, bias: bool = True
+) -> nn.Linear:
     """A linear layer ``n_in -> n_out``; with ``weight_norm`` initialised N(0, sqrt(p/n)) and
     weight-normalised (§3.5).
 
@@ -287,8 +306,16 @@ class TokenPositionEmbedding(nn.Module):
     Gehring et al. (2017), §3.1 "Position Embeddings".
     """
 
-    def __init__(self, n_ids: int, embed_dim: int, max_positions: int, *, dropout: float = 0.0,
-                 weight_norm: bool = False, positions: bool = True):
+    def __init__(
+        self,
+        n_ids: int,
+        embed_dim: int,
+        max_positions: int,
+        *,
+        dropout: float = 0.0,
+        weight_norm: bool = False,
+        positions: bool = True,
+    ):
         super().__init__()
         self.max_positions = max_positions
         self.token = nn.Embedding(n_ids, embed_dim, padding_idx=PAD)  # w
@@ -376,8 +403,15 @@ class ConvBlock(nn.Module):
     Gehring et al. (2017), §3.2 and §3.4; Dauphin et al. (2017), eq. 1.
     """
 
-    def __init__(self, d: int, kernel_size: int = 3, *, causal: bool = False,
-                 dropout: float = 0.0, weight_norm: bool = False):
+    def __init__(
+        self,
+        d: int,
+        kernel_size: int = 3,
+        *,
+        causal: bool = False,
+        dropout: float = 0.0,
+        weight_norm: bool = False,
+    ):
         super().__init__()
         check_positive("d", d)
         check_positive("kernel_size", kernel_size)
@@ -436,16 +470,26 @@ class ConvBlock(nn.Module):
 def _conv_stack(cfg: ConvS2SConfig, *, causal: bool, n_layers: int):
     """The embeddings, the linear map :math:`f \\to d` and ``n_layers`` :class:`ConvBlock`\\ s
     that the encoder (centred) and the decoder (causal) both start with."""
-    embed = TokenPositionEmbedding(n_token_ids(cfg.vocab_size), cfg.embed_dim, cfg.max_positions,
-                                   dropout=cfg.dropout, weight_norm=cfg.weight_norm,
-                                   positions=cfg.target_positions if causal
-                                   else cfg.source_positions)
+    embed = TokenPositionEmbedding(
+        n_token_ids(cfg.vocab_size),
+        cfg.embed_dim,
+        cfg.max_positions,
+        dropout=cfg.dropout,
+        weight_norm=cfg.weight_norm,
+        positions=cfg.target_positions if causal else cfg.source_positions,
+    )
     # dropout on the embeddings in front of in_proj: N(0, sqrt(p/n)) under the paper's init
-    in_proj = _linear(cfg.embed_dim, cfg.hidden_dim, dropout=cfg.dropout,
-                      weight_norm=cfg.weight_norm)  # f -> d
+    in_proj = _linear(
+        cfg.embed_dim, cfg.hidden_dim, dropout=cfg.dropout, weight_norm=cfg.weight_norm
+    )  # f -> d
     blocks = nn.ModuleList(
-        ConvBlock(cfg.hidden_dim, cfg.kernel_size, causal=causal, dropout=cfg.dropout,
-                  weight_norm=cfg.weight_norm)
+        ConvBlock(
+            cfg.hidden_dim,
+            cfg.kernel_size,
+            causal=causal,
+            dropout=cfg.dropout,
+            weight_norm=cfg.weight_norm,
+        )
         for _ in range(n_layers)
     )
     return embed, in_proj, blocks
@@ -486,11 +530,13 @@ class ConvEncoder(Encoder):
         super().__init__()
         self.cfg = cfg
         self.out_dim = self.embed_dim = self.summary_dim = cfg.embed_dim
-        self.embed, self.in_proj, self.blocks = _conv_stack(cfg, causal=False,
-                                                            n_layers=cfg.n_encoder_layers)
+        self.embed, self.in_proj, self.blocks = _conv_stack(
+            cfg, causal=False, n_layers=cfg.n_encoder_layers
+        )
         # no dropout on its input: N(0, sqrt(1/n)) under the paper's init
-        self.out_proj = _linear(cfg.hidden_dim, cfg.embed_dim, dropout=0.0,
-                                weight_norm=cfg.weight_norm)  # d -> f
+        self.out_proj = _linear(
+            cfg.hidden_dim, cfg.embed_dim, dropout=0.0, weight_norm=cfg.weight_norm
+        )  # d -> f
 
     def forward(self, src: torch.Tensor) -> EncoderOut:
         pad = src.eq(PAD)  # (B, S)
@@ -581,12 +627,17 @@ class MultiStepAttention(nn.Module):
     Gehring et al. (2017), §3.3, eqs. 1-2.
     """
 
-    def __init__(self, hidden_dim: int, embed_dim: int, *, scale_context: bool = False,
-                 weight_norm: bool = False):
+    def __init__(
+        self,
+        hidden_dim: int,
+        embed_dim: int,
+        *,
+        scale_context: bool = False,
+        weight_norm: bool = False,
+    ):
         super().__init__()
         # h is not dropped out before W_d: N(0, sqrt(1/n)) under the paper's init
-        self.W_d = _linear(hidden_dim, embed_dim, dropout=0.0, weight_norm=weight_norm,
-                           bias=False)
+        self.W_d = _linear(hidden_dim, embed_dim, dropout=0.0, weight_norm=weight_norm, bias=False)
         self.b_d = nn.Parameter(torch.zeros(embed_dim))
         self.scale_context = scale_context
 
@@ -685,14 +736,19 @@ class ConvDecoder(Decoder):
         super().__init__()
         self.cfg = cfg
         self.in_dim = cfg.embed_dim  # z^u_j has the embedding size f
-        self.embed, self.in_proj, self.blocks = _conv_stack(cfg, causal=True,
-                                                            n_layers=cfg.n_decoder_layers)
+        self.embed, self.in_proj, self.blocks = _conv_stack(
+            cfg, causal=True, n_layers=cfg.n_decoder_layers
+        )
         # one attention per attending layer (every layer by default, §3.3): attention[i] and
         # W_c[i] belong to the 0-based decoder layer l with self._slot[l] == i
         self._slot = {l: i for i, l in enumerate(cfg.attending_layers)}
         self.attention = nn.ModuleList(
-            MultiStepAttention(cfg.hidden_dim, cfg.embed_dim, scale_context=cfg.scale_context,
-                               weight_norm=cfg.weight_norm)
+            MultiStepAttention(
+                cfg.hidden_dim,
+                cfg.embed_dim,
+                scale_context=cfg.scale_context,
+                weight_norm=cfg.weight_norm,
+            )
             for _ in self._slot
         )
         # c is not dropped out before W_c: N(0, sqrt(1/n)) under the paper's init
@@ -702,14 +758,20 @@ class ConvDecoder(Decoder):
         )  # f -> d
         self.dropout = nn.Dropout(cfg.dropout)
         # dropout in front of the output layer: N(0, sqrt(p/n)) under the paper's init
-        self.W_o = _linear(cfg.hidden_dim, n_token_ids(cfg.vocab_size), dropout=cfg.dropout,
-                           weight_norm=cfg.weight_norm)  # d -> V
+        self.W_o = _linear(
+            cfg.hidden_dim,
+            n_token_ids(cfg.vocab_size),
+            dropout=cfg.dropout,
+            weight_norm=cfg.weight_norm,
+        )  # d -> V
 
     def memory(self, enc: EncoderOut) -> ConvMemory:
         """Keys :math:`z^u_j` and values :math:`z^u_j + e_j` from an :class:`EncoderOut`."""
         if enc.embedded is None or enc.embedded.shape[-1] != self.cfg.embed_dim:
-            raise ValueError("ConvDecoder needs the source embeddings e_j of size "
-                             f"embed_dim={self.cfg.embed_dim} in EncoderOut.embedded")
+            raise ValueError(
+                "ConvDecoder needs the source embeddings e_j of size "
+                f"embed_dim={self.cfg.embed_dim} in EncoderOut.embedded"
+            )
         z = enc.states  # (B, S, f)
         if self.cfg.scale_encoder_grad:
             # every one of the L decoder attentions sends gradient into z: scale by 1/L (§3.4)
@@ -837,6 +899,10 @@ class ConvS2S(EncoderDecoder):
 
     def __init__(self, cfg: ConvS2SConfig | None = None):
         cfg = cfg if cfg is not None else ConvS2SConfig()
-        super().__init__(ConvEncoder(cfg), ConvDecoder(cfg), vocab_size=cfg.vocab_size,
-                         max_positions=cfg.max_positions)
+        super().__init__(
+            ConvEncoder(cfg),
+            ConvDecoder(cfg),
+            vocab_size=cfg.vocab_size,
+            max_positions=cfg.max_positions,
+        )
         self.cfg = cfg

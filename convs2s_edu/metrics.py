@@ -38,8 +38,10 @@ __all__ = ["exact_match", "token_accuracy", "evaluate"]
 
 def _token(name: str, i: int, t) -> int:
     if isinstance(t, (bool, np.bool_)) or not isinstance(t, numbers.Integral):
-        raise ValueError(f"{name}[{i}] holds {t!r}; token ids must be integers >= 0 "
-                         "(floats are refused, not truncated)")
+        raise ValueError(
+            f"{name}[{i}] holds {t!r}; token ids must be integers >= 0 "
+            "(floats are refused, not truncated)"
+        )
     if t < 0:
         raise ValueError(f"{name}[{i}] holds token id {int(t)}; token ids must be >= 0")
     return int(t)
@@ -49,14 +51,17 @@ def _as_lists(name: str, seqs) -> list[list[int]]:
     """Token lists from a list of lists or a 2-D integer tensor (``ValueError`` otherwise)."""
     if isinstance(seqs, torch.Tensor):
         if seqs.dim() != 2:
-            raise ValueError(f"{name} must be a 2-D (batch, length) tensor, got shape "
-                             f"{tuple(seqs.shape)}")
+            raise ValueError(
+                f"{name} must be a 2-D (batch, length) tensor, got shape {tuple(seqs.shape)}"
+            )
         if seqs.is_floating_point() or seqs.is_complex() or seqs.dtype == torch.bool:
             raise ValueError(f"{name} must hold integer token ids, got dtype {seqs.dtype}")
         seqs = seqs.tolist()
     if isinstance(seqs, (str, bytes)) or not isinstance(seqs, Iterable):
-        raise ValueError(f"{name} must be a sequence of token sequences (lists of int), "
-                         f"got {type(seqs).__name__}")
+        raise ValueError(
+            f"{name} must be a sequence of token sequences (lists of int), "
+            f"got {type(seqs).__name__}"
+        )
     out = []
     for i, s in enumerate(seqs):
         if isinstance(s, torch.Tensor):
@@ -64,8 +69,10 @@ def _as_lists(name: str, seqs) -> list[list[int]]:
                 raise ValueError(f"{name}[{i}] must hold integer token ids, got dtype {s.dtype}")
             s = s.tolist()
         if isinstance(s, (str, bytes)) or not isinstance(s, Iterable):
-            raise ValueError(f"{name} must be a sequence of token sequences (lists of int); "
-                             f"{name}[{i}] is {s!r}")
+            raise ValueError(
+                f"{name} must be a sequence of token sequences (lists of int); "
+                f"{name}[{i}] is {s!r}"
+            )
         out.append([_token(name, i, t) for t in s])
     return out
 
@@ -82,8 +89,10 @@ def _strip_pad(name: str, i: int, seq: list[int]) -> list[int]:
     while n and seq[n - 1] == PAD:
         n -= 1
     if PAD in seq[:n]:
-        raise ValueError(f"{name}[{i}] holds PAD ({PAD}) at position {seq.index(PAD)} before a "
-                         "real token; PAD may only fill the end of a sequence")
+        raise ValueError(
+            f"{name}[{i}] holds PAD ({PAD}) at position {seq.index(PAD)} before a "
+            "real token; PAD may only fill the end of a sequence"
+        )
     return seq[:n]
 
 
@@ -99,8 +108,10 @@ def _prepare(predictions, references, eos):
         raise ValueError("need at least one (prediction, reference) pair, got 0")
     if eos is not None and (isinstance(eos, bool) or not isinstance(eos, numbers.Integral)):
         raise ValueError(f"eos must be an integer token id or None, got {eos!r}")
-    return ([_strip_pad("predictions", i, _cut_at_eos(p, eos)) for i, p in enumerate(preds)],
-            [_strip_pad("references", i, _cut_at_eos(r, eos)) for i, r in enumerate(refs)])
+    return (
+        [_strip_pad("predictions", i, _cut_at_eos(p, eos)) for i, p in enumerate(preds)],
+        [_strip_pad("references", i, _cut_at_eos(r, eos)) for i, r in enumerate(refs)],
+    )
 
 
 def exact_match(

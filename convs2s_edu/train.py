@@ -172,8 +172,11 @@ class TrainConfig:
         for name, high in LIMITS.items():
             low = 0 if name == "seed" else 1
             value = getattr(self, name)
-            if (isinstance(value, bool) or not isinstance(value, numbers.Integral)
-                    or not low <= value <= high):
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, numbers.Integral)
+                or not low <= value <= high
+            ):
                 raise ValueError(f"{name} must be an integer in {low}..{high}, got {value!r}")
             setattr(self, name, int(value))
         if self.min_len > self.max_len:
@@ -182,18 +185,24 @@ class TrainConfig:
             raise ValueError(f"lr must be a positive finite number, got {self.lr!r}")
         if self.clip_norm is not None and not _positive_real(self.clip_norm):
             raise ValueError(
-                f"clip_norm must be a positive finite number or None, got {self.clip_norm!r}")
+                f"clip_norm must be a positive finite number or None, got {self.clip_norm!r}"
+            )
         if not isinstance(self.paper_normalisation, bool):
             raise ValueError(
-                f"paper_normalisation must be True or False, got {self.paper_normalisation!r}")
+                f"paper_normalisation must be True or False, got {self.paper_normalisation!r}"
+            )
         if not isinstance(self.device, str):
             raise ValueError(
-                f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
+                f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {self.device!r}"
+            )
         resolve_device(self.device)  # validates the string
         if not isinstance(self.model_options, dict) or not all(
-                isinstance(k, str) for k in self.model_options):
-            raise ValueError("model_options must be a dict of option names (str) to values, "
-                             f"got {self.model_options!r}")
+            isinstance(k, str) for k in self.model_options
+        ):
+            raise ValueError(
+                "model_options must be a dict of option names (str) to values, "
+                f"got {self.model_options!r}"
+            )
         self.model_options = dict(self.model_options)
 
     def replace(self, **changes) -> "TrainConfig":
@@ -211,14 +220,14 @@ class TrainConfig:
         names = [f.name for f in fields(cls)]
         unknown = sorted(str(k) for k in d if k not in names)
         if unknown:
-            raise ValueError(f"unknown TrainConfig field(s) {', '.join(unknown)}; "
-                             f"allowed: {', '.join(names)}")
+            raise ValueError(
+                f"unknown TrainConfig field(s) {', '.join(unknown)}; allowed: {', '.join(names)}"
+            )
         return cls(**d)
 
 
 def _positive_real(x) -> bool:
-    return (not isinstance(x, bool) and isinstance(x, numbers.Real) and math.isfinite(x)
-            and x > 0)
+    return not isinstance(x, bool) and isinstance(x, numbers.Real) and math.isfinite(x) and x > 0
 
 
 def resolve_device(device: str = "auto") -> torch.device:
@@ -229,7 +238,9 @@ def resolve_device(device: str = "auto") -> torch.device:
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError):
-        raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}") from None
+        raise ValueError(
+            f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}"
+        ) from None
     if dev.type not in ("cpu", "cuda"):
         raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}")
     if dev.type == "cuda" and not torch.cuda.is_available():
@@ -267,9 +278,11 @@ def make_datasets(cfg: TrainConfig) -> tuple[SortingDataset, SortingDataset, Sor
                     raise ValueError(
                         f"cannot draw {cfg.n_valid} held-out and {cfg.n_test} test examples "
                         f"disjoint from the training set: lengths {cfg.min_len}..{cfg.max_len} "
-                        f"over {cfg.vocab_size} tokens give too few distinct sequences")
-                more = generate_dataset(n, cfg.min_len, cfg.max_len, cfg.vocab_size,
-                                        [cfg.seed + offset, refill])
+                        f"over {cfg.vocab_size} tokens give too few distinct sequences"
+                    )
+                more = generate_dataset(
+                    n, cfg.min_len, cfg.max_len, cfg.vocab_size, [cfg.seed + offset, refill]
+                )
                 kept = {tuple(x) for x, _ in examples}
                 for e in more:
                     if len(examples) < n and tuple(e[0]) not in seen and tuple(e[0]) not in kept:
@@ -287,29 +300,36 @@ def build_model(cfg: TrainConfig) -> nn.Module:
     ``paper_normalisation`` starts every convolutional part from
     :meth:`ConvS2SConfig.paper <convs2s_edu.ConvS2SConfig.paper>`; ``model_options`` win over it.
     """
-    options = {"vocab_size": cfg.vocab_size, "max_positions": max(64, cfg.max_len + 1),
-               **cfg.model_options}
+    options = {
+        "vocab_size": cfg.vocab_size,
+        "max_positions": max(64, cfg.max_len + 1),
+        **cfg.model_options,
+    }
     try:
         if cfg.model == "convs2s":
             conv = ConvS2SConfig.paper if cfg.paper_normalisation else ConvS2SConfig
             return ConvS2S(conv(**options))
         if cfg.model == "gru":
             return RNNSeq2Seq(RNNSeq2SeqConfig(**options))
-        return HybridSeq2Seq(HybridConfig.from_options(cfg.model, paper=cfg.paper_normalisation,
-                                                       **options))
+        return HybridSeq2Seq(
+            HybridConfig.from_options(cfg.model, paper=cfg.paper_normalisation, **options)
+        )
     except TypeError as err:  # an unknown option name
         raise ValueError(f"bad model_options for {cfg.model!r}: {err}") from None
 
 
-def sequence_loss(logits: torch.Tensor, tgt_out: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
+def sequence_loss(
+    logits: torch.Tensor, tgt_out: torch.Tensor, reduction: str = "mean"
+) -> torch.Tensor:
     r"""Token-level cross-entropy, padding excluded.
 
     .. math:: \mathcal{L} = -\frac{1}{N}\sum_{b,t:\ y_{bt} \neq \text{PAD}} \log p(y_{bt} \mid y_{b,<t}, x_b)
 
     ``logits`` ``(B, T, V)``, ``tgt_out`` ``(B, T)``; ``reduction="sum"`` returns the sum.
     """
-    return F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=PAD,
-                           reduction=reduction)
+    return F.cross_entropy(
+        logits.flatten(0, 1), tgt_out.flatten(), ignore_index=PAD, reduction=reduction
+    )
 
 
 # --------------------------------------------------------------------------
@@ -385,8 +405,15 @@ def _atomic_save(obj: Any, path: Path) -> None:
             tmp.unlink()
 
 
-def _save_checkpoint(path: Path, model, optimizer, cfg: TrainConfig, history: History,
-                     generator: torch.Generator, epoch: int) -> None:
+def _save_checkpoint(
+    path: Path,
+    model,
+    optimizer,
+    cfg: TrainConfig,
+    history: History,
+    generator: torch.Generator,
+    epoch: int,
+) -> None:
     state = {
         "format": 1,
         "version": __version__,
@@ -465,14 +492,17 @@ def read_checkpoint(path) -> dict:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # truncated file, not a checkpoint, unsafe pickle ...
         first_line = (str(err).strip().splitlines() or [""])[0]
-        raise CheckpointError(f"{path} is not a readable convs2s_edu checkpoint "
-                              f"({type(err).__name__}: {first_line})") from None
+        raise CheckpointError(
+            f"{path} is not a readable convs2s_edu checkpoint ({type(err).__name__}: {first_line})"
+        ) from None
     if not isinstance(state, dict):
         raise bad(f"not a convs2s_edu checkpoint (holds a {type(state).__name__}, not a dict)")
     missing = [k for k in CHECKPOINT_KEYS if k not in state]
     if missing:
-        raise bad(f"not a convs2s_edu checkpoint: missing key(s) {', '.join(missing)} "
-                  f"(a checkpoint holds {', '.join(CHECKPOINT_KEYS)})")
+        raise bad(
+            f"not a convs2s_edu checkpoint: missing key(s) {', '.join(missing)} "
+            f"(a checkpoint holds {', '.join(CHECKPOINT_KEYS)})"
+        )
     if state["format"] != 1:
         raise bad(f"checkpoint format {state['format']!r} is not supported (only 1)")
 
@@ -498,14 +528,19 @@ def read_checkpoint(path) -> dict:
     except (TypeError, ValueError) as err:
         raise bad(f"bad history: {err}") from None
     if len(history.epochs) != epoch:
-        raise bad(f"history holds {len(history.epochs)} epoch record(s) but the checkpoint "
-                  f"says epoch {epoch}")
+        raise bad(
+            f"history holds {len(history.epochs)} epoch record(s) but the checkpoint "
+            f"says epoch {epoch}"
+        )
     _check_weights(state["model"], cfg, bad)
     if not isinstance(state["optimizer"], dict) or "param_groups" not in state["optimizer"]:
         raise bad("optimizer is not an optimiser state dict")
     rng = state["rng"]
-    if not (isinstance(rng, dict) and isinstance(rng.get("torch"), torch.Tensor)
-            and isinstance(rng.get("shuffle"), torch.Tensor)):
+    if not (
+        isinstance(rng, dict)
+        and isinstance(rng.get("torch"), torch.Tensor)
+        and isinstance(rng.get("shuffle"), torch.Tensor)
+    ):
         raise bad("rng must hold the 'torch' and 'shuffle' generator states")
     return {**state, "path": path, "config": cfg, "saved_device": saved_device}
 
@@ -513,13 +548,16 @@ def read_checkpoint(path) -> dict:
 def _check_weights(weights, cfg: TrainConfig, bad) -> None:
     """Raise ``bad(...)`` unless ``weights`` is a finite state dict of the model ``cfg`` builds."""
     if not isinstance(weights, dict) or not all(
-            isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in weights.items()):
+        isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in weights.items()
+    ):
         raise bad("model must be a state dict (parameter name -> tensor)")
     for name, value in weights.items():
         if value.is_floating_point() and not bool(torch.isfinite(value).all()):
             n_bad = int((~torch.isfinite(value)).sum())
-            raise bad(f"weight {name!r} holds {n_bad} NaN or infinite value(s); "
-                      "the run diverged or the file is damaged")
+            raise bad(
+                f"weight {name!r} holds {n_bad} NaN or infinite value(s); "
+                "the run diverged or the file is damaged"
+            )
 
     def mismatch(model_cfg: TrainConfig) -> str:
         with torch.random.fork_rng(devices=[]):  # building must not move the global RNG
@@ -530,16 +568,20 @@ def _check_weights(weights, cfg: TrainConfig, bad) -> None:
         if expected.keys() != weights.keys():
             missing = sorted(expected.keys() - weights.keys())
             extra = sorted(weights.keys() - expected.keys())
-            return (f"missing {len(missing)} weight(s) (e.g. {missing[:2]}), "
-                    f"{len(extra)} unexpected (e.g. {extra[:2]})")
+            return (
+                f"missing {len(missing)} weight(s) (e.g. {missing[:2]}), "
+                f"{len(extra)} unexpected (e.g. {extra[:2]})"
+            )
         for k, v in expected.items():
             if v.shape != weights[k].shape:
-                return (f"weight {k!r} has shape {tuple(weights[k].shape)}, "
-                        f"expected {tuple(v.shape)}")
+                return (
+                    f"weight {k!r} has shape {tuple(weights[k].shape)}, expected {tuple(v.shape)}"
+                )
         return ""
 
     why = mismatch(cfg.replace(device="cpu"))
     if why:
+
         def top_level(names):  # e.g. {"encoder", "decoder"} for ConvS2S
             return {k.split(".")[0] for k in names}
 
@@ -550,8 +592,10 @@ def _check_weights(weights, cfg: TrainConfig, bad) -> None:
 
         others = [m for m in MODEL_NAMES if m != cfg.model and kind_fits(m)]
         looks = f"; they are the weights of a {others[0]!r} model" if others else ""
-        raise bad(f"its weights do not fit the {cfg.model!r} model its train_config "
-                  f"describes ({why}){looks}")
+        raise bad(
+            f"its weights do not fit the {cfg.model!r} model its train_config "
+            f"describes ({why}){looks}"
+        )
 
 
 def load_checkpoint(path, device: str | None = None) -> TrainResult:
@@ -616,12 +660,16 @@ class _Progress:
 
     def epoch(self, epoch: int, loss: float, seconds: float, tokens_per_second: float) -> None:
         if self.bar is not None:
-            self.bar.set_postfix(epoch=epoch, loss=f"{loss:.3f}",
-                                 tok_s=f"{tokens_per_second:,.0f}")
+            self.bar.set_postfix(
+                epoch=epoch, loss=f"{loss:.3f}", tok_s=f"{tokens_per_second:,.0f}"
+            )
         elif self.lines:
-            print(f"{self.desc}: epoch {epoch}/{self.last_epoch}, train loss {loss:.4f}, "
-                  f"{seconds:.1f} s ({tokens_per_second:,.0f} tokens/s)", file=self.stream,
-                  flush=True)
+            print(
+                f"{self.desc}: epoch {epoch}/{self.last_epoch}, train loss {loss:.4f}, "
+                f"{seconds:.1f} s ({tokens_per_second:,.0f} tokens/s)",
+                file=self.stream,
+                flush=True,
+            )
 
     def close(self) -> None:
         if self.bar is not None:
@@ -666,8 +714,13 @@ def _prepare_out_dir(out_dir) -> Path | None:
     return ckpt_path
 
 
-def train(cfg: TrainConfig | None = None, out_dir=None, resume: bool = False,
-          progress: bool | None = None, stop_after: int | None = None) -> TrainResult:
+def train(
+    cfg: TrainConfig | None = None,
+    out_dir=None,
+    resume: bool = False,
+    progress: bool | None = None,
+    stop_after: int | None = None,
+) -> TrainResult:
     """Train ``cfg.model`` on the sorting task.
 
     Parameters
@@ -704,24 +757,38 @@ def train(cfg: TrainConfig | None = None, out_dir=None, resume: bool = False,
     model = build_model(cfg).to(dev)
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     shuffle = torch.Generator().manual_seed(cfg.seed)
-    loader = DataLoader(train_ds, batch_size=cfg.batch_size, shuffle=True,
-                        collate_fn=train_ds.collate, generator=shuffle)
+    loader = DataLoader(
+        train_ds,
+        batch_size=cfg.batch_size,
+        shuffle=True,
+        collate_fn=train_ds.collate,
+        generator=shuffle,
+    )
     valid_loader = DataLoader(valid_ds, batch_size=VALID_BATCH_SIZE, collate_fn=valid_ds.collate)
-    history = History(device=_device_label(dev),
-                      n_parameters=sum(p.numel() for p in model.parameters() if p.requires_grad))
+    history = History(
+        device=_device_label(dev),
+        n_parameters=sum(p.numel() for p in model.parameters() if p.requires_grad),
+    )
     start_epoch = 0
 
     if resume and ckpt_path is not None and ckpt_path.is_file():
         state = read_checkpoint(ckpt_path)
         saved = state["config"].replace(device=cfg.device, epochs=cfg.epochs)
         if saved != cfg:
-            changed = [f"{f.name} ({getattr(saved, f.name)!r} -> {getattr(cfg, f.name)!r})"
-                       for f in fields(cfg) if getattr(saved, f.name) != getattr(cfg, f.name)]
-            raise ValueError(f"cannot resume: {ckpt_path} was written with a different config: "
-                             f"{', '.join(changed)}")
+            changed = [
+                f"{f.name} ({getattr(saved, f.name)!r} -> {getattr(cfg, f.name)!r})"
+                for f in fields(cfg)
+                if getattr(saved, f.name) != getattr(cfg, f.name)
+            ]
+            raise ValueError(
+                f"cannot resume: {ckpt_path} was written with a different config: "
+                f"{', '.join(changed)}"
+            )
         if state["epoch"] > cfg.epochs:
-            raise ValueError(f"cannot resume: {ckpt_path} holds {state['epoch']} epochs, more than "
-                             f"the {cfg.epochs} asked for")
+            raise ValueError(
+                f"cannot resume: {ckpt_path} holds {state['epoch']} epochs, more than "
+                f"the {cfg.epochs} asked for"
+            )
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         history = History.from_dict(state["history"])
@@ -757,8 +824,11 @@ def train(cfg: TrainConfig | None = None, out_dir=None, resume: bool = False,
             bad = (~torch.isfinite(losses)).nonzero()
             if len(bad):
                 step = int(bad[0]) + 1
-                kept = f"; the last good checkpoint (epoch {epoch - 1}) is kept in {ckpt_path}" \
-                    if ckpt_path is not None and epoch > 1 else ""
+                kept = (
+                    f"; the last good checkpoint (epoch {epoch - 1}) is kept in {ckpt_path}"
+                    if ckpt_path is not None and epoch > 1
+                    else ""
+                )
                 raise TrainingDivergedError(
                     f"{cfg.model}: non-finite loss ({float(losses[step - 1])}) at epoch {epoch}, "
                     f"step {step} of {len(losses)}{kept}. Try a smaller lr (now {cfg.lr}) "
@@ -766,14 +836,16 @@ def train(cfg: TrainConfig | None = None, out_dir=None, resume: bool = False,
                 )
             history.step_losses.extend(losses.tolist())
             elapsed = (history.epochs[-1]["elapsed"] if history.epochs else 0.0) + seconds
-            history.epochs.append({
-                "epoch": epoch,
-                "train_loss": float(losses.mean()),
-                "valid_loss": _mean_loss(model, valid_loader, dev),
-                "seconds": seconds,
-                "tokens_per_second": n_tokens / seconds,
-                "elapsed": elapsed,
-            })
+            history.epochs.append(
+                {
+                    "epoch": epoch,
+                    "train_loss": float(losses.mean()),
+                    "valid_loss": _mean_loss(model, valid_loader, dev),
+                    "seconds": seconds,
+                    "tokens_per_second": n_tokens / seconds,
+                    "elapsed": elapsed,
+                }
+            )
             bar.epoch(epoch, history.epochs[-1]["train_loss"], seconds, n_tokens / seconds)
             if ckpt_path is not None:
                 _save_checkpoint(ckpt_path, model, optimizer, cfg, history, shuffle, epoch)
@@ -806,8 +878,9 @@ def cache_key(cfg: TrainConfig) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def train_or_load(cfg: TrainConfig | None = None, progress: bool | None = None,
-                  directory=None) -> TrainResult:
+def train_or_load(
+    cfg: TrainConfig | None = None, progress: bool | None = None, directory=None
+) -> TrainResult:
     """Train once, reuse afterwards.
 
     The checkpoint lives in ``directory / <model>-<cache_key(cfg)>``
@@ -821,8 +894,9 @@ def train_or_load(cfg: TrainConfig | None = None, progress: bool | None = None,
         try:
             state = read_checkpoint(ckpt)
         except CheckpointError as err:
-            raise CheckpointError(f"{err} (a damaged cache entry: delete {run_dir} to train "
-                                  "again)") from None
+            raise CheckpointError(
+                f"{err} (a damaged cache entry: delete {run_dir} to train again)"
+            ) from None
         if state["epoch"] >= cfg.epochs:
             return load_checkpoint(ckpt, device=cfg.device)
     return train(cfg, out_dir=run_dir, resume=True, progress=progress)

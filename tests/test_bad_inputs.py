@@ -26,8 +26,9 @@ def test_padded_tensors_score_like_the_unpadded_lists():
     assert exact_match(padded_preds, padded_refs) == pytest.approx(1 / 2)
     assert token_accuracy(padded_preds, padded_refs) == token_accuracy(preds, refs)
     # the case: PAD counted as a token gave 0.875 where the answer is 2/3
-    assert token_accuracy(torch.tensor([[1, 2, 9, 0, 0]]), torch.tensor([[1, 2, 3, 0, 0]])) \
-        == pytest.approx(2 / 3)
+    assert token_accuracy(
+        torch.tensor([[1, 2, 9, 0, 0]]), torch.tensor([[1, 2, 3, 0, 0]])
+    ) == pytest.approx(2 / 3)
     # a padded prediction against an unpadded reference of the same tokens is right
     assert exact_match([[4, 5, 0, 0]], [[4, 5]]) == 1.0
 
@@ -38,17 +39,20 @@ def test_eos_cut_then_padding_stripped():
     assert token_accuracy([[1, 2, eos, 7, 0]], [[1, 2, 0, 0, 0]], eos=eos) == 1.0
 
 
-@pytest.mark.parametrize("predictions, match", [
-    ([[1.9]], r"predictions\[0\] holds 1.9"),
-    (torch.tensor([[1.0, 2.0]]), "dtype torch.float32"),
-    (torch.tensor([[True]]), "dtype torch.bool"),
-    ([[True]], r"holds True"),
-    ([[1, 0, 2]], "PAD .0. at position 1 before a real token"),
-    ([[-1]], "token id -1"),
-    ([1, 2], r"predictions\[0\] is 1"),
-    ("abc", "got str"),
-    (torch.tensor([1, 2]), "2-D"),
-])
+@pytest.mark.parametrize(
+    "predictions, match",
+    [
+        ([[1.9]], r"predictions\[0\] holds 1.9"),
+        (torch.tensor([[1.0, 2.0]]), "dtype torch.float32"),
+        (torch.tensor([[True]]), "dtype torch.bool"),
+        ([[True]], r"holds True"),
+        ([[1, 0, 2]], "PAD .0. at position 1 before a real token"),
+        ([[-1]], "token id -1"),
+        ([1, 2], r"predictions\[0\] is 1"),
+        ("abc", "got str"),
+        (torch.tensor([1, 2]), "2-D"),
+    ],
+)
 def test_bad_predictions_are_refused_not_truncated(predictions, match):
     for metric in (exact_match, token_accuracy):
         with pytest.raises(ValueError, match=match):
@@ -65,15 +69,18 @@ def test_numpy_integer_tokens_are_accepted():
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("examples, match", [
-    ([([3, 1, 2], [3, 1, 2])], r"target \[3, 1, 2\] is not the sorted source \[1, 2, 3\]"),
-    ([([3, 1, 2], [1, 2])], "is not the sorted source"),
-    ([([2, 2], [2, 2]), ([1, 5], [1, 4])], "example 1"),
-    ([([1.5, 2], [1.5, 2])], "holds 1.5; tokens must be integers"),
-    ([([True], [True])], "holds True"),
-    ([([], [])], "example 0 is empty"),
-    ([([1, 2],)], "must be a pair"),
-])
+@pytest.mark.parametrize(
+    "examples, match",
+    [
+        ([([3, 1, 2], [3, 1, 2])], r"target \[3, 1, 2\] is not the sorted source \[1, 2, 3\]"),
+        ([([3, 1, 2], [1, 2])], "is not the sorted source"),
+        ([([2, 2], [2, 2]), ([1, 5], [1, 4])], "example 1"),
+        ([([1.5, 2], [1.5, 2])], "holds 1.5; tokens must be integers"),
+        ([([True], [True])], "holds True"),
+        ([([], [])], "example 0 is empty"),
+        ([([1, 2],)], "must be a pair"),
+    ],
+)
 def test_sorting_dataset_refuses_bad_examples(examples, match):
     with pytest.raises(ValueError, match=match):
         SortingDataset(examples, 10)
@@ -89,28 +96,31 @@ def test_sorting_dataset_accepts_numpy_integers_and_stores_ints():
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("changes, match", [
-    ({"clip_norm": "x"}, "clip_norm must be a positive finite number or None, got 'x'"),
-    ({"clip_norm": float("inf")}, "clip_norm"),
-    ({"clip_norm": True}, "clip_norm"),
-    ({"model_options": None}, "model_options must be a dict .* got None"),
-    ({"model_options": {1: 2}}, "model_options"),
-    ({"lr": True}, "lr must be a positive finite number, got True"),
-    ({"lr": "0.1"}, "lr must be"),
-    ({"lr": float("nan")}, "lr must be"),
-    ({"epochs": 2.0}, "epochs must be an integer in 1..10000, got 2.0"),
-    ({"epochs": True}, "epochs"),
-    ({"max_len": 100_000}, "max_len must be an integer in 1..512, got 100000"),
-    ({"min_len": 0}, "min_len must be an integer in 1..512, got 0"),
-    ({"vocab_size": 10**6}, "vocab_size must be an integer in 1..10000"),
-    ({"batch_size": 10**5}, "batch_size must be an integer in 1..4096"),
-    ({"n_train": 10**9}, "n_train must be an integer in 1..1000000"),
-    ({"seed": -1}, r"seed must be an integer in 0..4294967295, got -1"),
-    ({"seed": 2**40}, "seed"),
-    ({"paper_normalisation": "yes"}, "paper_normalisation must be True or False"),
-    ({"device": 0}, "device must be"),
-    ({"model": None}, "model must be one of"),
-])
+@pytest.mark.parametrize(
+    "changes, match",
+    [
+        ({"clip_norm": "x"}, "clip_norm must be a positive finite number or None, got 'x'"),
+        ({"clip_norm": float("inf")}, "clip_norm"),
+        ({"clip_norm": True}, "clip_norm"),
+        ({"model_options": None}, "model_options must be a dict .* got None"),
+        ({"model_options": {1: 2}}, "model_options"),
+        ({"lr": True}, "lr must be a positive finite number, got True"),
+        ({"lr": "0.1"}, "lr must be"),
+        ({"lr": float("nan")}, "lr must be"),
+        ({"epochs": 2.0}, "epochs must be an integer in 1..10000, got 2.0"),
+        ({"epochs": True}, "epochs"),
+        ({"max_len": 100_000}, "max_len must be an integer in 1..512, got 100000"),
+        ({"min_len": 0}, "min_len must be an integer in 1..512, got 0"),
+        ({"vocab_size": 10**6}, "vocab_size must be an integer in 1..10000"),
+        ({"batch_size": 10**5}, "batch_size must be an integer in 1..4096"),
+        ({"n_train": 10**9}, "n_train must be an integer in 1..1000000"),
+        ({"seed": -1}, r"seed must be an integer in 0..4294967295, got -1"),
+        ({"seed": 2**40}, "seed"),
+        ({"paper_normalisation": "yes"}, "paper_normalisation must be True or False"),
+        ({"device": 0}, "device must be"),
+        ({"model": None}, "model must be one of"),
+    ],
+)
 def test_train_config_names_the_bad_field_and_the_allowed_values(changes, match):
     with pytest.raises(ValueError, match=match):
         TrainConfig(**changes)
@@ -141,8 +151,11 @@ def _tiny_gru():
     from convs2s_edu.rnn import RNNSeq2Seq, RNNSeq2SeqConfig
 
     torch.manual_seed(0)
-    return RNNSeq2Seq(RNNSeq2SeqConfig(vocab_size=9, embed_dim=8, hidden_dim=8, attention_dim=8,
-                                       max_positions=16))
+    return RNNSeq2Seq(
+        RNNSeq2SeqConfig(
+            vocab_size=9, embed_dim=8, hidden_dim=8, attention_dim=8, max_positions=16
+        )
+    )
 
 
 def test_evaluate_argument_errors_name_the_argument():
@@ -188,26 +201,43 @@ def test_evaluate_defaults_greedy_batch_of_one_and_moves_only_when_asked(monkeyp
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda: exact_match([[1.5]], [[1]]),
-     "predictions[0] holds 1.5; token ids must be integers >= 0 "
-     "(floats are refused, not truncated)"),
-    (lambda: exact_match([[1]], [torch.tensor([1.0])]),
-     "references[0] must hold integer token ids, got dtype torch.float32"),
-    (lambda: exact_match([[1]], [torch.tensor([True])]),
-     "references[0] must hold integer token ids, got dtype torch.bool"),
-    (lambda: exact_match([[1]], [[0, 1]]),
-     "references[0] holds PAD (0) at position 0 before a real token; PAD may only fill the end "
-     "of a sequence"),
-    (lambda: exact_match([[1], [0, 2]], [[1], [2]]),
-     "predictions[1] holds PAD (0) at position 0 before a real token; PAD may only fill the "
-     "end of a sequence"),
-    (lambda: token_accuracy([[1]], [[-2]]),
-     "references[0] holds token id -2; token ids must be >= 0"),
-    (lambda: exact_match([], []), "need at least one (prediction, reference) pair, got 0"),
-    (lambda: token_accuracy([[1]], [[0]]),
-     "references hold no tokens at all; token accuracy needs >= 1"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (
+            lambda: exact_match([[1.5]], [[1]]),
+            "predictions[0] holds 1.5; token ids must be integers >= 0 "
+            "(floats are refused, not truncated)",
+        ),
+        (
+            lambda: exact_match([[1]], [torch.tensor([1.0])]),
+            "references[0] must hold integer token ids, got dtype torch.float32",
+        ),
+        (
+            lambda: exact_match([[1]], [torch.tensor([True])]),
+            "references[0] must hold integer token ids, got dtype torch.bool",
+        ),
+        (
+            lambda: exact_match([[1]], [[0, 1]]),
+            "references[0] holds PAD (0) at position 0 before a real token; PAD may only fill the end "
+            "of a sequence",
+        ),
+        (
+            lambda: exact_match([[1], [0, 2]], [[1], [2]]),
+            "predictions[1] holds PAD (0) at position 0 before a real token; PAD may only fill the "
+            "end of a sequence",
+        ),
+        (
+            lambda: token_accuracy([[1]], [[-2]]),
+            "references[0] holds token id -2; token ids must be >= 0",
+        ),
+        (lambda: exact_match([], []), "need at least one (prediction, reference) pair, got 0"),
+        (
+            lambda: token_accuracy([[1]], [[0]]),
+            "references hold no tokens at all; token accuracy needs >= 1",
+        ),
+    ],
+)
 def test_metric_messages_name_the_argument_and_the_row(call, message):
     with pytest.raises(ValueError) as info:
         call()
@@ -237,9 +267,11 @@ def test_evaluate_messages_and_pass_through(monkeypatch):
     for beam in (1, 2):
         cut = metrics_mod.evaluate(model, examples, beam_size=beam, max_len=1)
         refs = [y for _, y in examples]
-        preds = (metrics_mod.greedy_decode(model, [x for x, _ in examples], max_len=1) if beam == 1
-                 else metrics_mod.beam_search(model, [x for x, _ in examples], beam_size=2,
-                                              max_len=1))
+        preds = (
+            metrics_mod.greedy_decode(model, [x for x, _ in examples], max_len=1)
+            if beam == 1
+            else metrics_mod.beam_search(model, [x for x, _ in examples], beam_size=2, max_len=1)
+        )
         assert all(len(p) <= 1 for p in preds)
         assert cut["token_accuracy"] == token_accuracy(preds, refs)
     seen = {}
@@ -285,8 +317,10 @@ def test_collate_and_dataset_messages_and_defaults(monkeypatch):
     with pytest.raises(ValueError) as info:
         SortingDataset([], 10)
     assert str(info.value) == "SortingDataset needs at least one example, got 0"
-    assert SortingDataset.generate(9, 1, 3, 5).examples == \
-        SortingDataset.generate(9, 1, 3, 5, seed=0).examples
+    assert (
+        SortingDataset.generate(9, 1, 3, 5).examples
+        == SortingDataset.generate(9, 1, 3, 5, seed=0).examples
+    )
     # greedy decoding gets evaluate's max_len
     seen = {}
     real_greedy = metrics_mod.greedy_decode

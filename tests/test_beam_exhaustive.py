@@ -38,12 +38,29 @@ def random_model(kind: str, vocab: int, seed: int) -> torch.nn.Module:
     distributions are far from uniform and no two outputs score (nearly) the same."""
     torch.manual_seed(seed)
     if kind == "convs2s":
-        model = ConvS2S(ConvS2SConfig(vocab_size=vocab, embed_dim=8, hidden_dim=8,
-                                      n_encoder_layers=1, n_decoder_layers=2, kernel_size=3,
-                                      dropout=0.0, max_positions=12))
+        model = ConvS2S(
+            ConvS2SConfig(
+                vocab_size=vocab,
+                embed_dim=8,
+                hidden_dim=8,
+                n_encoder_layers=1,
+                n_decoder_layers=2,
+                kernel_size=3,
+                dropout=0.0,
+                max_positions=12,
+            )
+        )
     else:
-        model = RNNSeq2Seq(RNNSeq2SeqConfig(vocab_size=vocab, embed_dim=8, hidden_dim=8,
-                                            attention_dim=8, dropout=0.0, max_positions=12))
+        model = RNNSeq2Seq(
+            RNNSeq2SeqConfig(
+                vocab_size=vocab,
+                embed_dim=8,
+                hidden_dim=8,
+                attention_dim=8,
+                dropout=0.0,
+                max_positions=12,
+            )
+        )
     with torch.no_grad():
         for p in model.parameters():
             p.normal_(0.0, 0.6)
@@ -80,7 +97,7 @@ def outputs_with_scores(table, vocab: int, L: int, alpha: float):
             else:  # cut at the step limit
                 length, ended = L, False
             # score(y) = log p(y | x) / |y|^alpha, |y| counting <eos>
-            out.append((list(y), logp, logp / length ** alpha, ended))
+            out.append((list(y), logp, logp / length**alpha, ended))
     return out
 
 
@@ -91,8 +108,10 @@ def reference_beam(table, vocab: int, L: int, K: int, alpha: float):
     alive = [((), 0.0)]
     finished = []
     for t in range(L):
-        cands = sorted(((s + table[pre][tok], pre, tok) for pre, s in alive for tok in allowed),
-                       key=lambda c: -c[0])[: 2 * K]
+        cands = sorted(
+            ((s + table[pre][tok], pre, tok) for pre, s in alive for tok in allowed),
+            key=lambda c: -c[0],
+        )[: 2 * K]
         last = t == L - 1
         for s, pre, tok in cands[:K]:
             if tok == eos:
@@ -128,11 +147,17 @@ def assert_same_hypotheses(got, expected):
 @pytest.mark.parametrize("alpha", [0.0, 1.0])
 def test_full_width_beam_returns_every_output_ranked_as_exhaustive_search(kind, alpha):
     vocab, L = 2, 4
-    n_outputs = sum(vocab ** n for n in range(L)) + vocab ** L  # 31
+    n_outputs = sum(vocab**n for n in range(L)) + vocab**L  # 31
     model = random_model(kind, vocab, seed=3)
     srcs = sources(vocab, seed=5)
-    got = beam_search(model, padded(srcs), beam_size=n_outputs, max_len=L, length_penalty=alpha,
-                      return_hypotheses=True)
+    got = beam_search(
+        model,
+        padded(srcs),
+        beam_size=n_outputs,
+        max_len=L,
+        length_penalty=alpha,
+        return_hypotheses=True,
+    )
     for src, hyps in zip(srcs, got):
         table = next_token_table(model, src, vocab, L)
         exhaustive = sorted(outputs_with_scores(table, vocab, L, alpha), key=lambda h: -h[2])
@@ -141,8 +166,9 @@ def test_full_width_beam_returns_every_output_ranked_as_exhaustive_search(kind, 
         assert len({tuple(h.tokens) for h in hyps}) == n_outputs
         assert_same_hypotheses(hyps, exhaustive)
         # the answer of a plain call is the exhaustive best
-        best = beam_search(model, padded([src]), beam_size=n_outputs, max_len=L,
-                           length_penalty=alpha)
+        best = beam_search(
+            model, padded([src]), beam_size=n_outputs, max_len=L, length_penalty=alpha
+        )
         assert best == [exhaustive[0][0]]
 
 
@@ -153,8 +179,14 @@ def test_narrow_beam_follows_the_algorithm_and_returns_k_distinct_hypotheses(kin
     for seed, K, alpha in itertools.product((0, 1, 2), (1, 2, 3), (0.0, 0.6, 1.0)):
         model = random_model(kind, vocab, seed)
         srcs = sources(vocab, seed=10 + seed)
-        got = beam_search(model, padded(srcs), beam_size=K, max_len=L, length_penalty=alpha,
-                          return_hypotheses=True)
+        got = beam_search(
+            model,
+            padded(srcs),
+            beam_size=K,
+            max_len=L,
+            length_penalty=alpha,
+            return_hypotheses=True,
+        )
         for src, hyps in zip(srcs, got):
             table = next_token_table(model, src, vocab, L)
             expected = reference_beam(table, vocab, L, K, alpha)

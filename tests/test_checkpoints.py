@@ -21,15 +21,26 @@ from convs2s_edu.train import (
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
-TINY_OPTIONS = {"convs2s": {"embed_dim": 16, "hidden_dim": 16, "n_encoder_layers": 2,
-                            "n_decoder_layers": 2},
-                "gru": {"embed_dim": 16, "hidden_dim": 16, "attention_dim": 16}}
+TINY_OPTIONS = {
+    "convs2s": {"embed_dim": 16, "hidden_dim": 16, "n_encoder_layers": 2, "n_decoder_layers": 2},
+    "gru": {"embed_dim": 16, "hidden_dim": 16, "attention_dim": 16},
+}
 
 
 def tiny(model="convs2s", **changes):
-    cfg = TrainConfig(model=model, vocab_size=10, min_len=3, max_len=6, n_train=32, n_valid=16,
-                      n_test=16, batch_size=16, epochs=1, device="cpu",
-                      model_options=TINY_OPTIONS[model])
+    cfg = TrainConfig(
+        model=model,
+        vocab_size=10,
+        min_len=3,
+        max_len=6,
+        n_train=32,
+        n_valid=16,
+        n_test=16,
+        batch_size=16,
+        epochs=1,
+        device="cpu",
+        model_options=TINY_OPTIONS[model],
+    )
     return cfg.replace(**changes)
 
 
@@ -66,29 +77,39 @@ def _swap_weights(other_model):
     def change(state):
         other = torch.load(_swap_weights.runs / other_model / "checkpoint.pt", weights_only=True)
         state["model"] = other["model"]
+
     return change
 
 
 CORRUPTIONS = {
     "missing model": (lambda s: s.pop("model"), "missing key(s) model"),
     "missing history": (lambda s: s.pop("history"), "missing key(s) history"),
-    "train_config not a dict": (lambda s: s.update(train_config=[1, 2]),
-                                "train_config must be a dict, got list"),
-    "unknown config field": (lambda s: s["train_config"].update(n_heads=4),
-                             "unknown TrainConfig field(s) n_heads"),
-    "bad config value": (lambda s: s["train_config"].update(lr="x"),
-                         "lr must be a positive finite number, got 'x'"),
+    "train_config not a dict": (
+        lambda s: s.update(train_config=[1, 2]),
+        "train_config must be a dict, got list",
+    ),
+    "unknown config field": (
+        lambda s: s["train_config"].update(n_heads=4),
+        "unknown TrainConfig field(s) n_heads",
+    ),
+    "bad config value": (
+        lambda s: s["train_config"].update(lr="x"),
+        "lr must be a positive finite number, got 'x'",
+    ),
     "NaN weights": (_nan_weights, "NaN or infinite"),
     "history out of step": (lambda s: s.update(epoch=3), "history holds 1 epoch record"),
     "weights not a state dict": (lambda s: s.update(model=[1.0]), "model must be a state dict"),
-    "gru weights under a convs2s config": (_swap_weights("gru"),
-                                           "they are the weights of a 'gru' model"),
+    "gru weights under a convs2s config": (
+        _swap_weights("gru"),
+        "they are the weights of a 'gru' model",
+    ),
 }
 
 
 @pytest.mark.parametrize("name", CORRUPTIONS)
-def test_every_reader_refuses_a_bad_checkpoint_with_one_clear_error(name, runs, tmp_path,
-                                                                    monkeypatch):
+def test_every_reader_refuses_a_bad_checkpoint_with_one_clear_error(
+    name, runs, tmp_path, monkeypatch
+):
     _swap_weights.runs = runs
     change, message = CORRUPTIONS[name]
     run = copy_run(runs, "convs2s", tmp_path)
@@ -146,13 +167,16 @@ def test_a_good_checkpoint_reads_back_whole(runs):
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("change, named", [
-    ({"lr": 2e-3}, "lr (0.001 -> 0.002)"),
-    ({"seed": 1}, "seed (0 -> 1)"),
-    ({"batch_size": 8}, "batch_size (16 -> 8)"),
-    ({"clip_norm": None}, "clip_norm (1.0 -> None)"),
-    ({"model_options": {**TINY_OPTIONS["convs2s"], "dropout": 0.3}}, "model_options"),
-])
+@pytest.mark.parametrize(
+    "change, named",
+    [
+        ({"lr": 2e-3}, "lr (0.001 -> 0.002)"),
+        ({"seed": 1}, "seed (0 -> 1)"),
+        ({"batch_size": 8}, "batch_size (16 -> 8)"),
+        ({"clip_norm": None}, "clip_norm (1.0 -> None)"),
+        ({"model_options": {**TINY_OPTIONS["convs2s"], "dropout": 0.3}}, "model_options"),
+    ],
+)
 def test_resume_with_a_changed_config_is_refused(change, named, runs, tmp_path):
     run = copy_run(runs, "convs2s", tmp_path)
     before = (run / "checkpoint.pt").read_bytes()
@@ -192,8 +216,9 @@ def test_a_failed_write_keeps_the_last_good_checkpoint(runs, tmp_path, monkeypat
     assert load_checkpoint(run).history.epochs[-1]["epoch"] == 1
 
 
-@pytest.mark.parametrize("layout", ["out is a file", "checkpoint is a directory",
-                                    "parent is a file"])
+@pytest.mark.parametrize(
+    "layout", ["out is a file", "checkpoint is a directory", "parent is a file"]
+)
 def test_bad_output_directory_is_refused_before_training(layout, tmp_path, monkeypatch):
     def no_training(*args, **kwargs):
         raise AssertionError("training started before the output path was checked")
@@ -265,14 +290,24 @@ def test_cache_key_keeps_cpu_and_gpu_runs_apart(monkeypatch):
     assert train_mod.cache_key(tiny(device="cuda")) != train_mod.cache_key(tiny(device="cpu"))
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda s: s["model"].update({next(iter(s["model"])): [1.0]}),
-     "model must be a state dict (parameter name -> tensor)"),
-    (lambda s: s["model"][next(k for k, v in s["model"].items() if v.is_floating_point())]
-     .view(-1).__setitem__(0, float("inf")),
-     "holds 1 NaN or infinite value(s); the run diverged or the file is damaged"),
-    (lambda s: s["train_config"]["model_options"].update(n_heads=4), "bad model_options"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (
+            lambda s: s["model"].update({next(iter(s["model"])): [1.0]}),
+            "model must be a state dict (parameter name -> tensor)",
+        ),
+        (
+            lambda s: (
+                s["model"][next(k for k, v in s["model"].items() if v.is_floating_point())]
+                .view(-1)
+                .__setitem__(0, float("inf"))
+            ),
+            "holds 1 NaN or infinite value(s); the run diverged or the file is damaged",
+        ),
+        (lambda s: s["train_config"]["model_options"].update(n_heads=4), "bad model_options"),
+    ],
+)
 def test_weight_check_messages(change, message, runs, tmp_path):
     run = copy_run(runs, "convs2s", tmp_path)
     tamper(run, change)

@@ -12,8 +12,19 @@ from convs2s_edu.cli import main
 pytestmark = pytest.mark.usefixtures("single_thread")
 
 # the seed's models on a tiny slice of the task, so each command takes seconds
-SMALL = ["--n-train", "64", "--epochs", "1", "--max-len", "6", "--min-len", "3", "--device", "cpu",
-         "--quiet"]
+SMALL = [
+    "--n-train",
+    "64",
+    "--epochs",
+    "1",
+    "--max-len",
+    "6",
+    "--min-len",
+    "3",
+    "--device",
+    "cpu",
+    "--quiet",
+]
 
 
 def test_train_then_evaluate(tmp_path, capsys):
@@ -32,13 +43,17 @@ def test_train_then_evaluate(tmp_path, capsys):
 def test_compare_prints_the_speed_table_and_ratio(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("CONVS2S_EDU_CACHE", str(tmp_path / "cache"))
     rows_file = tmp_path / "rows.json"
-    assert main(["compare", *SMALL, "--rounds", "2", "--window-steps", "1",
-                 "--json", str(rows_file)]) == 0
+    assert (
+        main(["compare", *SMALL, "--rounds", "2", "--window-steps", "1", "--json", str(rows_file)])
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "tokens/s (median)" in printed and "windows min-max" in printed
     flat = " ".join(printed.split())
-    assert ("speed, measured interleaved: 2 windows of 1 training steps per model, in the order "
-            "convs2s, gru, then back") in flat
+    assert (
+        "speed, measured interleaved: 2 windows of 1 training steps per model, in the order "
+        "convs2s, gru, then back"
+    ) in flat
     assert "on the same batches" in printed
     assert "throughput ratio gru / convs2s" in printed
     assert "load average" in printed and "machine:" in printed
@@ -63,12 +78,18 @@ def test_compare_refuses_bad_window_settings_before_training(tmp_path, capsys, m
     assert not (tmp_path / "cache").exists()  # nothing was trained
 
 
-@pytest.mark.parametrize("argv, expected", [
-    (["train", "--model", "lstm", "--out", "x"], "invalid choice: 'lstm'"),
-    (["train", "--model", "gru"], "the following arguments are required: --out"),
-    (["train", "--model", "gru", "--out", "x", "--epochs", "zero"], "invalid int value: 'zero'"),
-    (["fly"], "invalid choice: 'fly'"),
-])
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (["train", "--model", "lstm", "--out", "x"], "invalid choice: 'lstm'"),
+        (["train", "--model", "gru"], "the following arguments are required: --out"),
+        (
+            ["train", "--model", "gru", "--out", "x", "--epochs", "zero"],
+            "invalid int value: 'zero'",
+        ),
+        (["fly"], "invalid choice: 'fly'"),
+    ],
+)
 def test_bad_arguments_get_one_line_and_status_2(argv, expected, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(argv)
@@ -78,15 +99,23 @@ def test_bad_arguments_get_one_line_and_status_2(argv, expected, capsys):
     assert len(err.strip().splitlines()) == 1, err
 
 
-@pytest.mark.parametrize("argv, expected", [
-    (["train", "--model", "gru", "--out", "{tmp}", "--epochs", "0"],
-     "epochs must be an integer in 1..10000, got 0"),
-    (["train", "--model", "gru", "--out", "{tmp}", "--min-len", "9", "--max-len", "4"], "9 > 4"),
-    (["train", "--model", "gru", "--out", "{tmp}", "--device", "tpu"], "'tpu'"),
-    (["evaluate", "{tmp}/nothing-here"], "no checkpoint at"),
-    (["evaluate", "{tmp}", "--beam", "0"], "--beam must be in 1..100, got 0"),
-    (["evaluate", "{tmp}/garbage.pt"], "not a readable convs2s_edu checkpoint"),
-])
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (
+            ["train", "--model", "gru", "--out", "{tmp}", "--epochs", "0"],
+            "epochs must be an integer in 1..10000, got 0",
+        ),
+        (
+            ["train", "--model", "gru", "--out", "{tmp}", "--min-len", "9", "--max-len", "4"],
+            "9 > 4",
+        ),
+        (["train", "--model", "gru", "--out", "{tmp}", "--device", "tpu"], "'tpu'"),
+        (["evaluate", "{tmp}/nothing-here"], "no checkpoint at"),
+        (["evaluate", "{tmp}", "--beam", "0"], "--beam must be in 1..100, got 0"),
+        (["evaluate", "{tmp}/garbage.pt"], "not a readable convs2s_edu checkpoint"),
+    ],
+)
 def test_bad_values_get_one_line_and_status_2(argv, expected, tmp_path, capsys):
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
     (tmp_path / "garbage.pt").write_bytes(b"\x00 not a checkpoint")
@@ -98,8 +127,12 @@ def test_bad_values_get_one_line_and_status_2(argv, expected, tmp_path, capsys):
 
 
 def test_module_entry_point_runs():
-    done = subprocess.run([sys.executable, "-m", "convs2s_edu", "--help"], capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "convs2s_edu", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0
     assert "train" in done.stdout and "evaluate" in done.stdout and "compare" in done.stdout
 
@@ -117,9 +150,19 @@ def good_run(tmp_path_factory):
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     out = tmp_path_factory.mktemp("cli-run")
-    cfg = TrainConfig(model="gru", vocab_size=10, min_len=3, max_len=6, n_train=32, n_valid=16,
-                      n_test=16, batch_size=16, epochs=1, device="cpu",
-                      model_options={"embed_dim": 16, "hidden_dim": 16, "attention_dim": 16})
+    cfg = TrainConfig(
+        model="gru",
+        vocab_size=10,
+        min_len=3,
+        max_len=6,
+        n_train=32,
+        n_valid=16,
+        n_test=16,
+        batch_size=16,
+        epochs=1,
+        device="cpu",
+        model_options={"embed_dim": 16, "hidden_dim": 16, "attention_dim": 16},
+    )
     train(cfg, out_dir=out, progress=False)
     torch.set_num_threads(before)
     return out / "checkpoint.pt"
@@ -166,31 +209,39 @@ def _one_line_status_2(argv, expected, capsys):
     assert err.startswith("convs2s-edu ")
 
 
-@pytest.mark.parametrize("argv, expected", [
-    (["train", "--model", "gru", "--out", "{tmp}/f.txt"], "is an existing file"),
-    (["train", "--model", "gru", "--out", "{tmp}/f.txt/sub"], "is a file, not a directory"),
-    (["train", "--model", "gru", "--out", "{tmp}/r", "--max-len", "100000"],
-     "max_len must be an integer in 1..512, got 100000"),
-    (["train", "--model", "gru", "--out", "{tmp}/r", "--n-train", "1000000000"],
-     "n_train must be an integer in 1..1000000, got 1000000000"),
-    (["train", "--model", "gru", "--out", "{tmp}/r", "--batch-size", "0"], "batch_size"),
-    (["train", "--model", "gru", "--out", "{tmp}/r", "--lr", "0"], "lr must be a positive"),
-    (["train", "--model", "gru", "--out", "{tmp}/r", "--lr", "nan"], "got nan"),
-    (["train", "--model", "gru", "--out", "{tmp}/r", "--seed", "-1"], "seed must be"),
-    (["compare", "--json", "{tmp}"], "is a directory"),
-    (["compare", "--json", "{tmp}/missing/rows.json"], "does not exist"),
-    (["compare", "--max-len", "100000"], "max_len must be an integer in 1..512"),
-    (["evaluate", "{run}", "--beam", "1000"], "--beam must be in 1..100, got 1000"),
-    (["evaluate", "{run}", "--samples", "-1"], "--samples must be >= 0, got -1"),
-    (["evaluate", "{run}", "--device", "tpu"], "'tpu'"),
-    (["evaluate", "{tmp}/nan.pt"], "NaN or infinite"),
-    (["evaluate", "{tmp}/no-history.pt"], "missing key(s) history"),
-    (["evaluate", "{tmp}/config-list.pt"], "train_config must be a dict"),
-    (["evaluate", "{tmp}/convs2s-config.pt"], "they are the weights of a 'gru' model"),
-    (["evaluate", "{tmp}/foreign.pt"], "not a convs2s_edu checkpoint"),
-])
-def test_every_expected_error_is_one_line_before_any_training(argv, expected, good_run, tmp_path,
-                                                              capsys, no_training):
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (["train", "--model", "gru", "--out", "{tmp}/f.txt"], "is an existing file"),
+        (["train", "--model", "gru", "--out", "{tmp}/f.txt/sub"], "is a file, not a directory"),
+        (
+            ["train", "--model", "gru", "--out", "{tmp}/r", "--max-len", "100000"],
+            "max_len must be an integer in 1..512, got 100000",
+        ),
+        (
+            ["train", "--model", "gru", "--out", "{tmp}/r", "--n-train", "1000000000"],
+            "n_train must be an integer in 1..1000000, got 1000000000",
+        ),
+        (["train", "--model", "gru", "--out", "{tmp}/r", "--batch-size", "0"], "batch_size"),
+        (["train", "--model", "gru", "--out", "{tmp}/r", "--lr", "0"], "lr must be a positive"),
+        (["train", "--model", "gru", "--out", "{tmp}/r", "--lr", "nan"], "got nan"),
+        (["train", "--model", "gru", "--out", "{tmp}/r", "--seed", "-1"], "seed must be"),
+        (["compare", "--json", "{tmp}"], "is a directory"),
+        (["compare", "--json", "{tmp}/missing/rows.json"], "does not exist"),
+        (["compare", "--max-len", "100000"], "max_len must be an integer in 1..512"),
+        (["evaluate", "{run}", "--beam", "1000"], "--beam must be in 1..100, got 1000"),
+        (["evaluate", "{run}", "--samples", "-1"], "--samples must be >= 0, got -1"),
+        (["evaluate", "{run}", "--device", "tpu"], "'tpu'"),
+        (["evaluate", "{tmp}/nan.pt"], "NaN or infinite"),
+        (["evaluate", "{tmp}/no-history.pt"], "missing key(s) history"),
+        (["evaluate", "{tmp}/config-list.pt"], "train_config must be a dict"),
+        (["evaluate", "{tmp}/convs2s-config.pt"], "they are the weights of a 'gru' model"),
+        (["evaluate", "{tmp}/foreign.pt"], "not a convs2s_edu checkpoint"),
+    ],
+)
+def test_every_expected_error_is_one_line_before_any_training(
+    argv, expected, good_run, tmp_path, capsys, no_training
+):
     (tmp_path / "f.txt").write_text("a file")
     for how in ("nan", "no-history", "config-list", "convs2s-config", "foreign"):
         _damage(good_run, tmp_path, how)
@@ -204,8 +255,25 @@ def test_resume_with_a_changed_config_is_one_line(good_run, tmp_path, capsys):
     run = tmp_path / "run"
     run.mkdir()
     shutil.copy(good_run, run / "checkpoint.pt")
-    argv = ["train", "--model", "gru", "--out", str(run), "--resume", "--n-train", "32",
-            "--epochs", "2", "--max-len", "6", "--min-len", "3", "--device", "cpu", "--quiet"]
+    argv = [
+        "train",
+        "--model",
+        "gru",
+        "--out",
+        str(run),
+        "--resume",
+        "--n-train",
+        "32",
+        "--epochs",
+        "2",
+        "--max-len",
+        "6",
+        "--min-len",
+        "3",
+        "--device",
+        "cpu",
+        "--quiet",
+    ]
     # the checkpoint's model_options differ from the CLI's defaults: refused, naming the field
     _one_line_status_2(argv, "different config: ", capsys)
 
@@ -215,15 +283,33 @@ def test_a_failed_checkpoint_write_is_one_line(tmp_path, capsys, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(torch, "save", full_disk)
-    _one_line_status_2(["train", "--model", "gru", "--out", str(tmp_path / "r"), *SMALL],
-                       "No space left on device", capsys)
+    _one_line_status_2(
+        ["train", "--model", "gru", "--out", str(tmp_path / "r"), *SMALL],
+        "No space left on device",
+        capsys,
+    )
 
 
 def test_out_of_range_size_in_a_real_process_is_one_line_and_status_2(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "convs2s_edu", "train", "--model", "gru",
-                           "--out", str(tmp_path / "r"), "--max-len", "100000"],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "convs2s_edu",
+            "train",
+            "--model",
+            "gru",
+            "--out",
+            str(tmp_path / "r"),
+            "--max-len",
+            "100000",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2
-    assert done.stderr.strip() == ("convs2s-edu train: error: max_len must be an integer in "
-                                   "1..512, got 100000")
+    assert done.stderr.strip() == (
+        "convs2s-edu train: error: max_len must be an integer in 1..512, got 100000"
+    )
     assert not (tmp_path / "r").exists()  # nothing written either

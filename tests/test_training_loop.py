@@ -38,15 +38,26 @@ from convs2s_edu.train import (
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
-TINY_OPTIONS = {"convs2s": {"embed_dim": 16, "hidden_dim": 16, "n_encoder_layers": 2,
-                            "n_decoder_layers": 2},
-                "gru": {"embed_dim": 16, "hidden_dim": 16, "attention_dim": 16}}
+TINY_OPTIONS = {
+    "convs2s": {"embed_dim": 16, "hidden_dim": 16, "n_encoder_layers": 2, "n_decoder_layers": 2},
+    "gru": {"embed_dim": 16, "hidden_dim": 16, "attention_dim": 16},
+}
 
 
 def tiny(model="convs2s", dropout=0.0, **changes):
-    cfg = TrainConfig(model=model, vocab_size=10, min_len=2, max_len=6, n_train=48, n_valid=24,
-                      n_test=16, batch_size=16, epochs=1, device="cpu",
-                      model_options={**TINY_OPTIONS[model], "dropout": dropout})
+    cfg = TrainConfig(
+        model=model,
+        vocab_size=10,
+        min_len=2,
+        max_len=6,
+        n_train=48,
+        n_valid=24,
+        n_test=16,
+        batch_size=16,
+        epochs=1,
+        device="cpu",
+        model_options={**TINY_OPTIONS[model], "dropout": dropout},
+    )
     return cfg.replace(**changes)
 
 
@@ -75,8 +86,9 @@ def test_sequence_loss_is_the_masked_cross_entropy_by_hand():
     logits = torch.randn(3, 5, 7)  # (B, T, V)
     tgt = torch.tensor([[1, 2, 3, 4, 5], [6, 1, PAD, PAD, PAD], [2, 2, 2, PAD, PAD]])
     logp = torch.log_softmax(logits.double(), dim=-1)
-    terms = [-float(logp[b, t, tgt[b, t]]) for b in range(3) for t in range(5)
-             if int(tgt[b, t]) != PAD]
+    terms = [
+        -float(logp[b, t, tgt[b, t]]) for b in range(3) for t in range(5) if int(tgt[b, t]) != PAD
+    ]
     assert len(terms) == 10
     assert float(sequence_loss(logits, tgt)) == pytest.approx(sum(terms) / 10, rel=1e-6)
     assert float(sequence_loss(logits, tgt, "sum")) == pytest.approx(sum(terms), rel=1e-6)
@@ -180,7 +192,7 @@ def test_each_epoch_sees_every_example_once_in_a_new_order(monkeypatch):
 
     monkeypatch.setattr(SortingDataset, "collate", recording)
     train(cfg, progress=False)
-    first, second = seen[: cfg.n_train], seen[cfg.n_train:]
+    first, second = seen[: cfg.n_train], seen[cfg.n_train :]
     assert len(second) == cfg.n_train
     everything = sorted(tuple(x) for x, _ in train_examples)
     assert sorted(first) == everything and sorted(second) == everything
@@ -210,21 +222,42 @@ def test_loaded_model_is_in_eval_mode(tmp_path):
 
 def conv_model(p):
     torch.manual_seed(0)
-    return ConvS2S(ConvS2SConfig(vocab_size=10, embed_dim=16, hidden_dim=16, n_encoder_layers=2,
-                                 n_decoder_layers=2, dropout=p, max_positions=16))
+    return ConvS2S(
+        ConvS2SConfig(
+            vocab_size=10,
+            embed_dim=16,
+            hidden_dim=16,
+            n_encoder_layers=2,
+            n_decoder_layers=2,
+            dropout=p,
+            max_positions=16,
+        )
+    )
 
 
 def gru_model(p):
     torch.manual_seed(0)
-    return RNNSeq2Seq(RNNSeq2SeqConfig(vocab_size=10, embed_dim=16, hidden_dim=16,
-                                       attention_dim=16, dropout=p, max_positions=16))
+    return RNNSeq2Seq(
+        RNNSeq2SeqConfig(
+            vocab_size=10,
+            embed_dim=16,
+            hidden_dim=16,
+            attention_dim=16,
+            dropout=p,
+            max_positions=16,
+        )
+    )
 
 
 def zero_share_of_inputs(model, modules, batch, training: bool) -> list[float]:
     """Share of exact zeros in the input of each module (where dropout acts) in one forward."""
     shares = []
-    hooks = [m.register_forward_pre_hook(
-        lambda mod, args: shares.append(float((args[0] == 0).double().mean()))) for m in modules]
+    hooks = [
+        m.register_forward_pre_hook(
+            lambda mod, args: shares.append(float((args[0] == 0).double().mean()))
+        )
+        for m in modules
+    ]
     model.train(training)
     with torch.no_grad():
         model(batch.src, batch.tgt_in)
@@ -233,12 +266,17 @@ def zero_share_of_inputs(model, modules, batch, training: bool) -> list[float]:
     return shares
 
 
-@pytest.mark.parametrize("make, inputs_of", [
-    # ConvS2S: every convolution and the output layer see dropped-out inputs (Section 3.4)
-    (conv_model, lambda m: [b.conv for b in [*m.encoder.blocks, *m.decoder.blocks]]
-     + [m.decoder.W_o]),
-    (gru_model, lambda m: [m.decoder.W_s]),
-])
+@pytest.mark.parametrize(
+    "make, inputs_of",
+    [
+        # ConvS2S: every convolution and the output layer see dropped-out inputs (Section 3.4)
+        (
+            conv_model,
+            lambda m: [b.conv for b in [*m.encoder.blocks, *m.decoder.blocks]] + [m.decoder.W_o],
+        ),
+        (gru_model, lambda m: [m.decoder.W_s]),
+    ],
+)
 def test_dropout_acts_in_training_mode_only(make, inputs_of, ragged_batch):
     _, batch = ragged_batch
     model = make(0.5)
@@ -265,8 +303,7 @@ def test_dropout_acts_in_training_mode_only(make, inputs_of, ragged_batch):
 
 
 @pytest.mark.parametrize("make", [conv_model, gru_model])
-@pytest.mark.parametrize("decode", [greedy_decode,
-                                    lambda m, s: beam_search(m, s, beam_size=3)])
+@pytest.mark.parametrize("decode", [greedy_decode, lambda m, s: beam_search(m, s, beam_size=3)])
 def test_decoding_runs_without_autograd(make, decode, ragged_batch):
     _, batch = ragged_batch
     model = make(0.1)
@@ -275,7 +312,7 @@ def test_decoding_runs_without_autograd(make, decode, ragged_batch):
 
     def hook(module, args, output):
         grad_modes.append(torch.is_grad_enabled())
-        for o in (output if isinstance(output, tuple) else (output,)):
+        for o in output if isinstance(output, tuple) else (output,):
             if isinstance(o, torch.Tensor):
                 outputs.append(o)
 
