@@ -152,7 +152,8 @@ def compare(
     warmup_steps: int = 2,
     max_spread: float = 1.5,
 ) -> Comparison:
-    """Train every model in ``models`` (default: ConvS2S and the GRU) with ``cfg`` (only ``model`` changes), score each, and
+    """Train every model in ``models`` (default: ConvS2S and the GRU) with ``cfg`` (only
+    ``model`` changes), score each, and
     time them interleaved.
 
     With ``use_cache`` the runs come from (and go to)

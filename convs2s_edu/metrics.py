@@ -22,8 +22,7 @@ with a model and returns both.
 from __future__ import annotations
 
 import numbers
-from collections.abc import Iterable
-from typing import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import torch
@@ -224,7 +223,8 @@ def evaluate(
     Parameters
     ----------
     model : EncoderDecoder
-        ConvS2S, RNNSeq2Seq or a HybridSeq2Seq. Decoded in eval mode under :func:`torch.no_grad` (training flags restored).
+        ConvS2S, RNNSeq2Seq or a HybridSeq2Seq. Decoded in eval mode under
+        :func:`torch.no_grad` (training flags restored).
     dataset_or_examples : SortingDataset or sequence of (source, reference)
         At least one example.
     batch_size : int, default 256

@@ -205,7 +205,7 @@ class TrainConfig:
             )
         self.model_options = dict(self.model_options)
 
-    def replace(self, **changes) -> "TrainConfig":
+    def replace(self, **changes) -> TrainConfig:
         """A copy with some fields changed (validated again)."""
         return replace(self, **changes)
 
@@ -213,7 +213,7 @@ class TrainConfig:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "TrainConfig":
+    def from_dict(cls, d: dict) -> TrainConfig:
         """The inverse of ``to_dict()``; unknown field names are a ``ValueError``."""
         if not isinstance(d, dict):
             raise ValueError(f"a TrainConfig is read from a dict, got {type(d).__name__}")
@@ -323,7 +323,10 @@ def sequence_loss(
 ) -> torch.Tensor:
     r"""Token-level cross-entropy, padding excluded.
 
-    .. math:: \mathcal{L} = -\frac{1}{N}\sum_{b,t:\ y_{bt} \neq \text{PAD}} \log p(y_{bt} \mid y_{b,<t}, x_b)
+    .. math::
+
+        \mathcal{L} = -\frac{1}{N}\sum_{b,t:\ y_{bt} \neq \text{PAD}}
+                       \log p(y_{bt} \mid y_{b,<t}, x_b)
 
     ``logits`` ``(B, T, V)``, ``tgt_out`` ``(B, T)``; ``reduction="sum"`` returns the sum.
     """
@@ -369,7 +372,7 @@ class History:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "History":
+    def from_dict(cls, d: dict) -> History:
         return cls(**d)
 
 
@@ -599,7 +602,8 @@ def _check_weights(weights, cfg: TrainConfig, bad) -> None:
 
 
 def load_checkpoint(path, device: str | None = None) -> TrainResult:
-    """Load a checkpoint written by :func:`train` (``torch.load(weights_only=True)``: no pickled code).
+    """Load a checkpoint written by :func:`train` (``torch.load(weights_only=True)``: no
+    pickled code).
 
     Parameters
     ----------
@@ -861,7 +865,8 @@ def train(
 
 
 def cache_dir() -> Path:
-    """``$CONVS2S_EDU_CACHE``, else ``$XDG_CACHE_HOME/convs2s_edu``, else ``~/.cache/convs2s_edu``."""
+    """``$CONVS2S_EDU_CACHE``, else ``$XDG_CACHE_HOME/convs2s_edu``, else
+    ``~/.cache/convs2s_edu``."""
     if os.environ.get(CACHE_ENV):
         return Path(os.environ[CACHE_ENV]).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"

@@ -35,10 +35,11 @@ import torch
 from convs2s_edu import (
     collate_batch,
     evaluate,
+    is_quick_mode,
     make_datasets,
+    site_config,
     train_or_load,
 )
-from convs2s_edu import is_quick_mode, site_config
 
 MODELS = ("convs2s", "gru")
 results = {name: train_or_load(site_config(name)) for name in MODELS}

@@ -457,8 +457,7 @@ verdict
 
 import math
 
-from convs2s_edu import make_datasets, train_or_load
-from convs2s_edu import site_config
+from convs2s_edu import make_datasets, site_config, train_or_load
 
 cfg_05 = site_config("convs2s")
 for size in (cfg_05.batch_size, 2 * cfg_05.batch_size):

@@ -275,10 +275,10 @@ assert [(row["source"], row["reference"]) for row in rows] == picked
 from convs2s_edu import (
     exact_match,
     make_datasets,
+    site_config,
     token_accuracy,
     train_or_load,
 )
-from convs2s_edu import site_config
 
 reference = list(range(1, 21))
 output = reference[:7] + [99] + reference[8:]
@@ -319,7 +319,6 @@ print(token_accuracy([reference + [5]], [reference]), exact_match([reference + [
 # Higher: every extra token is one more chance to go wrong, and a wrong token
 # changes every later decoder input.
 
-from convs2s_edu import greedy_decode
 
 cfg_06 = site_config("convs2s")
 model_06 = train_or_load(cfg_06).model

@@ -306,9 +306,9 @@ from convs2s_edu import (
     beam_search,
     greedy_decode,
     make_datasets,
+    site_config,
     train_or_load,
 )
-from convs2s_edu import site_config
 
 cfg_08 = site_config("convs2s")
 model_08 = train_or_load(cfg_08).model

@@ -219,13 +219,13 @@ def test_evaluate_defaults_greedy_batch_of_one_and_moves_only_when_asked(monkeyp
         ),
         (
             lambda: exact_match([[1]], [[0, 1]]),
-            "references[0] holds PAD (0) at position 0 before a real token; PAD may only fill the end "
-            "of a sequence",
+            "references[0] holds PAD (0) at position 0 before a real token; PAD may only fill "
+            "the end of a sequence",
         ),
         (
             lambda: exact_match([[1], [0, 2]], [[1], [2]]),
-            "predictions[1] holds PAD (0) at position 0 before a real token; PAD may only fill the "
-            "end of a sequence",
+            "predictions[1] holds PAD (0) at position 0 before a real token; PAD may only fill "
+            "the end of a sequence",
         ),
         (
             lambda: token_accuracy([[1]], [[-2]]),

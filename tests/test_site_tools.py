@@ -25,7 +25,9 @@ def site():
 
 BASE = "https://example.org/convs2s"
 INVENTORY = {
-    "convs2s_edu.exact_match": "api/generated/convs2s_edu.exact_match.html#convs2s_edu.exact_match",
+    "convs2s_edu.exact_match": (
+        "api/generated/convs2s_edu.exact_match.html#convs2s_edu.exact_match"
+    ),
     "convs2s_edu.ConvBlock": "api/generated/convs2s_edu.ConvBlock.html#convs2s_edu.ConvBlock",
 }
 

@@ -91,7 +91,7 @@ TEST_CITATION = re.compile(r"tests/(test_\w+\.py)::(test_\w+)")
 class Node:
     __slots__ = ("tag", "attrs", "children", "parent")
 
-    def __init__(self, tag: str, attrs: dict, parent: "Node | None"):
+    def __init__(self, tag: str, attrs: dict, parent: Node | None):
         self.tag, self.attrs, self.children, self.parent = tag, attrs, [], parent
 
     @property

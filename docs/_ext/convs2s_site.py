@@ -267,7 +267,7 @@ def after_gallery(app) -> None:
         "     - what it teaches",
         "     - time to run",
     ]
-    for i, page in enumerate(facts):
+    for page in facts:
         label = f"sphx_glr_auto_examples_{page['stem']}.py"
         time = _duration(page["seconds"]) if page["seconds"] is not None else "not run"
         if page["site_models"] and training:
@@ -325,8 +325,8 @@ def after_gallery(app) -> None:
                 + " "
             )
         summary += (
-            f":ref:`The training page <sphx_glr_auto_examples_plot_05_training.py>` "
-            f"says how the times were taken and how much to trust them."
+            ":ref:`The training page <sphx_glr_auto_examples_plot_05_training.py>` "
+            "says how the times were taken and how much to trust them."
         )
         lines += [""]
         if speed and not speed["ok"]:
