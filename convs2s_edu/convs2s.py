@@ -36,7 +36,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.parametrizations import weight_norm as _weight_norm
 
-from ._checks import check_positive, check_probability
+from ._checks import check_int_fields_positive, check_positive, check_probability
 from .data import PAD, n_token_ids
 from .seq2seq import Decoder, Encoder, EncoderDecoder, EncoderOut
 
@@ -123,16 +123,7 @@ class ConvS2SConfig:
     attention_layers: tuple | None = None  # ablation switch (§5.5); None = every layer
 
     def __post_init__(self):
-        for name in (
-            "vocab_size",
-            "embed_dim",
-            "hidden_dim",
-            "n_encoder_layers",
-            "n_decoder_layers",
-            "kernel_size",
-            "max_positions",
-        ):
-            check_positive(name, getattr(self, name))
+        check_int_fields_positive(self)
         check_probability("dropout", self.dropout)
         for name in ("source_positions", "target_positions"):
             if not isinstance(getattr(self, name), bool):

@@ -37,7 +37,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from ._checks import check_positive, check_probability
+from ._checks import check_int_fields_positive, check_probability
 from .data import PAD, n_token_ids
 from .seq2seq import Decoder, Encoder, EncoderDecoder, EncoderOut
 
@@ -87,16 +87,7 @@ class RNNSeq2SeqConfig:
     max_positions: int = 64
 
     def __post_init__(self):
-        for name in (
-            "vocab_size",
-            "embed_dim",
-            "hidden_dim",
-            "n_encoder_layers",
-            "n_decoder_layers",
-            "attention_dim",
-            "max_positions",
-        ):
-            check_positive(name, getattr(self, name))
+        check_int_fields_positive(self)
         check_probability("dropout", self.dropout)
 
     def replace(self, **changes) -> RNNSeq2SeqConfig:
