@@ -174,7 +174,7 @@ def test_a_good_checkpoint_reads_back_whole(runs):
         ({"seed": 1}, "seed (0 -> 1)"),
         ({"batch_size": 8}, "batch_size (16 -> 8)"),
         ({"clip_norm": None}, "clip_norm (1.0 -> None)"),
-        ({"model_options": {**TINY_OPTIONS["convs2s"], "dropout": 0.3}}, "model_options"),
+        ({"model_options": dict(TINY_OPTIONS["convs2s"], dropout=0.3)}, "model_options"),
     ],
 )
 def test_resume_with_a_changed_config_is_refused(change, named, runs, tmp_path):
