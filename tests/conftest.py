@@ -130,3 +130,16 @@ def train_on_sorting():
         return losses
 
     return train
+
+
+def _devices():
+    """``cpu``, and ``cuda`` skipped where there is no GPU (``tools/gpu_check.py`` runs it)."""
+    cuda = pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(),
+                                                         reason="no CUDA device on this machine"))
+    return ["cpu", cuda]
+
+
+@pytest.fixture(params=_devices())
+def device(request):
+    """The device of a device-parametrised test: the CPU, and CUDA where present."""
+    return torch.device(request.param)
