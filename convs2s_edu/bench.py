@@ -65,13 +65,14 @@ class BenchBudget:
     profile_steps: int = 3
     peak_repeats: int = 5
     batch_size: int | None = None  # None: the seed's 128
+    quick: bool = False  # on a CPU: eager paths only (compiling takes minutes)
 
     @classmethod
     def quick(cls) -> "BenchBudget":
         return cls(n_batches=2, steps_per_window=1, n_rounds=2, warmup_steps=1,
                    decode_sentences=16, beam_sentences=4, incremental_lengths=(20, 50),
                    incremental_batch=4, incremental_repeats=1, profile_steps=1, peak_repeats=2,
-                   batch_size=32)
+                   batch_size=32, quick=True)
 
 
 def _batches(cfg, n: int):
@@ -87,9 +88,9 @@ def _batches(cfg, n: int):
 def gemm_shapes(model, batch) -> list[tuple[int, int, int]]:
     """The ``(m, k, n)`` of every matrix product and convolution of one training step.
 
-    A 1-D convolution of ``C_in -> C_out`` channels, kernel ``k``, over ``B x T``
-    positions is the GEMM ``(B T) x (C_in k) . (C_in k) x C_out``; its backward
-    passes are counted as the forward shape twice (same FLOPs).
+    A 1-D convolution of ``C_in -> C_out`` channels, kernel ``k``, with ``B x T``
+    output positions is the GEMM ``(B T) x (C_in k) . (C_in k) x C_out``; each of its
+    backward products (input gradient, weight gradient) has the same FLOPs.
     """
     from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -109,9 +110,14 @@ def gemm_shapes(model, batch) -> list[tuple[int, int, int]]:
                 a, b = args[0], args[1]
                 shapes.extend([(a.shape[1], a.shape[2], b.shape[2])] * a.shape[0])
             elif p is aten.convolution and args[0].dim() == 3:
-                x, w = args[0], args[1]  # (B, C_in, T), (C_out, C_in, k)
-                m = x.shape[0] * x.shape[2]
-                shapes.extend([(m, w.shape[1] * w.shape[2], w.shape[0])] * 3)
+                out = func(*args, **kwargs)  # (B, C_out, T_out)
+                w = args[1]  # (C_out, C_in, k)
+                shapes.append((out.shape[0] * out.shape[2], w.shape[1] * w.shape[2], w.shape[0]))
+                return out
+            elif p is aten.convolution_backward and args[0].dim() == 3:
+                grad, w, mask = args[0], args[2], args[-1]  # grad: (B, C_out, T_out)
+                shape = (grad.shape[0] * grad.shape[2], w.shape[1] * w.shape[2], w.shape[0])
+                shapes.extend([shape] * sum(bool(x) for x in mask[:2]))  # d input, d weight
             return func(*args, **kwargs)
 
     model.train()
@@ -223,7 +229,7 @@ def run_bench(models: Sequence[str] = ("convs2s", "gru"), paths=None, device: st
     runnable, skipped = fast.available_paths(dev)
     if paths is None:
         chosen = runnable
-        if budget == BenchBudget.quick() and dev.type == "cpu":
+        if budget.quick and dev.type == "cpu":
             # compiling takes minutes on a small CPU: quick runs time eager paths only
             chosen = [p for p in runnable if not p.compile]
             skipped.update({p.name: "not timed in quick mode on a CPU (compile time)"
@@ -241,7 +247,7 @@ def run_bench(models: Sequence[str] = ("convs2s", "gru"), paths=None, device: st
     if fast.Path() not in chosen:
         chosen = [fast.Path(), *chosen]  # the reference of every speed-up
 
-    result = {"machine": None, "device": str(dev), "quick": budget == BenchBudget.quick(),
+    result = {"machine": None, "device": str(dev), "quick": budget.quick,
               "paths": [p.name for p in chosen], "skipped_paths": skipped, "models": {}}
     windows, warm, steps_of = {}, {}, {}
     batches_of, cfgs = {}, {}

@@ -12,6 +12,7 @@ Bad arguments print one line and exit with status 2; no traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import json
 import sys
 
@@ -141,7 +142,7 @@ def _cmd_train(args) -> int:
 
     result = train(_config(args, args.model), out_dir=args.out, resume=args.resume,
                    progress=False if args.quiet else None)
-    if is_launched() and int(__import__("os").environ.get("RANK", "0")) != 0:
+    if is_launched() and int(os.environ.get("RANK", "0")) != 0:
         return 0  # torchrun: rank 0 prints
     print(format_table([summarise(result)]))
     print(f"checkpoint: {result.path}")
