@@ -29,6 +29,12 @@ compare
     Both models on the same data: the speed table.
 site
     The configurations the documentation site trains (quick mode).
+fast
+    Execution paths: torch.compile, bf16 autocast, CUDA graphs; the fastest path of a device.
+bench
+    ``convs2s-edu bench``: throughput per path, FLOPs per token, fraction of measured peak.
+distributed
+    Data-parallel training (DistributedDataParallel) under torchrun.
 """
 
 # Before anything imports torch: OpenMP threads that sleep instead of spinning (see _threads).
@@ -80,6 +86,9 @@ from .rnn import (
     RNNSeq2Seq,
     RNNSeq2SeqConfig,
 )
+from .bench import BenchBudget, format_bench, run_bench  # noqa: E402
+from .distributed import spawn_train  # noqa: E402
+from .fast import available_paths, bf16_support, fastest_path  # noqa: E402
 from .samples import format_samples, predict_samples
 from .seq2seq import Decoder, Encoder, EncoderDecoder, EncoderOut
 from .site import is_quick_mode, site_config
@@ -128,4 +137,6 @@ __all__ = [
     "MachineInfo", "SpeedMeasurement", "SpeedVerdict", "WindowStats", "measure_config",
     "measure_training", "speed_verdict", "time_interleaved", "training_flops_per_token",
     "is_quick_mode", "site_config",
+    "BenchBudget", "format_bench", "run_bench", "spawn_train",
+    "available_paths", "bf16_support", "fastest_path",
 ]

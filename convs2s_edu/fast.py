@@ -44,6 +44,8 @@ __all__ = [
     "cpu_bf16_support",
     "bf16_support",
     "check_precision",
+    "check_compile_mode",
+    "MEASURED_FASTEST",
     "apply_compile",
     "autocast",
     "make_train_step",
