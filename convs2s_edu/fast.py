@@ -147,10 +147,15 @@ def check_precision(precision: str, device: torch.device | str) -> None:
                              "use precision='fp32'")
 
 
-def check_compile_mode(compile_mode) -> None:
-    """Raise ``ValueError`` unless ``compile_mode`` is one of :data:`COMPILE_MODES`."""
+def check_compile_mode(compile_mode, device: torch.device | str | None = None) -> None:
+    """Raise ``ValueError`` unless ``compile_mode`` is one of :data:`COMPILE_MODES` (and,
+    given a ``device``, unless it can run there: CUDA graphs need CUDA)."""
     if compile_mode not in COMPILE_MODES:
         raise ValueError(f"compile_mode must be one of {COMPILE_MODES}, got {compile_mode!r}")
+    if compile_mode == "reduce-overhead" and device is not None \
+            and torch.device(device).type != "cuda":
+        raise ValueError(f"compile_mode 'reduce-overhead' (CUDA graphs) needs a CUDA device, "
+                         f"got {torch.device(device).type}; use compile_mode=None")
 
 
 def apply_compile(model: nn.Module, mode: str | None = None) -> nn.Module:

@@ -37,7 +37,7 @@ from ._version import __version__
 from .convs2s import ConvS2S, ConvS2SConfig
 from . import distributed as _distributed
 from .data import PAD, SortingDataset, generate_dataset
-from .fast import apply_compile, check_precision, make_train_step
+from .fast import apply_compile, check_compile_mode, check_precision, make_train_step
 from .hybrid import HYBRID_NAMES, HybridConfig, HybridSeq2Seq
 from .rnn import RNNSeq2Seq, RNNSeq2SeqConfig
 
@@ -481,6 +481,7 @@ def train(cfg: TrainConfig | None = None, out_dir=None, resume: bool = False,
 def _train(cfg, out_dir, resume, progress, stop_after, ddp) -> TrainResult:
     dev = resolve_device(cfg.device) if ddp is None else ddp.device
     check_precision(cfg.precision, dev)
+    check_compile_mode(cfg.compile_mode, dev)
     main = ddp is None or ddp.is_main  # only rank 0 writes files and progress
     if not main:
         progress = False

@@ -180,3 +180,30 @@ def test_paths_and_fastest_path():
     assert p in paths  # a path that can run here
     if not cpu_bf16_support()[0]:
         assert p.precision == "fp32"
+
+
+def test_cli_refuses_paths_this_machine_cannot_run(tmp_path, capsys):
+    from convs2s_edu.cli import main
+
+    base = ["train", "--model", "gru", "--out", str(tmp_path), "--device", "cpu",
+            "--epochs", "1", "--n-train", "64", "--quiet"]
+    assert main(base + ["--compile-mode", "reduce-overhead"]) == 2
+    err = capsys.readouterr().err
+    assert "needs a CUDA device" in err and len(err.strip().splitlines()) == 1
+    if not cpu_bf16_support()[0]:
+        assert main(base + ["--precision", "bf16"]) == 2
+        err = capsys.readouterr().err
+        assert "no bf16 matrix instructions" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "checkpoint.pt").exists()
+
+
+def test_cli_flags_reach_the_config():
+    from convs2s_edu.cli import _config, build_parser
+
+    args = build_parser().parse_args(["train", "--model", "gru", "--out", "x",
+                                      "--compile-mode", "max-autotune", "--precision", "bf16"])
+    cfg = _config(args, "gru")
+    assert (cfg.compile, cfg.compile_mode, cfg.precision) == (True, "max-autotune", "bf16")
+    args = build_parser().parse_args(["train", "--model", "gru", "--out", "x"])
+    cfg = _config(args, "gru")
+    assert (cfg.compile, cfg.compile_mode, cfg.precision) == (False, None, "fp32")
