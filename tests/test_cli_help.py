@@ -54,7 +54,7 @@ def _subparsers():
 
 def test_every_subcommand_says_what_it_does_and_how_long():
     choices, summaries = _subparsers()
-    assert set(choices) == {"train", "evaluate", "compare"}
+    assert set(choices) == {"train", "evaluate", "compare", "bench"}
     summary = {a.dest: a.help for a in summaries}
     for name, sub in choices.items():
         text = sub.format_help()
