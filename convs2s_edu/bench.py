@@ -65,14 +65,14 @@ class BenchBudget:
     profile_steps: int = 3
     peak_repeats: int = 5
     batch_size: int | None = None  # None: the seed's 128
-    quick: bool = False  # on a CPU: eager paths only (compiling takes minutes)
+    is_quick: bool = False  # on a CPU: eager paths only (compiling takes minutes)
 
     @classmethod
     def quick(cls) -> "BenchBudget":
         return cls(n_batches=2, steps_per_window=1, n_rounds=2, warmup_steps=1,
                    decode_sentences=16, beam_sentences=4, incremental_lengths=(20, 50),
                    incremental_batch=4, incremental_repeats=1, profile_steps=1, peak_repeats=2,
-                   batch_size=32, quick=True)
+                   batch_size=32, is_quick=True)
 
 
 def _batches(cfg, n: int):
@@ -229,7 +229,7 @@ def run_bench(models: Sequence[str] = ("convs2s", "gru"), paths=None, device: st
     runnable, skipped = fast.available_paths(dev)
     if paths is None:
         chosen = runnable
-        if budget.quick and dev.type == "cpu":
+        if budget.is_quick and dev.type == "cpu":
             # compiling takes minutes on a small CPU: quick runs time eager paths only
             chosen = [p for p in runnable if not p.compile]
             skipped.update({p.name: "not timed in quick mode on a CPU (compile time)"
@@ -247,7 +247,7 @@ def run_bench(models: Sequence[str] = ("convs2s", "gru"), paths=None, device: st
     if fast.Path() not in chosen:
         chosen = [fast.Path(), *chosen]  # the reference of every speed-up
 
-    result = {"machine": None, "device": str(dev), "quick": budget.quick,
+    result = {"machine": None, "device": str(dev), "quick": budget.is_quick,
               "paths": [p.name for p in chosen], "skipped_paths": skipped, "models": {}}
     windows, warm, steps_of = {}, {}, {}
     batches_of, cfgs = {}, {}

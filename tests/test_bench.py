@@ -63,3 +63,8 @@ def test_bench_cli_rejects_unknown_path(capsys):
     assert main(["bench", "--quick", "--paths", "warp-speed"]) == 2
     err = capsys.readouterr().err
     assert "unknown path" in err and len(err.strip().splitlines()) == 1
+
+
+def test_full_budget_is_not_quick():
+    # the full bench times every path this device can run (compiled ones included)
+    assert BenchBudget().is_quick is False and BenchBudget.quick().is_quick is True
