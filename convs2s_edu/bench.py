@@ -60,8 +60,8 @@ class BenchBudget:
     decode_sentences: int = 128
     beam_sentences: int = 32
     incremental_lengths: tuple = (20, 50, 100, 200)
-    incremental_batch: int = 16
-    incremental_repeats: int = 2
+    incremental_batch: int = 8
+    incremental_repeats: int = 1
     profile_steps: int = 3
     peak_repeats: int = 5
     batch_size: int | None = None  # None: the seed's 128
