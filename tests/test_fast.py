@@ -73,11 +73,15 @@ def test_compiled_logits_and_training_match_eager(kind, device, single_thread):
 def test_compiled_train_run_trains_and_checkpoints_like_eager(tmp_path, single_thread):
     import torch._dynamo
 
+    from torch._dynamo.utils import counters
+
     torch._dynamo.reset()
+    counters.clear()
     cfg = TrainConfig(model="gru", vocab_size=10, min_len=3, max_len=6, n_train=96,
                       n_valid=24, n_test=24, batch_size=32, epochs=2, device="cpu",
                       model_options=dict(TINY, max_positions=16))
     fast = train(cfg.replace(compile=True), out_dir=tmp_path / "c", progress=False)
+    assert counters["stats"]["unique_graphs"] > 0  # train() compiled the model, no fallback
     slow = train(cfg, progress=False)
     assert fast.history.epochs[-1]["train_loss"] < fast.history.epochs[0]["train_loss"]
     torch.testing.assert_close(torch.tensor(fast.history.step_losses),
