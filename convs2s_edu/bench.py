@@ -44,7 +44,7 @@ from dataclasses import asdict, dataclass
 import torch
 
 from . import fast
-from .speed import machine_info, time_interleaved, training_flops_per_token
+from .speed import time_interleaved, training_flops_per_token
 
 __all__ = ["BenchBudget", "run_bench", "format_bench", "gemm_shapes", "measured_peak"]
 
@@ -68,7 +68,7 @@ class BenchBudget:
     is_quick: bool = False  # on a CPU: eager paths only (compiling takes minutes)
 
     @classmethod
-    def quick(cls) -> "BenchBudget":
+    def quick(cls) -> BenchBudget:
         return cls(n_batches=2, steps_per_window=1, n_rounds=2, warmup_steps=1,
                    decode_sentences=16, beam_sentences=4, incremental_lengths=(20, 50),
                    incremental_batch=4, incremental_repeats=1, profile_steps=1, peak_repeats=2,
@@ -329,7 +329,8 @@ def run_bench(models: Sequence[str] = ("convs2s", "gru"), paths=None, device: st
                 / entry["peak"]["peak_flops"],
                 "gemm_bound_fraction": s.median * entry["peak"]["gemm_seconds_per_token"],
             }
-        entry["fastest"] = max(entry["paths"], key=lambda k: entry["paths"][k]["tokens_per_second"])
+        rates = {k: v["tokens_per_second"] for k, v in entry["paths"].items()}
+        entry["fastest"] = max(rates, key=rates.get)
     result["measurement"] = m.to_dict()
     if out is not None:
         with open(out, "w") as f:

@@ -12,8 +12,8 @@ Bad arguments print one line and exit with status 2; no traceback.
 from __future__ import annotations
 
 import argparse
-import os
 import json
+import os
 import sys
 
 from .train import MODEL_NAMES
@@ -136,9 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _cmd_train(args) -> int:
     from .compare import format_table, summarise
-    from .train import train
-
     from .distributed import is_launched
+    from .train import train
 
     result = train(_config(args, args.model), out_dir=args.out, resume=args.resume,
                    progress=False if args.quiet else None)

@@ -76,8 +76,12 @@ class Path(tuple):
     @property
     def name(self) -> str:
         """``"eager-fp32"``, ``"compile-fp32"``, ``"compile-reduce-overhead-bf16"``, ..."""
-        how = "eager" if not self.compile else (
-            "compile" if self.compile_mode in (None, "default") else f"compile-{self.compile_mode}")
+        if not self.compile:
+            how = "eager"
+        elif self.compile_mode in (None, "default"):
+            how = "compile"
+        else:
+            how = f"compile-{self.compile_mode}"
         return f"{how}-{self.precision}"
 
     def config_fields(self) -> dict:
@@ -127,7 +131,8 @@ def cpu_bf16_support() -> tuple[bool, str]:
 
 
 def bf16_support(device: torch.device | str) -> tuple[bool, str]:
-    """Whether bf16 autocast is worth running on ``device``, and why (see :func:`cpu_bf16_support`)."""
+    """Whether bf16 autocast is worth running on ``device``, and why
+    (see :func:`cpu_bf16_support`)."""
     device = torch.device(device)
     if device.type == "cuda":
         if torch.cuda.is_bf16_supported():
@@ -143,8 +148,8 @@ def check_precision(precision: str, device: torch.device | str) -> None:
     if precision == "bf16":
         ok, why = bf16_support(device)
         if not ok:
-            raise ValueError(f"precision 'bf16' asked for on {torch.device(device).type}, but {why}; "
-                             "use precision='fp32'")
+            raise ValueError(f"precision 'bf16' asked for on {torch.device(device).type}, "
+                             f"but {why}; use precision='fp32'")
 
 
 def check_compile_mode(compile_mode, device: torch.device | str | None = None) -> None:

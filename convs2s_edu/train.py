@@ -32,10 +32,10 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import DataLoader
 
+from . import distributed as _distributed
 from ._checks import check_positive
 from ._version import __version__
 from .convs2s import ConvS2S, ConvS2SConfig
-from . import distributed as _distributed
 from .data import PAD, SortingDataset, generate_dataset
 from .fast import apply_compile, check_compile_mode, check_precision, make_train_step
 from .hybrid import HYBRID_NAMES, HybridConfig, HybridSeq2Seq
@@ -120,7 +120,8 @@ class TrainConfig:
         ``torch.compile``'s mode; ``"reduce-overhead"`` uses CUDA graphs (CUDA only).
     precision : {"fp32", "bf16"}
         ``"bf16"``: mixed precision (autocast) on CUDA or on a CPU with bf16 matrix
-        instructions; refused with a ``ValueError`` elsewhere (:func:`convs2s_edu.fast.check_precision`).
+        instructions; refused with a ``ValueError`` elsewhere
+        (:func:`convs2s_edu.fast.check_precision`).
     """
 
     model: str = "convs2s"
@@ -165,7 +166,7 @@ class TrainConfig:
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
 
-    def replace(self, **changes) -> "TrainConfig":
+    def replace(self, **changes) -> TrainConfig:
         """A copy with some fields changed (validated again)."""
         return replace(self, **changes)
 
@@ -173,7 +174,7 @@ class TrainConfig:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "TrainConfig":
+    def from_dict(cls, d: dict) -> TrainConfig:
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in names})
 
@@ -280,7 +281,7 @@ class History:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "History":
+    def from_dict(cls, d: dict) -> History:
         return cls(**d)
 
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-import torch
+from conftest import make_model
 from torch.utils.flop_counter import FlopCounterMode
 
-from conftest import make_model
 from convs2s_edu import SortingDataset
 from convs2s_edu.bench import BenchBudget, format_bench, gemm_shapes, measured_peak, run_bench
 from convs2s_edu.cli import main

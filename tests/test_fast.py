@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from conftest import make_model
+
 from convs2s_edu import SortingDataset, TrainConfig
-from convs2s_edu.train import train
 from convs2s_edu.fast import (
     Path,
     apply_compile,
@@ -19,6 +18,7 @@ from convs2s_edu.fast import (
     fastest_path,
     make_train_step,
 )
+from convs2s_edu.train import train
 
 TINY = {"embed_dim": 16, "hidden_dim": 16, "n_encoder_layers": 2, "n_decoder_layers": 2,
         "attention_dim": 12, "dropout": 0.0}
@@ -72,7 +72,6 @@ def test_compiled_logits_and_training_match_eager(kind, device, single_thread):
 
 def test_compiled_train_run_trains_and_checkpoints_like_eager(tmp_path, single_thread):
     import torch._dynamo
-
     from torch._dynamo.utils import counters
 
     torch._dynamo.reset()
