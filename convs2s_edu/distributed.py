@@ -186,9 +186,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _spawn_worker(rank: int, world: int, ports: list, jobs: list, threads: int) -> None:
-    os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world),
-                      LOCAL_WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1")
+def _worker_main(job_file: str) -> None:
+    """Body of one process started by :func:`spawn_train` (``RANK`` etc. are set)."""
+    import pickle
+
+    with open(job_file, "rb") as f:
+        ports, jobs, threads = pickle.load(f)
     torch.set_num_threads(threads)
     from .train import TrainConfig, train
 
@@ -197,15 +200,47 @@ def _spawn_worker(rank: int, world: int, ports: list, jobs: list, threads: int) 
         train(TrainConfig.from_dict(cfg_dict), **kwargs)
 
 
-def spawn_train(jobs, nprocs: int, threads: int = 1) -> None:
+def spawn_train(jobs, nprocs: int, threads: int = 1, timeout: float = 600) -> None:
     """Run :func:`~convs2s_edu.train.train` in ``nprocs`` local processes (gloo, 127.0.0.1).
 
     What ``torchrun --nproc_per_node=nprocs`` does, from Python (tests, the
-    data-parallel page). ``jobs`` is a list of ``(TrainConfig, kwargs)``, run in
-    order by every rank (e.g. a run stopped after one epoch, then its resumption).
+    data-parallel page): fresh Python processes (not :mod:`multiprocessing`, so
+    a script or notebook calling this is not imported again by its children).
+    ``jobs`` is a list of ``(TrainConfig, kwargs)``, run in order by every rank
+    (e.g. a run stopped after one epoch, then its resumption). Raises
+    ``RuntimeError`` with the failing rank's last lines of stderr when a rank fails.
     """
-    import torch.multiprocessing as mp
+    import pickle
+    import subprocess
+    import sys
+    import tempfile
 
     jobs = [(cfg.to_dict(), dict(kwargs)) for cfg, kwargs in jobs]
     ports = [free_port() for _ in jobs]
-    mp.spawn(_spawn_worker, args=(nprocs, ports, jobs, threads), nprocs=nprocs, join=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        job_file = os.path.join(tmp, "jobs.pkl")
+        with open(job_file, "wb") as f:
+            pickle.dump((ports, jobs, threads), f)
+        procs = []
+        for rank in range(nprocs):
+            env = {**os.environ, "RANK": str(rank), "LOCAL_RANK": str(rank),
+                   "WORLD_SIZE": str(nprocs), "LOCAL_WORLD_SIZE": str(nprocs),
+                   "MASTER_ADDR": "127.0.0.1", "OMP_NUM_THREADS": str(threads)}
+            code = f"from convs2s_edu.distributed import _worker_main; _worker_main({job_file!r})"
+            err = subprocess.PIPE if rank > 0 else None  # rank 0's progress shows
+            procs.append(subprocess.Popen([sys.executable, "-c", code], env=env, stderr=err,
+                                          stdout=err))
+        failed = []
+        for rank, p in enumerate(procs):
+            try:
+                out, _ = p.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                for q in procs:
+                    q.kill()
+                raise RuntimeError(f"data-parallel run: rank {rank} did not finish within "
+                                   f"{timeout} s (killed)") from None
+            if p.returncode != 0:
+                tail = (out or b"").decode(errors="replace").strip().splitlines()[-5:]
+                failed.append(f"rank {rank} exited with {p.returncode}: " + " | ".join(tail))
+        if failed:
+            raise RuntimeError("data-parallel run failed: " + "; ".join(failed))

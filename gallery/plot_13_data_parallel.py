@@ -71,15 +71,20 @@ checkpoint; the output directory must be shared between machines).
 # part of every step exchanging gradients. The point of the measurement is the
 # mechanism and its cost, not a gain.
 
+import os
 import tempfile
 from pathlib import Path
 
 from convs2s_edu import is_quick_mode, load_checkpoint, site_config, spawn_train
 from convs2s_edu.speed import machine_info
 
-cfg = site_config("convs2s", device="cpu", epochs=1,
+# dropout off, so that the two runs must end with the same weights (with dropout on, the
+# two processes draw other masks than one process)
+cfg = site_config("convs2s", device="cpu", epochs=1, model_options={"dropout": 0.0},
                   n_train=1024 if is_quick_mode() else 4096)
-print(machine_info("cpu").describe())
+info = machine_info("cpu")
+info.load_before = os.getloadavg()[0]
+print(info.describe())
 print(f"ConvS2S, {cfg.n_train} training examples, global batch {cfg.batch_size}, 1 epoch")
 with tempfile.TemporaryDirectory() as tmp:
     for n in (1, 2):
