@@ -51,7 +51,8 @@ __all__ = ["BenchBudget", "run_bench", "format_bench", "gemm_shapes", "measured_
 
 @dataclass
 class BenchBudget:
-    """How much the bench times: the full budget, or :meth:`quick` (tests, quick site)."""
+    """How much the bench times: the full budget, or ``BenchBudget.quick()`` (tests, quick
+    site)."""
 
     n_batches: int = 4
     steps_per_window: int = 2
@@ -204,7 +205,7 @@ def run_bench(models: Sequence[str] = ("convs2s", "gru"), paths=None, device: st
     device : str
         ``"auto"``, ``"cpu"``, ``"cuda"``...
     quick : bool
-        Small budgets (:meth:`BenchBudget.quick`): seconds, for tests and the quick site.
+        Small budgets (``BenchBudget.quick()``): seconds, for tests and the quick site.
     budget : BenchBudget, optional
         Overrides ``quick``.
     out : str or Path, optional

@@ -75,7 +75,7 @@ class DataParallelContext:
     device : torch.device
         ``cuda:<local_rank>`` on GPUs, else the CPU.
     owns_group : bool
-        True when :func:`setup` created the process group (then :meth:`close`
+        True when :func:`setup` created the process group (then ``close()``
         destroys it).
     """
 
@@ -204,7 +204,7 @@ def spawn_train(jobs, nprocs: int, threads: int = 1, timeout: float = 600) -> No
     """Run :func:`~convs2s_edu.train.train` in ``nprocs`` local processes (gloo, 127.0.0.1).
 
     What ``torchrun --nproc_per_node=nprocs`` does, from Python (tests, the
-    data-parallel page): fresh Python processes (not :mod:`multiprocessing`, so
+    data-parallel page): fresh Python processes (not ``multiprocessing``, so
     a script or notebook calling this is not imported again by its children).
     ``jobs`` is a list of ``(TrainConfig, kwargs)``, run in order by every rank
     (e.g. a run stopped after one epoch, then its resumption). Raises

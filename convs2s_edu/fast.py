@@ -7,8 +7,7 @@ the same loss, the same optimiser. Three switches, all fields of
 ``compile`` (bool)
     :func:`torch.compile` the encoder and the decoder of the model, in place
     (:meth:`torch.nn.Module.compile`), so the checkpoint's parameter names do
-    not change. The input checks of :meth:`EncoderDecoder.forward
-    <convs2s_edu.EncoderDecoder.forward>` stay eager (they branch on the data).
+    not change. The input checks of ``EncoderDecoder.forward`` stay eager (they branch on the data).
     Batches of different lengths make the compiler trace once more with
     symbolic lengths (``dynamic=None``, PyTorch's default), then reuse it.
 ``compile_mode`` (str or None)
