@@ -108,7 +108,7 @@ def train_on_sorting():
     """Train ``model`` with Adam on a small sorting set; return the per-step losses."""
 
     def train(model: torch.nn.Module, steps: int = 300, lr: float = 3e-3, seed: int = 0,
-              n_samples: int = 256, batch_size: int = 32) -> list[float]:
+              n_samples: int = 256, batch_size: int = 32, device="cpu") -> list[float]:
         torch.manual_seed(seed)
         ds = SortingDataset.generate(n_samples, 2, 6, VOCAB, seed=seed)
         loader = torch.utils.data.DataLoader(ds, batch_size=batch_size, shuffle=True,
@@ -118,6 +118,7 @@ def train_on_sorting():
         losses: list[float] = []
         while len(losses) < steps:
             for batch in loader:
+                batch = batch.to(device)
                 logits = model(batch.src, batch.tgt_in)
                 loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
                                        batch.tgt_out.reshape(-1), ignore_index=PAD)
