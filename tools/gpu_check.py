@@ -118,7 +118,6 @@ def train_all(device: str, dry: bool, budget_s: float = 150.0) -> dict:
 
 def bench(device: str, dry: bool, out: Path) -> dict:
     from convs2s_edu.bench import format_bench, run_bench
-
     from convs2s_edu.fast import available_paths
 
     runnable = {p.name for p in available_paths(device)[0]}
