@@ -469,6 +469,13 @@ def train(cfg: TrainConfig | None = None, out_dir=None, resume: bool = False,
     ------
     TrainingDivergedError
         When a loss is NaN or infinite; the last good checkpoint is kept.
+
+    Notes
+    -----
+    Started by ``torchrun`` (or with its environment variables set), every process
+    trains one share of each batch with DistributedDataParallel
+    (:mod:`convs2s_edu.distributed`): ``cfg.batch_size`` is then the global batch;
+    only rank 0 writes the checkpoint and the progress output.
     """
     cfg = cfg if cfg is not None else TrainConfig()
     ddp = _distributed.setup(cfg.device)  # None unless started by torchrun (issue 10)
