@@ -141,6 +141,7 @@ def main(argv=None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     dry = args.device == "cpu"
+    import convs2s_edu  # noqa: F401  (first: its OpenMP settings apply before torch loads)
     import torch
 
     if not dry and not torch.cuda.is_available():
