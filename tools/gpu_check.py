@@ -141,8 +141,9 @@ def main(argv=None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     dry = args.device == "cpu"
-    import convs2s_edu  # noqa: F401  (first: its OpenMP settings apply before torch loads)
     import torch
+
+    import convs2s_edu  # noqa: F401  (first: its OpenMP settings apply before torch loads)
 
     if not dry and not torch.cuda.is_available():
         print("gpu_check: error: no CUDA device (use --device cpu for a dry run)", file=sys.stderr)
