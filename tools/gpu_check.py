@@ -33,6 +33,9 @@ import time
 import traceback
 from pathlib import Path
 
+# before anything loads torch: the package's OpenMP settings (convs2s_edu._threads)
+import convs2s_edu  # noqa: F401
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -143,7 +146,6 @@ def main(argv=None) -> int:
     dry = args.device == "cpu"
     import torch
 
-    import convs2s_edu  # noqa: F401  (first: its OpenMP settings apply before torch loads)
 
     if not dry and not torch.cuda.is_available():
         print("gpu_check: error: no CUDA device (use --device cpu for a dry run)", file=sys.stderr)
