@@ -70,8 +70,9 @@ def check_source_padding(src: torch.Tensor, pad: int = 0) -> None:
         )
 
 
-def check_model_inputs(src: torch.Tensor, tgt_in: torch.Tensor | None, n_ids: int,
-                       max_positions: int, pad: int = 0) -> None:
+def check_model_inputs(
+    src: torch.Tensor, tgt_in: torch.Tensor | None, n_ids: int, max_positions: int, pad: int = 0
+) -> None:
     """The checks both models run on ``model(src, tgt_in)``: token ids inside ``0..n_ids-1``,
     lengths inside the position table, right-padded non-empty sources, equal batch sizes."""
     check_tokens(src, n_ids, "src", max_positions)

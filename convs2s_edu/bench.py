@@ -70,10 +70,21 @@ class BenchBudget:
 
     @classmethod
     def quick(cls) -> BenchBudget:
-        return cls(n_batches=2, steps_per_window=1, n_rounds=2, warmup_steps=1,
-                   decode_sentences=16, beam_sentences=4, incremental_lengths=(20, 50),
-                   incremental_batch=4, incremental_repeats=1, profile_steps=1, peak_repeats=2,
-                   batch_size=32, is_quick=True)
+        return cls(
+            n_batches=2,
+            steps_per_window=1,
+            n_rounds=2,
+            warmup_steps=1,
+            decode_sentences=16,
+            beam_sentences=4,
+            incremental_lengths=(20, 50),
+            incremental_batch=4,
+            incremental_repeats=1,
+            profile_steps=1,
+            peak_repeats=2,
+            batch_size=32,
+            is_quick=True,
+        )
 
 
 def _batches(cfg, n: int):
@@ -82,8 +93,10 @@ def _batches(cfg, n: int):
     train_ds = make_datasets(cfg)[0]
     g = torch.Generator().manual_seed(cfg.seed)
     order = torch.randperm(len(train_ds), generator=g).tolist()
-    return [train_ds.collate([train_ds[j] for j in order[i * cfg.batch_size:][:cfg.batch_size]])
-            for i in range(n)]
+    return [
+        train_ds.collate([train_ds[j] for j in order[i * cfg.batch_size :][: cfg.batch_size]])
+        for i in range(n)
+    ]
 
 
 def gemm_shapes(model, batch) -> list[tuple[int, int, int]]:
@@ -154,8 +167,11 @@ def measured_peak(shapes: Sequence[tuple[int, int, int]], device, repeats: int =
         rates[(m, k, n)] = 2 * m * k * n / best
     shape = max(rates, key=rates.get)
     gemm_seconds = sum(2 * m * k * n / rates[(m, k, n)] for m, k, n in shapes)
-    return {"peak_flops": rates[shape], "shape": list(shape),
-            "gemm_seconds_per_step": gemm_seconds}
+    return {
+        "peak_flops": rates[shape],
+        "shape": list(shape),
+        "gemm_seconds_per_step": gemm_seconds,
+    }
 
 
 def _profile(step, batches, steps: int, device) -> str:
@@ -175,9 +191,10 @@ def _decode_rates(model, test_ds, budget: BenchBudget, device) -> dict:
     from .decode import beam_search, greedy_decode
 
     out = {}
-    for name, n, fn in (("greedy", budget.decode_sentences, greedy_decode),
-                        ("beam5", budget.beam_sentences,
-                         lambda m, s: beam_search(m, s, beam_size=5))):
+    for name, n, fn in (
+        ("greedy", budget.decode_sentences, greedy_decode),
+        ("beam5", budget.beam_sentences, lambda m, s: beam_search(m, s, beam_size=5)),
+    ):
         batch = test_ds.collate([test_ds[j] for j in range(min(n, len(test_ds)))]).to(device)
         fn(model, batch.src[:2])  # warm-up
         if device.type == "cuda":
@@ -190,9 +207,15 @@ def _decode_rates(model, test_ds, budget: BenchBudget, device) -> dict:
     return out
 
 
-def run_bench(models: Sequence[str] = ("convs2s", "gru"), paths=None, device: str = "auto",
-              quick: bool = False, budget: BenchBudget | None = None, out=None,
-              profile: bool = True) -> dict:
+def run_bench(
+    models: Sequence[str] = ("convs2s", "gru"),
+    paths=None,
+    device: str = "auto",
+    quick: bool = False,
+    budget: BenchBudget | None = None,
+    out=None,
+    profile: bool = True,
+) -> dict:
     """Measure ``models`` on ``paths`` (default: every path this device can run).
 
     Parameters
@@ -233,8 +256,13 @@ def run_bench(models: Sequence[str] = ("convs2s", "gru"), paths=None, device: st
         if budget.is_quick and dev.type == "cpu":
             # compiling takes minutes on a small CPU: quick runs time eager paths only
             chosen = [p for p in runnable if not p.compile]
-            skipped.update({p.name: "not timed in quick mode on a CPU (compile time)"
-                            for p in runnable if p.compile})
+            skipped.update(
+                {
+                    p.name: "not timed in quick mode on a CPU (compile time)"
+                    for p in runnable
+                    if p.compile
+                }
+            )
     else:
         by_name = {p.name: p for p in fast.PATHS}
         chosen = []
@@ -248,8 +276,14 @@ def run_bench(models: Sequence[str] = ("convs2s", "gru"), paths=None, device: st
     if fast.Path() not in chosen:
         chosen = [fast.Path(), *chosen]  # the reference of every speed-up
 
-    result = {"machine": None, "device": str(dev), "quick": budget.is_quick,
-              "paths": [p.name for p in chosen], "skipped_paths": skipped, "models": {}}
+    result = {
+        "machine": None,
+        "device": str(dev),
+        "quick": budget.is_quick,
+        "paths": [p.name for p in chosen],
+        "skipped_paths": skipped,
+        "models": {},
+    }
     windows, warm, steps_of = {}, {}, {}
     batches_of, cfgs = {}, {}
     for name in models:
@@ -270,17 +304,24 @@ def run_bench(models: Sequence[str] = ("convs2s", "gru"), paths=None, device: st
         peak = measured_peak(shapes, dev, budget.peak_repeats)
         peak["gemm_seconds_per_token"] = peak.pop("gemm_seconds_per_step") / counts[0]
         test_ds = make_datasets(cfg)[2]
-        entry = {"flops_per_token": flops_per_token, "peak": peak,
-                 "n_parameters": sum(p.numel() for p in ref.parameters()), "paths": {},
-                 "decoding": _decode_rates(ref, test_ds, budget, dev)}
+        entry = {
+            "flops_per_token": flops_per_token,
+            "peak": peak,
+            "n_parameters": sum(p.numel() for p in ref.parameters()),
+            "paths": {},
+            "decoding": _decode_rates(ref, test_ds, budget, dev),
+        }
         if name == "convs2s":
             from .convs2s import ConvS2S
             from .speed import time_incremental_vs_full
 
             long = ConvS2S(ref.cfg.replace(max_positions=max(budget.incremental_lengths) + 1))
             entry["incremental"] = time_incremental_vs_full(
-                long.to(dev), budget.incremental_lengths, budget.incremental_batch,
-                budget.incremental_repeats)
+                long.to(dev),
+                budget.incremental_lengths,
+                budget.incremental_batch,
+                budget.incremental_repeats,
+            )
         result["models"][name] = entry
         for p in chosen:
             key = f"{name}/{p.name}"
@@ -288,8 +329,9 @@ def run_bench(models: Sequence[str] = ("convs2s", "gru"), paths=None, device: st
             model = build_model(cfg).to(dev)
             if p.compile:
                 fast.apply_compile(model, p.compile_mode)
-            step = fast.make_train_step(model, torch.optim.Adam(model.parameters(), lr=cfg.lr),
-                                        cfg.clip_norm, p.precision)
+            step = fast.make_train_step(
+                model, torch.optim.Adam(model.parameters(), lr=cfg.lr), cfg.clip_norm, p.precision
+            )
             steps_of[key] = step
 
             def window(step=step, batches=batches, schedule=schedule, n=window_tokens):
@@ -308,13 +350,19 @@ def run_bench(models: Sequence[str] = ("convs2s", "gru"), paths=None, device: st
             windows[key] = window
             warm[key] = warmup
         if profile:
-            entry["profile"] = _profile(steps_of[f"{name}/eager-fp32"], batches,
-                                        budget.profile_steps, dev)
+            entry["profile"] = _profile(
+                steps_of[f"{name}/eager-fp32"], batches, budget.profile_steps, dev
+            )
 
     warmups = dict(warm)
-    m = time_interleaved(windows, budget.n_rounds, dev, warmup=warmups,
-                         steps_per_window=budget.steps_per_window,
-                         warmup_steps=budget.warmup_steps)
+    m = time_interleaved(
+        windows,
+        budget.n_rounds,
+        dev,
+        warmup=warmups,
+        steps_per_window=budget.steps_per_window,
+        warmup_steps=budget.warmup_steps,
+    )
     result["machine"] = {**asdict(m.machine), "load": m.machine.load}
     result["machine"]["describe"] = m.machine.describe()
     for name in models:
@@ -323,10 +371,14 @@ def run_bench(models: Sequence[str] = ("convs2s", "gru"), paths=None, device: st
         for p in chosen:
             s = m.throughput[f"{name}/{p.name}"]
             entry["paths"][p.name] = {
-                "tokens_per_second": s.median, "min": s.min, "max": s.max,
-                "spread": s.spread, "warmup_seconds": warm[f"{name}/{p.name}"],
+                "tokens_per_second": s.median,
+                "min": s.min,
+                "max": s.max,
+                "spread": s.spread,
+                "warmup_seconds": warm[f"{name}/{p.name}"],
                 "speedup_vs_eager": s.median / eager,
-                "fraction_of_peak": s.median * entry["flops_per_token"]
+                "fraction_of_peak": s.median
+                * entry["flops_per_token"]
                 / entry["peak"]["peak_flops"],
                 "gemm_bound_fraction": s.median * entry["peak"]["gemm_seconds_per_token"],
             }
@@ -342,8 +394,10 @@ def run_bench(models: Sequence[str] = ("convs2s", "gru"), paths=None, device: st
 def format_bench(result: dict, profile: bool = True) -> str:
     """The bench as text: the machine, the training table, decoding, incremental, profiles."""
     lines = [f"machine: {result['machine']['describe']}", ""]
-    head = (f"{'model':<9} {'path':<30} {'tokens/s':>9} {'range':>15} {'x eager':>7} "
-            f"{'GFLOP/tok':>9} {'% peak':>6} {'GEMM-bound %':>12} {'warm-up s':>9}")
+    head = (
+        f"{'model':<9} {'path':<30} {'tokens/s':>9} {'range':>15} {'x eager':>7} "
+        f"{'GFLOP/tok':>9} {'% peak':>6} {'GEMM-bound %':>12} {'warm-up s':>9}"
+    )
     lines += [head, "-" * len(head)]
     for name, e in result["models"].items():
         for path, r in e["paths"].items():
@@ -351,19 +405,24 @@ def format_bench(result: dict, profile: bool = True) -> str:
                 f"{name:<9} {path:<30} {r['tokens_per_second']:>9,.0f} "
                 f"{r['min']:>7,.0f}-{r['max']:<7,.0f} {r['speedup_vs_eager']:>7.2f} "
                 f"{e['flops_per_token'] / 1e9:>9.4f} {100 * r['fraction_of_peak']:>6.1f} "
-                f"{100 * r['gemm_bound_fraction']:>12.1f} {r['warmup_seconds']:>9.1f}")
+                f"{100 * r['gemm_bound_fraction']:>12.1f} {r['warmup_seconds']:>9.1f}"
+            )
     lines.append("")
     for name, e in result["models"].items():
         pk = e["peak"]
-        lines.append(f"{name}: measured peak {pk['peak_flops'] / 1e9:,.1f} GFLOP/s "
-                     f"(dense fp32 mm {tuple(pk['shape'])}), fastest path {e['fastest']}, "
-                     f"greedy {e['decoding']['greedy_sentences_per_second']:,.1f} sentences/s, "
-                     f"beam 5 {e['decoding']['beam5_sentences_per_second']:,.1f} sentences/s")
+        lines.append(
+            f"{name}: measured peak {pk['peak_flops'] / 1e9:,.1f} GFLOP/s "
+            f"(dense fp32 mm {tuple(pk['shape'])}), fastest path {e['fastest']}, "
+            f"greedy {e['decoding']['greedy_sentences_per_second']:,.1f} sentences/s, "
+            f"beam 5 {e['decoding']['beam5_sentences_per_second']:,.1f} sentences/s"
+        )
     for name, e in result["models"].items():
         for r in e.get("incremental", []):
-            lines.append(f"{name} greedy decoding T={r['target_len']:>3}: full recompute "
-                         f"{r['seconds_full']:.3f} s, incremental {r['seconds_incremental']:.3f} s"
-                         f" ({r['speedup']:.1f}x)")
+            lines.append(
+                f"{name} greedy decoding T={r['target_len']:>3}: full recompute "
+                f"{r['seconds_full']:.3f} s, incremental {r['seconds_incremental']:.3f} s"
+                f" ({r['speedup']:.1f}x)"
+            )
     if result["skipped_paths"]:
         lines.append("")
         for p, why in result["skipped_paths"].items():
@@ -371,6 +430,9 @@ def format_bench(result: dict, profile: bool = True) -> str:
     if profile:
         for name, e in result["models"].items():
             if "profile" in e:
-                lines += ["", f"{name}: where the time of eager fp32 training steps goes",
-                          e["profile"]]
+                lines += [
+                    "",
+                    f"{name}: where the time of eager fp32 training steps goes",
+                    e["profile"],
+                ]
     return "\n".join(lines)

@@ -35,102 +35,175 @@ def _add_config_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, help="default 0")
     p.add_argument("--max-len", type=int, dest="max_len", help="longest sequence (default 20)")
     p.add_argument("--min-len", type=int, dest="min_len", help="shortest sequence (default 8)")
-    p.add_argument("--seed-convs2s", action="store_true", dest="seed_convs2s",
-                   help="train the seed's simplified ConvS2S (no weight norm, default init, "
-                        "no gradient or context scaling) instead of the paper's")
+    p.add_argument(
+        "--seed-convs2s",
+        action="store_true",
+        dest="seed_convs2s",
+        help="train the seed's simplified ConvS2S (no weight norm, default init, "
+        "no gradient or context scaling) instead of the paper's",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--compile", action="store_true",
-                   help="torch.compile the encoder and decoder (see `convs2s-edu bench`)")
-    p.add_argument("--compile-mode", dest="compile_mode",
-                   choices=("default", "reduce-overhead", "max-autotune"),
-                   help="torch.compile mode (reduce-overhead: CUDA graphs); implies --compile")
-    p.add_argument("--precision", choices=("fp32", "bf16"),
-                   help="fp32 (default) or bf16 autocast (CUDA, or a CPU with bf16 instructions)")
+    p.add_argument(
+        "--compile",
+        action="store_true",
+        help="torch.compile the encoder and decoder (see `convs2s-edu bench`)",
+    )
+    p.add_argument(
+        "--compile-mode",
+        dest="compile_mode",
+        choices=("default", "reduce-overhead", "max-autotune"),
+        help="torch.compile mode (reduce-overhead: CUDA graphs); implies --compile",
+    )
+    p.add_argument(
+        "--precision",
+        choices=("fp32", "bf16"),
+        help="fp32 (default) or bf16 autocast (CUDA, or a CPU with bf16 instructions)",
+    )
 
 
 def _config(args, model: str):
     from .train import TrainConfig
 
-    keys = ("epochs", "device", "n_train", "batch_size", "lr", "seed", "max_len", "min_len",
-            "compile_mode", "precision")
+    keys = (
+        "epochs",
+        "device",
+        "n_train",
+        "batch_size",
+        "lr",
+        "seed",
+        "max_len",
+        "min_len",
+        "compile_mode",
+        "precision",
+    )
     extra = {"compile": True} if args.compile or args.compile_mode else {}
-    return TrainConfig(model=model, paper_normalisation=not args.seed_convs2s, **extra,
-                       **{k: getattr(args, k) for k in keys if getattr(args, k) is not None})
+    return TrainConfig(
+        model=model,
+        paper_normalisation=not args.seed_convs2s,
+        **extra,
+        **{k: getattr(args, k) for k in keys if getattr(args, k) is not None},
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="convs2s-edu",
-                     description="Train, evaluate and compare ConvS2S and the GRU + Bahdanau "
-                                 "baseline on the sorting task. `convs2s-edu COMMAND --help` "
-                                 "says what each command does, its defaults and how long it "
-                                 "takes.")
+    parser = _Parser(
+        prog="convs2s-edu",
+        description="Train, evaluate and compare ConvS2S and the GRU + Bahdanau "
+        "baseline on the sorting task. `convs2s-edu COMMAND --help` "
+        "says what each command does, its defaults and how long it "
+        "takes.",
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser(
-        "train", help="train one model and save a checkpoint (minutes: see --help)",
+        "train",
+        help="train one model and save a checkpoint (minutes: see --help)",
         description="Train one model on the sorting task and save DIR/checkpoint.pt. "
-                    "At the defaults (10,000 examples, 30 epochs, batch 128) this takes "
-                    "several minutes per model on a 2-core CPU (roughly 5 to 15; each epoch's "
-                    "time is printed as it trains) and well under a minute on a GPU; "
-                    "--epochs 2 --n-train 2000 finishes in seconds.")
-    p.add_argument("--model", required=True, choices=MODEL_NAMES,
-                   help="convs2s: the paper's convolutional model; gru: the bidirectional GRU "
-                        "encoder-decoder with Bahdanau attention (the baseline); gru+conv and "
-                        "conv+gru: hybrids <encoder>+<decoder> built from the same parts")
+        "At the defaults (10,000 examples, 30 epochs, batch 128) this takes "
+        "several minutes per model on a 2-core CPU (roughly 5 to 15; each epoch's "
+        "time is printed as it trains) and well under a minute on a GPU; "
+        "--epochs 2 --n-train 2000 finishes in seconds.",
+    )
+    p.add_argument(
+        "--model",
+        required=True,
+        choices=MODEL_NAMES,
+        help="convs2s: the paper's convolutional model; gru: the bidirectional GRU "
+        "encoder-decoder with Bahdanau attention (the baseline); gru+conv and "
+        "conv+gru: hybrids <encoder>+<decoder> built from the same parts",
+    )
     p.add_argument("--out", required=True, help="directory for checkpoint.pt (created if missing)")
     p.add_argument("--resume", action="store_true", help="continue from --out's checkpoint")
     _add_config_options(p)
 
     p = sub.add_parser(
-        "evaluate", help="score a checkpoint on its test set (seconds)",
+        "evaluate",
+        help="score a checkpoint on its test set (seconds)",
         description="Load a checkpoint written by `train`, rebuild its test set (1,000 examples "
-                    "at the defaults) and print exact match, token accuracy and a few sample "
-                    "predictions. Greedy decoding takes seconds on a CPU; beam search grows "
-                    "with --beam.")
+        "at the defaults) and print exact match, token accuracy and a few sample "
+        "predictions. Greedy decoding takes seconds on a CPU; beam search grows "
+        "with --beam.",
+    )
     p.add_argument("dir", help="directory (or file) of a checkpoint written by `train`")
-    p.add_argument("--beam", type=int, default=1,
-                   help="beam size (default 1 = greedy); > 1 also prints a beam column")
+    p.add_argument(
+        "--beam",
+        type=int,
+        default=1,
+        help="beam size (default 1 = greedy); > 1 also prints a beam column",
+    )
     p.add_argument("--device", help="where to run (default: the checkpoint's)")
-    p.add_argument("--samples", type=int, default=5,
-                   help="sample predictions to print (default 5; 0 prints none)")
+    p.add_argument(
+        "--samples",
+        type=int,
+        default=5,
+        help="sample predictions to print (default 5; 0 prints none)",
+    )
 
     p = sub.add_parser(
-        "compare", help="train both models on the same data; print the speed table (minutes)",
+        "compare",
+        help="train both models on the same data; print the speed table (minutes)",
         description="Train ConvS2S and the GRU baseline on the same data with the same "
-                    "settings (or load them from the cache), score both, then time both "
-                    "interleaved (alternating windows of training steps on the same batches) "
-                    "and print tokens per second with their range, loss and accuracy side by "
-                    "side, the speed ratio and a verdict. At the defaults this trains two "
-                    "models: roughly 10 to 30 minutes on a 2-core CPU the first time; once "
-                    "both are cached, only the timing runs (seconds).")
-    p.add_argument("--no-cache", action="store_true",
-                   help="always train afresh (default: reuse models cached under "
-                        "$CONVS2S_EDU_CACHE, else ~/.cache/convs2s_edu)")
+        "settings (or load them from the cache), score both, then time both "
+        "interleaved (alternating windows of training steps on the same batches) "
+        "and print tokens per second with their range, loss and accuracy side by "
+        "side, the speed ratio and a verdict. At the defaults this trains two "
+        "models: roughly 10 to 30 minutes on a 2-core CPU the first time; once "
+        "both are cached, only the timing runs (seconds).",
+    )
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="always train afresh (default: reuse models cached under "
+        "$CONVS2S_EDU_CACHE, else ~/.cache/convs2s_edu)",
+    )
     p.add_argument("--json", help="also write the rows and the speed measurement to this file")
-    p.add_argument("--rounds", type=int, default=6,
-                   help="timed windows per model in the interleaved speed measurement (default 6)")
-    p.add_argument("--window-steps", type=int, default=4, dest="window_steps",
-                   help="training steps per timed window (default 4)")
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=6,
+        help="timed windows per model in the interleaved speed measurement (default 6)",
+    )
+    p.add_argument(
+        "--window-steps",
+        type=int,
+        default=4,
+        dest="window_steps",
+        help="training steps per timed window (default 4)",
+    )
     _add_config_options(p)
 
     p = sub.add_parser(
-        "bench", help="training and decoding throughput on every execution path (minutes)",
+        "bench",
+        help="training and decoding throughput on every execution path (minutes)",
         description="Measure on this machine, in one process: training tokens/s of ConvS2S and "
-                    "the GRU on every execution path (eager/compiled, fp32/bf16, CUDA graphs), "
-                    "timed interleaved; FLOPs per token and the fraction of this machine's "
-                    "measured matmul peak; greedy and beam-5 sentences/s; ConvS2S incremental "
-                    "against full-recompute decoding; profiler tables. Under 5 minutes on a "
-                    "2-core CPU; --quick takes seconds (eager paths only on a CPU).")
+        "the GRU on every execution path (eager/compiled, fp32/bf16, CUDA graphs), "
+        "timed interleaved; FLOPs per token and the fraction of this machine's "
+        "measured matmul peak; greedy and beam-5 sentences/s; ConvS2S incremental "
+        "against full-recompute decoding; profiler tables. Under 5 minutes on a "
+        "2-core CPU; --quick takes seconds (eager paths only on a CPU).",
+    )
     p.add_argument("--device", default="auto", help="auto (default), cpu, cuda or cuda:N")
     p.add_argument("--quick", action="store_true", help="small budgets (seconds)")
-    p.add_argument("--paths", nargs="+",
-                   help="execution paths to time (default: all this device can run), e.g. "
-                        "eager-fp32 compile-fp32 eager-bf16 compile-reduce-overhead-bf16")
-    p.add_argument("--models", nargs="+", default=["convs2s", "gru"], choices=MODEL_NAMES,
-                   help="models to measure (default: convs2s gru)")
+    p.add_argument(
+        "--paths",
+        nargs="+",
+        help="execution paths to time (default: all this device can run), e.g. "
+        "eager-fp32 compile-fp32 eager-bf16 compile-reduce-overhead-bf16",
+    )
+    p.add_argument(
+        "--models",
+        nargs="+",
+        default=["convs2s", "gru"],
+        choices=MODEL_NAMES,
+        help="models to measure (default: convs2s gru)",
+    )
     p.add_argument("--json", help="also write the measurement to this file")
-    p.add_argument("--no-profile", action="store_true", dest="no_profile",
-                   help="leave out the profiler tables")
+    p.add_argument(
+        "--no-profile",
+        action="store_true",
+        dest="no_profile",
+        help="leave out the profiler tables",
+    )
     return parser
 
 
@@ -139,8 +212,12 @@ def _cmd_train(args) -> int:
     from .distributed import is_launched
     from .train import train
 
-    result = train(_config(args, args.model), out_dir=args.out, resume=args.resume,
-                   progress=False if args.quiet else None)
+    result = train(
+        _config(args, args.model),
+        out_dir=args.out,
+        resume=args.resume,
+        progress=False if args.quiet else None,
+    )
     if is_launched() and int(os.environ.get("RANK", "0")) != 0:
         return 0  # torchrun: rank 0 prints
     print(format_table([summarise(result)]))
@@ -159,12 +236,17 @@ def _cmd_evaluate(args) -> int:
     test_set = make_datasets(result.config)[2]
     scores = evaluate(result.model, test_set, beam_size=args.beam)
     how = "greedy" if args.beam == 1 else f"beam {args.beam}"
-    print(f"{result.config.model} on {scores['n_examples']} test examples ({how}): "
-          f"exact match {scores['exact_match']:.1%}, "
-          f"token accuracy {scores['token_accuracy']:.1%}")
+    print(
+        f"{result.config.model} on {scores['n_examples']} test examples ({how}): "
+        f"exact match {scores['exact_match']:.1%}, "
+        f"token accuracy {scores['token_accuracy']:.1%}"
+    )
     if args.samples > 0:
-        rows = predict_samples({result.config.model: result.model},
-                               test_set.examples[: args.samples], beam_size=args.beam)
+        rows = predict_samples(
+            {result.config.model: result.model},
+            test_set.examples[: args.samples],
+            beam_size=args.beam,
+        )
         if args.beam == 1:  # greedy: the beam=1 column would only repeat the greedy one
             rows = [{k: v for k, v in row.items() if not k.endswith(" beam=1")} for row in rows]
         print(format_samples(rows))
@@ -175,8 +257,13 @@ def _cmd_compare(args) -> int:
     from .compare import compare, format_speed, format_table
 
     cfg = _config(args, "convs2s")
-    result = compare(cfg, use_cache=not args.no_cache, progress=False if args.quiet else None,
-                     n_rounds=args.rounds, steps_per_window=args.window_steps)
+    result = compare(
+        cfg,
+        use_cache=not args.no_cache,
+        progress=False if args.quiet else None,
+        n_rounds=args.rounds,
+        steps_per_window=args.window_steps,
+    )
     print(format_table(result.rows))
     if result.speed is not None:
         print()
@@ -190,8 +277,14 @@ def _cmd_compare(args) -> int:
 def _cmd_bench(args) -> int:
     from .bench import format_bench, run_bench
 
-    result = run_bench(models=args.models, paths=args.paths, device=args.device,
-                       quick=args.quick, out=args.json, profile=not args.no_profile)
+    result = run_bench(
+        models=args.models,
+        paths=args.paths,
+        device=args.device,
+        quick=args.quick,
+        out=args.json,
+        profile=not args.no_profile,
+    )
     print(format_bench(result))
     return 0
 
@@ -201,8 +294,12 @@ def main(argv=None) -> int:
     from .train import TrainingDivergedError
 
     args = build_parser().parse_args(argv)
-    command = {"train": _cmd_train, "evaluate": _cmd_evaluate, "compare": _cmd_compare,
-               "bench": _cmd_bench}
+    command = {
+        "train": _cmd_train,
+        "evaluate": _cmd_evaluate,
+        "compare": _cmd_compare,
+        "bench": _cmd_bench,
+    }
     try:
         return command[args.command](args)
     except (ValueError, FileNotFoundError, TrainingDivergedError) as err:

@@ -50,8 +50,12 @@ def epoch_tokens(cfg: TrainConfig) -> int:
     return sum(len(y) + 1 for _, y in make_datasets(cfg)[0].examples)
 
 
-def summarise(result: TrainResult, test_set=None, beam_size: int = 1,
-              measurement: SpeedMeasurement | None = None) -> dict:
+def summarise(
+    result: TrainResult,
+    test_set=None,
+    beam_size: int = 1,
+    measurement: SpeedMeasurement | None = None,
+) -> dict:
     """One row of the speed table for a trained model.
 
     Parameters
@@ -123,15 +127,31 @@ class Comparison:
 
     def to_dict(self) -> dict:
         """Rows, measurement and verdict as plain JSON-ready data."""
-        return {"rows": self.rows, "speed": None if self.speed is None else self.speed.to_dict(),
-                "verdict": None if self.verdict is None else {
-                    "ok": self.verdict.ok, "resolved": self.verdict.resolved,
-                    "text": self.verdict.text, "faster": self.verdict.faster}}
+        return {
+            "rows": self.rows,
+            "speed": None if self.speed is None else self.speed.to_dict(),
+            "verdict": None
+            if self.verdict is None
+            else {
+                "ok": self.verdict.ok,
+                "resolved": self.verdict.resolved,
+                "text": self.verdict.text,
+                "faster": self.verdict.faster,
+            },
+        }
 
 
-def compare(cfg: TrainConfig | None = None, use_cache: bool = True, progress: bool | None = None,
-            models=MODEL_NAMES[:2], measure: bool = True, steps_per_window: int = 4,
-            n_rounds: int = 6, warmup_steps: int = 2, max_spread: float = 1.5) -> Comparison:
+def compare(
+    cfg: TrainConfig | None = None,
+    use_cache: bool = True,
+    progress: bool | None = None,
+    models=MODEL_NAMES[:2],
+    measure: bool = True,
+    steps_per_window: int = 4,
+    n_rounds: int = 6,
+    warmup_steps: int = 2,
+    max_spread: float = 1.5,
+) -> Comparison:
     """Train every model in ``models`` (default: ConvS2S and the GRU) with ``cfg`` (only ``model`` changes), score each, and
     time them interleaved.
 
@@ -142,20 +162,29 @@ def compare(cfg: TrainConfig | None = None, use_cache: bool = True, progress: bo
     :func:`~convs2s_edu.speed.speed_verdict`.
     """
     cfg = cfg if cfg is not None else TrainConfig()
-    for name, value, low in (("n_rounds", n_rounds, 2), ("steps_per_window", steps_per_window, 1),
-                             ("warmup_steps", warmup_steps, 0)):  # before any training
+    for name, value, low in (
+        ("n_rounds", n_rounds, 2),
+        ("steps_per_window", steps_per_window, 1),
+        ("warmup_steps", warmup_steps, 0),
+    ):  # before any training
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
     test_set = make_datasets(cfg)[2]
     results = {}
     for name in models:
         run_cfg = cfg.replace(model=name)
-        results[name] = (train_or_load(run_cfg, progress) if use_cache
-                         else train(run_cfg, progress=progress))
+        results[name] = (
+            train_or_load(run_cfg, progress) if use_cache else train(run_cfg, progress=progress)
+        )
     m = verdict = None
     if measure and len(models) >= 2:
-        m = measure_config(cfg, models, steps_per_window=steps_per_window, n_rounds=n_rounds,
-                           warmup_steps=warmup_steps)
+        m = measure_config(
+            cfg,
+            models,
+            steps_per_window=steps_per_window,
+            n_rounds=n_rounds,
+            warmup_steps=warmup_steps,
+        )
         verdict = speed_verdict(m, max_spread=max_spread)
     rows = [summarise(results[name], test_set, measurement=m) for name in models]
     return Comparison(rows, results, m, verdict)
@@ -175,35 +204,59 @@ def format_table(rows: list[dict]) -> str:
     return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, body)])
 
 
-def format_speed(m: SpeedMeasurement, verdict: SpeedVerdict | None = None,
-                 labels: dict | None = None, width: int = 99) -> str:
+def format_speed(
+    m: SpeedMeasurement,
+    verdict: SpeedVerdict | None = None,
+    labels: dict | None = None,
+    width: int = 99,
+) -> str:
     """The interleaved measurement in a few lines: method, per-model throughput with its
     range, every model's throughput ratio to the first with its range, the verdict, the
     machine; long lines wrapped at ``width``."""
     labels = labels or {}
     lab = lambda n: labels.get(n, n)  # noqa: E731
+
     def fill(text, indent=""):
         return textwrap.fill(text, width, subsequent_indent=indent)
 
     mach = m.machine
-    out = [fill(f"speed, measured interleaved: {m.n_rounds} windows of {m.steps_per_window} "
-                f"training steps per model, in the order {', '.join(map(lab, m.models))}, then "
-                f"back, on the same batches, after {m.warmup_steps} warm-up steps")]
+    out = [
+        fill(
+            f"speed, measured interleaved: {m.n_rounds} windows of {m.steps_per_window} "
+            f"training steps per model, in the order {', '.join(map(lab, m.models))}, then "
+            f"back, on the same batches, after {m.warmup_steps} warm-up steps"
+        )
+    ]
     name_width = max(len(lab(n)) for n in m.models)
     for n in m.models:
         t = m.throughput[n]
-        out.append(fill(f"  {lab(n):{name_width}s} {t.median:>8,.0f} tokens/s  "
-                        f"(windows {t.min:,.0f}-{t.max:,.0f}, spread {t.spread:.2f}x)", "    "))
+        out.append(
+            fill(
+                f"  {lab(n):{name_width}s} {t.median:>8,.0f} tokens/s  "
+                f"(windows {t.min:,.0f}-{t.max:,.0f}, spread {t.spread:.2f}x)",
+                "    ",
+            )
+        )
     ref = m.models[0]
     for n in m.models[1:]:
         r = m.ratios[n]
-        out.append(fill(f"  throughput ratio {lab(n)} / {lab(ref)}: {r.median:.2f} (per round "
-                        f"{r.min:.2f}-{r.max:.2f}; above 1: {lab(n)} faster)", "    "))
+        out.append(
+            fill(
+                f"  throughput ratio {lab(n)} / {lab(ref)}: {r.median:.2f} (per round "
+                f"{r.min:.2f}-{r.max:.2f}; above 1: {lab(n)} faster)",
+                "    ",
+            )
+        )
     if verdict is not None:
         out.append(fill(verdict.text))
     load = lambda x: "unknown" if x is None else f"{x:.2f}"  # noqa: E731
-    out.append(fill(f"machine: {mach.cpu}; {mach.cores} cores usable, {mach.threads} PyTorch "
-                    f"thread(s), OMP_WAIT_POLICY={mach.omp_wait_policy or 'unset'}; device "
-                    f"{mach.device}; torch {mach.torch_version}; load average "
-                    f"{load(mach.load_before)} before, {load(mach.load_after)} after", "    "))
+    out.append(
+        fill(
+            f"machine: {mach.cpu}; {mach.cores} cores usable, {mach.threads} PyTorch "
+            f"thread(s), OMP_WAIT_POLICY={mach.omp_wait_policy or 'unset'}; device "
+            f"{mach.device}; torch {mach.torch_version}; load average "
+            f"{load(mach.load_before)} before, {load(mach.load_after)} after",
+            "    ",
+        )
+    )
     return "\n".join(out)

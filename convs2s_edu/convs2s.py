@@ -109,8 +109,15 @@ class ConvS2SConfig:
     scale_context: bool = False  # paper: True
 
     def __post_init__(self):
-        for name in ("vocab_size", "embed_dim", "hidden_dim", "n_encoder_layers",
-                     "n_decoder_layers", "kernel_size", "max_positions"):
+        for name in (
+            "vocab_size",
+            "embed_dim",
+            "hidden_dim",
+            "n_encoder_layers",
+            "n_decoder_layers",
+            "kernel_size",
+            "max_positions",
+        ):
             check_positive(name, getattr(self, name))
         check_probability("dropout", self.dropout)
         if self.kernel_size % 2 == 0:
@@ -122,8 +129,9 @@ class ConvS2SConfig:
     @classmethod
     def paper(cls, **overrides) -> ConvS2SConfig:
         """The seed's sizes with all three of the paper's normalisation tricks on."""
-        return cls(**{"weight_norm": True, "scale_encoder_grad": True, "scale_context": True,
-                      **overrides})
+        return cls(
+            **{"weight_norm": True, "scale_encoder_grad": True, "scale_context": True, **overrides}
+        )
 
     def replace(self, **changes) -> ConvS2SConfig:
         """A copy with some fields changed (validated again)."""
@@ -138,8 +146,9 @@ class ConvS2SConfig:
 # --------------------------------------------------------------------------
 
 
-def _linear(n_in: int, n_out: int, *, dropout: float, weight_norm: bool,
-            bias: bool = True) -> nn.Linear:
+def _linear(
+    n_in: int, n_out: int, *, dropout: float, weight_norm: bool, bias: bool = True
+) -> nn.Linear:
     """A linear layer ``n_in -> n_out``; with ``weight_norm`` initialised N(0, sqrt(p/n)) and
     weight-normalised (§3.5).
 
@@ -247,8 +256,15 @@ class TokenPositionEmbedding(nn.Module):
     Gehring et al. (2017), §3.1 "Position Embeddings".
     """
 
-    def __init__(self, n_ids: int, embed_dim: int, max_positions: int, *, dropout: float = 0.0,
-                 weight_norm: bool = False):
+    def __init__(
+        self,
+        n_ids: int,
+        embed_dim: int,
+        max_positions: int,
+        *,
+        dropout: float = 0.0,
+        weight_norm: bool = False,
+    ):
         super().__init__()
         self.max_positions = max_positions
         self.token = nn.Embedding(n_ids, embed_dim, padding_idx=PAD)  # w
@@ -331,8 +347,15 @@ class ConvBlock(nn.Module):
     Gehring et al. (2017), §3.2 and §3.4; Dauphin et al. (2017), eq. 1.
     """
 
-    def __init__(self, d: int, kernel_size: int = 3, *, causal: bool = False,
-                 dropout: float = 0.0, weight_norm: bool = False):
+    def __init__(
+        self,
+        d: int,
+        kernel_size: int = 3,
+        *,
+        causal: bool = False,
+        dropout: float = 0.0,
+        weight_norm: bool = False,
+    ):
         super().__init__()
         check_positive("d", d)
         check_positive("kernel_size", kernel_size)
@@ -391,14 +414,25 @@ class ConvBlock(nn.Module):
 def _conv_stack(cfg: ConvS2SConfig, *, causal: bool, n_layers: int):
     """The embeddings, the linear map :math:`f \\to d` and ``n_layers`` :class:`ConvBlock`\\ s
     that the encoder (centred) and the decoder (causal) both start with."""
-    embed = TokenPositionEmbedding(n_token_ids(cfg.vocab_size), cfg.embed_dim, cfg.max_positions,
-                                   dropout=cfg.dropout, weight_norm=cfg.weight_norm)
+    embed = TokenPositionEmbedding(
+        n_token_ids(cfg.vocab_size),
+        cfg.embed_dim,
+        cfg.max_positions,
+        dropout=cfg.dropout,
+        weight_norm=cfg.weight_norm,
+    )
     # dropout on the embeddings in front of in_proj: N(0, sqrt(p/n)) under the paper's init
-    in_proj = _linear(cfg.embed_dim, cfg.hidden_dim, dropout=cfg.dropout,
-                      weight_norm=cfg.weight_norm)  # f -> d
+    in_proj = _linear(
+        cfg.embed_dim, cfg.hidden_dim, dropout=cfg.dropout, weight_norm=cfg.weight_norm
+    )  # f -> d
     blocks = nn.ModuleList(
-        ConvBlock(cfg.hidden_dim, cfg.kernel_size, causal=causal, dropout=cfg.dropout,
-                  weight_norm=cfg.weight_norm)
+        ConvBlock(
+            cfg.hidden_dim,
+            cfg.kernel_size,
+            causal=causal,
+            dropout=cfg.dropout,
+            weight_norm=cfg.weight_norm,
+        )
         for _ in range(n_layers)
     )
     return embed, in_proj, blocks
@@ -439,11 +473,13 @@ class ConvEncoder(Encoder):
         super().__init__()
         self.cfg = cfg
         self.out_dim = self.embed_dim = self.summary_dim = cfg.embed_dim
-        self.embed, self.in_proj, self.blocks = _conv_stack(cfg, causal=False,
-                                                            n_layers=cfg.n_encoder_layers)
+        self.embed, self.in_proj, self.blocks = _conv_stack(
+            cfg, causal=False, n_layers=cfg.n_encoder_layers
+        )
         # no dropout on its input: N(0, sqrt(1/n)) under the paper's init
-        self.out_proj = _linear(cfg.hidden_dim, cfg.embed_dim, dropout=0.0,
-                                weight_norm=cfg.weight_norm)  # d -> f
+        self.out_proj = _linear(
+            cfg.hidden_dim, cfg.embed_dim, dropout=0.0, weight_norm=cfg.weight_norm
+        )  # d -> f
 
     def forward(self, src: torch.Tensor) -> EncoderOut:
         pad = src.eq(PAD)  # (B, S)
@@ -534,12 +570,17 @@ class MultiStepAttention(nn.Module):
     Gehring et al. (2017), §3.3, eqs. 1-2.
     """
 
-    def __init__(self, hidden_dim: int, embed_dim: int, *, scale_context: bool = False,
-                 weight_norm: bool = False):
+    def __init__(
+        self,
+        hidden_dim: int,
+        embed_dim: int,
+        *,
+        scale_context: bool = False,
+        weight_norm: bool = False,
+    ):
         super().__init__()
         # h is not dropped out before W_d: N(0, sqrt(1/n)) under the paper's init
-        self.W_d = _linear(hidden_dim, embed_dim, dropout=0.0, weight_norm=weight_norm,
-                           bias=False)
+        self.W_d = _linear(hidden_dim, embed_dim, dropout=0.0, weight_norm=weight_norm, bias=False)
         self.b_d = nn.Parameter(torch.zeros(embed_dim))
         self.scale_context = scale_context
 
@@ -637,11 +678,16 @@ class ConvDecoder(Decoder):
         super().__init__()
         self.cfg = cfg
         self.in_dim = cfg.embed_dim  # z^u_j has the embedding size f
-        self.embed, self.in_proj, self.blocks = _conv_stack(cfg, causal=True,
-                                                            n_layers=cfg.n_decoder_layers)
+        self.embed, self.in_proj, self.blocks = _conv_stack(
+            cfg, causal=True, n_layers=cfg.n_decoder_layers
+        )
         self.attention = nn.ModuleList(
-            MultiStepAttention(cfg.hidden_dim, cfg.embed_dim, scale_context=cfg.scale_context,
-                               weight_norm=cfg.weight_norm)
+            MultiStepAttention(
+                cfg.hidden_dim,
+                cfg.embed_dim,
+                scale_context=cfg.scale_context,
+                weight_norm=cfg.weight_norm,
+            )
             for _ in range(cfg.n_decoder_layers)
         )
         # c is not dropped out before W_c: N(0, sqrt(1/n)) under the paper's init
@@ -651,14 +697,20 @@ class ConvDecoder(Decoder):
         )  # f -> d
         self.dropout = nn.Dropout(cfg.dropout)
         # dropout in front of the output layer: N(0, sqrt(p/n)) under the paper's init
-        self.W_o = _linear(cfg.hidden_dim, n_token_ids(cfg.vocab_size), dropout=cfg.dropout,
-                           weight_norm=cfg.weight_norm)  # d -> V
+        self.W_o = _linear(
+            cfg.hidden_dim,
+            n_token_ids(cfg.vocab_size),
+            dropout=cfg.dropout,
+            weight_norm=cfg.weight_norm,
+        )  # d -> V
 
     def memory(self, enc: EncoderOut) -> ConvMemory:
         """Keys :math:`z^u_j` and values :math:`z^u_j + e_j` from an :class:`EncoderOut`."""
         if enc.embedded is None or enc.embedded.shape[-1] != self.cfg.embed_dim:
-            raise ValueError("ConvDecoder needs the source embeddings e_j of size "
-                             f"embed_dim={self.cfg.embed_dim} in EncoderOut.embedded")
+            raise ValueError(
+                "ConvDecoder needs the source embeddings e_j of size "
+                f"embed_dim={self.cfg.embed_dim} in EncoderOut.embedded"
+            )
         z = enc.states  # (B, S, f)
         if self.cfg.scale_encoder_grad:
             # every one of the L decoder attentions sends gradient into z: scale by 1/L (§3.4)
@@ -779,6 +831,10 @@ class ConvS2S(EncoderDecoder):
 
     def __init__(self, cfg: ConvS2SConfig | None = None):
         cfg = cfg if cfg is not None else ConvS2SConfig()
-        super().__init__(ConvEncoder(cfg), ConvDecoder(cfg), vocab_size=cfg.vocab_size,
-                         max_positions=cfg.max_positions)
+        super().__init__(
+            ConvEncoder(cfg),
+            ConvDecoder(cfg),
+            vocab_size=cfg.vocab_size,
+            max_positions=cfg.max_positions,
+        )
         self.cfg = cfg

@@ -133,9 +133,7 @@ def generate_dataset(
     min_len = check_int("min_len", min_len)
     max_len = check_int("max_len", max_len)
     if min_len > max_len:
-        raise ValueError(
-            f"min_len must be <= max_len, got min_len={min_len} > max_len={max_len}"
-        )
+        raise ValueError(f"min_len must be <= max_len, got min_len={min_len} > max_len={max_len}")
     rng = np.random.default_rng(seed)
     lengths = rng.integers(min_len, max_len + 1, size=n_samples)
     return [generate_sorting_example(int(n), vocab_size, rng) for n in lengths]
@@ -215,26 +213,37 @@ def as_token_batch(x, name: str = "src") -> torch.Tensor:
     """
     if isinstance(x, torch.Tensor):
         if x.dim() != 2:
-            raise ValueError(f"{name} must be a 2-D batch (B, S) of token ids (a list of lists), "
-                             f"got a tensor of shape {tuple(x.shape)}")
+            raise ValueError(
+                f"{name} must be a 2-D batch (B, S) of token ids (a list of lists), "
+                f"got a tensor of shape {tuple(x.shape)}"
+            )
         if x.dtype not in TOKEN_DTYPES:
             raise ValueError(f"{name} must hold integer token ids, got dtype {x.dtype}")
         return x.long()
     if isinstance(x, (str, bytes)) or not isinstance(x, Sequence | np.ndarray):
-        raise ValueError(f"{name} must be a 2-D batch of token ids (a list of lists or a (B, S) "
-                         f"tensor), got {type(x).__name__}")
+        raise ValueError(
+            f"{name} must be a 2-D batch of token ids (a list of lists or a (B, S) "
+            f"tensor), got {type(x).__name__}"
+        )
     rows = list(x)
     if not rows:
         raise ValueError(f"{name} must hold at least one sequence, got 0")
     for row in rows:
         if isinstance(row, (str, bytes)) or not isinstance(
-                row, Sequence | np.ndarray | torch.Tensor):
-            raise ValueError(f"{name} must be a 2-D batch (a list of lists of token ids); got a "
-                             f"1-D sequence holding {row!r}")
+            row, Sequence | np.ndarray | torch.Tensor
+        ):
+            raise ValueError(
+                f"{name} must be a 2-D batch (a list of lists of token ids); got a "
+                f"1-D sequence holding {row!r}"
+            )
         for tok in row:
-            if isinstance(tok, (bool, np.bool_)) or not isinstance(tok, int | np.integer) and not (
-                    isinstance(tok, torch.Tensor) and tok.dim() == 0
-                    and tok.dtype in TOKEN_DTYPES):
+            if (
+                isinstance(tok, (bool, np.bool_))
+                or not isinstance(tok, int | np.integer)
+                and not (
+                    isinstance(tok, torch.Tensor) and tok.dim() == 0 and tok.dtype in TOKEN_DTYPES
+                )
+            ):
                 raise ValueError(f"{name} must hold integer token ids, got {tok!r}")
     return _pad([[int(t) for t in row] for row in rows])
 

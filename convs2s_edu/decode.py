@@ -69,8 +69,10 @@ def _inference(model: nn.Module) -> Iterator[None]:
 def _prepare(model, src) -> torch.Tensor:
     """Check ``model`` and ``src``; return ``src`` ``(B, S)`` as int64 on the model's device."""
     if not isinstance(model, EncoderDecoder):
-        raise TypeError(f"cannot decode with a {type(model).__name__}; expected an "
-                        f"EncoderDecoder (ConvS2S, RNNSeq2Seq or HybridSeq2Seq)")
+        raise TypeError(
+            f"cannot decode with a {type(model).__name__}; expected an "
+            f"EncoderDecoder (ConvS2S, RNNSeq2Seq or HybridSeq2Seq)"
+        )
     src, _ = model.check_inputs(src)
     p = next(model.parameters(), None)
     return src.to(p.device) if p is not None else src
@@ -181,8 +183,9 @@ def greedy_decode(
         limits = _step_limits(src, max_len, model.max_positions)  # (B,)
         enc = model.encode(src)
         state = model.decoder.start(enc) if incremental else None
-        prefix = torch.full((B, 1), sos_index(model.vocab_size), dtype=torch.long,
-                            device=src.device)  # (B, 1): <sos>
+        prefix = torch.full(
+            (B, 1), sos_index(model.vocab_size), dtype=torch.long, device=src.device
+        )  # (B, 1): <sos>
         done = torch.zeros(B, dtype=torch.bool, device=src.device)  # (B,)
         n_steps = limits.clone()  # (B,) steps taken per row (final once done)
         attentions = []
@@ -219,8 +222,10 @@ def greedy_decode(
         if not model.decoder.multi_step:
             attn = attn[:, 0]  # (B, T, S): the model-level layout of a single attention
         src_len = src.ne(PAD).sum(dim=1)  # (B,)
-        rows = [attn[b, ..., : int(n_steps[b]), : int(src_len[b])].cpu()  # ([L,] T_b, S_b)
-                for b in range(B)]
+        rows = [
+            attn[b, ..., : int(n_steps[b]), : int(src_len[b])].cpu()  # ([L,] T_b, S_b)
+            for b in range(B)
+        ]
         return out, rows
 
 
@@ -325,8 +330,12 @@ def beam_search(
     Gehring et al. (2017), §5 (beam width 5).
     """
     K = check_int("beam_size", beam_size)
-    if (isinstance(length_penalty, bool) or not isinstance(length_penalty, numbers.Real)
-            or not math.isfinite(length_penalty) or length_penalty < 0):
+    if (
+        isinstance(length_penalty, bool)
+        or not isinstance(length_penalty, numbers.Real)
+        or not math.isfinite(length_penalty)
+        or length_penalty < 0
+    ):
         raise ValueError(f"length_penalty must be a finite number >= 0, got {length_penalty!r}")
     alpha = float(length_penalty)
     src = _prepare(model, src)  # (B, S)
@@ -370,8 +379,9 @@ def beam_search(
                     seq = tokens[b, tb[b][j]].tolist() + ([] if te[b][j] else [tt[b][j]])
                     length = len(seq) + int(te[b][j])  # |y|, <eos> included
                     # score = log p(y | x) / |y|^alpha
-                    finished[b].append(Hypothesis(seq, ts[b][j], ts[b][j] / length ** alpha,
-                                                  bool(te[b][j])))
+                    finished[b].append(
+                        Hypothesis(seq, ts[b][j], ts[b][j] / length**alpha, bool(te[b][j]))
+                    )
                 if len(finished[b]) >= K or last[b]:
                     done[b] = True
             if all(done):
@@ -384,8 +394,12 @@ def beam_search(
             new_tok = top_tok.gather(1, pick)  # (B, K)
             # tokens of the parents, then the new token
             tokens = torch.cat(
-                [tokens.gather(1, parent.unsqueeze(-1).expand(-1, -1, tokens.shape[-1])),
-                 new_tok.unsqueeze(-1)], dim=-1)  # (B, K, t + 1)
+                [
+                    tokens.gather(1, parent.unsqueeze(-1).expand(-1, -1, tokens.shape[-1])),
+                    new_tok.unsqueeze(-1),
+                ],
+                dim=-1,
+            )  # (B, K, t + 1)
             state = decoder.reorder(state, (base + parent).view(-1))  # rows of the parents
             y_prev = new_tok.view(-1)  # (B K,)
 

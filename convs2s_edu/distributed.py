@@ -92,16 +92,28 @@ class DataParallelContext:
 
     def local_batch_size(self, batch_size: int) -> int:
         if batch_size % self.world_size:
-            raise ValueError(f"batch_size must be divisible by the number of processes "
-                             f"({self.world_size}) for data-parallel training, got {batch_size}")
+            raise ValueError(
+                f"batch_size must be divisible by the number of processes "
+                f"({self.world_size}) for data-parallel training, got {batch_size}"
+            )
         return batch_size // self.world_size
 
     def loader(self, dataset, batch_size: int, seed: int) -> tuple[DataLoader, DistributedSampler]:
         """This rank's share of ``dataset``: ``batch_size / world_size`` examples per step."""
-        sampler = DistributedSampler(dataset, num_replicas=self.world_size, rank=self.rank,
-                                     shuffle=True, seed=seed, drop_last=False)
-        loader = DataLoader(dataset, batch_size=self.local_batch_size(batch_size),
-                            sampler=sampler, collate_fn=dataset.collate)
+        sampler = DistributedSampler(
+            dataset,
+            num_replicas=self.world_size,
+            rank=self.rank,
+            shuffle=True,
+            seed=seed,
+            drop_last=False,
+        )
+        loader = DataLoader(
+            dataset,
+            batch_size=self.local_batch_size(batch_size),
+            sampler=sampler,
+            collate_fn=dataset.collate,
+        )
         return loader, sampler
 
     def wrap(self, model: nn.Module) -> nn.Module:
@@ -115,8 +127,9 @@ class DataParallelContext:
         dist.all_reduce(x, op=dist.ReduceOp.SUM)
         return x
 
-    def make_train_step(self, ddp_model: nn.Module, optimizer, clip_norm: float | None,
-                        precision: str = "fp32"):
+    def make_train_step(
+        self, ddp_model: nn.Module, optimizer, clip_norm: float | None, precision: str = "fp32"
+    ):
         """A training step whose gradient is the one-process gradient of the global batch.
 
         Returns a function of a batch that returns this rank's share of the
@@ -167,8 +180,10 @@ def setup(device: str = "auto") -> DataParallelContext | None:
     if not dist.is_initialized():
         for var in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
             if var not in os.environ:
-                raise ValueError(f"data-parallel training needs the environment variable {var} "
-                                 "(start the processes with torchrun)")
+                raise ValueError(
+                    f"data-parallel training needs the environment variable {var} "
+                    "(start the processes with torchrun)"
+                )
         dist.init_process_group(backend="nccl" if want.type == "cuda" else "gloo")
         owns = True
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -223,13 +238,20 @@ def spawn_train(jobs, nprocs: int, threads: int = 1, timeout: float = 600) -> No
             pickle.dump((ports, jobs, threads), f)
         procs = []
         for rank in range(nprocs):
-            env = {**os.environ, "RANK": str(rank), "LOCAL_RANK": str(rank),
-                   "WORLD_SIZE": str(nprocs), "LOCAL_WORLD_SIZE": str(nprocs),
-                   "MASTER_ADDR": "127.0.0.1", "OMP_NUM_THREADS": str(threads)}
+            env = {
+                **os.environ,
+                "RANK": str(rank),
+                "LOCAL_RANK": str(rank),
+                "WORLD_SIZE": str(nprocs),
+                "LOCAL_WORLD_SIZE": str(nprocs),
+                "MASTER_ADDR": "127.0.0.1",
+                "OMP_NUM_THREADS": str(threads),
+            }
             code = f"from convs2s_edu.distributed import _worker_main; _worker_main({job_file!r})"
             err = subprocess.PIPE if rank > 0 else None  # rank 0's progress shows
-            procs.append(subprocess.Popen([sys.executable, "-c", code], env=env, stderr=err,
-                                          stdout=err))
+            procs.append(
+                subprocess.Popen([sys.executable, "-c", code], env=env, stderr=err, stdout=err)
+            )
         failed = []
         for rank, p in enumerate(procs):
             try:
@@ -237,8 +259,9 @@ def spawn_train(jobs, nprocs: int, threads: int = 1, timeout: float = 600) -> No
             except subprocess.TimeoutExpired:
                 for q in procs:
                     q.kill()
-                raise RuntimeError(f"data-parallel run: rank {rank} did not finish within "
-                                   f"{timeout} s (killed)") from None
+                raise RuntimeError(
+                    f"data-parallel run: rank {rank} did not finish within {timeout} s (killed)"
+                ) from None
             if p.returncode != 0:
                 tail = (out or b"").decode(errors="replace").strip().splitlines()[-5:]
                 failed.append(f"rank {rank} exited with {p.returncode}: " + " | ".join(tail))

@@ -64,8 +64,9 @@ _BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
 class Path(tuple):
     """An execution path ``(compile, compile_mode, precision)`` with a short name."""
 
-    def __new__(cls, compile: bool = False, compile_mode: str | None = None,
-                precision: str = "fp32"):
+    def __new__(
+        cls, compile: bool = False, compile_mode: str | None = None, precision: str = "fp32"
+    ):
         return super().__new__(cls, (bool(compile), compile_mode, precision))
 
     compile = property(lambda self: self[0])
@@ -85,16 +86,25 @@ class Path(tuple):
 
     def config_fields(self) -> dict:
         """The :class:`~convs2s_edu.TrainConfig` fields of this path."""
-        return {"compile": self.compile, "compile_mode": self.compile_mode,
-                "precision": self.precision}
+        return {
+            "compile": self.compile,
+            "compile_mode": self.compile_mode,
+            "precision": self.precision,
+        }
 
     def __repr__(self) -> str:
         return f"Path({self.name})"
 
 
 #: Every path the bench knows, eager fp32 (today's path) first.
-PATHS = (Path(), Path(True), Path(False, None, "bf16"), Path(True, None, "bf16"),
-         Path(True, "reduce-overhead"), Path(True, "reduce-overhead", "bf16"))
+PATHS = (
+    Path(),
+    Path(True),
+    Path(False, None, "bf16"),
+    Path(True, None, "bf16"),
+    Path(True, "reduce-overhead"),
+    Path(True, "reduce-overhead", "bf16"),
+)
 
 
 def _cpu_flags() -> set:
@@ -124,9 +134,11 @@ def cpu_bf16_support() -> tuple[bool, str]:
         return True, f"CPU flags {', '.join(sorted(flags))} (PyTorch capability {capability})"
     if "BF16" in capability.upper() or "AMX" in capability.upper():
         return True, f"PyTorch CPU capability {capability}"
-    return False, (f"this CPU has no bf16 matrix instructions (no {' or '.join(_BF16_CPU_FLAGS)} "
-                   f"in /proc/cpuinfo; PyTorch CPU capability {capability}): bf16 would be "
-                   "emulated, slower than fp32")
+    return False, (
+        f"this CPU has no bf16 matrix instructions (no {' or '.join(_BF16_CPU_FLAGS)} "
+        f"in /proc/cpuinfo; PyTorch CPU capability {capability}): bf16 would be "
+        "emulated, slower than fp32"
+    )
 
 
 def bf16_support(device: torch.device | str) -> tuple[bool, str]:
@@ -147,8 +159,10 @@ def check_precision(precision: str, device: torch.device | str) -> None:
     if precision == "bf16":
         ok, why = bf16_support(device)
         if not ok:
-            raise ValueError(f"precision 'bf16' asked for on {torch.device(device).type}, "
-                             f"but {why}; use precision='fp32'")
+            raise ValueError(
+                f"precision 'bf16' asked for on {torch.device(device).type}, "
+                f"but {why}; use precision='fp32'"
+            )
 
 
 def check_compile_mode(compile_mode, device: torch.device | str | None = None) -> None:
@@ -156,10 +170,15 @@ def check_compile_mode(compile_mode, device: torch.device | str | None = None) -
     given a ``device``, unless it can run there: CUDA graphs need CUDA)."""
     if compile_mode not in COMPILE_MODES:
         raise ValueError(f"compile_mode must be one of {COMPILE_MODES}, got {compile_mode!r}")
-    if compile_mode == "reduce-overhead" and device is not None \
-            and torch.device(device).type != "cuda":
-        raise ValueError(f"compile_mode 'reduce-overhead' (CUDA graphs) needs a CUDA device, "
-                         f"got {torch.device(device).type}; use compile_mode=None")
+    if (
+        compile_mode == "reduce-overhead"
+        and device is not None
+        and torch.device(device).type != "cuda"
+    ):
+        raise ValueError(
+            f"compile_mode 'reduce-overhead' (CUDA graphs) needs a CUDA device, "
+            f"got {torch.device(device).type}; use compile_mode=None"
+        )
 
 
 def apply_compile(model: nn.Module, mode: str | None = None) -> nn.Module:
@@ -184,9 +203,12 @@ def autocast(device: torch.device | str, precision: str):
     return torch.autocast(torch.device(device).type, dtype=torch.bfloat16)
 
 
-def make_train_step(model: nn.Module, optimizer: torch.optim.Optimizer,
-                    clip_norm: float | None = 1.0, precision: str = "fp32",
-                    ) -> Callable[[object], torch.Tensor]:
+def make_train_step(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    clip_norm: float | None = 1.0,
+    precision: str = "fp32",
+) -> Callable[[object], torch.Tensor]:
     """One training step of :func:`~convs2s_edu.train.train` on a batch; returns the loss.
 
     Forward (under :func:`autocast` for bf16), the token-mean cross-entropy

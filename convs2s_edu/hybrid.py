@@ -80,8 +80,9 @@ class HybridConfig:
         for key in _SHARED:
             a, b = getattr(self.conv, key), getattr(self.rnn, key)
             if a != b:
-                raise ValueError(f"the two parts must agree on {key}, got {a} (conv) and "
-                                 f"{b} (rnn)")
+                raise ValueError(
+                    f"the two parts must agree on {key}, got {a} (conv) and {b} (rnn)"
+                )
 
     @classmethod
     def from_options(cls, name: str, *, paper: bool = False, **options) -> HybridConfig:
@@ -91,8 +92,10 @@ class HybridConfig:
         rnn_names = {f.name for f in fields(RNNSeq2SeqConfig)}
         unknown = sorted(set(options) - conv_names - rnn_names)
         if unknown:
-            raise ValueError(f"unknown option(s) {unknown} for {name!r}; allowed: "
-                             f"{sorted(conv_names | rnn_names)}")
+            raise ValueError(
+                f"unknown option(s) {unknown} for {name!r}; allowed: "
+                f"{sorted(conv_names | rnn_names)}"
+            )
         conv = {k: v for k, v in options.items() if k in conv_names}
         rnn = {k: v for k, v in options.items() if k in rnn_names}
         conv_cfg = ConvS2SConfig.paper(**conv) if paper else ConvS2SConfig(**conv)
@@ -141,6 +144,7 @@ class HybridSeq2Seq(EncoderDecoder):
         else:
             encoder = ConvEncoder(cfg.conv)
             decoder = GRUDecoder(cfg.rnn, summary_dim=encoder.summary_dim)
-        super().__init__(encoder, decoder, vocab_size=cfg.vocab_size,
-                         max_positions=cfg.max_positions)
+        super().__init__(
+            encoder, decoder, vocab_size=cfg.vocab_size, max_positions=cfg.max_positions
+        )
         self.cfg = cfg

@@ -41,8 +41,14 @@ from ._checks import check_positive, check_probability
 from .data import PAD, n_token_ids
 from .seq2seq import Decoder, Encoder, EncoderDecoder, EncoderOut
 
-__all__ = ["RNNSeq2SeqConfig", "BahdanauAttention", "GRUEncoder", "GRUDecoderState", "GRUDecoder",
-           "RNNSeq2Seq"]
+__all__ = [
+    "RNNSeq2SeqConfig",
+    "BahdanauAttention",
+    "GRUEncoder",
+    "GRUDecoderState",
+    "GRUDecoder",
+    "RNNSeq2Seq",
+]
 
 
 @dataclass
@@ -81,8 +87,15 @@ class RNNSeq2SeqConfig:
     max_positions: int = 64
 
     def __post_init__(self):
-        for name in ("vocab_size", "embed_dim", "hidden_dim", "n_encoder_layers",
-                     "n_decoder_layers", "attention_dim", "max_positions"):
+        for name in (
+            "vocab_size",
+            "embed_dim",
+            "hidden_dim",
+            "n_encoder_layers",
+            "n_decoder_layers",
+            "attention_dim",
+            "max_positions",
+        ):
             check_positive(name, getattr(self, name))
         check_probability("dropout", self.dropout)
 
@@ -160,8 +173,9 @@ class BahdanauAttention(nn.Module):
         # e_tj = v_a^T tanh(W_a h_j + U_a s_{t-1} + b_a)
         return torch.tanh(keys + self.U_a(s_prev).unsqueeze(1) + self.b_a) @ self.v_a  # (B, S)
 
-    def forward(self, s_prev: torch.Tensor, keys: torch.Tensor, h: torch.Tensor,
-                padding_mask: torch.Tensor):
+    def forward(
+        self, s_prev: torch.Tensor, keys: torch.Tensor, h: torch.Tensor, padding_mask: torch.Tensor
+    ):
         e = self.energy(s_prev, keys).masked_fill(padding_mask, float("-inf"))  # (B, S)
         # a_tj = softmax_j(e_tj)
         a = torch.softmax(e, dim=-1)  # (B, S)
@@ -201,9 +215,14 @@ class GRUEncoder(Encoder):
         self.out_dim, self.embed_dim, self.summary_dim = 2 * n, cfg.embed_dim, n
         self.embed = nn.Embedding(n_token_ids(cfg.vocab_size), cfg.embed_dim, padding_idx=PAD)
         self.dropout = nn.Dropout(cfg.dropout)
-        self.gru = nn.GRU(cfg.embed_dim, n, num_layers=cfg.n_encoder_layers,
-                          bidirectional=True, batch_first=True,
-                          dropout=cfg.dropout if cfg.n_encoder_layers > 1 else 0.0)
+        self.gru = nn.GRU(
+            cfg.embed_dim,
+            n,
+            num_layers=cfg.n_encoder_layers,
+            bidirectional=True,
+            batch_first=True,
+            dropout=cfg.dropout if cfg.n_encoder_layers > 1 else 0.0,
+        )
 
     def forward(self, src: torch.Tensor) -> EncoderOut:
         pad = src.eq(PAD)  # (B, S)
@@ -290,9 +309,13 @@ class GRUDecoder(Decoder):
         self.W_init = nn.Linear(summary_dim or n, cfg.n_decoder_layers * n)
         self.attention = BahdanauAttention(2 * n, n, cfg.attention_dim)
         # f in s_t = f(s_{t-1}, y_{t-1}, c_t)
-        self.gru = nn.GRU(cfg.embed_dim + 2 * n, n, num_layers=cfg.n_decoder_layers,
-                          batch_first=True,
-                          dropout=cfg.dropout if cfg.n_decoder_layers > 1 else 0.0)
+        self.gru = nn.GRU(
+            cfg.embed_dim + 2 * n,
+            n,
+            num_layers=cfg.n_decoder_layers,
+            batch_first=True,
+            dropout=cfg.dropout if cfg.n_decoder_layers > 1 else 0.0,
+        )
         self.W_s = nn.Linear(n, n_ids)  # W_s, b_s
 
     def start(self, enc: EncoderOut) -> GRUDecoderState:
@@ -301,8 +324,9 @@ class GRUDecoder(Decoder):
         # s_0 = tanh(W_init h_1^backward)
         s0 = torch.tanh(self.W_init(enc.summary))  # (B, L_dec n)
         s0 = s0.view(B, self.cfg.n_decoder_layers, -1).transpose(0, 1).contiguous()  # (L, B, n)
-        return GRUDecoderState(h=enc.states, keys=self.attention.keys(enc.states),
-                               padding_mask=enc.padding_mask, s=s0)
+        return GRUDecoderState(
+            h=enc.states, keys=self.attention.keys(enc.states), padding_mask=enc.padding_mask, s=s0
+        )
 
     def step(self, y_prev: torch.Tensor, state: GRUDecoderState):
         """One decoder step.
@@ -354,10 +378,15 @@ class GRUDecoder(Decoder):
 
 #: Parameter names of the GRU model before the encoder/decoder split (checkpoints of
 #: version 0.1.0) and their names now.
-_OLD_RNN_KEYS = {"src_embed.": "encoder.embed.", "encoder.": "encoder.gru.",
-                 "tgt_embed.": "decoder.embed.", "W_init.": "decoder.W_init.",
-                 "attention.": "decoder.attention.", "decoder.": "decoder.gru.",
-                 "W_s.": "decoder.W_s."}
+_OLD_RNN_KEYS = {
+    "src_embed.": "encoder.embed.",
+    "encoder.": "encoder.gru.",
+    "tgt_embed.": "decoder.embed.",
+    "W_init.": "decoder.W_init.",
+    "attention.": "decoder.attention.",
+    "decoder.": "decoder.gru.",
+    "W_s.": "decoder.W_s.",
+}
 
 
 class RNNSeq2Seq(EncoderDecoder):
@@ -388,8 +417,12 @@ class RNNSeq2Seq(EncoderDecoder):
 
     def __init__(self, cfg: RNNSeq2SeqConfig | None = None):
         cfg = cfg if cfg is not None else RNNSeq2SeqConfig()
-        super().__init__(GRUEncoder(cfg), GRUDecoder(cfg), vocab_size=cfg.vocab_size,
-                         max_positions=cfg.max_positions)
+        super().__init__(
+            GRUEncoder(cfg),
+            GRUDecoder(cfg),
+            vocab_size=cfg.vocab_size,
+            max_positions=cfg.max_positions,
+        )
         self.cfg = cfg
         self._register_load_state_dict_pre_hook(self._rename_old_keys)
 
@@ -398,8 +431,8 @@ class RNNSeq2Seq(EncoderDecoder):
         if prefix + "src_embed.weight" not in state_dict:
             return
         for key in [k for k in state_dict if k.startswith(prefix)]:
-            rest = key[len(prefix):]
+            rest = key[len(prefix) :]
             for old, new in _OLD_RNN_KEYS.items():
                 if rest.startswith(old):
-                    state_dict[prefix + new + rest[len(old):]] = state_dict.pop(key)
+                    state_dict[prefix + new + rest[len(old) :]] = state_dict.pop(key)
                     break

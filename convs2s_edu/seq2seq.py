@@ -193,8 +193,7 @@ class EncoderDecoder(nn.Module):
     inputs raise ``ValueError``.
     """
 
-    def __init__(self, encoder: Encoder, decoder: Decoder, *, vocab_size: int,
-                 max_positions: int):
+    def __init__(self, encoder: Encoder, decoder: Decoder, *, vocab_size: int, max_positions: int):
         super().__init__()
         self.vocab_size = vocab_size
         self.n_ids = n_token_ids(vocab_size)

@@ -179,18 +179,23 @@ class MachineInfo:
         """One line: CPU, cores, threads, device, torch, load average."""
         load = "unknown" if self.load is None else f"{self.load:.2f}"
         policy = self.omp_wait_policy or "unset"
-        return (f"{self.cpu}, {self.cores} cores usable, {self.threads} PyTorch thread(s), "
-                f"OMP_WAIT_POLICY={policy}, device {self.device}, torch {self.torch_version}, "
-                f"load average {load}")
+        return (
+            f"{self.cpu}, {self.cores} cores usable, {self.threads} PyTorch thread(s), "
+            f"OMP_WAIT_POLICY={policy}, device {self.device}, torch {self.torch_version}, "
+            f"load average {load}"
+        )
 
 
 def machine_info(device: torch.device | str = "cpu") -> MachineInfo:
     """A :class:`MachineInfo` of this process now (loads not yet filled in)."""
     return MachineInfo(
-        cpu=cpu_model(), cores=usable_cores(), threads=torch.get_num_threads(),
+        cpu=cpu_model(),
+        cores=usable_cores(),
+        threads=torch.get_num_threads(),
         omp_wait_policy=os.environ.get("OMP_WAIT_POLICY", ""),
         omp_num_threads=os.environ.get("OMP_NUM_THREADS", ""),
-        torch_version=torch.__version__, device=_device_label(torch.device(device)),
+        torch_version=torch.__version__,
+        device=_device_label(torch.device(device)),
     )
 
 
@@ -281,11 +286,15 @@ class SpeedMeasurement:
         return d
 
 
-def time_interleaved(windows: Mapping[str, Callable[[], int]], n_rounds: int = 6,
-                     device: torch.device | str = "cpu",
-                     clock: Callable[[], float] = time.perf_counter,
-                     warmup: Mapping[str, Callable[[], object]] | None = None,
-                     steps_per_window: int = 1, warmup_steps: int = 0) -> SpeedMeasurement:
+def time_interleaved(
+    windows: Mapping[str, Callable[[], int]],
+    n_rounds: int = 6,
+    device: torch.device | str = "cpu",
+    clock: Callable[[], float] = time.perf_counter,
+    warmup: Mapping[str, Callable[[], object]] | None = None,
+    steps_per_window: int = 1,
+    warmup_steps: int = 0,
+) -> SpeedMeasurement:
     """Time ``windows`` interleaved: A B, then B A, for ``n_rounds`` rounds.
 
     Parameters
@@ -330,7 +339,7 @@ def time_interleaved(windows: Mapping[str, Callable[[], int]], n_rounds: int = 6
     tokens = {n: [] for n in names}
     order = []
     for r in range(n_rounds):
-        for name in (names if r % 2 == 0 else names[::-1]):  # A B, B A, A B, ...
+        for name in names if r % 2 == 0 else names[::-1]:  # A B, B A, A B, ...
             runnable = _runnable()
             if runnable is not None:
                 info.runnable.append(runnable)
@@ -350,14 +359,22 @@ def time_interleaved(windows: Mapping[str, Callable[[], int]], n_rounds: int = 6
     ref = names[0]
     ratios = {n: WindowStats.of([a / b for a, b in zip(tput[n], tput[ref])]) for n in names}
     return SpeedMeasurement(
-        models=names, steps_per_window=steps_per_window, n_rounds=n_rounds,
-        warmup_steps=warmup_steps, order=order, window_seconds=seconds, window_tokens=tokens,
-        throughput={n: WindowStats.of(tput[n]) for n in names}, ratios=ratios, machine=info,
+        models=names,
+        steps_per_window=steps_per_window,
+        n_rounds=n_rounds,
+        warmup_steps=warmup_steps,
+        order=order,
+        window_seconds=seconds,
+        window_tokens=tokens,
+        throughput={n: WindowStats.of(tput[n]) for n in names},
+        ratios=ratios,
+        machine=info,
     )
 
 
-def training_step_fn(model: nn.Module, lr: float = 1e-3,
-                     clip_norm: float | None = 1.0) -> Callable[[object], None]:
+def training_step_fn(
+    model: nn.Module, lr: float = 1e-3, clip_norm: float | None = 1.0
+) -> Callable[[object], None]:
     """One training step of :func:`~convs2s_edu.train.train` on a batch: forward, loss,
     backward, gradient clipping, Adam. The model is put in training mode."""
     from .train import sequence_loss
@@ -382,9 +399,15 @@ def _check_int(name: str, value, low: int) -> int:
     return value
 
 
-def measure_training(models: Mapping[str, nn.Module], batches: Sequence, steps_per_window: int = 4,
-                     n_rounds: int = 6, warmup_steps: int = 2, lr: float = 1e-3,
-                     clip_norm: float | None = 1.0) -> SpeedMeasurement:
+def measure_training(
+    models: Mapping[str, nn.Module],
+    batches: Sequence,
+    steps_per_window: int = 4,
+    n_rounds: int = 6,
+    warmup_steps: int = 2,
+    lr: float = 1e-3,
+    clip_norm: float | None = 1.0,
+) -> SpeedMeasurement:
     """Training throughput of ``models``, interleaved, on the same ``batches``.
 
     Parameters
@@ -429,22 +452,34 @@ def measure_training(models: Mapping[str, nn.Module], batches: Sequence, steps_p
             for i in schedule:
                 step(batches[i])
             return window_tokens
+
         return run
 
     def warmup_of(step):
         def run() -> None:
             for i in range(warmup_steps):
                 step(batches[i % len(batches)])
+
         return run
 
-    return time_interleaved({n: window_of(s) for n, s in steps.items()}, n_rounds, device,
-                            warmup={n: warmup_of(s) for n, s in steps.items()},
-                            steps_per_window=steps_per_window, warmup_steps=warmup_steps)
+    return time_interleaved(
+        {n: window_of(s) for n, s in steps.items()},
+        n_rounds,
+        device,
+        warmup={n: warmup_of(s) for n, s in steps.items()},
+        steps_per_window=steps_per_window,
+        warmup_steps=warmup_steps,
+    )
 
 
-def measure_config(cfg, models: Sequence[str] = ("convs2s", "gru"), steps_per_window: int = 4,
-                   n_rounds: int = 6, warmup_steps: int = 2, n_batches: int | None = None,
-                   ) -> SpeedMeasurement:
+def measure_config(
+    cfg,
+    models: Sequence[str] = ("convs2s", "gru"),
+    steps_per_window: int = 4,
+    n_rounds: int = 6,
+    warmup_steps: int = 2,
+    n_batches: int | None = None,
+) -> SpeedMeasurement:
     """:func:`measure_training` for the models of a :class:`~convs2s_edu.train.TrainConfig`.
 
     Fresh models of ``cfg`` (only ``model`` changes) on ``cfg``'s device, with
@@ -460,15 +495,22 @@ def measure_config(cfg, models: Sequence[str] = ("convs2s", "gru"), steps_per_wi
     order = torch.randperm(len(train_ds), generator=g).tolist()
     batches = []
     for i in range(n_batches):
-        idx = order[(i * cfg.batch_size) % len(order):][: cfg.batch_size]
+        idx = order[(i * cfg.batch_size) % len(order) :][: cfg.batch_size]
         batches.append(train_ds.collate([train_ds[j] for j in idx]))
     dev = resolve_device(cfg.device)
     built = {}
     for name in models:
         torch.manual_seed(cfg.seed)
         built[name] = build_model(cfg.replace(model=name)).to(dev)
-    return measure_training(built, batches, steps_per_window, n_rounds, warmup_steps,
-                            lr=cfg.lr, clip_norm=cfg.clip_norm)
+    return measure_training(
+        built,
+        batches,
+        steps_per_window,
+        n_rounds,
+        warmup_steps,
+        lr=cfg.lr,
+        clip_norm=cfg.clip_norm,
+    )
 
 
 # --------------------------------------------------------------------------
@@ -508,13 +550,18 @@ class SpeedVerdict:
         body = html.escape(text[:1].upper() + text[1:])
         if self.ok:
             return f'<div class="admonition note"><p>{body}</p></div>'
-        return ('<div class="admonition warning"><p class="admonition-title">Warning</p>'
-                f"<p>{body}</p></div>")
+        return (
+            '<div class="admonition warning"><p class="admonition-title">Warning</p>'
+            f"<p>{body}</p></div>"
+        )
 
 
-def speed_verdict(m: SpeedMeasurement, max_spread: float = 1.5,
-                  labels: Mapping[str, str] | None = None, max_load: float | None = None,
-                  ) -> SpeedVerdict:
+def speed_verdict(
+    m: SpeedMeasurement,
+    max_spread: float = 1.5,
+    labels: Mapping[str, str] | None = None,
+    max_load: float | None = None,
+) -> SpeedVerdict:
     """Say what ``m`` shows about the first two models, and only that.
 
     Parameters
@@ -558,38 +605,49 @@ def speed_verdict(m: SpeedMeasurement, max_spread: float = 1.5,
     for name in (a, b):
         s = m.throughput[name]
         if s.spread > max_spread:
-            reasons.append(f"the timing windows of {labels.get(name, name)} varied by "
-                           f"{s.spread:.2f}x (from {s.min:,.0f} to {s.max:,.0f} tokens/s), "
-                           f"more than the {max_spread:g}x allowed")
+            reasons.append(
+                f"the timing windows of {labels.get(name, name)} varied by "
+                f"{s.spread:.2f}x (from {s.min:,.0f} to {s.max:,.0f} tokens/s), "
+                f"more than the {max_spread:g}x allowed"
+            )
     load = m.machine.load
     if load is not None and load > limit:
         reasons.append(f"the load average was {load:.2f}, more than the {limit:g} cores usable")
     if m.machine.runnable:
         busy = statistics.median(m.machine.runnable)
         if busy > limit:
-            reasons.append(f"a median of {busy:g} threads were runnable during the windows, "
-                           f"more than the {limit:g} cores usable")
+            reasons.append(
+                f"a median of {busy:g} threads were runnable during the windows, "
+                f"more than the {limit:g} cores usable"
+            )
     if reasons:
-        text = ("WARNING: this speed measurement is not reliable: " + "; ".join(reasons)
-                + ". The machine was busy or unsteady, so no conclusion about the models is "
-                "drawn from it. Measure again on an idle machine.")
+        text = (
+            "WARNING: this speed measurement is not reliable: "
+            + "; ".join(reasons)
+            + ". The machine was busy or unsteady, so no conclusion about the models is "
+            "drawn from it. Measure again on an idle machine."
+        )
         return SpeedVerdict(False, False, text, reasons)
 
     r = m.ratios[b]  # throughput(b) / throughput(a), per round
     ta, tb = m.throughput[a], m.throughput[b]
     if ta.overlaps(tb):
-        text = (f"The difference is not resolved: the window throughputs of {la} "
-                f"({ta.min:,.0f}-{ta.max:,.0f} tokens/s) and {lb} ({tb.min:,.0f}-{tb.max:,.0f}) "
-                f"overlap; {lb}/{la} throughput ratio {r.median:.2f} (rounds: "
-                f"{r.min:.2f}-{r.max:.2f}, {r.n} rounds).")
+        text = (
+            f"The difference is not resolved: the window throughputs of {la} "
+            f"({ta.min:,.0f}-{ta.max:,.0f} tokens/s) and {lb} ({tb.min:,.0f}-{tb.max:,.0f}) "
+            f"overlap; {lb}/{la} throughput ratio {r.median:.2f} (rounds: "
+            f"{r.min:.2f}-{r.max:.2f}, {r.n} rounds)."
+        )
         return SpeedVerdict(True, False, text)
     if r.median >= 1:
         fast, slow, x, lo, hi, faster = lb, la, r.median, r.min, r.max, b
     else:
         fast, slow, x, lo, hi, faster = la, lb, 1 / r.median, 1 / r.max, 1 / r.min, a
-    text = (f"{fast} trained {x:.2f}x as fast as {slow} in target tokens per second "
-            f"(per-round ratios {lo:.2f}-{hi:.2f} over {r.n} rounds; every window of {fast} "
-            f"was faster than every window of {slow}).")
+    text = (
+        f"{fast} trained {x:.2f}x as fast as {slow} in target tokens per second "
+        f"(per-round ratios {lo:.2f}-{hi:.2f} over {r.n} rounds; every window of {fast} "
+        f"was faster than every window of {slow})."
+    )
     return SpeedVerdict(True, True, text, faster=faster)
 
 
@@ -680,8 +738,7 @@ def time_incremental_vs_full(
         raise ValueError("target_lengths must hold at least one length, got none")
     lengths = []
     for T in target_lengths:
-        if isinstance(T, numbers.Integral) and not isinstance(T, bool) \
-                and T > model.max_positions:
+        if isinstance(T, numbers.Integral) and not isinstance(T, bool) and T > model.max_positions:
             raise ValueError(
                 f"target length {T} exceeds the model's max_positions={model.max_positions} "
                 f"(allowed 1..{model.max_positions}); build the model with "
@@ -711,7 +768,13 @@ def time_incremental_vs_full(
         run(src, T, True), run(src, T, False)  # warm-up
         inc = min(run(src, T, True) for _ in range(repeats))
         full = min(run(src, T, False) for _ in range(repeats))
-        records.append({"target_len": T, "batch_size": batch_size, "seconds_full": full,
-                        "seconds_incremental": inc,
-                        "speedup": full / inc if inc > 0 else float("inf")})
+        records.append(
+            {
+                "target_len": T,
+                "batch_size": batch_size,
+                "seconds_full": full,
+                "seconds_incremental": inc,
+                "speedup": full / inc if inc > 0 else float("inf"),
+            }
+        )
     return records

@@ -146,8 +146,16 @@ class TrainConfig:
     def __post_init__(self):
         if self.model not in MODEL_NAMES:
             raise ValueError(f"model must be one of {MODEL_NAMES}, got {self.model!r}")
-        for name in ("vocab_size", "min_len", "max_len", "n_train", "n_valid", "n_test",
-                     "batch_size", "epochs"):
+        for name in (
+            "vocab_size",
+            "min_len",
+            "max_len",
+            "n_train",
+            "n_valid",
+            "n_test",
+            "batch_size",
+            "epochs",
+        ):
             check_positive(name, getattr(self, name))
         check_positive("seed", self.seed, allow_zero=True)
         if self.min_len > self.max_len:
@@ -187,7 +195,9 @@ def resolve_device(device: str = "auto") -> torch.device:
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError):
-        raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}") from None
+        raise ValueError(
+            f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}"
+        ) from None
     if dev.type not in ("cpu", "cuda"):
         raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}")
     if dev.type == "cuda" and not torch.cuda.is_available():
@@ -206,6 +216,7 @@ def make_datasets(cfg: TrainConfig) -> tuple[SortingDataset, SortingDataset, Sor
     They depend on the task fields and ``seed`` only, so a ConvS2S and a GRU
     run with the same seed train and are scored on identical examples.
     """
+
     def make(n, offset):
         examples = generate_dataset(n, cfg.min_len, cfg.max_len, cfg.vocab_size, cfg.seed + offset)
         return SortingDataset(examples, cfg.vocab_size)
@@ -219,29 +230,36 @@ def build_model(cfg: TrainConfig) -> nn.Module:
     ``paper_normalisation`` starts every convolutional part from
     :meth:`ConvS2SConfig.paper <convs2s_edu.ConvS2SConfig.paper>`; ``model_options`` win over it.
     """
-    options = {"vocab_size": cfg.vocab_size, "max_positions": max(64, cfg.max_len + 1),
-               **cfg.model_options}
+    options = {
+        "vocab_size": cfg.vocab_size,
+        "max_positions": max(64, cfg.max_len + 1),
+        **cfg.model_options,
+    }
     try:
         if cfg.model == "convs2s":
             conv = ConvS2SConfig.paper if cfg.paper_normalisation else ConvS2SConfig
             return ConvS2S(conv(**options))
         if cfg.model == "gru":
             return RNNSeq2Seq(RNNSeq2SeqConfig(**options))
-        return HybridSeq2Seq(HybridConfig.from_options(cfg.model, paper=cfg.paper_normalisation,
-                                                       **options))
+        return HybridSeq2Seq(
+            HybridConfig.from_options(cfg.model, paper=cfg.paper_normalisation, **options)
+        )
     except TypeError as err:  # an unknown option name
         raise ValueError(f"bad model_options for {cfg.model!r}: {err}") from None
 
 
-def sequence_loss(logits: torch.Tensor, tgt_out: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
+def sequence_loss(
+    logits: torch.Tensor, tgt_out: torch.Tensor, reduction: str = "mean"
+) -> torch.Tensor:
     r"""Token-level cross-entropy, padding excluded.
 
     .. math:: \mathcal{L} = -\frac{1}{N}\sum_{b,t:\ y_{bt} \neq \text{PAD}} \log p(y_{bt} \mid y_{b,<t}, x_b)
 
     ``logits`` ``(B, T, V)``, ``tgt_out`` ``(B, T)``; ``reduction="sum"`` returns the sum.
     """
-    return F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=PAD,
-                           reduction=reduction)
+    return F.cross_entropy(
+        logits.flatten(0, 1), tgt_out.flatten(), ignore_index=PAD, reduction=reduction
+    )
 
 
 # --------------------------------------------------------------------------
@@ -317,8 +335,15 @@ def _atomic_save(obj: Any, path: Path) -> None:
             tmp.unlink()
 
 
-def _save_checkpoint(path: Path, model, optimizer, cfg: TrainConfig, history: History,
-                     generator: torch.Generator, epoch: int) -> None:
+def _save_checkpoint(
+    path: Path,
+    model,
+    optimizer,
+    cfg: TrainConfig,
+    history: History,
+    generator: torch.Generator,
+    epoch: int,
+) -> None:
     state = {
         "format": 1,
         "version": __version__,
@@ -363,8 +388,9 @@ def load_checkpoint(path, device: str | None = None) -> TrainResult:
         saved = state["train_config"]
     except Exception as err:  # truncated file, not a checkpoint, unsafe pickle ...
         first_line = (str(err).strip().splitlines() or [""])[0]
-        raise ValueError(f"{path} is not a readable convs2s_edu checkpoint "
-                         f"({type(err).__name__}: {first_line})") from None
+        raise ValueError(
+            f"{path} is not a readable convs2s_edu checkpoint ({type(err).__name__}: {first_line})"
+        ) from None
     if device is None:  # the device it trained on, if this machine has it; else "auto"
         try:
             resolve_device(saved.get("device", "auto"))
@@ -411,12 +437,16 @@ class _Progress:
 
     def epoch(self, epoch: int, loss: float, seconds: float, tokens_per_second: float) -> None:
         if self.bar is not None:
-            self.bar.set_postfix(epoch=epoch, loss=f"{loss:.3f}",
-                                 tok_s=f"{tokens_per_second:,.0f}")
+            self.bar.set_postfix(
+                epoch=epoch, loss=f"{loss:.3f}", tok_s=f"{tokens_per_second:,.0f}"
+            )
         elif self.lines:
-            print(f"{self.desc}: epoch {epoch}/{self.last_epoch}, train loss {loss:.4f}, "
-                  f"{seconds:.1f} s ({tokens_per_second:,.0f} tokens/s)", file=self.stream,
-                  flush=True)
+            print(
+                f"{self.desc}: epoch {epoch}/{self.last_epoch}, train loss {loss:.4f}, "
+                f"{seconds:.1f} s ({tokens_per_second:,.0f} tokens/s)",
+                file=self.stream,
+                flush=True,
+            )
 
     def close(self) -> None:
         if self.bar is not None:
@@ -441,8 +471,13 @@ def _sync(dev: torch.device) -> None:
         torch.cuda.synchronize(dev)
 
 
-def train(cfg: TrainConfig | None = None, out_dir=None, resume: bool = False,
-          progress: bool | None = None, stop_after: int | None = None) -> TrainResult:
+def train(
+    cfg: TrainConfig | None = None,
+    out_dir=None,
+    resume: bool = False,
+    progress: bool | None = None,
+    stop_after: int | None = None,
+) -> TrainResult:
     """Train ``cfg.model`` on the sorting task.
 
     Parameters
@@ -503,17 +538,23 @@ def _train(cfg, out_dir, resume, progress, stop_after, ddp) -> TrainResult:
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     shuffle = torch.Generator().manual_seed(cfg.seed)
     if ddp is None:
-        loader = DataLoader(train_ds, batch_size=cfg.batch_size, shuffle=True,
-                            collate_fn=train_ds.collate, generator=shuffle)
+        loader = DataLoader(
+            train_ds,
+            batch_size=cfg.batch_size,
+            shuffle=True,
+            collate_fn=train_ds.collate,
+            generator=shuffle,
+        )
         train_step = make_train_step(model, optimizer, cfg.clip_norm, cfg.precision)
     else:
         torch.manual_seed(cfg.seed + ddp.rank)  # dropout: other masks on every rank
         loader, sampler = ddp.loader(train_ds, cfg.batch_size, cfg.seed)
-        train_step = ddp.make_train_step(ddp.wrap(model), optimizer, cfg.clip_norm,
-                                         cfg.precision)
+        train_step = ddp.make_train_step(ddp.wrap(model), optimizer, cfg.clip_norm, cfg.precision)
     valid_loader = DataLoader(valid_ds, batch_size=512, collate_fn=valid_ds.collate)
-    history = History(device=_device_label(dev),
-                      n_parameters=sum(p.numel() for p in model.parameters() if p.requires_grad))
+    history = History(
+        device=_device_label(dev),
+        n_parameters=sum(p.numel() for p in model.parameters() if p.requires_grad),
+    )
     start_epoch = 0
 
     if resume and ckpt_path is not None and ckpt_path.is_file():
@@ -522,8 +563,10 @@ def _train(cfg, out_dir, resume, progress, stop_after, ddp) -> TrainResult:
         if saved.replace(epochs=cfg.epochs) != cfg:
             raise ValueError(f"cannot resume: {ckpt_path} was written with a different config")
         if state["epoch"] > cfg.epochs:
-            raise ValueError(f"cannot resume: {ckpt_path} holds {state['epoch']} epochs, more than "
-                             f"the {cfg.epochs} asked for")
+            raise ValueError(
+                f"cannot resume: {ckpt_path} holds {state['epoch']} epochs, more than "
+                f"the {cfg.epochs} asked for"
+            )
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         history = History.from_dict(state["history"])
@@ -562,8 +605,11 @@ def _train(cfg, out_dir, resume, progress, stop_after, ddp) -> TrainResult:
             bad = (~torch.isfinite(losses)).nonzero()
             if len(bad):
                 step = int(bad[0]) + 1
-                kept = f"; the last good checkpoint (epoch {epoch - 1}) is kept in {ckpt_path}" \
-                    if ckpt_path is not None and epoch > 1 else ""
+                kept = (
+                    f"; the last good checkpoint (epoch {epoch - 1}) is kept in {ckpt_path}"
+                    if ckpt_path is not None and epoch > 1
+                    else ""
+                )
                 raise TrainingDivergedError(
                     f"{cfg.model}: non-finite loss ({float(losses[step - 1])}) at epoch {epoch}, "
                     f"step {step} of {len(losses)}{kept}. Try a smaller lr (now {cfg.lr}) "
@@ -571,14 +617,16 @@ def _train(cfg, out_dir, resume, progress, stop_after, ddp) -> TrainResult:
                 )
             history.step_losses.extend(losses.tolist())
             elapsed = (history.epochs[-1]["elapsed"] if history.epochs else 0.0) + seconds
-            history.epochs.append({
-                "epoch": epoch,
-                "train_loss": float(losses.mean()),
-                "valid_loss": _mean_loss(model, valid_loader, dev),
-                "seconds": seconds,
-                "tokens_per_second": n_tokens / seconds,
-                "elapsed": elapsed,
-            })
+            history.epochs.append(
+                {
+                    "epoch": epoch,
+                    "train_loss": float(losses.mean()),
+                    "valid_loss": _mean_loss(model, valid_loader, dev),
+                    "seconds": seconds,
+                    "tokens_per_second": n_tokens / seconds,
+                    "elapsed": elapsed,
+                }
+            )
             bar.epoch(epoch, history.epochs[-1]["train_loss"], seconds, n_tokens / seconds)
             if ckpt_path is not None and main:
                 _save_checkpoint(ckpt_path, model, optimizer, cfg, history, shuffle, epoch)
@@ -614,8 +662,9 @@ def cache_key(cfg: TrainConfig) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def train_or_load(cfg: TrainConfig | None = None, progress: bool | None = None,
-                  directory=None) -> TrainResult:
+def train_or_load(
+    cfg: TrainConfig | None = None, progress: bool | None = None, directory=None
+) -> TrainResult:
     """Train once, reuse afterwards.
 
     The checkpoint lives in ``directory / <model>-<cache_key(cfg)>``

@@ -53,8 +53,14 @@ extensions = [
 ]
 
 templates_path = ["_templates"]
-exclude_patterns = ["_build", "_generated", "_ext", "Thumbs.db", ".DS_Store",
-                    "**.ipynb_checkpoints"]
+exclude_patterns = [
+    "_build",
+    "_generated",
+    "_ext",
+    "Thumbs.db",
+    ".DS_Store",
+    "**.ipynb_checkpoints",
+]
 root_doc = "index"
 default_role = "py:obj"
 
@@ -64,13 +70,19 @@ default_role = "py:obj"
 nitpicky = True
 nitpick_ignore_regex = [
     # objects of other packages (no intersphinx offline): torch.nn.Linear, time.perf_counter
-    (r"py:.*", r"(torch|nn|F|numpy|np|matplotlib|tqdm|typing|collections|dataclasses|numbers|"
-               r"math|time|os|sys|json|pathlib|functools|itertools|random|hashlib|io|"
-               r"subprocess|contextlib|warnings)(\..*)?"),
+    (
+        r"py:.*",
+        r"(torch|nn|F|numpy|np|matplotlib|tqdm|typing|collections|dataclasses|numbers|"
+        r"math|time|os|sys|json|pathlib|functools|itertools|random|hashlib|io|"
+        r"subprocess|contextlib|warnings)(\..*)?",
+    ),
     # bare names of builtins, typing and torch that numpydoc or autodoc link
-    (r"py:.*", r"(Tensor|Module|Sequence|Iterable|Iterator|Mapping|Callable|NamedTuple|"
-               r"Dataset|DataLoader|Generator|Path|Any|optional|default|int|float|bool|str|"
-               r"bytes|list|tuple|dict|set|None|callable|object|type)"),
+    (
+        r"py:.*",
+        r"(Tensor|Module|Sequence|Iterable|Iterator|Mapping|Callable|NamedTuple|"
+        r"Dataset|DataLoader|Generator|Path|Any|optional|default|int|float|bool|str|"
+        r"bytes|list|tuple|dict|set|None|callable|object|type)",
+    ),
     # numpydoc type phrases: "list of int", "sequence of (input_seq, sorted_seq)"
     (r"py:.*", r".*\s.*"),
 ]
@@ -134,15 +146,24 @@ def _resolve_reexported(app, env, node, contnode):
     domain = env.domains["py"]
     # last resort: the one object of the package whose name ends with the target
     # (``Hypothesis`` written in convs2s_edu.decode -> convs2s_edu.decode.Hypothesis)
-    suffix = "." + target.removeprefix(_PACKAGE + ".").split(".", 1)[-1] \
-        if target.startswith(_PACKAGE + ".") else "." + target
-    matches = sorted({name for name in domain.objects
-                      if name.startswith(_PACKAGE + ".") and name.endswith(suffix)})
+    suffix = (
+        "." + target.removeprefix(_PACKAGE + ".").split(".", 1)[-1]
+        if target.startswith(_PACKAGE + ".")
+        else "." + target
+    )
+    matches = sorted(
+        {
+            name
+            for name in domain.objects
+            if name.startswith(_PACKAGE + ".") and name.endswith(suffix)
+        }
+    )
     candidates += matches if len(matches) == 1 else []
     for cand in candidates:
         if cand in domain.objects:
-            return domain.resolve_xref(env, node["refdoc"], app.builder, node["reftype"],
-                                       cand, node, contnode)
+            return domain.resolve_xref(
+                env, node["refdoc"], app.builder, node["reftype"], cand, node, contnode
+            )
     return None
 
 
@@ -250,8 +271,11 @@ DIST = DOCS_DIR / "_build" / "dist"
 WHEEL = f"convs2s_edu-{release}-py3-none-any.whl"
 if not (DIST / WHEEL).is_file():
     for extra in ([], ["--no-isolation"]):
-        done = subprocess.run([sys.executable, "-m", "build", "--wheel", *extra, "--outdir",
-                               str(DIST), str(ROOT)], capture_output=True, text=True)
+        done = subprocess.run(
+            [sys.executable, "-m", "build", "--wheel", *extra, "--outdir", str(DIST), str(ROOT)],
+            capture_output=True,
+            text=True,
+        )
         if done.returncode == 0:
             break
 html_extra_path = [str(DIST / WHEEL)] if (DIST / WHEEL).is_file() else []
@@ -272,9 +296,12 @@ html_sidebars = {
 rst_prolog = """
 .. |quick| replace:: {}
 .. |wheel| replace:: {}
-""".format("quick mode (small data, few epochs)" if QUICK else "full mode",
-           f"`{WHEEL} <{WHEEL}>`__" if html_extra_path
-           else "(none in this build: make one with ``python -m build``)")
+""".format(
+    "quick mode (small data, few epochs)" if QUICK else "full mode",
+    f"`{WHEEL} <{WHEEL}>`__"
+    if html_extra_path
+    else "(none in this build: make one with ``python -m build``)",
+)
 
 
 def setup(app):

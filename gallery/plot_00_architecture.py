@@ -66,9 +66,7 @@ print("sorted:", target)
 def names_of(ids):
     """Token ids as labels: integers, <sos> and <eos>."""
     sos, eos = cfg.vocab_size + 1, cfg.vocab_size + 2
-    return [
-        "<sos>" if t == sos else "<eos>" if t == eos else str(t) for t in ids
-    ]
+    return ["<sos>" if t == sos else "<eos>" if t == eos else str(t) for t in ids]
 
 
 def capture(modules):
@@ -79,9 +77,7 @@ def capture(modules):
     """
     seen = {name: [] for name in modules}
     handles = [
-        module.register_forward_hook(
-            lambda m, args, out, name=name: seen[name].append(out)
-        )
+        module.register_forward_hook(lambda m, args, out, name=name: seen[name].append(out))
         for name, module in modules.items()
     ]
     return seen, handles
@@ -109,10 +105,7 @@ with torch.no_grad():
     encoded = enc(batch.src)  # z and z + e for the figure
 L_enc, L_dec = len(enc.blocks), len(dec.blocks)
 conv_pred = logits[0].argmax(-1).tolist()
-print(
-    f"{L_enc} encoder blocks, {L_dec} decoder blocks, "
-    f"kernel width {conv.cfg.kernel_size}"
-)
+print(f"{L_enc} encoder blocks, {L_dec} decoder blocks, kernel width {conv.cfg.kernel_size}")
 print("ConvS2S predicts (teacher forcing):", " ".join(names_of(conv_pred)))
 
 # %%
@@ -166,8 +159,7 @@ def draw_convs2s():
     )
     dec_panels = [("decoder input\n$g_i = w_i + p_i$", taps["g"][0][0])]
     dec_panels += [
-        (f"decoder block {l + 1}\ncausal conv + GLU", taps[f"dec{l}"][0][0])
-        for l in range(L_dec)
+        (f"decoder block {l + 1}\ncausal conv + GLU", taps[f"dec{l}"][0][0]) for l in range(L_dec)
     ]
     for col, (title, x) in enumerate(dec_panels):
         heat(fig.add_subplot(grid[2, col]), x, title, tgt_labels)
@@ -191,13 +183,9 @@ def draw_convs2s():
 # :math:`s_i`, one GRU step per output position.
 
 gru = results["gru"].model.cpu().eval()
-gru_taps, hooks = capture(
-    {"x": gru.src_embed, "y": gru.tgt_embed, "s": gru.decoder}
-)
+gru_taps, hooks = capture({"x": gru.src_embed, "y": gru.tgt_embed, "s": gru.decoder})
 with torch.no_grad():
-    gru_logits, gru_attention = gru(
-        batch.src, batch.tgt_in, return_attention=True
-    )
+    gru_logits, gru_attention = gru(batch.src, batch.tgt_in, return_attention=True)
     for hook in hooks:
         hook.remove()
     h = gru.encode(batch.src).h[0]  # (S, 2n)
@@ -311,9 +299,7 @@ def attention_map(ax, a, title, src, tgt):
 
 def probabilities(ax, logits, labels):
     p = torch.softmax(logits.detach().float(), dim=-1).numpy()  # (T, V)
-    ax.imshow(
-        p.T, cmap="Greens", vmin=0, vmax=1, aspect="auto", origin="lower"
-    )
+    ax.imshow(p.T, cmap="Greens", vmin=0, vmax=1, aspect="auto", origin="lower")
     ax.set_title("output $p(y_{i+1})$\npredicted token", fontsize=9)
     ax.set_xticks(range(len(labels)), labels, rotation=90, fontsize=7)
     ax.set_ylabel("token id", fontsize=7)
@@ -386,8 +372,10 @@ k = conv.cfg.kernel_size
 print("window after 1..4 blocks:", [1 + n * (k - 1) for n in range(1, 5)])
 half = L_enc * (k - 1) // 2
 S_len = len(source)
-print("positions seen by each encoder output:",
-      [min(S_len - 1, j + half) - max(0, j - half) + 1 for j in range(S_len)])
+print(
+    "positions seen by each encoder output:",
+    [min(S_len - 1, j + half) - max(0, j - half) + 1 for j in range(S_len)],
+)
 print("source length:", S_len)
 
 # %%

@@ -36,9 +36,7 @@ from convs2s_edu import (
 )
 
 VOCAB_SIZE = 50  # the seed's vocabulary: tokens 1..50
-examples = generate_dataset(
-    n_samples=4, min_len=3, max_len=8, vocab_size=VOCAB_SIZE, seed=3
-)
+examples = generate_dataset(n_samples=4, min_len=3, max_len=8, vocab_size=VOCAB_SIZE, seed=3)
 for x, y in examples:
     print(f"{str(x):36s} -> {y}")
 
@@ -80,16 +78,12 @@ for name in (
 ):
     t = getattr(batch, name)
     print(f"{name:17s} shape {str(tuple(t.shape)):8s} dtype {t.dtype}")
-print(
-    "real target tokens in the batch (<eos> included):", batch.n_target_tokens
-)
+print("real target tokens in the batch (<eos> included):", batch.n_target_tokens)
 
 # sphinx_gallery_start_ignore
 # teacher forcing: tgt_in shifted left by one is tgt_out, wherever both are real tokens
 real = ~batch.tgt_padding_mask
-assert (
-    batch.tgt_in[:, 1:][real[:, 1:]] == batch.tgt_out[:, :-1][real[:, 1:]]
-).all()
+assert (batch.tgt_in[:, 1:][real[:, 1:]] == batch.tgt_out[:, :-1][real[:, 1:]]).all()
 assert (batch.tgt_in[:, 0] == sos_index(VOCAB_SIZE)).all()
 assert (batch.src_padding_mask == batch.src.eq(PAD)).all()
 assert (batch.tgt_padding_mask == batch.tgt_out.eq(PAD)).all()
@@ -131,8 +125,9 @@ def draw_panel(ax, values, title, is_mask):
         labels = v.astype(str)
     for (r, c), text in np.ndenumerate(labels):
         white = is_mask and v[r, c]
-        ax.text(c, r, text, ha="center", va="center", fontsize=10,
-                color="white" if white else "black")
+        ax.text(
+            c, r, text, ha="center", va="center", fontsize=10, color="white" if white else "black"
+        )
     ax.set_title(title, fontsize=11)
     ax.set_xlabel("position")
     ax.set_xticks(range(v.shape[1]))
@@ -144,15 +139,14 @@ def draw_panel(ax, values, title, is_mask):
 
 
 S, T = batch.src.shape[1], batch.tgt_in.shape[1]
-fig, axes = plt.subplots(1, 5, figsize=(11, 2.6), layout="constrained",
-                         width_ratios=[S, S, T, T, T])
+fig, axes = plt.subplots(
+    1, 5, figsize=(11, 2.6), layout="constrained", width_ratios=[S, S, T, T, T]
+)
 for ax, (name, (title, is_mask)) in zip(axes, PANELS.items()):
     draw_panel(ax, getattr(batch, name), title, is_mask)
 axes[0].set_ylabel("example")
-swatches = [plt.Rectangle((0, 0), 1, 1, color=KIND_COLOURS(i))
-            for i in range(4)]
-fig.legend(swatches, KIND_NAMES, loc="outside lower center", ncol=4,
-           frameon=False, fontsize=10)
+swatches = [plt.Rectangle((0, 0), 1, 1, color=KIND_COLOURS(i)) for i in range(4)]
+fig.legend(swatches, KIND_NAMES, loc="outside lower center", ncol=4, frameon=False, fontsize=10)
 fig.suptitle("A padded batch of sorting examples", fontsize=12)
 plt.show()
 
@@ -164,9 +158,7 @@ plt.show()
 # "mark which integers occur". The share of sequences with at least one
 # repeated token, at the seed's lengths (8 to 20) and vocabulary:
 
-big = generate_dataset(
-    n_samples=2000, min_len=8, max_len=20, vocab_size=VOCAB_SIZE, seed=0
-)
+big = generate_dataset(n_samples=2000, min_len=8, max_len=20, vocab_size=VOCAB_SIZE, seed=0)
 has_repeat = np.mean([len(set(x)) < len(x) for x, _ in big])
 print(f"sequences with a repeated token: {has_repeat:.0%}")
 

@@ -40,14 +40,10 @@ from convs2s_edu import (
 
 torch.manual_seed(0)
 cfg = ConvS2SConfig()  # the seed's sizes
-embed = TokenPositionEmbedding(
-    n_token_ids(cfg.vocab_size), cfg.embed_dim, cfg.max_positions
-)
+embed = TokenPositionEmbedding(n_token_ids(cfg.vocab_size), cfg.embed_dim, cfg.max_positions)
 embed.eval()  # no dropout
 
-batch = collate_batch(
-    generate_dataset(4, 8, 20, cfg.vocab_size, seed=0), cfg.vocab_size
-)
+batch = collate_batch(generate_dataset(4, 8, 20, cfg.vocab_size, seed=0), cfg.vocab_size)
 e = embed(batch.src)
 print("token table    w:", tuple(embed.token.weight.shape), " (token ids, f)")
 print(
@@ -101,9 +97,7 @@ block = ConvBlock(d, k).eval()
 x = torch.randn(2, 10, d)  # (B, T, d)
 
 with torch.no_grad():
-    X = F.pad(
-        x.transpose(1, 2), block.padding
-    )  # (B, d, T + k - 1): zeros around the sequence
+    X = F.pad(x.transpose(1, 2), block.padding)  # (B, d, T + k - 1): zeros around the sequence
     Y = block.conv(X)  # (B, 2d, T) = [A B]
     A, B = Y[:, :d], Y[:, d:]
     v = A * torch.sigmoid(B)  # the GLU
@@ -157,10 +151,7 @@ def plain_block(block: ConvBlock, h: torch.Tensor) -> torch.Tensor:
 def run_stack(weight_norm: bool, scaled: bool, x0: torch.Tensor):
     """Var(h^0..h^L), and Var(v^l) / Var(h^{l-1}) for every layer."""
     torch.manual_seed(1)
-    blocks = [
-        ConvBlock(d, k, weight_norm=weight_norm).eval()
-        for _ in range(N_LAYERS)
-    ]
+    blocks = [ConvBlock(d, k, weight_norm=weight_norm).eval() for _ in range(N_LAYERS)]
     h, variances, ratios = x0, [x0.var().item()], []
     with torch.no_grad():
         for blk in blocks:
@@ -175,18 +166,13 @@ x0 = torch.randn(4, 32, d)  # unit variance
 runs = {
     "plain sum, paper init": run_stack(weight_norm=True, scaled=False, x0=x0),
     "scaled, paper init": run_stack(weight_norm=True, scaled=True, x0=x0),
-    "scaled, PyTorch default init": run_stack(
-        weight_norm=False, scaled=True, x0=x0
-    ),
+    "scaled, PyTorch default init": run_stack(weight_norm=False, scaled=True, x0=x0),
 }
 
 print(f"{N_LAYERS} blocks, Var(h^0) = {x0.var():.3f}")
 for name, (var, _) in runs.items():
     growth = (var[-1] / var[0]) ** (1 / N_LAYERS)
-    print(
-        f"{name:30s} Var(h^L) = {var[-1]:9.3g}, "
-        f"mean growth per layer = {growth:.3f}"
-    )
+    print(f"{name:30s} Var(h^L) = {var[-1]:9.3g}, mean growth per layer = {growth:.3f}")
 
 # sphinx_gallery_start_ignore
 # the scale divides the variance growth of every layer
@@ -226,9 +212,7 @@ assert g_plain > 2 and g_scaled < g_plain / 1.5
 layers = np.arange(N_LAYERS + 1)
 styles = ["-", "-", "--"]
 colours = ["tab:red", "tab:blue", "tab:gray"]
-fig, (ax0, ax1) = plt.subplots(
-    1, 2, figsize=(11, 4.2), layout="constrained", width_ratios=[3, 2]
-)
+fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained", width_ratios=[3, 2])
 for (name, (var, ratio)), ls, c in zip(runs.items(), styles, colours):
     label = name.replace("scaled", r"scaled by $\sqrt{0.5}$")
     ax0.semilogy(layers, var, ls, color=c, label=label, linewidth=2)

@@ -61,9 +61,7 @@ tiny = ConvS2SConfig(
     dropout=0.0,
 )
 rng = torch.Generator().manual_seed(0)
-src = torch.randint(
-    1, VOCAB_SIZE + 1, (1, LENGTH), generator=rng
-)  # no padding
+src = torch.randint(1, VOCAB_SIZE + 1, (1, LENGTH), generator=rng)  # no padding
 tgt_in = torch.cat(
     [
         torch.tensor([[sos_index(VOCAB_SIZE)]]),
@@ -103,9 +101,7 @@ def decoder_field(n_layers: int) -> np.ndarray:
     store = {}
     dec.embed.register_forward_hook(keep_output(store))
     logits, _ = dec(tgt_in, enc(src))  # (1, T, V)
-    r = torch.randn(
-        logits.shape[-1]
-    )  # a random direction: no accidental cancellation
+    r = torch.randn(logits.shape[-1])  # a random direction: no accidental cancellation
     (logits[0, CENTRE] * r).sum().backward()
     return (store["e"].grad[0].abs().sum(dim=-1) > 0).numpy()
 
@@ -130,14 +126,9 @@ for l, ef, df in zip(depths, enc_fields, dec_fields):
     r = 1 + l * (k - 1)
     assert ef.sum() == r and df.sum() == r
     ej, dj = np.flatnonzero(ef), np.flatnonzero(df)
-    assert (
-        ej.min() == CENTRE - l * (k - 1) // 2
-        and ej.max() == CENTRE + l * (k - 1) // 2
-    )
+    assert ej.min() == CENTRE - l * (k - 1) // 2 and ej.max() == CENTRE + l * (k - 1) // 2
     assert dj.max() == CENTRE and dj.min() == CENTRE - l * (k - 1)
-    assert (np.diff(ej) == 1).all() and (
-        np.diff(dj) == 1
-    ).all()  # contiguous windows
+    assert (np.diff(ej) == 1).all() and (np.diff(dj) == 1).all()  # contiguous windows
 # sphinx_gallery_end_ignore
 
 # %%
@@ -188,15 +179,11 @@ def draw_field(ax, fields, title, causal):
     ax.set_yticks(depths)
 
 
-fig, (ax0, ax1) = plt.subplots(
-    1, 2, figsize=(12, 3.8), layout="constrained", sharey=True
-)
+fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(12, 3.8), layout="constrained", sharey=True)
 draw_field(ax0, enc_fields, "Encoder: centred convolutions", causal=False)
 draw_field(ax1, dec_fields, "Decoder: causal convolutions", causal=True)
 ax1.legend(loc="lower right", fontsize=8)
-fig.suptitle(
-    r"Inputs $j$ that reach output $i$ after $l$ layers (non-zero gradient)"
-)
+fig.suptitle(r"Inputs $j$ that reach output $i$ after $l$ layers (non-zero gradient)")
 plt.show()
 
 # %%
@@ -213,10 +200,7 @@ print(
     f"seed: {seed.n_encoder_layers} encoder layers, k = {seed.kernel_size}: "
     f"receptive field {field} tokens"
 )
-print(
-    f"longest source: {SEED_MAX_LEN} tokens; covered by one output: "
-    f"{field >= SEED_MAX_LEN}"
-)
+print(f"longest source: {SEED_MAX_LEN} tokens; covered by one output: {field >= SEED_MAX_LEN}")
 
 # %%
 # Causality: a future token changes nothing before it
@@ -228,15 +212,11 @@ print(
 # token, on the other hand, reaches every decoder position through attention.
 
 torch.manual_seed(0)
-model = ConvS2S(
-    ConvS2SConfig(vocab_size=VOCAB_SIZE)
-).eval()  # the seed's sizes
+model = ConvS2S(ConvS2SConfig(vocab_size=VOCAB_SIZE)).eval()  # the seed's sizes
 T = tgt_in.shape[1]
 j = 20
 changed_tgt = tgt_in.clone()
-changed_tgt[0, j] = (
-    changed_tgt[0, j] % VOCAB_SIZE + 1
-)  # another ordinary token
+changed_tgt[0, j] = changed_tgt[0, j] % VOCAB_SIZE + 1  # another ordinary token
 changed_src = src.clone()
 changed_src[0, 3] = changed_src[0, 3] % VOCAB_SIZE + 1
 
@@ -249,17 +229,13 @@ print(f"changed decoder input position j = {j}")
 print(f"  max |change| of logits at positions <  j: {diff_tgt[:j].max():.3g}")
 print(f"  max |change| of logits at positions >= j: {diff_tgt[j:].max():.3g}")
 print("changed one source token")
-print(
-    f"  smallest max |change| over all decoder positions: {diff_src.min():.3g}"
-)
+print(f"  smallest max |change| over all decoder positions: {diff_src.min():.3g}")
 
 # sphinx_gallery_start_ignore
 assert diff_tgt[:j].max() == 0.0
 assert diff_tgt[j] > 0
 reach = model.cfg.n_decoder_layers * (model.cfg.kernel_size - 1)
-assert (diff_tgt[j : j + reach + 1] > 0).all() and (
-    diff_tgt[j + reach + 1 :] == 0
-).all()
+assert (diff_tgt[j : j + reach + 1] > 0).all() and (diff_tgt[j + reach + 1 :] == 0).all()
 assert (diff_src > 0).all()
 # sphinx_gallery_end_ignore
 
@@ -374,8 +350,7 @@ x = torch.randn(1, 10, 8, requires_grad=True)
 right = F.pad(x.transpose(1, 2), (0, blk.kernel_size - 1))
 v = F.glu(blk.conv(right), dim=1).transpose(1, 2)  # (1, 10, 8)
 v[0, 3].sum().backward()
-print("output 3 depends on inputs",
-      (x.grad[0].abs().sum(-1) > 0).nonzero().flatten().tolist())
+print("output 3 depends on inputs", (x.grad[0].abs().sum(-1) > 0).nonzero().flatten().tolist())
 
 # %%
 # .. raw:: html

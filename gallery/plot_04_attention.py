@@ -83,9 +83,7 @@ z = rounded(1, m, f)  # z^u_j      (B, S, f)
 e = rounded(1, m, f)  # e_j        (B, S, f)
 h = rounded(1, T, d)  # h^l_i      (B, T, d)
 g = rounded(1, T, f)  # g_i        (B, T, f)
-enc = ConvMemory(
-    z=z, z_plus_e=z + e, padding_mask=torch.zeros(1, m, dtype=torch.bool)
-)
+enc = ConvMemory(z=z, z_plus_e=z + e, padding_mask=torch.zeros(1, m, dtype=torch.bool))
 for name, value in [
     ("W_d", att.W_d.weight.data),
     ("b_d", att.b_d.data),
@@ -154,10 +152,7 @@ print(
     f"max |a - a without padding| on the real positions: "
     f"{(a_pad[0, :, :m] - a_module[0]).abs().max():.1e}"
 )
-print(
-    f"c_scaled / c = {(c_scaled / c_module).mean():.4f}, "
-    f"sqrt(m) = {m ** 0.5:.4f}"
-)
+print(f"c_scaled / c = {(c_scaled / c_module).mean():.4f}, sqrt(m) = {m**0.5:.4f}")
 
 # sphinx_gallery_start_ignore
 assert (a_pad[..., m] == 0).all()
@@ -205,9 +200,7 @@ with torch.no_grad():
     c_b, a_b = bahdanau(s_prev, keys, h_ann, mask)  # (B, 2n), (B, S)
 
     hidden = torch.tanh(
-        h_ann[0] @ bahdanau.W_a.weight.T
-        + s_prev[0] @ bahdanau.U_a.weight.T
-        + bahdanau.b_a
+        h_ann[0] @ bahdanau.W_a.weight.T + s_prev[0] @ bahdanau.U_a.weight.T + bahdanau.b_a
     )  # (S, n')
     e_hand = hidden @ bahdanau.v_a  # (S,)
     a_b_hand = e_hand.exp() / e_hand.exp().sum()
@@ -299,9 +292,7 @@ with torch.no_grad():
     h1_backward = enc_rnn.h[:, 0, n_dec:]  # (B, n)
     s0_hand = torch.tanh(rnn.decoder.W_init(h1_backward))  # (B, n)
     # c_1 from s_0
-    c_1, _ = rnn.decoder.attention(
-        s0_hand, enc_rnn.keys, enc_rnn.h, enc_rnn.padding_mask
-    )
+    c_1, _ = rnn.decoder.attention(s0_hand, enc_rnn.keys, enc_rnn.h, enc_rnn.padding_mask)
     u = torch.cat([rnn.decoder.embed(y_prev), c_1], dim=-1)  # [E y_0; c_1]
     gru = rnn.decoder.gru
     W_ir, W_iz, W_in = gru.weight_ih_l0.chunk(3)  # rows: reset, update, new
@@ -347,9 +338,7 @@ with torch.no_grad():
     for t in range(batch.tgt_in.shape[1]):
         logit_t, _, state_t = rnn.decoder.step(batch.tgt_in[:, t], state_t)
         steps.append(logit_t)
-    assert torch.allclose(
-        torch.stack(steps, dim=1), rnn(batch.src, batch.tgt_in), atol=1e-6
-    )
+    assert torch.allclose(torch.stack(steps, dim=1), rnn(batch.src, batch.tgt_in), atol=1e-6)
 # sphinx_gallery_end_ignore
 
 # %%
@@ -383,9 +372,7 @@ print("GRU     ", tuple(a_rnn.shape), " (B, T, S)")
 assert torch.allclose(a_conv.sum(-1), torch.ones(a_conv.shape[:-1]), atol=1e-5)
 assert torch.allclose(a_rnn.sum(-1), torch.ones(a_rnn.shape[:-1]), atol=1e-5)
 pad = batch.src_padding_mask
-assert (
-    a_conv.masked_select(pad[:, None, None, :].expand_as(a_conv)) == 0
-).all()
+assert (a_conv.masked_select(pad[:, None, None, :].expand_as(a_conv)) == 0).all()
 assert (a_rnn.masked_select(pad[:, None, :].expand_as(a_rnn)) == 0).all()
 # sphinx_gallery_end_ignore
 
@@ -401,19 +388,13 @@ assert (a_rnn.masked_select(pad[:, None, :].expand_as(a_rnn)) == 0).all()
 row = int(batch.src_lengths.argmin())
 S_b = batch.src.shape[1]
 t_real = int((~batch.tgt_padding_mask[row]).sum())
-maps = [
-    (f"ConvS2S layer {l + 1}", a_conv[row, l]) for l in range(a_conv.shape[1])
-]
+maps = [(f"ConvS2S layer {l + 1}", a_conv[row, l]) for l in range(a_conv.shape[1])]
 maps.append(("GRU + Bahdanau", a_rnn[row]))
 vmax = max(float(a[:t_real].max()) for _, a in maps)
 
-fig, axes = plt.subplots(
-    1, len(maps), figsize=(13, 3.4), layout="constrained", sharey=True
-)
+fig, axes = plt.subplots(1, len(maps), figsize=(13, 3.4), layout="constrained", sharey=True)
 for ax, (title, a) in zip(axes, maps):
-    im = ax.imshow(
-        a[:t_real].numpy(), cmap="viridis", vmin=0, vmax=vmax, aspect="auto"
-    )
+    im = ax.imshow(a[:t_real].numpy(), cmap="viridis", vmin=0, vmax=vmax, aspect="auto")
     for j in np.flatnonzero(batch.src_padding_mask[row].numpy()):
         ax.add_patch(
             plt.Rectangle(

@@ -73,9 +73,11 @@ print(f"ConvS2S with the paper's normalisation and initialisation: {cfg.paper_no
 for name in MODELS:
     print(f"{LABELS[name]:16s} trained on: {histories[name].device}")
 if is_quick_mode():
-    print("\nNOTE: quick build (CONVS2S_EDU_QUICK=1): small data and few epochs.\n"
-          "The numbers on this page show how the pieces fit together, not the\n"
-          "full experiment's results.")
+    print(
+        "\nNOTE: quick build (CONVS2S_EDU_QUICK=1): small data and few epochs.\n"
+        "The numbers on this page show how the pieces fit together, not the\n"
+        "full experiment's results."
+    )
 
 # sphinx_gallery_start_ignore
 for name in MODELS:
@@ -103,8 +105,12 @@ for name in MODELS:
 
 
 def n_weights(model, skip_embeddings=False):
-    return sum(p.numel() for m in model.modules() for p in m.parameters(recurse=False)
-               if p.requires_grad and not (skip_embeddings and isinstance(m, nn.Embedding)))
+    return sum(
+        p.numel()
+        for m in model.modules()
+        for p in m.parameters(recurse=False)
+        if p.requires_grad and not (skip_embeddings and isinstance(m, nn.Embedding))
+    )
 
 
 print(f"{'model':16s} {'parameters':>12s} {'without embeddings':>20s}")
@@ -149,25 +155,32 @@ assert n_weights(results["convs2s"].model, True) > n_weights(results["gru"].mode
 
 STEPS_PER_WINDOW = 3 if is_quick_mode() else 4
 ROUNDS = 6 if is_quick_mode() else 8
-speed = measure_config(cfg, MODELS, steps_per_window=STEPS_PER_WINDOW, n_rounds=ROUNDS,
-                       warmup_steps=2)
+speed = measure_config(
+    cfg, MODELS, steps_per_window=STEPS_PER_WINDOW, n_rounds=ROUNDS, warmup_steps=2
+)
 verdict = speed_verdict(speed, max_spread=1.5, labels=LABELS)
 print(format_speed(speed, labels=LABELS, width=68))
 # seconds per epoch from the windows: the epoch's target tokens / median tokens per second
 n_epoch_tokens = epoch_tokens(cfg)
 sec_per_epoch = {n: n_epoch_tokens / speed.throughput[n].median for n in MODELS}
-sec_range = {n: (n_epoch_tokens / speed.throughput[n].max,
-                 n_epoch_tokens / speed.throughput[n].min) for n in MODELS}
+sec_range = {
+    n: (n_epoch_tokens / speed.throughput[n].max, n_epoch_tokens / speed.throughput[n].min)
+    for n in MODELS
+}
 print(f"\none epoch = {n_epoch_tokens:,} target tokens; at the windows' median speed:")
 for n in MODELS:
-    print(f"  {LABELS[n]:16s} {sec_per_epoch[n]:7.2f} s per epoch "
-          f"(windows: {sec_range[n][0]:.2f}-{sec_range[n][1]:.2f} s)")
+    print(
+        f"  {LABELS[n]:16s} {sec_per_epoch[n]:7.2f} s per epoch "
+        f"(windows: {sec_range[n][0]:.2f}-{sec_range[n][1]:.2f} s)"
+    )
 
 # sphinx_gallery_start_ignore
 assert speed.order[:4] == ["convs2s", "gru", "gru", "convs2s"]
 assert all(len(speed.window_seconds[n]) == ROUNDS for n in MODELS)
-assert all(speed.throughput[n].min <= speed.throughput[n].median <= speed.throughput[n].max
-           for n in MODELS)
+assert all(
+    speed.throughput[n].min <= speed.throughput[n].median <= speed.throughput[n].max
+    for n in MODELS
+)
 # sphinx_gallery_end_ignore
 
 # %%
@@ -207,11 +220,20 @@ for name in MODELS:
     window = max(1, per_epoch // 4)
     smooth = np.convolve(steps, np.ones(window) / window, mode="valid")  # running mean
     c = COLOURS[name]
-    for ax, x_steps, x_epochs in ((axes[0], step_epoch, h.column("epoch")),
-                                  (axes[1], step_time, epoch_end_time)):
-        ax.plot(x_steps[window - 1:], smooth, color=c, lw=0.9, alpha=0.6)
-        ax.plot(x_epochs, h.column("valid_loss"), "o-", color=c, ms=3.5, lw=1.2,
-                label=f"{LABELS[name]}")
+    for ax, x_steps, x_epochs in (
+        (axes[0], step_epoch, h.column("epoch")),
+        (axes[1], step_time, epoch_end_time),
+    ):
+        ax.plot(x_steps[window - 1 :], smooth, color=c, lw=0.9, alpha=0.6)
+        ax.plot(
+            x_epochs,
+            h.column("valid_loss"),
+            "o-",
+            color=c,
+            ms=3.5,
+            lw=1.2,
+            label=f"{LABELS[name]}",
+        )
 axes[0].set_xlabel("epoch")
 axes[1].set_xlabel("training time (s): epochs x median s/epoch of the interleaved windows")
 axes[0].set_ylabel("cross-entropy per token")
@@ -220,19 +242,25 @@ axes[0].yaxis.set_major_locator(mticker.LogLocator(subs=(1, 2, 5)))
 axes[0].yaxis.set_major_formatter(mticker.FormatStrFormatter("%g"))
 axes[0].yaxis.set_minor_formatter(mticker.NullFormatter())
 axes[0].set_title("Loss per epoch")
-axes[1].set_title("Loss against the clock" if verdict.ok else
-                  "Loss against the clock: UNRELIABLE, machine busy", color=None if verdict.ok
-                  else "C3")
+axes[1].set_title(
+    "Loss against the clock" if verdict.ok else "Loss against the clock: UNRELIABLE, machine busy",
+    color=None if verdict.ok else "C3",
+)
 for ax in axes:
     ax.grid(alpha=0.3, which="both")
-handles = [plt.Line2D([], [], color="grey", lw=0.9, alpha=0.7),
-           plt.Line2D([], [], color="grey", marker="o", ms=3.5, lw=1.2)]
-legend1 = axes[1].legend(handles, ["training (running mean)", "held-out, end of epoch"],
-                         loc="upper right", fontsize=9)
+handles = [
+    plt.Line2D([], [], color="grey", lw=0.9, alpha=0.7),
+    plt.Line2D([], [], color="grey", marker="o", ms=3.5, lw=1.2),
+]
+legend1 = axes[1].legend(
+    handles, ["training (running mean)", "held-out, end of epoch"], loc="upper right", fontsize=9
+)
 axes[1].add_artist(legend1)
 axes[0].legend(loc="upper right", fontsize=9)
-fig.suptitle(f"Training on {histories['convs2s'].device}"
-             + (" (quick build)" if is_quick_mode() else ""), fontsize=11)
+fig.suptitle(
+    f"Training on {histories['convs2s'].device}" + (" (quick build)" if is_quick_mode() else ""),
+    fontsize=11,
+)
 plt.show()
 
 # %%
@@ -248,8 +276,10 @@ for name in MODELS:
     h = histories[name]
     first = next(e for e in h.epochs if e["valid_loss"] <= target)
     k = first["epoch"]
-    print(f"{LABELS[name]:16s} epoch {k:>2d}: {k * sec_per_epoch[name]:7.1f} s of training "
-          f"({k * sec_range[name][0]:.1f}-{k * sec_range[name][1]:.1f})")
+    print(
+        f"{LABELS[name]:16s} epoch {k:>2d}: {k * sec_per_epoch[name]:7.1f} s of training "
+        f"({k * sec_range[name][0]:.1f}-{k * sec_range[name][1]:.1f})"
+    )
 
 # %%
 # The timing windows
@@ -266,18 +296,26 @@ fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), width_ratios=[2.2, 1], layout=
 position = {n: [i for i, m in enumerate(speed.order) if m == n] for n in MODELS}
 for i, name in enumerate(MODELS):
     tput = np.asarray(speed.window_throughputs(name))
-    axes[0].plot(np.asarray(position[name]) + 1, tput, "o-", ms=4, color=COLOURS[name],
-                 label=LABELS[name])
+    axes[0].plot(
+        np.asarray(position[name]) + 1, tput, "o-", ms=4, color=COLOURS[name], label=LABELS[name]
+    )
     t = speed.throughput[name]
-    axes[1].bar(i, t.median, color=COLOURS[name], width=0.6,
-                yerr=[[t.median - t.min], [t.max - t.median]], capsize=6)
+    axes[1].bar(
+        i,
+        t.median,
+        color=COLOURS[name],
+        width=0.6,
+        yerr=[[t.median - t.min], [t.max - t.median]],
+        capsize=6,
+    )
 axes[0].set_xlabel("window, in the order they ran")
 axes[0].set_ylabel("target tokens per second")
 axes[0].set_ylim(bottom=0)
 axes[0].set_title(f"Throughput of each window ({STEPS_PER_WINDOW} training steps)")
 axes[0].legend(fontsize=9)
-axes[1].set_xticks(range(len(MODELS)),
-                   [f"{LABELS[n]}\nmedian {speed.throughput[n].median:,.0f}" for n in MODELS])
+axes[1].set_xticks(
+    range(len(MODELS)), [f"{LABELS[n]}\nmedian {speed.throughput[n].median:,.0f}" for n in MODELS]
+)
 axes[1].set_ylabel("target tokens per second")
 axes[1].set_title("Median (slowest-fastest window)")
 for ax in axes:
@@ -338,9 +376,14 @@ print(f"one batch of {cfg.batch_size} training examples, longest target T = {T}"
 print(f"{'model':16s} {'MFLOP per target token':>23s} {'dependent steps':>16s}")
 for n in MODELS:
     print(f"{LABELS[n]:16s} {flops[n] / 1e6:>23.2f} {sequential[n]:>16d}")
-print(textwrap.fill(f"ConvS2S does {flops['convs2s'] / flops['gru']:.2f}x the GRU's arithmetic "
-                    f"per token; the GRU decoder runs {T / sequential['convs2s']:.1f}x as many "
-                    f"dependent steps as ConvS2S's.", width=68))
+print(
+    textwrap.fill(
+        f"ConvS2S does {flops['convs2s'] / flops['gru']:.2f}x the GRU's arithmetic "
+        f"per token; the GRU decoder runs {T / sequential['convs2s']:.1f}x as many "
+        f"dependent steps as ConvS2S's.",
+        width=68,
+    )
+)
 
 # sphinx_gallery_start_ignore
 assert all(f > 0 for f in flops.values())

@@ -69,21 +69,25 @@ results = {name: train_or_load(site_config(name)) for name in MODELS}
 models = {name: r.model for name, r in results.items()}
 cfg = results["convs2s"].config
 test_set = make_datasets(cfg)[2]
-print(f"test set: {len(test_set):,} examples of length {cfg.min_len}-{cfg.max_len}, "
-      f"never seen in training")
+print(
+    f"test set: {len(test_set):,} examples of length {cfg.min_len}-{cfg.max_len}, "
+    f"never seen in training"
+)
 for name in MODELS:
     h = results[name].history
     print(f"{LABELS[name]:16s} trained for {len(h.epochs)} epochs on {h.device}")
 if is_quick_mode():
-    print("\nNOTE: quick build (CONVS2S_EDU_QUICK=1): small data and few epochs, so the\n"
-          "models are far from trained and the scores below are not the full experiment's.")
+    print(
+        "\nNOTE: quick build (CONVS2S_EDU_QUICK=1): small data and few epochs, so the\n"
+        "models are far from trained and the scores below are not the full experiment's."
+    )
 
 
 def decode_all(model, examples, batch_size=256):
     """Greedy outputs for a list of (source, reference) pairs, decoded in batches."""
     out = []
     for i in range(0, len(examples), batch_size):
-        src = collate_batch(examples[i:i + batch_size], cfg.vocab_size).src  # (B, S)
+        src = collate_batch(examples[i : i + batch_size], cfg.vocab_size).src  # (B, S)
         out += greedy_decode(model, src)
     return out
 
@@ -91,9 +95,13 @@ def decode_all(model, examples, batch_size=256):
 examples = list(test_set)
 references = [y for _, y in examples]
 predictions = {name: decode_all(models[name], examples) for name in MODELS}
-scores = {name: {"exact match": exact_match(predictions[name], references),
-                 "token accuracy": token_accuracy(predictions[name], references)}
-          for name in MODELS}
+scores = {
+    name: {
+        "exact match": exact_match(predictions[name], references),
+        "token accuracy": token_accuracy(predictions[name], references),
+    }
+    for name in MODELS
+}
 
 print(f"\n{'model':16s} {'exact match':>12s} {'token accuracy':>15s}")
 for name in MODELS:
@@ -104,8 +112,9 @@ for name in MODELS:
 for name in MODELS:  # the same numbers as the library's one-call evaluation (on a slice)
     ev = evaluate(models[name], examples[:64])
     assert abs(ev["exact_match"] - exact_match(predictions[name][:64], references[:64])) < 1e-12
-    assert abs(ev["token_accuracy"]
-               - token_accuracy(predictions[name][:64], references[:64])) < 1e-12
+    assert (
+        abs(ev["token_accuracy"] - token_accuracy(predictions[name][:64], references[:64])) < 1e-12
+    )
 # sphinx_gallery_end_ignore
 
 # %%
@@ -147,8 +156,13 @@ plt.show()
 
 EXTRA_LENGTHS = range(cfg.max_len + 1, cfg.max_len + (5 if is_quick_mode() else 9))
 N_PER_EXTRA = 20 if is_quick_mode() else 50
-extra = generate_dataset(N_PER_EXTRA * len(EXTRA_LENGTHS), EXTRA_LENGTHS[0], EXTRA_LENGTHS[-1],
-                         cfg.vocab_size, seed=cfg.seed + 100)
+extra = generate_dataset(
+    N_PER_EXTRA * len(EXTRA_LENGTHS),
+    EXTRA_LENGTHS[0],
+    EXTRA_LENGTHS[-1],
+    cfg.vocab_size,
+    seed=cfg.seed + 100,
+)
 extra_predictions = {name: decode_all(models[name], extra) for name in MODELS}
 
 
@@ -157,12 +171,16 @@ def by_length(pairs, preds):
     groups = defaultdict(list)
     for (x, y), p in zip(pairs, preds):
         groups[len(x)].append((p, y))
-    return {n: (exact_match(*zip(*g)), token_accuracy(*zip(*g)), len(g))
-            for n, g in sorted(groups.items())}
+    return {
+        n: (exact_match(*zip(*g)), token_accuracy(*zip(*g)), len(g))
+        for n, g in sorted(groups.items())
+    }
 
 
-per_length = {name: {**by_length(examples, predictions[name]),
-                     **by_length(extra, extra_predictions[name])} for name in MODELS}
+per_length = {
+    name: {**by_length(examples, predictions[name]), **by_length(extra, extra_predictions[name])}
+    for name in MODELS
+}
 
 fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharex=True, layout="constrained")
 for name in MODELS:
@@ -187,8 +205,13 @@ labels.append("longer than any training example")
 fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize=9, frameon=False)
 plt.show()
 
-print(textwrap.fill("examples per length: " + ", ".join(
-    f"{n}: {v[2]}" for n, v in per_length["convs2s"].items()), width=78))
+print(
+    textwrap.fill(
+        "examples per length: "
+        + ", ".join(f"{n}: {v[2]}" for n, v in per_length["convs2s"].items()),
+        width=78,
+    )
+)
 
 # sphinx_gallery_start_ignore
 for name in MODELS:
@@ -213,9 +236,14 @@ for name in MODELS:
 first_of_length = {}
 for x, y in examples:
     first_of_length.setdefault(len(x), (x, y))
-picked = [first_of_length[n] for n in (min(first_of_length),
-                                        sorted(first_of_length)[len(first_of_length) // 2],
-                                        max(first_of_length))]
+picked = [
+    first_of_length[n]
+    for n in (
+        min(first_of_length),
+        sorted(first_of_length)[len(first_of_length) // 2],
+        max(first_of_length),
+    )
+]
 rows = predict_samples(models, picked, beam_size=5)
 print(format_samples(rows, layout="blocks"))
 
@@ -274,8 +302,7 @@ print(token_accuracy([output], [reference]))
 # token accuracy but fail exact match.
 
 print(token_accuracy([reference[:-1]], [reference]))
-print(token_accuracy([reference + [5]], [reference]),
-      exact_match([reference + [5]], [reference]))
+print(token_accuracy([reference + [5]], [reference]), exact_match([reference + [5]], [reference]))
 
 # %%
 # .. raw:: html
@@ -300,8 +327,7 @@ test_06 = make_datasets(cfg_06)[2].examples
 for n in (cfg_06.min_len, cfg_06.max_len):
     part = [(x, y) for x, y in test_06 if len(x) == n]
     out = greedy_decode(model_06, [x for x, _ in part])
-    print(f"length {n}: exact match "
-          f"{exact_match(out, [y for _, y in part]):.0%} of {len(part)}")
+    print(f"length {n}: exact match {exact_match(out, [y for _, y in part]):.0%} of {len(part)}")
 
 # %%
 # .. raw:: html

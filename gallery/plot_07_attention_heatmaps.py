@@ -54,8 +54,10 @@ for name in MODELS:
     h = results[name].history
     print(f"{name:8s} trained for {len(h.epochs)} epochs on {h.device}")
 if is_quick_mode():
-    print("\nNOTE: quick build (CONVS2S_EDU_QUICK=1): small data and few epochs. The models\n"
-          "are far from trained, and the attention below shows it.")
+    print(
+        "\nNOTE: quick build (CONVS2S_EDU_QUICK=1): small data and few epochs. The models\n"
+        "are far from trained, and the attention below shows it."
+    )
 
 LENGTH = 10
 src_tokens, ref_tokens = next((x, y) for x, y in test_set if len(x) == LENGTH)
@@ -105,8 +107,9 @@ def heatmap(ax, attn, title):
 
 n_layers = conv_attn.shape[0]
 ncols = 2 if n_layers % 2 == 0 else n_layers
-fig, axes = plt.subplots(int(np.ceil(n_layers / ncols)), ncols, figsize=(8, 7.6),
-                         layout="constrained", squeeze=False)
+fig, axes = plt.subplots(
+    int(np.ceil(n_layers / ncols)), ncols, figsize=(8, 7.6), layout="constrained", squeeze=False
+)
 for layer, ax in enumerate(axes.flat):
     if layer >= n_layers:
         ax.remove()
@@ -194,17 +197,20 @@ def greedy_hit_rate(tokens, attentions, layer=None):
 
 
 table = []
-attn_sets = [(f"ConvS2S layer {l + 1}", conv_all[:, l], "convs2s", l)
-             for l in range(conv_all.shape[1])]
+attn_sets = [
+    (f"ConvS2S layer {l + 1}", conv_all[:, l], "convs2s", l) for l in range(conv_all.shape[1])
+]
 attn_sets.append(("GRU", gru_all, "gru", None))
 for label, attn, name, layer in attn_sets:
-    table.append((
-        label,
-        argmax_hits(attn, src, tgt_out)[steps].float().mean().item(),
-        greedy_hit_rate(*greedy[name], layer),
-        argmax_hits(attn, src, tgt_in)[after_first].float().mean().item(),
-        (attn * holds_ref).sum(-1)[steps].mean().item(),
-    ))
+    table.append(
+        (
+            label,
+            argmax_hits(attn, src, tgt_out)[steps].float().mean().item(),
+            greedy_hit_rate(*greedy[name], layer),
+            argmax_hits(attn, src, tgt_in)[after_first].float().mean().item(),
+            (attn * holds_ref).sum(-1)[steps].mean().item(),
+        )
+    )
 
 print(f"{len(examples):,} test examples, {int(steps.sum()):,} output steps\n")
 header = ("attention", "-> reference", "-> emitted", "-> previous", "weight on ref.")
@@ -236,8 +242,9 @@ bars = ax.bar(range(len(table)), vals, color=colours)
 ax.bar_label(bars, fmt="%.0f%%", fontsize=9, padding=2)
 ax.axhline(100 * chance, color="k", ls="--", lw=1, label="chance")
 fig.legend(loc="outside right upper", fontsize=9, frameon=False)
-ax.set_xticks(range(len(table)), [label.replace("ConvS2S ", "ConvS2S\n") for label in labels],
-              fontsize=9)
+ax.set_xticks(
+    range(len(table)), [label.replace("ConvS2S ", "ConvS2S\n") for label in labels], fontsize=9
+)
 ax.set_ylabel("% of output steps")
 ax.set_ylim(0, 108)
 ax.set_title("Most attended source position holds the reference token")
@@ -343,10 +350,8 @@ with torch.no_grad():
 top = attn[:, -1].argmax(-1)  # (B, T): last layer's most attended position
 holds = b.src.gather(1, top).eq(b.tgt_out)  # does it hold the target value?
 real = b.tgt_out.ne(0) & b.tgt_out.ne(eos_index(50))  # no PAD, no <eos>
-chance = (b.src.unsqueeze(1).eq(b.tgt_out.unsqueeze(2)).sum(-1)
-          / b.src.ne(0).sum(1, keepdim=True))
-print(f"untrained: {holds[real].float().mean():.1%}, "
-      f"chance: {chance[real].float().mean():.1%}")
+chance = b.src.unsqueeze(1).eq(b.tgt_out.unsqueeze(2)).sum(-1) / b.src.ne(0).sum(1, keepdim=True)
+print(f"untrained: {holds[real].float().mean():.1%}, chance: {chance[real].float().mean():.1%}")
 
 # %%
 # .. raw:: html

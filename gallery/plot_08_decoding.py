@@ -63,9 +63,11 @@ for name in MODELS:
     h = results[name].history
     print(f"{LABELS[name]:16s} trained for {len(h.epochs)} epochs on {h.device}")
 if is_quick_mode():
-    print("\nNOTE: quick build (CONVS2S_EDU_QUICK=1): small data and few epochs, so the\n"
-          "models are far from trained, and the timings below use fewer repeats and\n"
-          "smaller batches than the full build.")
+    print(
+        "\nNOTE: quick build (CONVS2S_EDU_QUICK=1): small data and few epochs, so the\n"
+        "models are far from trained, and the timings below use fewer repeats and\n"
+        "smaller batches than the full build."
+    )
 
 
 def decode_all(model, beam_size, batch_size=250):
@@ -73,7 +75,7 @@ def decode_all(model, beam_size, batch_size=250):
     out = []
     start = time.perf_counter()
     for i in range(0, len(examples), batch_size):
-        src = collate_batch(examples[i:i + batch_size], cfg.vocab_size).src  # (B, S)
+        src = collate_batch(examples[i : i + batch_size], cfg.vocab_size).src  # (B, S)
         if beam_size == 1:
             out += greedy_decode(model, src)
         else:
@@ -86,8 +88,9 @@ for name in MODELS:
     for k in (1, BEAM):
         pred, seconds = decode_all(results[name].model, k)
         outputs[name, k] = pred
-        rows.append((name, k, exact_match(pred, references), token_accuracy(pred, references),
-                     seconds))
+        rows.append(
+            (name, k, exact_match(pred, references), token_accuracy(pred, references), seconds)
+        )
 
 print(f"\n{len(examples):,} test examples")
 print(f"{'model':16s} {'search':>10s} {'exact match':>12s} {'token acc.':>11s} {'seconds':>8s}")
@@ -113,8 +116,10 @@ for name in MODELS:
     changed = [(gi == y, bi == y) for gi, bi, y in zip(g, b, references) if gi != bi]
     fixed = sum(not gr and br for gr, br in changed)
     broke = sum(gr and not br for gr, br in changed)
-    print(f"{LABELS[name]:16s} {len(changed):>8d} {fixed:>6d} {broke:>7d} "
-          f"{len(changed) - fixed - broke:>17d}")
+    print(
+        f"{LABELS[name]:16s} {len(changed):>8d} {fixed:>6d} {broke:>7d} "
+        f"{len(changed) - fixed - broke:>17d}"
+    )
 
 # %%
 # The same scores as a chart. Beam search pays off when the most probable token
@@ -127,19 +132,33 @@ width = 0.38
 for ax, col, title in ((axes[0], 2, "Exact match"), (axes[1], 3, "Token accuracy")):
     for j, k in enumerate((1, BEAM)):
         vals = [100 * r[col] for r in rows if r[1] == k]
-        bars = ax.bar(np.arange(len(MODELS)) + (j - 0.5) * width, vals, width,
-                      color=[COLOURS[n] for n in MODELS], alpha=1.0 if k == 1 else 0.55,
-                      hatch=None if k == 1 else "//", edgecolor="white")
+        bars = ax.bar(
+            np.arange(len(MODELS)) + (j - 0.5) * width,
+            vals,
+            width,
+            color=[COLOURS[n] for n in MODELS],
+            alpha=1.0 if k == 1 else 0.55,
+            hatch=None if k == 1 else "//",
+            edgecolor="white",
+        )
         ax.bar_label(bars, fmt="%.1f%%", fontsize=8, padding=2)
     ax.set_xticks(range(len(MODELS)), [LABELS[n] for n in MODELS])
     ax.set_ylim(0, 108)
     ax.set_ylabel("% of the test set")
     ax.set_title(title)
     ax.grid(alpha=0.3, axis="y")
-handles = [plt.Rectangle((0, 0), 1, 1, color="grey"),
-           plt.Rectangle((0, 0), 1, 1, color="grey", alpha=0.55, hatch="//", ec="white")]
-fig.legend(handles, ["greedy (beam 1)", f"beam {BEAM}"], loc="outside lower center", ncol=2,
-           fontsize=9, frameon=False)
+handles = [
+    plt.Rectangle((0, 0), 1, 1, color="grey"),
+    plt.Rectangle((0, 0), 1, 1, color="grey", alpha=0.55, hatch="//", ec="white"),
+]
+fig.legend(
+    handles,
+    ["greedy (beam 1)", f"beam {BEAM}"],
+    loc="outside lower center",
+    ncol=2,
+    fontsize=9,
+    frameon=False,
+)
 plt.show()
 
 # %%
@@ -171,7 +190,8 @@ BATCH, REPEATS = (4, 2) if is_quick_mode() else (16, 3)
 torch.manual_seed(0)
 conv_timing, gru_timing = (
     build_model(site_config(name, model_options={"max_positions": 128})).to(device).eval()
-    for name in MODELS)
+    for name in MODELS
+)
 records = time_incremental_vs_full(conv_timing, LENGTHS, batch_size=BATCH, repeats=REPEATS)
 
 
@@ -195,16 +215,21 @@ def time_gru(T):
 
 gru_seconds = [time_gru(T) for T in LENGTHS]
 print(f"device: {device}, batch of {BATCH} sources, fastest of {REPEATS} run(s) after a warm-up")
-print(f"{'steps T':>8s} {'ConvS2S full (s)':>17s} {'ConvS2S cached (s)':>19s} {'speed-up':>9s} "
-      f"{'GRU (s)':>8s}")
+print(
+    f"{'steps T':>8s} {'ConvS2S full (s)':>17s} {'ConvS2S cached (s)':>19s} {'speed-up':>9s} "
+    f"{'GRU (s)':>8s}"
+)
 for r, g in zip(records, gru_seconds):
-    print(f"{r['target_len']:>8d} {r['seconds_full']:>17.3f} {r['seconds_incremental']:>19.3f} "
-          f"{r['speedup']:>8.1f}x {g:>8.3f}")
+    print(
+        f"{r['target_len']:>8d} {r['seconds_full']:>17.3f} {r['seconds_incremental']:>19.3f} "
+        f"{r['speedup']:>8.1f}x {g:>8.3f}"
+    )
 
 # sphinx_gallery_start_ignore
 src = torch.randint(1, cfg.vocab_size + 1, (3, 30), generator=torch.Generator().manual_seed(1))
-assert greedy_decode(conv_timing, src, incremental=True) == greedy_decode(conv_timing, src,
-                                                                          incremental=False)
+assert greedy_decode(conv_timing, src, incremental=True) == greedy_decode(
+    conv_timing, src, incremental=False
+)
 # sphinx_gallery_end_ignore
 
 # %%
@@ -288,9 +313,7 @@ from convs2s_edu import site_config
 cfg_08 = site_config("convs2s")
 model_08 = train_or_load(cfg_08).model
 sources = [x for x, _ in make_datasets(cfg_08)[2].examples[:32]]
-same = greedy_decode(model_08, sources) == beam_search(
-    model_08, sources, beam_size=1
-)
+same = greedy_decode(model_08, sources) == beam_search(model_08, sources, beam_size=1)
 print("beam 1 == greedy on 32 test sources:", same)
 
 # %%
@@ -312,8 +335,15 @@ print("beam 1 == greedy on 32 test sources:", same)
 cache = model_08.decoder.new_cache(batch_size=1)
 print([tuple(w.shape) for w in cache.windows])
 c = model_08.cfg
-print(sum(w.numel() for w in cache.windows), "=", c.n_decoder_layers, "x",
-      c.kernel_size - 1, "x", c.hidden_dim)
+print(
+    sum(w.numel() for w in cache.windows),
+    "=",
+    c.n_decoder_layers,
+    "x",
+    c.kernel_size - 1,
+    "x",
+    c.hidden_dim,
+)
 
 # %%
 # .. raw:: html

@@ -74,15 +74,23 @@ def steps_per_window(T):
 
 
 device = resolve_device("auto")
-print(f"device: {device}" + (f" ({torch.cuda.get_device_name(device)})"
-                             if device.type == "cuda" else ""))
-print(textwrap.fill(
-    f"lengths: {LENGTHS}, batch of {BATCH}, {ROUNDS} interleaved windows per model and length "
-    f"({', '.join(f'{steps_per_window(T)} at T={T}' for T in LENGTHS)} steps per window), "
-    f"after 1 warm-up step", width=68))
+print(
+    f"device: {device}"
+    + (f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else "")
+)
+print(
+    textwrap.fill(
+        f"lengths: {LENGTHS}, batch of {BATCH}, {ROUNDS} interleaved windows per model and length "
+        f"({', '.join(f'{steps_per_window(T)} at T={T}' for T in LENGTHS)} steps per window), "
+        f"after 1 warm-up step",
+        width=68,
+    )
+)
 if QUICK:
-    print("\nNOTE: quick build (CONVS2S_EDU_QUICK=1): fewer and shorter lengths\n"
-          "and fewer timed windows than the full build.")
+    print(
+        "\nNOTE: quick build (CONVS2S_EDU_QUICK=1): fewer and shorter lengths\n"
+        "and fewer timed windows than the full build."
+    )
 
 
 def make_model(name):
@@ -99,8 +107,9 @@ for T in LENGTHS:
     models = {name: make_model(name) for name in MODELS}
     for name in MODELS:
         flops[name].append(training_flops_per_token(models[name], batch))
-    m = measure_training(models, [batch], steps_per_window=steps_per_window(T), n_rounds=ROUNDS,
-                         warmup_steps=1)
+    m = measure_training(
+        models, [batch], steps_per_window=steps_per_window(T), n_rounds=ROUNDS, warmup_steps=1
+    )
     measurements.append(m)
     verdicts.append(speed_verdict(m, labels=LABELS))
 
@@ -121,19 +130,28 @@ print("\nmilliseconds per training step: median (fastest-slowest window);")
 print("GRU/ConvS2S time: median (range) of the per-round ratios\n")
 print(f"{'T':>4s}  {'ConvS2S':21s}  {'GRU':21s}  {'GRU/ConvS2S':16s}")
 for i, T in enumerate(LENGTHS):
-    print(f"{T:>4d}  {cell(step['convs2s'][i], 1e3, '{:.0f}'):21s}  "
-          f"{cell(step['gru'][i], 1e3, '{:.0f}'):21s}  "
-          f"{cell(ratios[i], fmt='{:.2f}'):16s}")
-print("\n" + textwrap.fill(f"machine: {measurements[0].machine.describe()}", width=68,
-                          subsequent_indent="    "))
+    print(
+        f"{T:>4d}  {cell(step['convs2s'][i], 1e3, '{:.0f}'):21s}  "
+        f"{cell(step['gru'][i], 1e3, '{:.0f}'):21s}  "
+        f"{cell(ratios[i], fmt='{:.2f}'):16s}"
+    )
+print(
+    "\n"
+    + textwrap.fill(
+        f"machine: {measurements[0].machine.describe()}", width=68, subsequent_indent="    "
+    )
+)
 busy = [T for T, v in zip(LENGTHS, verdicts) if not v.ok]
 if busy:
     print("\n" + "!" * 68)
     print("WARNING: these timings are not reliable; no conclusion is drawn")
     for T, v in zip(LENGTHS, verdicts):
         if not v.ok:
-            print(textwrap.fill(f"T = {T}: " + "; ".join(v.reasons) + ".", width=68,
-                                subsequent_indent="    "))
+            print(
+                textwrap.fill(
+                    f"T = {T}: " + "; ".join(v.reasons) + ".", width=68, subsequent_indent="    "
+                )
+            )
     print("!" * 68)
 
 # sphinx_gallery_start_ignore
@@ -163,8 +181,10 @@ n_conv_layers = models["convs2s"].cfg.n_decoder_layers
 print(f"{'T':>4s} {'dependent decoder steps':^27s}   {'MFLOP per target token':^25s}")
 print(f"{'':4s} {'GRU':>12s} {'ConvS2S':>14s}   {'GRU':>10s} {'ConvS2S':>14s}")
 for i, T in enumerate(LENGTHS):
-    print(f"{T:>4d} {T + 1:>12d} {n_conv_layers:>14d}   {flops['gru'][i] / 1e6:>10.2f} "
-          f"{flops['convs2s'][i] / 1e6:>14.2f}")
+    print(
+        f"{T:>4d} {T + 1:>12d} {n_conv_layers:>14d}   {flops['gru'][i] / 1e6:>10.2f} "
+        f"{flops['convs2s'][i] / 1e6:>14.2f}"
+    )
 
 # %%
 # Time per step against length
@@ -181,8 +201,7 @@ ax = axes[0]
 for name in MODELS:
     med = np.array([x.median for x in step[name]])
     err = [med - [x.min for x in step[name]], [x.max for x in step[name]] - med]
-    ax.errorbar(T_arr, med, yerr=err, fmt="o-", color=COLOURS[name], capsize=3,
-                label=LABELS[name])
+    ax.errorbar(T_arr, med, yerr=err, fmt="o-", color=COLOURS[name], capsize=3, label=LABELS[name])
 ax.set_xscale("log")
 ax.set_yscale("log")
 ref = step["gru"][0].median
@@ -197,11 +216,18 @@ ax.set_title(f"One training step, batch of {BATCH}")
 ax.legend(fontsize=9)
 ax.grid(alpha=0.3, which="both")
 ax = axes[1]
-ax.errorbar(T_arr, ratio, yerr=[ratio - [r.min for r in ratios], [r.max for r in ratios] - ratio],
-            fmt="o-", color="k", capsize=3)
+ax.errorbar(
+    T_arr,
+    ratio,
+    yerr=[ratio - [r.min for r in ratios], [r.max for r in ratios] - ratio],
+    fmt="o-",
+    color="k",
+    capsize=3,
+)
 for x, r in zip(T_arr, ratio):
-    ax.annotate(f"{r:.1f}x", (x, r), xytext=(6, 4), textcoords="offset points", ha="left",
-                fontsize=9)
+    ax.annotate(
+        f"{r:.1f}x", (x, r), xytext=(6, 4), textcoords="offset points", ha="left", fontsize=9
+    )
 ax.axhline(1, color="grey", lw=1, ls="--")
 ax.set_xscale("log")
 ax.margins(x=0.08)
@@ -212,9 +238,13 @@ ax.set_xlabel("sequence length T")
 ax.set_ylabel("GRU time / ConvS2S time")
 ax.set_title("How many times slower the GRU is")
 ax.grid(alpha=0.3)
-fig.suptitle(f"Measured on {device.type.upper()}" + (" (quick build)" if QUICK else "")
-             + (f": UNRELIABLE at T = {', '.join(map(str, busy))}, machine busy" if busy else ""),
-             fontsize=11, color="C3" if busy else None)
+fig.suptitle(
+    f"Measured on {device.type.upper()}"
+    + (" (quick build)" if QUICK else "")
+    + (f": UNRELIABLE at T = {', '.join(map(str, busy))}, machine busy" if busy else ""),
+    fontsize=11,
+    color="C3" if busy else None,
+)
 plt.show()
 
 # %%
@@ -257,23 +287,32 @@ plt.show()
 first, last = ratios[0], ratios[-1]
 span = f"from T = {LENGTHS[0]} to T = {LENGTHS[-1]}"
 if busy:
-    summary = (f"WARNING: the measurement at T = {', '.join(map(str, busy))} was not reliable "
-               f"(see the warnings above: the machine was busy or unsteady), so this page draws "
-               f"no conclusion about how the gap changes with length. Build it again on an idle "
-               f"machine.")
+    summary = (
+        f"WARNING: the measurement at T = {', '.join(map(str, busy))} was not reliable "
+        f"(see the warnings above: the machine was busy or unsteady), so this page draws "
+        f"no conclusion about how the gap changes with length. Build it again on an idle "
+        f"machine."
+    )
 elif first.overlaps(last):
-    summary = (f"On this {device.type.upper()}, the GRU/ConvS2S time ratio went from "
-               f"{first.median:.2f} ({first.min:.2f}-{first.max:.2f}) to {last.median:.2f} "
-               f"({last.min:.2f}-{last.max:.2f}) {span}: the ranges overlap, so no change of "
-               f"the ratio with length is resolved.")
+    summary = (
+        f"On this {device.type.upper()}, the GRU/ConvS2S time ratio went from "
+        f"{first.median:.2f} ({first.min:.2f}-{first.max:.2f}) to {last.median:.2f} "
+        f"({last.min:.2f}-{last.max:.2f}) {span}: the ranges overlap, so no change of "
+        f"the ratio with length is resolved."
+    )
 else:
     direction = "grew" if last.median > first.median else "shrank"
     faster = "ConvS2S" if last.min > 1 else "the GRU" if last.max < 1 else "neither model"
-    summary = (f"On this {device.type.upper()}, the GRU/ConvS2S time ratio {direction} from "
-               f"{first.median:.2f} ({first.min:.2f}-{first.max:.2f}) to {last.median:.2f} "
-               f"({last.min:.2f}-{last.max:.2f}) {span}; at T = {LENGTHS[-1]} "
-               + (f"{faster} was faster in every round." if faster != "neither model" else
-                  "the rounds disagree on which model was faster."))
+    summary = (
+        f"On this {device.type.upper()}, the GRU/ConvS2S time ratio {direction} from "
+        f"{first.median:.2f} ({first.min:.2f}-{first.max:.2f}) to {last.median:.2f} "
+        f"({last.min:.2f}-{last.max:.2f}) {span}; at T = {LENGTHS[-1]} "
+        + (
+            f"{faster} was faster in every round."
+            if faster != "neither model"
+            else "the rounds disagree on which model was faster."
+        )
+    )
 SpeedVerdict(ok=not busy, resolved=not busy and not first.overlaps(last), text=summary)
 
 # %%

@@ -152,10 +152,7 @@ paper_model = ConvS2S(paper_cfg)
 
 f, d, k = paper_cfg.embed_dim, paper_cfg.hidden_dim, paper_cfg.kernel_size
 p_keep = 1.0 - paper_cfg.dropout
-print(
-    f"f = {f}, d = {d}, k = {k}, dropout = {paper_cfg.dropout} "
-    f"-> p = {p_keep:.2f}"
-)
+print(f"f = {f}, d = {d}, k = {k}, dropout = {paper_cfg.dropout} -> p = {p_keep:.2f}")
 
 
 def weight_of(model, path):
@@ -266,14 +263,8 @@ def stage_variances(model):
     hooks.append(dec.in_proj.register_forward_hook(keep_output("dec in_proj")))
     after_context = [*dec.blocks[1:], dec.dropout]
     for i, block in enumerate(dec.blocks):
-        hooks.append(
-            block.register_forward_hook(keep_output(f"dec conv {i + 1}"))
-        )
-        hooks.append(
-            after_context[i].register_forward_pre_hook(
-                keep_input(f"dec +ctx {i + 1}")
-            )
-        )
+        hooks.append(block.register_forward_hook(keep_output(f"dec conv {i + 1}")))
+        hooks.append(after_context[i].register_forward_pre_hook(keep_input(f"dec +ctx {i + 1}")))
     torch.manual_seed(1)  # the same dropout masks for both models
     model.train()
     with torch.no_grad():
@@ -337,9 +328,7 @@ assert paper_dec[-1] / paper_dec[0] < 4
 # five times deeper, where a loss of half the variance per block would leave
 # almost nothing of the input.
 
-fig, axes = plt.subplots(
-    1, 2, figsize=(12, 4), layout="constrained", width_ratios=[7, 10]
-)
+fig, axes = plt.subplots(1, 2, figsize=(12, 4), layout="constrained", width_ratios=[7, 10])
 styles = {
     "seed (PyTorch default init)": ("tab:gray", "s--"),
     "paper (ConvS2SConfig.paper())": ("tab:blue", "o-"),

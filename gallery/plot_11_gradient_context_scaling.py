@@ -95,11 +95,7 @@ print(
 
 def grad_norm(model, prefix):
     """Norm of the gradient of all parameters whose name starts with prefix."""
-    grads = [
-        p.grad.flatten()
-        for name, p in model.named_parameters()
-        if name.startswith(prefix)
-    ]
+    grads = [p.grad.flatten() for name, p in model.named_parameters() if name.startswith(prefix)]
     return torch.cat(grads).norm().item()
 
 
@@ -112,10 +108,7 @@ groups = [
     ("decoder", "decoder (all)"),
 ]
 print(f"\nL = {L} decoder layers, 1/L = {1 / L:.4f}")
-print(
-    f"{'parameters':20s} {'|grad| off':>11s} {'|grad| on':>11s} "
-    f"{'on / off':>9s}"
-)
+print(f"{'parameters':20s} {'|grad| off':>11s} {'|grad| on':>11s} {'on / off':>9s}")
 ratios = {}
 for prefix, label in groups:
     n_off, n_on = grad_norm(grad_off, prefix), grad_norm(grad_on, prefix)
@@ -180,9 +173,7 @@ att_scaled.load_state_dict(att_plain.state_dict())
 context_var, peak = {}, {}
 with torch.no_grad():
     for kind, key_scale in (("near-uniform", 0.01), ("peaked", 1.0)):
-        enc_q = ConvMemory(
-            z=keys * key_scale, z_plus_e=values, padding_mask=pad_mask
-        )
+        enc_q = ConvMemory(z=keys * key_scale, z_plus_e=values, padding_mask=pad_mask)
         for scaled, att in ((False, att_plain), (True, att_scaled)):
             c, a = att(h_q, g_q, enc_q)  # (B, T, f), (B, T, S)
             per_m = [c[lengths == m].var().item() for m in range(1, M + 1)]
@@ -197,10 +188,7 @@ print(
 )
 for (kind, scaled), var in context_var.items():
     label = f"{kind}, {'scaled' if scaled else 'not scaled'}"
-    print(
-        f"{label:28s} Var(c): m=1 {var[0]:.3f}, m=10 {var[9]:.3f}, "
-        f"m={M} {var[-1]:.3f}"
-    )
+    print(f"{label:28s} Var(c): m=1 {var[0]:.3f}, m=10 {var[9]:.3f}, m={M} {var[-1]:.3f}")
 
 # sphinx_gallery_start_ignore
 u_plain = context_var["near-uniform", False]
@@ -309,9 +297,7 @@ with torch.no_grad():
     h1_new = math.sqrt(0.5) * (h1 + Wc_c1)
 
 captured = {}
-hook = dec.blocks[1].register_forward_pre_hook(
-    lambda module, inputs: captured.update(x=inputs[0])
-)
+hook = dec.blocks[1].register_forward_pre_hook(lambda module, inputs: captured.update(x=inputs[0]))
 with torch.no_grad():
     paper_model(batch.src, batch.tgt_in)
 hook.remove()
@@ -320,10 +306,7 @@ real = ~batch.tgt_padding_mask
 print("h^1      :", tuple(h1.shape), " (B, T, d)")
 print("c^1      :", tuple(c1.shape), " (B, T, f)")
 print("W_c^1    :", tuple(dec.W_c[0].weight.shape), " (d, f)")
-print(
-    "max |by hand - model's input to block 2| = "
-    f"{(h1_new - captured['x']).abs().max():.1e}"
-)
+print(f"max |by hand - model's input to block 2| = {(h1_new - captured['x']).abs().max():.1e}")
 var_h, var_c = h1[real].var().item(), Wc_c1[real].var().item()
 print(
     f"Var(h^1) = {var_h:.4f}, Var(W_c c^1) = {var_c:.4f}, "
@@ -370,18 +353,17 @@ runs = {
     "paper": train_or_load(short.replace(paper_normalisation=True), progress=False),
 }
 for name, result in runs.items():
-    flags = {k: getattr(result.model.cfg, k)
-             for k in ("weight_norm", "scale_encoder_grad", "scale_context")}
+    flags = {
+        k: getattr(result.model.cfg, k)
+        for k in ("weight_norm", "scale_encoder_grad", "scale_context")
+    }
     print(f"{name:6s}: {flags}")
 
 print(
     f"{short.n_train} training examples, {short.n_valid} held out, "
     f"batches of {short.batch_size}, {short.epochs} epochs"
 )
-print(
-    f"{'config':8s} {'epoch':>5s} {'train loss':>11s} {'valid loss':>11s} "
-    f"{'s/epoch':>8s}"
-)
+print(f"{'config':8s} {'epoch':>5s} {'train loss':>11s} {'valid loss':>11s} {'s/epoch':>8s}")
 for name, result in runs.items():
     for row in result.history.epochs:
         print(

@@ -74,16 +74,22 @@ fc, fg = conv["paths"][conv["fastest"]], gru["paths"][gru["fastest"]]
 flop_ratio = conv["flops_per_token"] / gru["flops_per_token"]
 peak_ratio = fc["fraction_of_peak"] / fg["fraction_of_peak"]
 print(f"ConvS2S does {flop_ratio:.2f}x the GRU's FLOPs per target token.")
-print(f"On their fastest paths ConvS2S reaches {100 * fc['fraction_of_peak']:.1f}% of the "
-      f"measured peak, the GRU {100 * fg['fraction_of_peak']:.1f}%: {peak_ratio:.2f}x.")
-print(f"So ConvS2S trains at {peak_ratio / flop_ratio:.2f}x the GRU's tokens per second "
-      f"(measured directly: {fc['tokens_per_second'] / fg['tokens_per_second']:.2f}x); "
-      f"it would need {flop_ratio:.2f}x the GRU's fraction of peak to break even.")
+print(
+    f"On their fastest paths ConvS2S reaches {100 * fc['fraction_of_peak']:.1f}% of the "
+    f"measured peak, the GRU {100 * fg['fraction_of_peak']:.1f}%: {peak_ratio:.2f}x."
+)
+print(
+    f"So ConvS2S trains at {peak_ratio / flop_ratio:.2f}x the GRU's tokens per second "
+    f"(measured directly: {fc['tokens_per_second'] / fg['tokens_per_second']:.2f}x); "
+    f"it would need {flop_ratio:.2f}x the GRU's fraction of peak to break even."
+)
 for name, e in result["models"].items():
     bound = e["peak"]["gemm_seconds_per_token"]
-    print(f"{name}: if every matrix product ran at its measured rate and nothing else cost "
-          f"time, a token would take {1e6 * bound:.1f} us; it takes "
-          f"{1e6 / e['paths'][e['fastest']]['tokens_per_second']:.1f} us.")
+    print(
+        f"{name}: if every matrix product ran at its measured rate and nothing else cost "
+        f"time, a token would take {1e6 * bound:.1f} us; it takes "
+        f"{1e6 / e['paths'][e['fastest']]['tokens_per_second']:.1f} us."
+    )
 
 # %%
 # Decoding and the incremental cache
@@ -94,11 +100,15 @@ for name, e in result["models"].items():
 
 for name, e in result["models"].items():
     d = e["decoding"]
-    print(f"{name}: greedy {d['greedy_sentences_per_second']:,.1f} sentences/s, "
-          f"beam 5 {d['beam5_sentences_per_second']:,.1f} sentences/s")
+    print(
+        f"{name}: greedy {d['greedy_sentences_per_second']:,.1f} sentences/s, "
+        f"beam 5 {d['beam5_sentences_per_second']:,.1f} sentences/s"
+    )
 for r in conv["incremental"]:
-    print(f"T={r['target_len']:>3}: full {r['seconds_full']:.3f} s, incremental "
-          f"{r['seconds_incremental']:.3f} s, {r['speedup']:.1f}x")
+    print(
+        f"T={r['target_len']:>3}: full {r['seconds_full']:.3f} s, incremental "
+        f"{r['seconds_incremental']:.3f} s, {r['speedup']:.1f}x"
+    )
 
 # %%
 # Where the time goes

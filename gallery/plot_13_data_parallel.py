@@ -80,8 +80,13 @@ from convs2s_edu.speed import machine_info
 
 # dropout off, so that the two runs must end with the same weights (with dropout on, the
 # two processes draw other masks than one process)
-cfg = site_config("convs2s", device="cpu", epochs=1, model_options={"dropout": 0.0},
-                  n_train=1024 if is_quick_mode() else 4096)
+cfg = site_config(
+    "convs2s",
+    device="cpu",
+    epochs=1,
+    model_options={"dropout": 0.0},
+    n_train=1024 if is_quick_mode() else 4096,
+)
 info = machine_info("cpu")
 info.load_before = os.getloadavg()[0]
 print(info.describe())
@@ -91,8 +96,10 @@ with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / f"n{n}"
         spawn_train([(cfg, {"out_dir": out, "progress": False})], nprocs=n, threads=1)
         h = load_checkpoint(out).history.epochs[-1]
-        print(f"{n} process(es): {h['seconds']:.1f} s, {h['tokens_per_second']:,.0f} tokens/s, "
-              f"train loss {h['train_loss']:.4f}")
+        print(
+            f"{n} process(es): {h['seconds']:.1f} s, {h['tokens_per_second']:,.0f} tokens/s, "
+            f"train loss {h['train_loss']:.4f}"
+        )
 
 # %%
 # What you saw

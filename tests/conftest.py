@@ -33,8 +33,16 @@ KINDS = ("convs2s", "gru", "gru+conv", "conv+gru")
 def make_model(kind: str, seed: int = 0, **overrides) -> torch.nn.Module:
     """A small seeded model of ``kind``; ``overrides`` go to every config that has the field."""
     torch.manual_seed(seed)
-    options = dict(vocab_size=VOCAB, embed_dim=16, hidden_dim=16, n_encoder_layers=2,
-                   n_decoder_layers=2, attention_dim=12, dropout=0.0, max_positions=24)
+    options = dict(
+        vocab_size=VOCAB,
+        embed_dim=16,
+        hidden_dim=16,
+        n_encoder_layers=2,
+        n_decoder_layers=2,
+        attention_dim=12,
+        dropout=0.0,
+        max_positions=24,
+    )
     options.update(overrides)
 
     def pick(config):
@@ -73,8 +81,16 @@ def tiny_convs2s_cfg():
     """Factory for a small ConvS2S config (2 + 3 layers so the decoder has several attentions)."""
 
     def make(**overrides) -> ConvS2SConfig:
-        kw = dict(vocab_size=VOCAB, embed_dim=16, hidden_dim=24, n_encoder_layers=2,
-                  n_decoder_layers=3, kernel_size=3, dropout=0.0, max_positions=16)
+        kw = dict(
+            vocab_size=VOCAB,
+            embed_dim=16,
+            hidden_dim=24,
+            n_encoder_layers=2,
+            n_decoder_layers=3,
+            kernel_size=3,
+            dropout=0.0,
+            max_positions=16,
+        )
         kw.update(overrides)
         return ConvS2SConfig(**kw)
 
@@ -86,8 +102,14 @@ def tiny_rnn_cfg():
     """Factory for a small GRU + Bahdanau config."""
 
     def make(**overrides) -> RNNSeq2SeqConfig:
-        kw = dict(vocab_size=VOCAB, embed_dim=16, hidden_dim=20, attention_dim=12,
-                  dropout=0.0, max_positions=16)
+        kw = dict(
+            vocab_size=VOCAB,
+            embed_dim=16,
+            hidden_dim=20,
+            attention_dim=12,
+            dropout=0.0,
+            max_positions=16,
+        )
         kw.update(overrides)
         return RNNSeq2SeqConfig(**kw)
 
@@ -97,9 +119,11 @@ def tiny_rnn_cfg():
 @pytest.fixture
 def ragged_batch():
     """A padded batch of three sorting examples of lengths 5, 2 and 4 (rows 1 and 2 padded)."""
-    examples = [([5, 3, 9, 1, 3], [1, 3, 3, 5, 9]),
-                ([7, 2], [2, 7]),
-                ([4, 4, 10, 6], [4, 4, 6, 10])]
+    examples = [
+        ([5, 3, 9, 1, 3], [1, 3, 3, 5, 9]),
+        ([7, 2], [2, 7]),
+        ([4, 4, 10, 6], [4, 4, 6, 10]),
+    ]
     return examples, collate_batch(examples, VOCAB)
 
 
@@ -107,12 +131,20 @@ def ragged_batch():
 def train_on_sorting():
     """Train ``model`` with Adam on a small sorting set; return the per-step losses."""
 
-    def train(model: torch.nn.Module, steps: int = 300, lr: float = 3e-3, seed: int = 0,
-              n_samples: int = 256, batch_size: int = 32, device="cpu") -> list[float]:
+    def train(
+        model: torch.nn.Module,
+        steps: int = 300,
+        lr: float = 3e-3,
+        seed: int = 0,
+        n_samples: int = 256,
+        batch_size: int = 32,
+        device="cpu",
+    ) -> list[float]:
         torch.manual_seed(seed)
         ds = SortingDataset.generate(n_samples, 2, 6, VOCAB, seed=seed)
-        loader = torch.utils.data.DataLoader(ds, batch_size=batch_size, shuffle=True,
-                                             collate_fn=ds.collate, drop_last=True)
+        loader = torch.utils.data.DataLoader(
+            ds, batch_size=batch_size, shuffle=True, collate_fn=ds.collate, drop_last=True
+        )
         opt = torch.optim.Adam(model.parameters(), lr=lr)
         model.train()
         losses: list[float] = []
@@ -120,8 +152,11 @@ def train_on_sorting():
             for batch in loader:
                 batch = batch.to(device)
                 logits = model(batch.src, batch.tgt_in)
-                loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
-                                       batch.tgt_out.reshape(-1), ignore_index=PAD)
+                loss = F.cross_entropy(
+                    logits.reshape(-1, logits.shape[-1]),
+                    batch.tgt_out.reshape(-1),
+                    ignore_index=PAD,
+                )
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
@@ -135,8 +170,12 @@ def train_on_sorting():
 
 def _devices():
     """``cpu``, and ``cuda`` skipped where there is no GPU (``tools/gpu_check.py`` runs it)."""
-    cuda = pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(),
-                                                         reason="no CUDA device on this machine"))
+    cuda = pytest.param(
+        "cuda",
+        marks=pytest.mark.skipif(
+            not torch.cuda.is_available(), reason="no CUDA device on this machine"
+        ),
+    )
     return ["cpu", cuda]
 
 

@@ -26,7 +26,8 @@ def test_gemm_shapes_account_for_the_counted_flops(kind):
     # every recorded product, at 2 m k n FLOPs, adds up to what the counter counted
     # (conv backward: input and weight gradients, each the forward's FLOPs)
     assert sum(2 * m * k * n for m, k, n in shapes) == pytest.approx(
-        counter.get_total_flops(), rel=0.02)
+        counter.get_total_flops(), rel=0.02
+    )
 
 
 def test_measured_peak_times_the_given_shapes():
@@ -35,8 +36,10 @@ def test_measured_peak_times_the_given_shapes():
     assert tuple(p["shape"]) in set(shapes)
     assert p["peak_flops"] > 0
     # the step's products at their own rates: at least the time of the fastest shape
-    assert p["gemm_seconds_per_step"] >= sum(2 * m * k * n for m, k, n in shapes) / \
-        p["peak_flops"] * 0.999
+    assert (
+        p["gemm_seconds_per_step"]
+        >= sum(2 * m * k * n for m, k, n in shapes) / p["peak_flops"] * 0.999
+    )
 
 
 def test_quick_bench_runs_and_is_consistent(tmp_path, single_thread):
@@ -51,7 +54,8 @@ def test_quick_bench_runs_and_is_consistent(tmp_path, single_thread):
         assert eager["speedup_vs_eager"] == 1.0
         # fraction of peak is the product of the three measured numbers, recomputed here
         assert eager["fraction_of_peak"] == pytest.approx(
-            eager["tokens_per_second"] * e["flops_per_token"] / e["peak"]["peak_flops"])
+            eager["tokens_per_second"] * e["flops_per_token"] / e["peak"]["peak_flops"]
+        )
         assert "Self CPU" in e["profile"]
     assert [x["target_len"] for x in r["models"]["convs2s"]["incremental"]] == [20]
     text = format_bench(r)

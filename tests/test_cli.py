@@ -11,8 +11,19 @@ from convs2s_edu.cli import main
 pytestmark = pytest.mark.usefixtures("single_thread")
 
 # the seed's models on a tiny slice of the task, so each command takes seconds
-SMALL = ["--n-train", "64", "--epochs", "1", "--max-len", "6", "--min-len", "3", "--device", "cpu",
-         "--quiet"]
+SMALL = [
+    "--n-train",
+    "64",
+    "--epochs",
+    "1",
+    "--max-len",
+    "6",
+    "--min-len",
+    "3",
+    "--device",
+    "cpu",
+    "--quiet",
+]
 
 
 def test_train_then_evaluate(tmp_path, capsys):
@@ -31,13 +42,17 @@ def test_train_then_evaluate(tmp_path, capsys):
 def test_compare_prints_the_speed_table_and_ratio(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("CONVS2S_EDU_CACHE", str(tmp_path / "cache"))
     rows_file = tmp_path / "rows.json"
-    assert main(["compare", *SMALL, "--rounds", "2", "--window-steps", "1",
-                 "--json", str(rows_file)]) == 0
+    assert (
+        main(["compare", *SMALL, "--rounds", "2", "--window-steps", "1", "--json", str(rows_file)])
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "tokens/s (median)" in printed and "windows min-max" in printed
     flat = " ".join(printed.split())
-    assert ("speed, measured interleaved: 2 windows of 1 training steps per model, in the order "
-            "convs2s, gru, then back") in flat
+    assert (
+        "speed, measured interleaved: 2 windows of 1 training steps per model, in the order "
+        "convs2s, gru, then back"
+    ) in flat
     assert "on the same batches" in printed
     assert "throughput ratio gru / convs2s" in printed
     assert "load average" in printed and "machine:" in printed
@@ -62,12 +77,18 @@ def test_compare_refuses_bad_window_settings_before_training(tmp_path, capsys, m
     assert not (tmp_path / "cache").exists()  # nothing was trained
 
 
-@pytest.mark.parametrize("argv, expected", [
-    (["train", "--model", "lstm", "--out", "x"], "invalid choice: 'lstm'"),
-    (["train", "--model", "gru"], "the following arguments are required: --out"),
-    (["train", "--model", "gru", "--out", "x", "--epochs", "zero"], "invalid int value: 'zero'"),
-    (["fly"], "invalid choice: 'fly'"),
-])
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (["train", "--model", "lstm", "--out", "x"], "invalid choice: 'lstm'"),
+        (["train", "--model", "gru"], "the following arguments are required: --out"),
+        (
+            ["train", "--model", "gru", "--out", "x", "--epochs", "zero"],
+            "invalid int value: 'zero'",
+        ),
+        (["fly"], "invalid choice: 'fly'"),
+    ],
+)
 def test_bad_arguments_get_one_line_and_status_2(argv, expected, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(argv)
@@ -77,14 +98,23 @@ def test_bad_arguments_get_one_line_and_status_2(argv, expected, capsys):
     assert len(err.strip().splitlines()) == 1, err
 
 
-@pytest.mark.parametrize("argv, expected", [
-    (["train", "--model", "gru", "--out", "{tmp}", "--epochs", "0"], "epochs must be an integer >= 1, got 0"),
-    (["train", "--model", "gru", "--out", "{tmp}", "--min-len", "9", "--max-len", "4"], "9 > 4"),
-    (["train", "--model", "gru", "--out", "{tmp}", "--device", "tpu"], "'tpu'"),
-    (["evaluate", "{tmp}/nothing-here"], "no checkpoint at"),
-    (["evaluate", "{tmp}", "--beam", "0"], "--beam must be >= 1, got 0"),
-    (["evaluate", "{tmp}/garbage.pt"], "not a readable convs2s_edu checkpoint"),
-])
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (
+            ["train", "--model", "gru", "--out", "{tmp}", "--epochs", "0"],
+            "epochs must be an integer >= 1, got 0",
+        ),
+        (
+            ["train", "--model", "gru", "--out", "{tmp}", "--min-len", "9", "--max-len", "4"],
+            "9 > 4",
+        ),
+        (["train", "--model", "gru", "--out", "{tmp}", "--device", "tpu"], "'tpu'"),
+        (["evaluate", "{tmp}/nothing-here"], "no checkpoint at"),
+        (["evaluate", "{tmp}", "--beam", "0"], "--beam must be >= 1, got 0"),
+        (["evaluate", "{tmp}/garbage.pt"], "not a readable convs2s_edu checkpoint"),
+    ],
+)
 def test_bad_values_get_one_line_and_status_2(argv, expected, tmp_path, capsys):
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
     (tmp_path / "garbage.pt").write_bytes(b"\x00 not a checkpoint")
@@ -96,7 +126,11 @@ def test_bad_values_get_one_line_and_status_2(argv, expected, tmp_path, capsys):
 
 
 def test_module_entry_point_runs():
-    done = subprocess.run([sys.executable, "-m", "convs2s_edu", "--help"], capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "convs2s_edu", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0
     assert "train" in done.stdout and "evaluate" in done.stdout and "compare" in done.stdout

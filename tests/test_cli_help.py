@@ -6,8 +6,19 @@ from convs2s_edu.cli import build_parser, main
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
-SMALL = ["--n-train", "64", "--epochs", "1", "--max-len", "6", "--min-len", "3", "--device", "cpu",
-         "--quiet"]
+SMALL = [
+    "--n-train",
+    "64",
+    "--epochs",
+    "1",
+    "--max-len",
+    "6",
+    "--min-len",
+    "3",
+    "--device",
+    "cpu",
+    "--quiet",
+]
 
 
 @pytest.fixture(scope="module")

@@ -124,9 +124,18 @@ def test_paper_init_conv_and_linear_std_match_formulas():
     torch.manual_seed(0)
     dropout, f, d, k = 0.2, 192, 256, 3
     p = 1.0 - dropout
-    model = ConvS2S(ConvS2SConfig(vocab_size=10, embed_dim=f, hidden_dim=d, n_encoder_layers=1,
-                                  n_decoder_layers=1, kernel_size=k, dropout=dropout,
-                                  weight_norm=True))
+    model = ConvS2S(
+        ConvS2SConfig(
+            vocab_size=10,
+            embed_dim=f,
+            hidden_dim=d,
+            n_encoder_layers=1,
+            n_decoder_layers=1,
+            kernel_size=k,
+            dropout=dropout,
+            weight_norm=True,
+        )
+    )
     conv_std = math.sqrt(4 * p / (k * d))
     convs = [model.encoder.blocks[0].conv, model.decoder.blocks[0].conv]
     for conv in convs:
@@ -270,8 +279,9 @@ def _reference_convs2s(model: ConvS2S, src: torch.Tensor, tgt_in: torch.Tensor):
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS), ids=list(VARIANTS))
-def test_convs2s_forward_matches_reference_from_parameters(variant, tiny_convs2s_cfg,
-                                                           ragged_batch):
+def test_convs2s_forward_matches_reference_from_parameters(
+    variant, tiny_convs2s_cfg, ragged_batch
+):
     torch.manual_seed(0)
     model = ConvS2S(tiny_convs2s_cfg(**VARIANTS[variant], dropout=0.1)).eval()
     _randomise_zero_biases(model)
@@ -320,9 +330,9 @@ def test_scale_gradient_is_identity_forward_and_scales_backward():
 
 
 @pytest.mark.parametrize("weight_norm", [False, True], ids=["plain", "weight_norm"])
-def test_scale_encoder_grad_divides_encoder_gradients_by_decoder_layers(weight_norm,
-                                                                         tiny_convs2s_cfg,
-                                                                         ragged_batch):
+def test_scale_encoder_grad_divides_encoder_gradients_by_decoder_layers(
+    weight_norm, tiny_convs2s_cfg, ragged_batch
+):
     torch.manual_seed(0)
     n_layers = 3
     cfg_off = tiny_convs2s_cfg(n_decoder_layers=n_layers, weight_norm=weight_norm)
@@ -334,8 +344,9 @@ def test_scale_encoder_grad_divides_encoder_gradients_by_decoder_layers(weight_n
     grads = {}
     for name, model in (("off", off), ("on", on)):
         logits = model(batch.src, batch.tgt_in)
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), batch.tgt_out.reshape(-1),
-                               ignore_index=PAD)
+        loss = F.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]), batch.tgt_out.reshape(-1), ignore_index=PAD
+        )
         loss.backward()
         grads[name] = (logits.detach(), {n: p.grad.clone() for n, p in model.named_parameters()})
     logits_off, g_off = grads["off"]
@@ -361,8 +372,9 @@ def test_scale_encoder_grad_divides_encoder_gradients_by_decoder_layers(weight_n
 
 
 @pytest.mark.parametrize("variant", ["seed", "paper_tricks", "kernel5", "kernel1"])
-def test_decoder_step_reproduces_full_forward_column_by_column(variant, tiny_convs2s_cfg,
-                                                               ragged_batch):
+def test_decoder_step_reproduces_full_forward_column_by_column(
+    variant, tiny_convs2s_cfg, ragged_batch
+):
     torch.manual_seed(0)
     overrides = dict(kernel_size=1) if variant == "kernel1" else VARIANTS[variant]
     model = ConvS2S(tiny_convs2s_cfg(**overrides, dropout=0.1)).eval()

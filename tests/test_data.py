@@ -85,8 +85,8 @@ def test_collate_pads_and_adds_sos_eos(ragged_batch):
         assert batch.tgt_out[i, : n + 1].tolist() == [*y, eos]
         # <eos> sits at the row's true end, not at the batch's last column
         assert batch.tgt_out[i, n] == eos
-        assert (batch.tgt_in[i, n + 1:] == PAD).all()
-        assert (batch.tgt_out[i, n + 1:] == PAD).all()
+        assert (batch.tgt_in[i, n + 1 :] == PAD).all()
+        assert (batch.tgt_out[i, n + 1 :] == PAD).all()
         assert batch.src_lengths[i] == n
     # teacher forcing: tgt_in is tgt_out shifted right by one, after <sos>
     real = ~batch.tgt_padding_mask
@@ -109,8 +109,14 @@ def test_collate_masks_are_true_exactly_at_padding(ragged_batch):
 def test_batch_to_copies_every_tensor(ragged_batch):
     _, batch = ragged_batch
     moved = batch.to("cpu")
-    for name in ("src", "tgt_in", "tgt_out", "src_padding_mask", "tgt_padding_mask",
-                 "src_lengths"):
+    for name in (
+        "src",
+        "tgt_in",
+        "tgt_out",
+        "src_padding_mask",
+        "tgt_padding_mask",
+        "src_lengths",
+    ):
         assert torch.equal(getattr(moved, name), getattr(batch, name))
 
 

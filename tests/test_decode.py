@@ -56,8 +56,9 @@ def tiny_rnn(seed=0, eos_bias=0.0, **overrides):
     return _tiny("gru", seed, eos_bias, n_encoder_layers=1, n_decoder_layers=1, **overrides)
 
 
-MAKERS = {kind: (lambda seed=0, eos_bias=0.0, kind=kind: _tiny(kind, seed, eos_bias))
-          for kind in KINDS}
+MAKERS = {
+    kind: (lambda seed=0, eos_bias=0.0, kind=kind: _tiny(kind, seed, eos_bias)) for kind in KINDS
+}
 MAKERS["gru"] = tiny_rnn
 
 
@@ -66,7 +67,7 @@ def make_src(batch=8, length=7, seed=0):
     g = torch.Generator().manual_seed(seed)
     src = torch.randint(1, VOCAB + 1, (batch, length), generator=g)  # (B, S)
     for i in range(batch):
-        src[i, length - i % length:] = PAD
+        src[i, length - i % length :] = PAD
     return src
 
 
@@ -120,8 +121,9 @@ def test_beam_size_one_equals_greedy(kind):
         for bias in EOS_BIASES:
             model = MAKERS[kind](seed, bias)
             for alpha in (0.0, 1.0):
-                assert beam_search(model, src, beam_size=1, length_penalty=alpha) == \
-                    greedy_decode(model, src), (seed, bias, alpha)
+                assert beam_search(model, src, beam_size=1, length_penalty=alpha) == greedy_decode(
+                    model, src
+                ), (seed, bias, alpha)
 
 
 @pytest.mark.parametrize("kind", MAKERS)
@@ -145,7 +147,7 @@ def test_beam_hypotheses_scores_match_model(kind):
                 assert len(h.tokens) <= n_src + 1
                 assert h.ended_with_eos or len(h.tokens) == n_src + 1
                 length = len(h.tokens) + int(h.ended_with_eos)
-                assert h.score == pytest.approx(h.log_prob / length ** alpha)
+                assert h.score == pytest.approx(h.log_prob / length**alpha)
                 ref = sequence_log_prob(model, src[b : b + 1, :n_src], h.tokens, h.ended_with_eos)
                 assert h.log_prob == pytest.approx(ref, abs=1e-4)
 
@@ -163,8 +165,9 @@ def test_batch_decoding_equals_row_by_row(kind):
             assert greedy_decode(model, row) == [greedy[b]]
             alone = beam_search(model, row, beam_size=3, return_hypotheses=True)[0]
             assert [h.tokens for h in alone] == [h.tokens for h in beam[b]]
-            assert [h.log_prob for h in alone] == pytest.approx([h.log_prob for h in beam[b]],
-                                                                abs=1e-5)
+            assert [h.log_prob for h in alone] == pytest.approx(
+                [h.log_prob for h in beam[b]], abs=1e-5
+            )
 
 
 @pytest.mark.parametrize("kind", MAKERS)
@@ -267,8 +270,14 @@ def test_predict_samples_and_format():
     models = {"conv": tiny_conv(0, eos_bias=1.5), "gru": tiny_rnn(0, eos_bias=1.5)}
     rows = predict_samples(models, examples, beam_size=2)
     assert len(rows) == 2
-    assert list(rows[0]) == ["source", "reference", "conv greedy", "conv beam=2",
-                             "gru greedy", "gru beam=2"]
+    assert list(rows[0]) == [
+        "source",
+        "reference",
+        "conv greedy",
+        "conv beam=2",
+        "gru greedy",
+        "gru beam=2",
+    ]
     src = [x for x, _ in examples]
     assert [r["conv greedy"] for r in rows] == greedy_decode(models["conv"], src)
     assert [r["gru beam=2"] for r in rows] == beam_search(models["gru"], src, beam_size=2)
@@ -281,11 +290,16 @@ def test_predict_samples_and_format():
     assert lines[1][col:].startswith("1 2 3") and lines[2][col:].startswith("4 5")
     blocks = format_samples(rows, layout="blocks")
     assert "example 1" in blocks and "gru beam=2" in blocks
-    hand = [{"source": [2, 1], "reference": [1, 2], "m": [1, 2]},
-            {"source": [2, 1], "reference": [1, 2], "m": [2]}]
+    hand = [
+        {"source": [2, 1], "reference": [1, 2], "m": [1, 2]},
+        {"source": [2, 1], "reference": [1, 2], "m": [2]},
+    ]
     assert format_samples(hand).splitlines() == [
-        "#  source  reference  m", "0  2 1     1 2        1 2", "1  2 1     1 2        2*",
-        "* differs from the reference"]
+        "#  source  reference  m",
+        "0  2 1     1 2        1 2",
+        "1  2 1     1 2        2*",
+        "* differs from the reference",
+    ]
     with pytest.raises(ValueError, match="layout"):
         format_samples(rows, layout="wide")
     with pytest.raises(ValueError, match="beam_size"):

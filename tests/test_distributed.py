@@ -13,16 +13,31 @@ from convs2s_edu import TrainConfig, load_checkpoint
 from convs2s_edu.distributed import DataParallelContext, spawn_train
 from convs2s_edu.train import build_model
 
-TINY = {"embed_dim": 16, "hidden_dim": 16, "n_encoder_layers": 2, "n_decoder_layers": 2,
-        "dropout": 0.0}
+TINY = {
+    "embed_dim": 16,
+    "hidden_dim": 16,
+    "n_encoder_layers": 2,
+    "n_decoder_layers": 2,
+    "dropout": 0.0,
+}
 
 
 def tiny(model: str, **changes) -> TrainConfig:
     # 192 examples, batch 32: 6 steps per epoch, every batch split 16 + 16; random lengths
     # 3..9, so the two halves of a batch hold different numbers of target tokens
-    cfg = TrainConfig(model=model, vocab_size=10, min_len=3, max_len=9, n_train=192,
-                      n_valid=32, n_test=32, batch_size=32, epochs=2, device="cpu",
-                      model_options=dict(TINY))
+    cfg = TrainConfig(
+        model=model,
+        vocab_size=10,
+        min_len=3,
+        max_len=9,
+        n_train=192,
+        n_valid=32,
+        n_test=32,
+        batch_size=32,
+        epochs=2,
+        device="cpu",
+        model_options=dict(TINY),
+    )
     return cfg.replace(**changes)
 
 
@@ -35,10 +50,14 @@ def test_two_processes_take_the_one_process_step_and_resume(tmp_path):
     # the reference: one process (world size 1), the whole batch of 32 per step
     spawn_train([(cfg, {"out_dir": tmp_path / "one", "progress": False})], nprocs=1)
     # two processes, 16 examples each: uninterrupted, and stopped after epoch 1 then resumed
-    spawn_train([(cfg, {"out_dir": tmp_path / "two", "progress": False}),
-                 (cfg, {"out_dir": tmp_path / "cut", "progress": False, "stop_after": 1}),
-                 (cfg, {"out_dir": tmp_path / "cut", "progress": False, "resume": True})],
-                nprocs=2)
+    spawn_train(
+        [
+            (cfg, {"out_dir": tmp_path / "two", "progress": False}),
+            (cfg, {"out_dir": tmp_path / "cut", "progress": False, "stop_after": 1}),
+            (cfg, {"out_dir": tmp_path / "cut", "progress": False, "resume": True}),
+        ],
+        nprocs=2,
+    )
     one, two, cut = (weights(tmp_path / d) for d in ("one", "two", "cut"))
     assert one.keys() == two.keys()
     for k in one:
@@ -52,8 +71,9 @@ def test_two_processes_take_the_one_process_step_and_resume(tmp_path):
     h1 = load_checkpoint(tmp_path / "one").history
     h2 = load_checkpoint(tmp_path / "two").history
     assert len(h2.step_losses) == len(h1.step_losses) == 12
-    torch.testing.assert_close(torch.tensor(h2.step_losses), torch.tensor(h1.step_losses),
-                               atol=1e-5, rtol=0)
+    torch.testing.assert_close(
+        torch.tensor(h2.step_losses), torch.tensor(h1.step_losses), atol=1e-5, rtol=0
+    )
 
 
 def test_only_rank_0_reports_progress(tmp_path, capfd):

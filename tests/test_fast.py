@@ -20,8 +20,14 @@ from convs2s_edu.fast import (
 )
 from convs2s_edu.train import train
 
-TINY = {"embed_dim": 16, "hidden_dim": 16, "n_encoder_layers": 2, "n_decoder_layers": 2,
-        "attention_dim": 12, "dropout": 0.0}
+TINY = {
+    "embed_dim": 16,
+    "hidden_dim": 16,
+    "n_encoder_layers": 2,
+    "n_decoder_layers": 2,
+    "attention_dim": 12,
+    "dropout": 0.0,
+}
 
 
 def _batches(n=3, seed=0, fixed=False):
@@ -54,8 +60,9 @@ def test_compiled_logits_and_training_match_eager(kind, device, single_thread):
     apply_compile(compiled)
     batches = [b.to(device) for b in _batches(fixed=True)]
     b = batches[0]
-    torch.testing.assert_close(compiled(b.src, b.tgt_in), eager(b.src, b.tgt_in),
-                               atol=1e-5, rtol=0)
+    torch.testing.assert_close(
+        compiled(b.src, b.tgt_in), eager(b.src, b.tgt_in), atol=1e-5, rtol=0
+    )
     # the compiler really ran: frames were captured (a silent fallback to eager fails here)
     assert counters["stats"]["unique_graphs"] > 0
     # a few training steps of each: the same losses and weights (Adam, clipping)
@@ -63,8 +70,9 @@ def test_compiled_logits_and_training_match_eager(kind, device, single_thread):
     for name, m in (("eager", eager), ("compiled", compiled)):
         step = make_train_step(m, torch.optim.Adam(m.parameters(), lr=3e-3), 1.0)
         steps[name] = [float(step(b)) for b in batches * 2]
-    torch.testing.assert_close(torch.tensor(steps["compiled"]), torch.tensor(steps["eager"]),
-                               atol=1e-4, rtol=0)
+    torch.testing.assert_close(
+        torch.tensor(steps["compiled"]), torch.tensor(steps["eager"]), atol=1e-4, rtol=0
+    )
     assert steps["compiled"][-1] < steps["compiled"][0]  # it trains
     for (k, a), (_, c) in zip(eager.state_dict().items(), compiled.state_dict().items()):
         torch.testing.assert_close(c, a, atol=1e-4, rtol=0, msg=k)
@@ -76,15 +84,29 @@ def test_compiled_train_run_trains_and_checkpoints_like_eager(tmp_path, single_t
 
     torch._dynamo.reset()
     counters.clear()
-    cfg = TrainConfig(model="gru", vocab_size=10, min_len=3, max_len=6, n_train=96,
-                      n_valid=24, n_test=24, batch_size=32, epochs=2, device="cpu",
-                      model_options=dict(TINY, max_positions=16))
+    cfg = TrainConfig(
+        model="gru",
+        vocab_size=10,
+        min_len=3,
+        max_len=6,
+        n_train=96,
+        n_valid=24,
+        n_test=24,
+        batch_size=32,
+        epochs=2,
+        device="cpu",
+        model_options=dict(TINY, max_positions=16),
+    )
     fast = train(cfg.replace(compile=True), out_dir=tmp_path / "c", progress=False)
     assert counters["stats"]["unique_graphs"] > 0  # train() compiled the model, no fallback
     slow = train(cfg, progress=False)
     assert fast.history.epochs[-1]["train_loss"] < fast.history.epochs[0]["train_loss"]
-    torch.testing.assert_close(torch.tensor(fast.history.step_losses),
-                               torch.tensor(slow.history.step_losses), atol=1e-4, rtol=0)
+    torch.testing.assert_close(
+        torch.tensor(fast.history.step_losses),
+        torch.tensor(slow.history.step_losses),
+        atol=1e-4,
+        rtol=0,
+    )
     # same parameter names as an eager model: the checkpoint loads into one
     from convs2s_edu import load_checkpoint
 
@@ -188,8 +210,20 @@ def test_paths_and_fastest_path():
 def test_cli_refuses_paths_this_machine_cannot_run(tmp_path, capsys):
     from convs2s_edu.cli import main
 
-    base = ["train", "--model", "gru", "--out", str(tmp_path), "--device", "cpu",
-            "--epochs", "1", "--n-train", "64", "--quiet"]
+    base = [
+        "train",
+        "--model",
+        "gru",
+        "--out",
+        str(tmp_path),
+        "--device",
+        "cpu",
+        "--epochs",
+        "1",
+        "--n-train",
+        "64",
+        "--quiet",
+    ]
     assert main(base + ["--compile-mode", "reduce-overhead"]) == 2
     err = capsys.readouterr().err
     assert "needs a CUDA device" in err and len(err.strip().splitlines()) == 1
@@ -203,8 +237,19 @@ def test_cli_refuses_paths_this_machine_cannot_run(tmp_path, capsys):
 def test_cli_flags_reach_the_config():
     from convs2s_edu.cli import _config, build_parser
 
-    args = build_parser().parse_args(["train", "--model", "gru", "--out", "x",
-                                      "--compile-mode", "max-autotune", "--precision", "bf16"])
+    args = build_parser().parse_args(
+        [
+            "train",
+            "--model",
+            "gru",
+            "--out",
+            "x",
+            "--compile-mode",
+            "max-autotune",
+            "--precision",
+            "bf16",
+        ]
+    )
     cfg = _config(args, "gru")
     assert (cfg.compile, cfg.compile_mode, cfg.precision) == (True, "max-autotune", "bf16")
     args = build_parser().parse_args(["train", "--model", "gru", "--out", "x"])

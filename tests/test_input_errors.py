@@ -29,13 +29,24 @@ N_IDS = n_token_ids(VOCAB)  # 13: ids 0..12
 
 
 def _convs2s():
-    return ConvS2S(ConvS2SConfig(vocab_size=VOCAB, embed_dim=8, hidden_dim=8, n_encoder_layers=1,
-                                 n_decoder_layers=1, max_positions=MAX_POS)).eval()
+    return ConvS2S(
+        ConvS2SConfig(
+            vocab_size=VOCAB,
+            embed_dim=8,
+            hidden_dim=8,
+            n_encoder_layers=1,
+            n_decoder_layers=1,
+            max_positions=MAX_POS,
+        )
+    ).eval()
 
 
 def _rnn():
-    return RNNSeq2Seq(RNNSeq2SeqConfig(vocab_size=VOCAB, embed_dim=8, hidden_dim=8,
-                                       attention_dim=8, max_positions=MAX_POS)).eval()
+    return RNNSeq2Seq(
+        RNNSeq2SeqConfig(
+            vocab_size=VOCAB, embed_dim=8, hidden_dim=8, attention_dim=8, max_positions=MAX_POS
+        )
+    ).eval()
 
 
 MODELS = {"convs2s": _convs2s, "rnn": _rnn}
@@ -88,9 +99,11 @@ def test_token_ids_outside_vocabulary_are_rejected(make_model, which, bad_id):
     model = make_model()
     src, tgt = _ok_src(), _ok_tgt()
     (src if which == "src" else tgt)[1, 2] = bad_id
-    with pytest.raises(ValueError,
-                       match=rf"{which} holds token id {re.escape(str(bad_id))}\b"
-                             rf".*0\.\.{N_IDS - 1}\b"):
+    with pytest.raises(
+        ValueError,
+        match=rf"{which} holds token id {re.escape(str(bad_id))}\b"
+        rf".*0\.\.{N_IDS - 1}\b",
+    ):
         model(src, tgt)
 
 
@@ -104,8 +117,9 @@ def test_mismatched_batch_sizes_are_rejected(make_model):
 @model_kinds
 def test_float_and_one_dimensional_token_tensors_are_rejected(make_model):
     model = make_model()
-    with pytest.raises(ValueError,
-                       match=r"src must hold integer token ids, got dtype torch.float32"):
+    with pytest.raises(
+        ValueError, match=r"src must hold integer token ids, got dtype torch.float32"
+    ):
         model(_ok_src().float(), _ok_tgt())
     with pytest.raises(ValueError, match=r"tgt_in must be a 2-D .* got a tensor of shape \(5,\)"):
         model(_ok_src(), _ok_tgt()[0])
@@ -138,10 +152,24 @@ def test_even_kernel_with_centred_padding_is_rejected(kernel_size):
     assert block(torch.randn(1, 5, 8)).shape == (1, 5, 8)
 
 
-CONV_SIZES = ["vocab_size", "embed_dim", "hidden_dim", "n_encoder_layers", "n_decoder_layers",
-              "kernel_size", "max_positions"]
-RNN_SIZES = ["vocab_size", "embed_dim", "hidden_dim", "n_encoder_layers", "n_decoder_layers",
-             "attention_dim", "max_positions"]
+CONV_SIZES = [
+    "vocab_size",
+    "embed_dim",
+    "hidden_dim",
+    "n_encoder_layers",
+    "n_decoder_layers",
+    "kernel_size",
+    "max_positions",
+]
+RNN_SIZES = [
+    "vocab_size",
+    "embed_dim",
+    "hidden_dim",
+    "n_encoder_layers",
+    "n_decoder_layers",
+    "attention_dim",
+    "max_positions",
+]
 
 
 @pytest.mark.parametrize("value", [0, -3])
@@ -231,12 +259,16 @@ def test_collate_rejects_empty_batches_and_empty_sequences():
         collate_batch([([1], [1]), ([], [])], VOCAB)
 
 
-
-@pytest.mark.parametrize("make", [
-    lambda: ConvS2S(ConvS2SConfig(vocab_size=10, embed_dim=8, hidden_dim=8)),
-    lambda: RNNSeq2Seq(RNNSeq2SeqConfig(vocab_size=10, embed_dim=8, hidden_dim=8,
-                                        attention_dim=8)),
-], ids=["convs2s", "gru"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: ConvS2S(ConvS2SConfig(vocab_size=10, embed_dim=8, hidden_dim=8)),
+        lambda: RNNSeq2Seq(
+            RNNSeq2SeqConfig(vocab_size=10, embed_dim=8, hidden_dim=8, attention_dim=8)
+        ),
+    ],
+    ids=["convs2s", "gru"],
+)
 def test_all_padding_and_left_padded_sources_are_rejected(make):
     model = make()
     tgt_in = torch.tensor([[11, 1], [11, 2]])

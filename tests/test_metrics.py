@@ -78,10 +78,21 @@ def test_bad_inputs():
 
 def tiny_models(eos_bias=0.0):
     torch.manual_seed(0)
-    conv = ConvS2S(ConvS2SConfig(vocab_size=VOCAB, embed_dim=16, hidden_dim=16,
-                                 n_encoder_layers=2, n_decoder_layers=2, max_positions=16))
-    rnn = RNNSeq2Seq(RNNSeq2SeqConfig(vocab_size=VOCAB, embed_dim=16, hidden_dim=16,
-                                      attention_dim=16, max_positions=16))
+    conv = ConvS2S(
+        ConvS2SConfig(
+            vocab_size=VOCAB,
+            embed_dim=16,
+            hidden_dim=16,
+            n_encoder_layers=2,
+            n_decoder_layers=2,
+            max_positions=16,
+        )
+    )
+    rnn = RNNSeq2Seq(
+        RNNSeq2SeqConfig(
+            vocab_size=VOCAB, embed_dim=16, hidden_dim=16, attention_dim=16, max_positions=16
+        )
+    )
     with torch.no_grad():
         conv.decoder.W_o.bias[eos_index(VOCAB)] += eos_bias
         rnn.decoder.W_s.bias[eos_index(VOCAB)] += eos_bias
@@ -96,22 +107,30 @@ def test_evaluate_matches_decoding_and_metrics(name):
     refs = [y for _, y in examples]
     greedy = greedy_decode(model, src)
     result = evaluate(model, examples, batch_size=5)
-    assert result == {"exact_match": exact_match(greedy, refs),
-                      "token_accuracy": token_accuracy(greedy, refs), "n_examples": 13}
+    assert result == {
+        "exact_match": exact_match(greedy, refs),
+        "token_accuracy": token_accuracy(greedy, refs),
+        "n_examples": 13,
+    }
     assert model.training  # restored
     # batch size does not matter; a SortingDataset works as well as a list
     assert evaluate(model, SortingDataset(examples, VOCAB), batch_size=256) == result
     beam = beam_search(model, src, beam_size=3)
     assert evaluate(model, examples, batch_size=4, beam_size=3, device="cpu") == {
-        "exact_match": exact_match(beam, refs), "token_accuracy": token_accuracy(beam, refs),
-        "n_examples": 13}
+        "exact_match": exact_match(beam, refs),
+        "token_accuracy": token_accuracy(beam, refs),
+        "n_examples": 13,
+    }
 
 
 def test_evaluate_extremes_and_errors():
     examples = generate_dataset(6, 2, 5, VOCAB, seed=1)
     # a model that always says <eos> first gets nothing right
     assert evaluate(tiny_models(eos_bias=1e4)["conv"], examples) == {
-        "exact_match": 0.0, "token_accuracy": 0.0, "n_examples": 6}
+        "exact_match": 0.0,
+        "token_accuracy": 0.0,
+        "n_examples": 6,
+    }
     model = tiny_models()["rnn"]
     with pytest.raises(ValueError, match="batch_size"):
         evaluate(model, examples, batch_size=0)

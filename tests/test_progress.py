@@ -11,15 +11,26 @@ from convs2s_edu.train import TrainConfig, train
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
-TINY = {"convs2s": {"embed_dim": 16, "hidden_dim": 16, "n_encoder_layers": 2,
-                    "n_decoder_layers": 2},
-        "gru": {"embed_dim": 16, "hidden_dim": 16, "attention_dim": 16}}
+TINY = {
+    "convs2s": {"embed_dim": 16, "hidden_dim": 16, "n_encoder_layers": 2, "n_decoder_layers": 2},
+    "gru": {"embed_dim": 16, "hidden_dim": 16, "attention_dim": 16},
+}
 
 
 def tiny(model, epochs=2):
-    return TrainConfig(model=model, vocab_size=10, min_len=3, max_len=6, n_train=64, n_valid=16,
-                       n_test=16, batch_size=16, epochs=epochs, device="cpu",
-                       model_options=TINY[model])
+    return TrainConfig(
+        model=model,
+        vocab_size=10,
+        min_len=3,
+        max_len=6,
+        n_train=64,
+        n_valid=16,
+        n_test=16,
+        batch_size=16,
+        epochs=epochs,
+        device="cpu",
+        model_options=TINY[model],
+    )
 
 
 class Terminal(io.StringIO):
@@ -35,8 +46,11 @@ def test_one_line_per_epoch_when_stderr_is_not_a_terminal(model, capsys):
     lines = captured.err.strip().splitlines()
     assert len(lines) == 3, captured.err
     for k, (line, record) in enumerate(zip(lines, result.history.epochs), start=1):
-        m = re.fullmatch(rf"{model}: epoch (\d+)/3, train loss ([0-9.]+), ([0-9.]+) s "
-                         r"\(([0-9,]+) tokens/s\)", line)
+        m = re.fullmatch(
+            rf"{model}: epoch (\d+)/3, train loss ([0-9.]+), ([0-9.]+) s "
+            r"\(([0-9,]+) tokens/s\)",
+            line,
+        )
         assert m, line
         assert int(m[1]) == k
         assert float(m[2]) == pytest.approx(record["train_loss"], abs=1e-4)

@@ -51,8 +51,9 @@ def test_bahdanau_energy_and_context_match_hand_computation():
     for b in range(B):
         m = lengths[b]
         # e_tj = v_a^T tanh(W_a h_j + U_a s_{t-1} + b_a)
-        e = torch.stack([v_a @ torch.tanh(W_a @ h[b, j] + U_a @ s_prev[b] + b_a)
-                         for j in range(S)])
+        e = torch.stack(
+            [v_a @ torch.tanh(W_a @ h[b, j] + U_a @ s_prev[b] + b_a) for j in range(S)]
+        )
         assert_close(energy[b], e)
         a_b = torch.exp(e[:m] - e[:m].max())
         a_b = a_b / a_b.sum()
@@ -103,9 +104,12 @@ def _reference_rnn(model: RNNSeq2Seq, src: torch.Tensor, tgt_in: torch.Tensor):
         s = list(torch.tanh(dec.W_init.weight @ bwd[0] + dec.W_init.bias).view(-1, n))
         logits, attn = [], []
         for t in range(tgt_in.shape[1]):
-            e = torch.stack([att.v_a @ torch.tanh(att.W_a.weight @ H[j]
-                                                  + att.U_a.weight @ s[-1] + att.b_a)
-                             for j in range(m)])
+            e = torch.stack(
+                [
+                    att.v_a @ torch.tanh(att.W_a.weight @ H[j] + att.U_a.weight @ s[-1] + att.b_a)
+                    for j in range(m)
+                ]
+            )
             a = torch.softmax(e, dim=0)
             c = (a[:, None] * H).sum(0)
             x = torch.cat([dec.embed.weight[tgt_in[b, t]], c])

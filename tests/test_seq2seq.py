@@ -33,10 +33,14 @@ pytestmark = pytest.mark.usefixtures("single_thread")
 kinds = pytest.mark.parametrize("kind", KINDS)
 
 #: The four combinations, and ConvS2S with the paper's three tricks and with a wider kernel.
-VARIANTS = {**{kind: (kind, {}) for kind in KINDS},
-            "convs2s-paper": ("convs2s", dict(weight_norm=True, scale_encoder_grad=True,
-                                              scale_context=True)),
-            "convs2s-kernel5": ("convs2s", dict(kernel_size=5))}
+VARIANTS = {
+    **{kind: (kind, {}) for kind in KINDS},
+    "convs2s-paper": (
+        "convs2s",
+        dict(weight_norm=True, scale_encoder_grad=True, scale_context=True),
+    ),
+    "convs2s-kernel5": ("convs2s", dict(kernel_size=5)),
+}
 variants = pytest.mark.parametrize("variant", VARIANTS)
 
 
@@ -110,10 +114,11 @@ def test_logits_and_attention_are_padding_invariant(variant, ragged_batch):
         logits, attn = model(batch.src, batch.tgt_in, return_attention=True)
         for i, (x, _) in enumerate(examples):
             n = len(x)
-            alone, alone_attn = model(batch.src[i:i + 1, :n], batch.tgt_in[i:i + 1, :n + 1],
-                                      return_attention=True)
-            assert_close(logits[i:i + 1, :n + 1], alone, atol=1e-5, rtol=1e-5)
-            assert_close(attn[i:i + 1, ..., :n + 1, :n], alone_attn, atol=1e-5, rtol=1e-5)
+            alone, alone_attn = model(
+                batch.src[i : i + 1, :n], batch.tgt_in[i : i + 1, : n + 1], return_attention=True
+            )
+            assert_close(logits[i : i + 1, : n + 1], alone, atol=1e-5, rtol=1e-5)
+            assert_close(attn[i : i + 1, ..., : n + 1, :n], alone_attn, atol=1e-5, rtol=1e-5)
 
 
 def _tensors(state):
@@ -126,8 +131,9 @@ def _tensors(state):
 
 
 @kinds
-def test_step_by_step_equals_teacher_forcing_and_leaves_states_unchanged(kind, ragged_batch,
-                                                                         device):
+def test_step_by_step_equals_teacher_forcing_and_leaves_states_unchanged(
+    kind, ragged_batch, device
+):
     model = make_model(kind, dropout=0.1).eval()
     _randomise_biases(model)
     model.to(device)
@@ -177,8 +183,13 @@ def test_reorder_selects_encoder_rows_and_decoder_rows(kind, ragged_batch):
 
 @kinds
 def test_training_cuts_loss_on_sorting(kind, train_on_sorting, device):
-    model = make_model(kind, embed_dim=32, hidden_dim=32, n_encoder_layers=1,
-                       n_decoder_layers=2 if kind in ("convs2s", "gru+conv") else 1)
+    model = make_model(
+        kind,
+        embed_dim=32,
+        hidden_dim=32,
+        n_encoder_layers=1,
+        n_decoder_layers=2 if kind in ("convs2s", "gru+conv") else 1,
+    )
     losses = train_on_sorting(model.to(device), steps=300, device=device)
     first, last = losses[0], sum(losses[-20:]) / 20
     assert math.isfinite(last)
@@ -242,14 +253,17 @@ def test_small_integer_dtypes_are_converted(kind, dtype):
 
 
 @kinds
-@pytest.mark.parametrize("bad, match", [
-    (torch.tensor([[1.0, 2.0]]), "dtype torch.float32"),
-    (torch.tensor([[True, False]]), "dtype torch.bool"),
-    ([[1.7, 2.9]], "got 1.7"),
-    ([[1, True]], "got True"),
-    ([1, 2, 3], "2-D batch"),
-    (torch.tensor([1, 2, 3]), r"2-D batch .* shape \(3,\)"),
-])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (torch.tensor([[1.0, 2.0]]), "dtype torch.float32"),
+        (torch.tensor([[True, False]]), "dtype torch.bool"),
+        ([[1.7, 2.9]], "got 1.7"),
+        ([[1, True]], "got True"),
+        ([1, 2, 3], "2-D batch"),
+        (torch.tensor([1, 2, 3]), r"2-D batch .* shape \(3,\)"),
+    ],
+)
 def test_bad_token_inputs_are_rejected_at_every_entry_point(kind, bad, match):
     model = make_model(kind)
     tgt = torch.tensor([[sos_index(10), 1]])
@@ -289,15 +303,17 @@ def test_gru_checkpoint_with_the_old_parameter_names_loads():
     new_to_old = {new: old for old, new in OLD_RNN_NAMES.items()}
     old_state = {}
     for key, value in trained.state_dict().items():
-        for new_prefix, old_prefix in (("encoder.embed.", "src_embed."),
-                                       ("encoder.gru.", "encoder."),
-                                       ("decoder.embed.", "tgt_embed."),
-                                       ("decoder.W_init.", "W_init."),
-                                       ("decoder.attention.", "attention."),
-                                       ("decoder.gru.", "decoder."),
-                                       ("decoder.W_s.", "W_s.")):
+        for new_prefix, old_prefix in (
+            ("encoder.embed.", "src_embed."),
+            ("encoder.gru.", "encoder."),
+            ("decoder.embed.", "tgt_embed."),
+            ("decoder.W_init.", "W_init."),
+            ("decoder.attention.", "attention."),
+            ("decoder.gru.", "decoder."),
+            ("decoder.W_s.", "W_s."),
+        ):
             if key.startswith(new_prefix):
-                old_state[old_prefix + key[len(new_prefix):]] = value
+                old_state[old_prefix + key[len(new_prefix) :]] = value
                 break
     assert set(new_to_old.values()) <= set(old_state)  # the listed old names are all there
     torch.manual_seed(1)
@@ -311,21 +327,50 @@ def test_gru_checkpoint_with_the_old_parameter_names_loads():
 def test_convs2s_parameter_names_are_unchanged():
     keys = set(make_model("convs2s", n_encoder_layers=1, n_decoder_layers=1).state_dict())
     assert keys == {
-        "encoder.embed.token.weight", "encoder.embed.position.weight", "encoder.in_proj.weight",
-        "encoder.in_proj.bias", "encoder.blocks.0.conv.weight", "encoder.blocks.0.conv.bias",
-        "encoder.out_proj.weight", "encoder.out_proj.bias", "decoder.embed.token.weight",
-        "decoder.embed.position.weight", "decoder.in_proj.weight", "decoder.in_proj.bias",
-        "decoder.blocks.0.conv.weight", "decoder.blocks.0.conv.bias",
-        "decoder.attention.0.W_d.weight", "decoder.attention.0.b_d", "decoder.W_c.0.weight",
-        "decoder.W_c.0.bias", "decoder.W_o.weight", "decoder.W_o.bias"}
+        "encoder.embed.token.weight",
+        "encoder.embed.position.weight",
+        "encoder.in_proj.weight",
+        "encoder.in_proj.bias",
+        "encoder.blocks.0.conv.weight",
+        "encoder.blocks.0.conv.bias",
+        "encoder.out_proj.weight",
+        "encoder.out_proj.bias",
+        "decoder.embed.token.weight",
+        "decoder.embed.position.weight",
+        "decoder.in_proj.weight",
+        "decoder.in_proj.bias",
+        "decoder.blocks.0.conv.weight",
+        "decoder.blocks.0.conv.bias",
+        "decoder.attention.0.W_d.weight",
+        "decoder.attention.0.b_d",
+        "decoder.W_c.0.weight",
+        "decoder.W_c.0.bias",
+        "decoder.W_o.weight",
+        "decoder.W_o.bias",
+    }
 
 
 def _tiny_train_config(kind, **changes):
-    return TrainConfig(model=kind, vocab_size=10, min_len=3, max_len=6, n_train=64, n_valid=16,
-                       n_test=16, batch_size=16, epochs=1, device="cpu",
-                       model_options={"embed_dim": 16, "hidden_dim": 16, "attention_dim": 16,
-                                      "n_encoder_layers": 1, "n_decoder_layers": 1},
-                       **changes)
+    return TrainConfig(
+        model=kind,
+        vocab_size=10,
+        min_len=3,
+        max_len=6,
+        n_train=64,
+        n_valid=16,
+        n_test=16,
+        batch_size=16,
+        epochs=1,
+        device="cpu",
+        model_options={
+            "embed_dim": 16,
+            "hidden_dim": 16,
+            "attention_dim": 16,
+            "n_encoder_layers": 1,
+            "n_decoder_layers": 1,
+        },
+        **changes,
+    )
 
 
 @pytest.mark.parametrize("kind", ["gru+conv", "conv+gru"])
@@ -336,8 +381,9 @@ def test_hybrids_train_by_name_and_their_checkpoints_load(kind, tmp_path):
     loaded = load_checkpoint(tmp_path)
     src = collate_batch([([3, 1, 2], [1, 2, 3])], 10).src
     assert greedy_decode(loaded.model, src) == greedy_decode(result.model, src)
-    assert beam_search(loaded.model, src, beam_size=2) == beam_search(result.model, src,
-                                                                      beam_size=2)
+    assert beam_search(loaded.model, src, beam_size=2) == beam_search(
+        result.model, src, beam_size=2
+    )
     # the paper switch reaches the convolutional part; the cache keeps the kinds apart
     conv_part = build_model(cfg).cfg.conv
     assert conv_part.weight_norm and conv_part.scale_context
@@ -348,10 +394,24 @@ def test_hybrids_train_by_name_and_their_checkpoints_load(kind, tmp_path):
 
 @pytest.mark.parametrize("kind", ["gru+conv", "conv+gru"])
 def test_cli_trains_a_hybrid(kind, tmp_path, capsys):
-    argv = ["train", "--model", kind, "--out", str(tmp_path), "--n-train", "32", "--epochs", "1",
-            "--max-len", "5", "--min-len", "3", "--device", "cpu", "--quiet"]
+    argv = [
+        "train",
+        "--model",
+        kind,
+        "--out",
+        str(tmp_path),
+        "--n-train",
+        "32",
+        "--epochs",
+        "1",
+        "--max-len",
+        "5",
+        "--min-len",
+        "3",
+        "--device",
+        "cpu",
+        "--quiet",
+    ]
     assert main(argv) == 0
     assert kind in capsys.readouterr().out
     assert (tmp_path / "checkpoint.pt").is_file()
-
-

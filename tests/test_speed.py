@@ -32,8 +32,9 @@ class FakeClock:
         return self.now
 
 
-def synthetic(seconds: dict, tokens: int = 1000, load=0.5, runnable=(1,), cores=2,
-              monkeypatch=None) -> SpeedMeasurement:
+def synthetic(
+    seconds: dict, tokens: int = 1000, load=0.5, runnable=(1,), cores=2, monkeypatch=None
+) -> SpeedMeasurement:
     """A measurement whose window k of model m takes ``seconds[m][k]`` seconds for ``tokens``."""
     clock = FakeClock()
     done = {m: 0 for m in seconds}
@@ -43,6 +44,7 @@ def synthetic(seconds: dict, tokens: int = 1000, load=0.5, runnable=(1,), cores=
             clock.now += seconds[m][done[m]]
             done[m] += 1
             return tokens
+
         return run
 
     samples = iter(list(runnable) * 100)
@@ -59,8 +61,11 @@ def test_windows_alternate_ab_ba(monkeypatch):
 
 
 def test_throughput_median_and_range_by_hand(monkeypatch):
-    m = synthetic({"a": [2.0, 4.0, 5.0, 1.0], "b": [1.0, 1.0, 2.0, 0.5]}, tokens=1000,
-                  monkeypatch=monkeypatch)
+    m = synthetic(
+        {"a": [2.0, 4.0, 5.0, 1.0], "b": [1.0, 1.0, 2.0, 0.5]},
+        tokens=1000,
+        monkeypatch=monkeypatch,
+    )
     # a: 500, 250, 200, 1000 tokens/s -> sorted 200, 250, 500, 1000: median 375
     assert m.throughput["a"].median == pytest.approx(375.0)
     assert (m.throughput["a"].min, m.throughput["a"].max) == pytest.approx((200.0, 1000.0))
@@ -75,16 +80,18 @@ def test_throughput_median_and_range_by_hand(monkeypatch):
 def test_a_drifting_machine_leaves_the_paired_ratio_exact(monkeypatch):
     # the machine slows down 1.5x every round: each model's windows vary a lot,
     # but within a round both models are slowed alike, so every paired ratio is 3
-    slow = [1.5 ** r for r in range(6)]
-    m = synthetic({"a": [3.0 * s for s in slow], "b": [1.0 * s for s in slow]},
-                  monkeypatch=monkeypatch)
-    assert m.throughput["a"].spread == pytest.approx(1.5 ** 5)
+    slow = [1.5**r for r in range(6)]
+    m = synthetic(
+        {"a": [3.0 * s for s in slow], "b": [1.0 * s for s in slow]}, monkeypatch=monkeypatch
+    )
+    assert m.throughput["a"].spread == pytest.approx(1.5**5)
     assert m.ratios["b"].min == pytest.approx(3.0) and m.ratios["b"].max == pytest.approx(3.0)
 
 
 def test_tight_spread_states_the_ratio_and_the_faster_model(monkeypatch):
-    m = synthetic({"convs2s": [2.0, 2.1, 2.0, 2.05], "gru": [1.0, 1.05, 1.0, 1.0]},
-                  monkeypatch=monkeypatch)
+    m = synthetic(
+        {"convs2s": [2.0, 2.1, 2.0, 2.05], "gru": [1.0, 1.05, 1.0, 1.0]}, monkeypatch=monkeypatch
+    )
     v = speed_verdict(m, labels={"convs2s": "ConvS2S", "gru": "GRU"})
     assert v.ok and v.resolved and v.faster == "gru"
     assert "WARNING" not in v.text
@@ -94,8 +101,9 @@ def test_tight_spread_states_the_ratio_and_the_faster_model(monkeypatch):
 
 
 def test_the_faster_model_is_named_whichever_comes_first(monkeypatch):
-    m = synthetic({"convs2s": [1.0, 1.0, 1.1, 1.0], "gru": [3.0, 3.0, 3.0, 3.3]},
-                  monkeypatch=monkeypatch)
+    m = synthetic(
+        {"convs2s": [1.0, 1.0, 1.1, 1.0], "gru": [3.0, 3.0, 3.0, 3.3]}, monkeypatch=monkeypatch
+    )
     v = speed_verdict(m)
     assert v.resolved and v.faster == "convs2s"
     # gru/convs2s per round: 1/3, 1/3, 1.1/3, 1/3.3 -> inverted: 3, 3, 2.73, 3.3: median 3.00
@@ -104,8 +112,9 @@ def test_the_faster_model_is_named_whichever_comes_first(monkeypatch):
 
 
 def test_large_spread_warns_and_draws_no_conclusion(monkeypatch):
-    m = synthetic({"convs2s": [2.0, 6.0, 2.0, 2.0], "gru": [1.0, 1.0, 1.0, 1.0]},
-                  monkeypatch=monkeypatch)
+    m = synthetic(
+        {"convs2s": [2.0, 6.0, 2.0, 2.0], "gru": [1.0, 1.0, 1.0, 1.0]}, monkeypatch=monkeypatch
+    )
     v = speed_verdict(m, max_spread=1.5)
     assert not v.ok and not v.resolved and v.faster is None
     assert v.text.startswith("WARNING")
@@ -117,22 +126,29 @@ def test_large_spread_warns_and_draws_no_conclusion(monkeypatch):
 
 def test_overlapping_ranges_are_not_resolved(monkeypatch):
     # a: 1000/1.0 .. 1000/1.2 = 833-1000 tokens/s; b: 1000/1.1 .. 1000/1.3 = 769-909
-    m = synthetic({"a": [1.0, 1.2, 1.1, 1.0], "b": [1.1, 1.3, 1.2, 1.1]},
-                  monkeypatch=monkeypatch)
+    m = synthetic({"a": [1.0, 1.2, 1.1, 1.0], "b": [1.1, 1.3, 1.2, 1.1]}, monkeypatch=monkeypatch)
     v = speed_verdict(m)
     assert v.ok and not v.resolved and v.faster is None
     assert "not resolved" in v.text and "WARNING" not in v.text
 
 
-@pytest.mark.parametrize("load, runnable, ok", [
-    (0.9, (1, 1), True),
-    (1.9, (2, 2), True),
-    (2.6, (1, 1), False),  # the load average exceeds the 2 cores
-    (0.5, (3, 4, 3), False),  # many threads runnable while the windows ran
-])
+@pytest.mark.parametrize(
+    "load, runnable, ok",
+    [
+        (0.9, (1, 1), True),
+        (1.9, (2, 2), True),
+        (2.6, (1, 1), False),  # the load average exceeds the 2 cores
+        (0.5, (3, 4, 3), False),  # many threads runnable while the windows ran
+    ],
+)
 def test_a_busy_machine_warns(monkeypatch, load, runnable, ok):
-    m = synthetic({"a": [2.0] * 4, "b": [1.0] * 4}, load=load, runnable=runnable, cores=2,
-                  monkeypatch=monkeypatch)
+    m = synthetic(
+        {"a": [2.0] * 4, "b": [1.0] * 4},
+        load=load,
+        runnable=runnable,
+        cores=2,
+        monkeypatch=monkeypatch,
+    )
     v = speed_verdict(m)
     assert v.ok is ok
     assert v.text.startswith("WARNING") is (not ok)

@@ -16,10 +16,18 @@ def policy_after(code: str, **env) -> str:
     """OMP_WAIT_POLICY as seen by a fresh interpreter after running ``code``."""
     environ = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     environ.update(env)
-    done = subprocess.run([sys.executable, "-c", code + "\nimport os\n"
-                           "print(os.environ.get('OMP_WAIT_POLICY', '<unset>'))"],
-                          env=environ, capture_output=True, text=True, timeout=120,
-                          check=False)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code + "\nimport os\nprint(os.environ.get('OMP_WAIT_POLICY', '<unset>'))",
+        ],
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout.strip().splitlines()[-1]
 
@@ -37,10 +45,13 @@ def test_nothing_is_set_once_torch_is_loaded():
     assert policy_after("import torch\nimport convs2s_edu") == "<unset>"
 
 
-@pytest.mark.parametrize("environ, expected", [
-    ({}, {"OMP_WAIT_POLICY": "PASSIVE"}),
-    ({"OMP_WAIT_POLICY": "active"}, {}),
-])
+@pytest.mark.parametrize(
+    "environ, expected",
+    [
+        ({}, {"OMP_WAIT_POLICY": "PASSIVE"}),
+        ({"OMP_WAIT_POLICY": "active"}, {}),
+    ],
+)
 def test_apply_defaults_fills_in_only_what_is_missing(environ, expected):
     before = dict(environ)
     assert apply_defaults(environ) == expected

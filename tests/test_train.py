@@ -20,15 +20,26 @@ from convs2s_edu.train import (
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
-TINY_OPTIONS = {"convs2s": {"embed_dim": 16, "hidden_dim": 16, "n_encoder_layers": 2,
-                            "n_decoder_layers": 2},
-                "gru": {"embed_dim": 16, "hidden_dim": 16, "attention_dim": 16}}
+TINY_OPTIONS = {
+    "convs2s": {"embed_dim": 16, "hidden_dim": 16, "n_encoder_layers": 2, "n_decoder_layers": 2},
+    "gru": {"embed_dim": 16, "hidden_dim": 16, "attention_dim": 16},
+}
 
 
 def tiny(model="convs2s", **changes):
-    cfg = TrainConfig(model=model, vocab_size=10, min_len=3, max_len=6, n_train=96, n_valid=32,
-                      n_test=32, batch_size=16, epochs=2, device="cpu",
-                      model_options=TINY_OPTIONS.get(model, {}))
+    cfg = TrainConfig(
+        model=model,
+        vocab_size=10,
+        min_len=3,
+        max_len=6,
+        n_train=96,
+        n_valid=32,
+        n_test=32,
+        batch_size=16,
+        epochs=2,
+        device="cpu",
+        model_options=TINY_OPTIONS.get(model, {}),
+    )
     return cfg.replace(**changes)
 
 
@@ -77,8 +88,9 @@ def test_resume_matches_uninterrupted_run(tmp_path, model):
     resumed = train(cfg, out_dir=tmp_path, resume=True, progress=False)
     state_equal(full.model, resumed.model)
     assert resumed.history.step_losses == full.history.step_losses
-    assert [e["train_loss"] for e in resumed.history.epochs] == \
-        [e["train_loss"] for e in full.history.epochs]
+    assert [e["train_loss"] for e in resumed.history.epochs] == [
+        e["train_loss"] for e in full.history.epochs
+    ]
 
 
 def test_checkpoint_roundtrip_is_weights_only_and_atomic(tmp_path):
@@ -94,7 +106,9 @@ def test_checkpoint_roundtrip_is_weights_only_and_atomic(tmp_path):
     assert loaded.history.epochs == result.history.epochs
 
 
-def test_non_finite_loss_names_epoch_and_step_and_keeps_last_good_checkpoint(tmp_path, monkeypatch):
+def test_non_finite_loss_names_epoch_and_step_and_keeps_last_good_checkpoint(
+    tmp_path, monkeypatch
+):
     cfg = tiny(epochs=3)
     steps_per_epoch = math.ceil(cfg.n_train / cfg.batch_size)
     real_loss = train_mod.sequence_loss
@@ -157,15 +171,18 @@ def test_quick_mode_shrinks_the_site_config(monkeypatch):
     assert (quick.vocab_size, quick.min_len, quick.max_len) == (50, 8, 20)
 
 
-@pytest.mark.parametrize("changes, match", [
-    ({"model": "lstm"}, "lstm"),
-    ({"epochs": 0}, "epochs"),
-    ({"min_len": 9, "max_len": 4}, "9 > 4"),
-    ({"lr": -1.0}, "-1.0"),
-    ({"batch_size": 0}, "batch_size"),
-    ({"device": "tpu"}, "tpu"),
-    ({"clip_norm": 0.0}, "clip_norm"),
-])
+@pytest.mark.parametrize(
+    "changes, match",
+    [
+        ({"model": "lstm"}, "lstm"),
+        ({"epochs": 0}, "epochs"),
+        ({"min_len": 9, "max_len": 4}, "9 > 4"),
+        ({"lr": -1.0}, "-1.0"),
+        ({"batch_size": 0}, "batch_size"),
+        ({"device": "tpu"}, "tpu"),
+        ({"clip_norm": 0.0}, "clip_norm"),
+    ],
+)
 def test_bad_train_config_is_rejected_clearly(changes, match):
     with pytest.raises(ValueError, match=match):
         tiny(**changes)
@@ -190,8 +207,10 @@ def test_paper_normalisation_selects_the_papers_convs2s():
     # model_options win over the switch; the GRU ignores it
     mixed = build_model(tiny(model_options={"scale_context": False})).cfg
     assert (mixed.weight_norm, mixed.scale_context) == (True, False)
-    assert build_model(tiny("gru", paper_normalisation=True)).cfg == \
-        build_model(tiny("gru", paper_normalisation=False)).cfg
+    assert (
+        build_model(tiny("gru", paper_normalisation=True)).cfg
+        == build_model(tiny("gru", paper_normalisation=False)).cfg
+    )
 
 
 def test_checkpoint_from_a_gpu_run_loads_on_a_cpu_only_machine(tmp_path, monkeypatch):

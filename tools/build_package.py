@@ -55,8 +55,9 @@ def main(argv=None) -> int:
     parser.add_argument("--outdir", type=Path, default=ROOT / "dist")
     args = parser.parse_args(argv)
     shutil.rmtree(args.outdir, ignore_errors=True)
-    subprocess.run([sys.executable, "-m", "build", "--outdir", str(args.outdir), str(ROOT)],
-                   check=True)
+    subprocess.run(
+        [sys.executable, "-m", "build", "--outdir", str(args.outdir), str(ROOT)], check=True
+    )
     wheels = sorted(args.outdir.glob("convs2s_edu-*-py3-none-any.whl"))
     sdists = sorted(args.outdir.glob("convs2s_edu-*.tar.gz"))
     problems = []
@@ -65,9 +66,12 @@ def main(argv=None) -> int:
     if len(sdists) != 1:
         problems.append(f"expected one sdist in {args.outdir}, found {len(sdists)}")
     if wheels and sdists:
-        twine = subprocess.run([sys.executable, "-m", "twine", "check", "--strict",
-                                str(wheels[0]), str(sdists[0])],
-                               capture_output=True, text=True, check=False)
+        twine = subprocess.run(
+            [sys.executable, "-m", "twine", "check", "--strict", str(wheels[0]), str(sdists[0])],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         print(twine.stdout.strip())
         if twine.returncode != 0:
             problems.append(f"twine check failed:\n{twine.stdout}{twine.stderr}")

@@ -48,12 +48,35 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
-VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
-        "track", "wbr"}
+VOID = {
+    "area",
+    "base",
+    "br",
+    "col",
+    "embed",
+    "hr",
+    "img",
+    "input",
+    "link",
+    "meta",
+    "source",
+    "track",
+    "wbr",
+}
 # text inside these never counts as prose
 NON_PROSE_TAGS = {"script", "style", "pre", "code", "kbd", "samp", "textarea", "svg", "math"}
-NON_PROSE_CLASSES = {"math", "highlight", "pre", "sig", "sig-object", "literal", "doctest",
-                     "sphx-glr-script-out", "sphx-glr-download", "MathJax"}
+NON_PROSE_CLASSES = {
+    "math",
+    "highlight",
+    "pre",
+    "sig",
+    "sig-object",
+    "literal",
+    "doctest",
+    "sphx-glr-script-out",
+    "sphx-glr-download",
+    "MathJax",
+}
 LATEX_COMMAND = re.compile(r"\\(?:[A-Za-z]{2,}|[,;:!{}\[\]()])")
 LEFTOVER_MARKUP = re.compile(r"\.\. math::|:(?:math|class|func|meth|attr|ref|doc|obj|mod):`")
 QUICK_BANNER = "Built in quick mode"
@@ -180,8 +203,11 @@ class Checker:
 
     def all_pages(self) -> list[Page]:
         skip = {"search.html", "genindex.html", "py-modindex.html"}
-        return [self.page(p) for p in sorted(self.site.rglob("*.html"))
-                if p.name not in skip and "_static" not in p.parts and "_sources" not in p.parts]
+        return [
+            self.page(p)
+            for p in sorted(self.site.rglob("*.html"))
+            if p.name not in skip and "_static" not in p.parts and "_sources" not in p.parts
+        ]
 
     # -- gallery -----------------------------------------------------------
 
@@ -199,16 +225,25 @@ class Checker:
             main = page.main()
             source = script.read_text(encoding="utf-8")
             draws = re.search(r"\bplt\.|matplotlib", source) is not None
-            own = [img for img in main.iter("img")
-                   if f"sphx_glr_{script.stem}_" in img.attrs.get("src", "")
-                   and "_thumb" not in img.attrs.get("src", "")]
+            own = [
+                img
+                for img in main.iter("img")
+                if f"sphx_glr_{script.stem}_" in img.attrs.get("src", "")
+                and "_thumb" not in img.attrs.get("src", "")
+            ]
             if draws and not own:
-                self.fail(where, f"{script.name} draws with matplotlib but the page shows none of "
-                                 f"its figures (no <img> of sphx_glr_{script.stem}_NNN.png)")
+                self.fail(
+                    where,
+                    f"{script.name} draws with matplotlib but the page shows none of "
+                    f"its figures (no <img> of sphx_glr_{script.stem}_NNN.png)",
+                )
             for ext in (".ipynb", ".py"):
-                links = [a.attrs["href"] for a in page.root.iter("a")
-                         if a.attrs.get("href", "").split("#")[0].endswith(ext)
-                         and not is_external(a.attrs["href"])]
+                links = [
+                    a.attrs["href"]
+                    for a in page.root.iter("a")
+                    if a.attrs.get("href", "").split("#")[0].endswith(ext)
+                    and not is_external(a.attrs["href"])
+                ]
                 if not links:
                     self.fail(where, f"no download link to the {ext} file")
                 for href in links:
@@ -261,35 +296,50 @@ class Checker:
                     url = node.attrs.get(attr, "")
                     if url and is_external(url):
                         if tag == "link" and node.attrs.get("rel", "") not in (
-                                "stylesheet", "preload", "modulepreload", "prefetch", "icon"):
+                            "stylesheet",
+                            "preload",
+                            "modulepreload",
+                            "prefetch",
+                            "icon",
+                        ):
                             continue  # <link rel="canonical"> etc. load nothing
                         self.fail(page.rel, f"<{tag}> loads from another host: {url}")
-            for m in re.finditer(r"https?://[^\s\"'<>]*(?:cdn|jsdelivr|unpkg)[^\s\"'<>]*",
-                                 page.raw, flags=re.I):
+            for m in re.finditer(
+                r"https?://[^\s\"'<>]*(?:cdn|jsdelivr|unpkg)[^\s\"'<>]*", page.raw, flags=re.I
+            ):
                 self.fail(page.rel, f"CDN URL in the page: {m.group(0)}")
-            containers = [n for n in page.root.iter() if "math" in n.classes
-                          and n.tag in ("span", "div")]
+            containers = [
+                n for n in page.root.iter() if "math" in n.classes and n.tag in ("span", "div")
+            ]
             n_math += len(containers)
             for node in containers:
                 body = node.text().strip()
                 inline = body.startswith("\\(") and body.endswith("\\)")
                 display = body.startswith("\\[") and body.endswith("\\]")
                 if not (inline or display):
-                    self.fail(page.rel, f"math container without \\( \\) or \\[ \\]: {body[:60]!r}")
+                    self.fail(
+                        page.rel, f"math container without \\( \\) or \\[ \\]: {body[:60]!r}"
+                    )
             if containers:
                 srcs = [s.attrs.get("src", "") for s in page.root.iter("script")]
-                local = [s for s in srcs if s.split("?")[0].endswith("_static/mathjax/tex-chtml.js")]
+                local = [
+                    s for s in srcs if s.split("?")[0].endswith("_static/mathjax/tex-chtml.js")
+                ]
                 if not local:
-                    self.fail(page.rel, "page has math but does not load _static/mathjax/tex-chtml.js")
+                    self.fail(
+                        page.rel, "page has math but does not load _static/mathjax/tex-chtml.js"
+                    )
                 for src in local:
                     target, _ = page.resolve(src)
                     if target is None or not target.is_file():
                         self.fail(page.rel, f"MathJax script points to a missing file: {src}")
             prose = page.main().text(skip_non_prose)
-            for pattern, what in ((LATEX_COMMAND, "unrendered LaTeX"),
-                                  (LEFTOVER_MARKUP, "unrendered reST markup")):
+            for pattern, what in (
+                (LATEX_COMMAND, "unrendered LaTeX"),
+                (LEFTOVER_MARKUP, "unrendered reST markup"),
+            ):
                 for m in pattern.finditer(prose):
-                    context = prose[max(0, m.start() - 40):m.end() + 40].replace("\n", " ")
+                    context = prose[max(0, m.start() - 40) : m.end() + 40].replace("\n", " ")
                     self.fail(page.rel, f"{what} {m.group(0)!r} in the text: ...{context}...")
         self.notes.append(f"math: {n_math} containers checked")
 
@@ -317,8 +367,9 @@ class Checker:
                     continue
                 if not any("math" in n.classes for n in cells[1].iter()):
                     self.fail(where, "the equation cell holds no rendered math")
-                api_links = [a for a in cells[2].iter("a")
-                             if "api/generated/" in a.attrs.get("href", "")]
+                api_links = [
+                    a for a in cells[2].iter("a") if "api/generated/" in a.attrs.get("href", "")
+                ]
                 if not api_links:
                     self.fail(where, "the 'computed by' cell links to no API page")
                 shown = cells[4]
@@ -338,15 +389,17 @@ class Checker:
         if n_rows == 0:
             self.fail(page.rel, "the paper map tables have no rows")
         self.notes.append(f"paper map: {n_rows} rows")
-        self.check_test_citations([page] + [self.page(p) for p in [self.site / "departures.html"]
-                                            if p.is_file()])
+        self.check_test_citations(
+            [page] + [self.page(p) for p in [self.site / "departures.html"] if p.is_file()]
+        )
 
     def check_test_citations(self, pages: list[Page]) -> None:
         if not self.tests_dir.is_dir():
             self.notes.append(f"test citations: not checked ({self.tests_dir} not found)")
             return
-        sources: dict[str, str] = {p.name: p.read_text(encoding="utf-8")
-                                   for p in self.tests_dir.glob("test_*.py")}
+        sources: dict[str, str] = {
+            p.name: p.read_text(encoding="utf-8") for p in self.tests_dir.glob("test_*.py")
+        }
         every_test = set(re.findall(r"^\s*def (test_\w+)\(", "\n".join(sources.values()), re.M))
         n = 0
         for page in pages:
@@ -354,11 +407,16 @@ class Checker:
             for file, name in TEST_CITATION.findall(text):
                 n += 1
                 if file not in sources:
-                    self.fail(page.rel, f"cites tests/{file}::{name}, but tests/{file} does not exist")
+                    self.fail(
+                        page.rel, f"cites tests/{file}::{name}, but tests/{file} does not exist"
+                    )
                 elif not re.search(rf"^\s*def {name}\(", sources[file], re.M):
                     self.fail(page.rel, f"cites tests/{file}::{name}, which is not defined there")
-            bare = {m for code in page.main().iter("code")
-                    for m in re.findall(r"^(test_\w+)$", code.text().strip())}
+            bare = {
+                m
+                for code in page.main().iter("code")
+                for m in re.findall(r"^(test_\w+)$", code.text().strip())
+            }
             for name in sorted(bare):
                 n += 1
                 if name not in every_test:
@@ -378,7 +436,8 @@ class Checker:
         def all_of(path: Path) -> list[str]:
             for node in ast.parse(path.read_text(encoding="utf-8")).body:
                 if isinstance(node, ast.Assign) and any(
-                        isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+                    isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+                ):
                     return list(ast.literal_eval(node.value))
             return []
 
@@ -411,11 +470,15 @@ class Checker:
             have = {p.stem for p in pages}
             for full, accepted in sorted(public.items()):
                 if not accepted & have:
-                    self.fail("api.rst", f"public object {full} has no API page "
-                                         f"(add it to an autosummary in docs/api.rst)")
+                    self.fail(
+                        "api.rst",
+                        f"public object {full} has no API page "
+                        f"(add it to an autosummary in docs/api.rst)",
+                    )
             self.notes.append(f"API coverage: {len(public)} public objects")
-        with_examples = [p for p in pages
-                         if "sphx-glr-thumbnails" in p.read_text(encoding="utf-8")]
+        with_examples = [
+            p for p in pages if "sphx-glr-thumbnails" in p.read_text(encoding="utf-8")
+        ]
         if not with_examples:
             self.fail("api/generated", "no API page shows an 'Examples using' mini-gallery")
         self.notes.append(f"API: {len(pages)} pages, {len(with_examples)} with mini-galleries")
@@ -432,8 +495,11 @@ class Checker:
         if quick and not has:
             self.fail("index.html", "CONVS2S_EDU_QUICK=1 but the page has no quick-mode banner")
         if not quick and has:
-            self.fail("index.html", "quick-mode banner on a full build (CONVS2S_EDU_QUICK unset): "
-                                    "is this a stale quick build?")
+            self.fail(
+                "index.html",
+                "quick-mode banner on a full build (CONVS2S_EDU_QUICK unset): "
+                "is this a stale quick build?",
+            )
         self.notes.append(f"quick-mode banner: {'expected and present' if quick else 'absent'}")
 
     def run(self) -> int:
@@ -451,7 +517,9 @@ class Checker:
             print(f"  {note}")
         self.failures = list(dict.fromkeys(self.failures))  # once each, in order
         if self.failures:
-            print(f"\ncheck_site: {len(self.failures)} failure(s) in {self.site}:", file=sys.stderr)
+            print(
+                f"\ncheck_site: {len(self.failures)} failure(s) in {self.site}:", file=sys.stderr
+            )
             for f in self.failures:
                 print(f"  - {f}", file=sys.stderr)
             return 1
@@ -462,20 +530,38 @@ class Checker:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("html_dir", type=Path, help="the built site, e.g. docs/_build/html")
-    parser.add_argument("--gallery-dir", type=Path, default=ROOT / "gallery",
-                        help="the gallery scripts (default: %(default)s)")
-    parser.add_argument("--tests-dir", type=Path, default=ROOT / "tests",
-                        help="the tests the paper map cites (default: %(default)s)")
-    parser.add_argument("--package-dir", type=Path, default=ROOT / "convs2s_edu",
-                        help="the package whose __all__ names need API pages "
-                             "(default: %(default)s)")
+    parser.add_argument(
+        "--gallery-dir",
+        type=Path,
+        default=ROOT / "gallery",
+        help="the gallery scripts (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--tests-dir",
+        type=Path,
+        default=ROOT / "tests",
+        help="the tests the paper map cites (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--package-dir",
+        type=Path,
+        default=ROOT / "convs2s_edu",
+        help="the package whose __all__ names need API pages (default: %(default)s)",
+    )
     args = parser.parse_args(argv)
     if not (args.html_dir / "index.html").is_file():
-        print(f"check_site: {args.html_dir} holds no index.html; build the site first "
-              f"(tox -e docs-quick)", file=sys.stderr)
+        print(
+            f"check_site: {args.html_dir} holds no index.html; build the site first "
+            f"(tox -e docs-quick)",
+            file=sys.stderr,
+        )
         return 2
-    return Checker(args.html_dir.resolve(), args.gallery_dir.resolve(), args.tests_dir.resolve(),
-                   args.package_dir.resolve()).run()
+    return Checker(
+        args.html_dir.resolve(),
+        args.gallery_dir.resolve(),
+        args.tests_dir.resolve(),
+        args.package_dir.resolve(),
+    ).run()
 
 
 if __name__ == "__main__":

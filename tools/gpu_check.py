@@ -48,8 +48,11 @@ def _step(summary: dict, name: str, fn):
         traceback.print_exc()
         summary[name] = {"ok": False, "error": f"{type(err).__name__}: {err}"}
     summary[name]["seconds"] = time.perf_counter() - t0
-    print(f"== {name}: {'ok' if summary[name]['ok'] else 'FAILED'} "
-          f"({summary[name]['seconds']:.0f} s)", flush=True)
+    print(
+        f"== {name}: {'ok' if summary[name]['ok'] else 'FAILED'} "
+        f"({summary[name]['seconds']:.0f} s)",
+        flush=True,
+    )
 
 
 def run_tests(device: str) -> dict:
@@ -67,12 +70,22 @@ def run_tests(device: str) -> dict:
 
 #: Training runs in this order, so that the paths that matter most run first when the time
 #: budget (``--train-budget``) ends the step early: today's path, then the expected fastest.
-ORDER = ("eager-fp32", "compile-reduce-overhead-bf16", "eager-bf16", "compile-fp32",
-         "compile-reduce-overhead-fp32", "compile-bf16")
+ORDER = (
+    "eager-fp32",
+    "compile-reduce-overhead-bf16",
+    "eager-bf16",
+    "compile-fp32",
+    "compile-reduce-overhead-fp32",
+    "compile-bf16",
+)
 
 #: Paths the GPU bench times (the full set would not fit in the 6 minutes with compiling).
-BENCH_PATHS = ("eager-fp32", "eager-bf16", "compile-reduce-overhead-fp32",
-               "compile-reduce-overhead-bf16")
+BENCH_PATHS = (
+    "eager-fp32",
+    "eager-bf16",
+    "compile-reduce-overhead-fp32",
+    "compile-reduce-overhead-bf16",
+)
 
 
 def train_all(device: str, dry: bool, budget_s: float = 150.0) -> dict:
@@ -102,12 +115,16 @@ def train_all(device: str, dry: bool, budget_s: float = 150.0) -> dict:
                 result = train(cfg, progress=False)
                 scores = evaluate(result.model, make_datasets(cfg)[2])
                 last = result.history.epochs[-1]
-                runs[key] = {"ok": True, "seconds": time.perf_counter() - t0,
-                             "train_seconds": result.history.column("seconds"),
-                             "tokens_per_second": last["tokens_per_second"],
-                             "train_loss": last["train_loss"], "valid_loss": last["valid_loss"],
-                             "exact_match": scores["exact_match"],
-                             "token_accuracy": scores["token_accuracy"]}
+                runs[key] = {
+                    "ok": True,
+                    "seconds": time.perf_counter() - t0,
+                    "train_seconds": result.history.column("seconds"),
+                    "tokens_per_second": last["tokens_per_second"],
+                    "train_loss": last["train_loss"],
+                    "valid_loss": last["valid_loss"],
+                    "exact_match": scores["exact_match"],
+                    "token_accuracy": scores["token_accuracy"],
+                }
             except Exception as err:
                 traceback.print_exc()
                 runs[key] = {"ok": False, "error": f"{type(err).__name__}: {err}"}
@@ -135,25 +152,36 @@ def bench(device: str, dry: bool, out: Path) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("out", help="directory for gpu_check.json, bench.json, bench.txt")
-    parser.add_argument("--train-budget", type=float, default=150.0, dest="train_budget",
-                        help="seconds for the training step; runs not started by then are "
-                             "recorded as skipped (default 150)")
-    parser.add_argument("--device", default="cuda",
-                        help="cuda (default), cuda:N, or cpu for a quick dry run of every step")
+    parser.add_argument(
+        "--train-budget",
+        type=float,
+        default=150.0,
+        dest="train_budget",
+        help="seconds for the training step; runs not started by then are "
+        "recorded as skipped (default 150)",
+    )
+    parser.add_argument(
+        "--device",
+        default="cuda",
+        help="cuda (default), cuda:N, or cpu for a quick dry run of every step",
+    )
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     dry = args.device == "cpu"
     import torch
 
-
     if not dry and not torch.cuda.is_available():
         print("gpu_check: error: no CUDA device (use --device cpu for a dry run)", file=sys.stderr)
         return 2
     from convs2s_edu.speed import machine_info
 
-    summary = {"device": args.device, "dry_run": dry,
-               "machine": machine_info(args.device).describe(), "started": time.ctime()}
+    summary = {
+        "device": args.device,
+        "dry_run": dry,
+        "machine": machine_info(args.device).describe(),
+        "started": time.ctime(),
+    }
     t0 = time.perf_counter()
     _step(summary, "tests", lambda: run_tests(args.device))
     _step(summary, "train", lambda: train_all(args.device, dry, args.train_budget))
@@ -161,8 +189,10 @@ def main(argv=None) -> int:
     summary["seconds"] = time.perf_counter() - t0
     summary["ok"] = all(summary[k]["ok"] for k in ("tests", "train", "bench"))
     (out / "gpu_check.json").write_text(json.dumps(summary, indent=2, default=str))
-    print(f"gpu_check: {'ok' if summary['ok'] else 'FAILED'} in {summary['seconds']:.0f} s; "
-          f"summary in {out / 'gpu_check.json'}")
+    print(
+        f"gpu_check: {'ok' if summary['ok'] else 'FAILED'} in {summary['seconds']:.0f} s; "
+        f"summary in {out / 'gpu_check.json'}"
+    )
     return 0 if summary["ok"] else 1
 
 

@@ -44,14 +44,20 @@ def main(argv=None) -> int:
     parser.add_argument("site", type=Path, help="the built site, e.g. docs/_build/html-quick")
     parser.add_argument("pages", nargs="+", help="page names, e.g. plot_01_sorting_task")
     parser.add_argument("--timeout", type=int, default=600, help="seconds per cell")
-    parser.add_argument("--allow-installed", action="store_true",
-                        help="run even when convs2s_edu is already installed here (the "
-                             "notebooks' install step is then not exercised)")
+    parser.add_argument(
+        "--allow-installed",
+        action="store_true",
+        help="run even when convs2s_edu is already installed here (the "
+        "notebooks' install step is then not exercised)",
+    )
     args = parser.parse_args(argv)
     if importlib.util.find_spec("convs2s_edu") is not None and not args.allow_installed:
-        print("run_notebooks: convs2s_edu is importable in this environment, so the "
-              "notebooks' first cell would not install it; run in a fresh venv "
-              "(or pass --allow-installed)", file=sys.stderr)
+        print(
+            "run_notebooks: convs2s_edu is importable in this environment, so the "
+            "notebooks' first cell would not install it; run in a fresh venv "
+            "(or pass --allow-installed)",
+            file=sys.stderr,
+        )
         return 1
 
     import nbformat
@@ -71,11 +77,17 @@ def main(argv=None) -> int:
             nb = nbformat.read(work / source.name, as_version=4)
             for cell in nb.cells:
                 if cell.cell_type == "markdown" and (m := LEFTOVER.search(cell.source)):
-                    problems.append(f"{page}: Sphinx markup left in the markdown: "
-                                    f"{cell.source[max(0, m.start() - 30):m.end() + 30]!r}")
+                    problems.append(
+                        f"{page}: Sphinx markup left in the markdown: "
+                        f"{cell.source[max(0, m.start() - 30) : m.end() + 30]!r}"
+                    )
             start = time.perf_counter()
-            client = NotebookClient(nb, timeout=args.timeout, kernel_name="python3",
-                                    resources={"metadata": {"path": str(work)}})
+            client = NotebookClient(
+                nb,
+                timeout=args.timeout,
+                kernel_name="python3",
+                resources={"metadata": {"path": str(work)}},
+            )
             try:
                 client.execute()
             except Exception as err:  # noqa: BLE001 - any failure of a cell is reported
@@ -84,8 +96,9 @@ def main(argv=None) -> int:
             seconds = time.perf_counter() - start
             first = "".join(o.get("text", "") for o in nb.cells[1].get("outputs", []))
             if "convs2s_edu" not in first:
-                problems.append(f"{page}: the set-up cell printed no convs2s_edu version: "
-                                f"{first!r}")
+                problems.append(
+                    f"{page}: the set-up cell printed no convs2s_edu version: {first!r}"
+                )
             n_code = sum(c.cell_type == "code" for c in nb.cells)
             print(f"  OK {page}: {n_code} code cells in {seconds:.0f} s ({first.strip()})")
     if problems:

@@ -53,9 +53,16 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome")
 FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
-    "--disable-dev-shm-usage", "--mute-audio",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--hide-scrollbars",
+    "--disable-dev-shm-usage",
+    "--mute-audio",
     # the site must render offline: no host but the local server resolves
     "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
 ]
@@ -171,8 +178,13 @@ class Handler(SimpleHTTPRequestHandler):
             if parts.path == THEME_PATH:
                 body = THEME_PAGE.format(theme=theme, src=src).encode()
             else:
-                body = HARNESS.format(src=src, width=width, height=height, theme=theme,
-                                      code_selector=json.dumps(CODE_SELECTOR)).encode()
+                body = HARNESS.format(
+                    src=src,
+                    width=width,
+                    height=height,
+                    theme=theme,
+                    code_selector=json.dumps(CODE_SELECTOR),
+                ).encode()
             self.send_response(200)
             self.send_header("Content-Type", "text/html; charset=utf-8")
             self.send_header("Content-Length", str(len(body)))
@@ -193,9 +205,10 @@ class Handler(SimpleHTTPRequestHandler):
 
 
 def start_server(root: Path, log: RequestLog, harness_size: tuple[int, int]):
-    handler = functools.partial(type("BoundHandler", (Handler,),
-                                     {"log": log, "harness_size": harness_size}),
-                                directory=str(root))
+    handler = functools.partial(
+        type("BoundHandler", (Handler,), {"log": log, "harness_size": harness_size}),
+        directory=str(root),
+    )
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -234,10 +247,10 @@ def png_problems(path: Path, width: int, height: int) -> list[str]:
         problems.append(f"screenshot is {w}x{h}, expected {width}x{height}")
     idat, pos = b"", 8
     while pos < len(data):
-        (length,) = struct.unpack(">I", data[pos:pos + 4])
-        kind = data[pos + 4:pos + 8]
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind = data[pos + 4 : pos + 8]
         if kind == b"IDAT":
-            idat += data[pos + 8:pos + 8 + length]
+            idat += data[pos + 8 : pos + 8 + length]
         pos += 12 + length
     try:
         pixels = zlib.decompress(idat)
@@ -259,9 +272,20 @@ def img_sources(page_file: Path) -> list[str]:
 # --------------------------------------------------------------------------
 
 
-def check_page(chromium: str, base: str, site: Path, rel: str, out: Path, log: RequestLog,
-               width: int, height: int, budget_ms: int, timeout: float, theme: str = "light",
-               phone: bool = False) -> dict:
+def check_page(
+    chromium: str,
+    base: str,
+    site: Path,
+    rel: str,
+    out: Path,
+    log: RequestLog,
+    width: int,
+    height: int,
+    budget_ms: int,
+    timeout: float,
+    theme: str = "light",
+    phone: bool = False,
+) -> dict:
     report: dict = {"page": rel, "theme": theme, "width": width, "problems": []}
     problems = report["problems"]
     query = f"page={quote(rel)}&theme={theme}&width={width}&height={height}"
@@ -271,36 +295,54 @@ def check_page(chromium: str, base: str, site: Path, rel: str, out: Path, log: R
     log.take()
 
     # 1. screenshot
-    proc = run_chromium(chromium, [f"--window-size={width},{height}",
-                                   f"--virtual-time-budget={budget_ms}",
-                                   f"--screenshot={shot}", url], timeout)
+    proc = run_chromium(
+        chromium,
+        [
+            f"--window-size={width},{height}",
+            f"--virtual-time-budget={budget_ms}",
+            f"--screenshot={shot}",
+            url,
+        ],
+        timeout,
+    )
     report["screenshot"] = str(shot)
     if proc.returncode != 0:
-        problems.append(f"chromium --screenshot exited with {proc.returncode}: "
-                        f"{proc.stderr.strip()[-500:]}")
+        problems.append(
+            f"chromium --screenshot exited with {proc.returncode}: {proc.stderr.strip()[-500:]}"
+        )
     problems += png_problems(shot, width, height)
     requests = [r for r in log.take() if r[0] != THEME_PATH]
 
     # 2. the same page in the harness: images, MathJax, other hosts, theme, overflow
     harness = f"{base}{HARNESS_PATH}?{query}"
-    proc = run_chromium(chromium, [f"--window-size={width},{height}",
-                                   f"--virtual-time-budget={budget_ms}", "--dump-dom", harness],
-                        timeout)
+    proc = run_chromium(
+        chromium,
+        [
+            f"--window-size={width},{height}",
+            f"--virtual-time-budget={budget_ms}",
+            "--dump-dom",
+            harness,
+        ],
+        timeout,
+    )
     requests += [r for r in log.take() if r[0] != HARNESS_PATH]
     m = re.search(r'<pre id="result">(.*?)</pre>', proc.stdout, flags=re.S)
     result = json.loads(html.unescape(m.group(1))) if m and m.group(1) != "pending" else None
     report["browser"] = result
     if result is None:
-        problems.append("the page did not finish loading in the browser "
-                        f"(chromium exit {proc.returncode}; raise --budget-ms?)")
+        problems.append(
+            "the page did not finish loading in the browser "
+            f"(chromium exit {proc.returncode}; raise --budget-ms?)"
+        )
     else:
         if result.get("error"):
             problems.append(f"the check script failed: {result['error']}")
         for src in result["broken"]:
             problems.append(f"image did not load: {src}")
         if result["math"] and result["mathjax"] != "typeset":
-            problems.append(f"page has {result['math']} formulas but MathJax is "
-                            f"{result['mathjax']}")
+            problems.append(
+                f"page has {result['math']} formulas but MathJax is {result['mathjax']}"
+            )
         if result["math"] and result["rendered"] == 0:
             problems.append("MathJax rendered none of the page's formulas")
         if result["merror"]:
@@ -311,11 +353,14 @@ def check_page(chromium: str, base: str, site: Path, rel: str, out: Path, log: R
             problems.append(f"the page is in theme {result.get('theme')!r}, not {theme!r}")
         if not phone:
             for cell in result.get("overflow", []):
-                problems.append(f"code cell {cell['excess']} px wider than the page's column: "
-                                f"{cell['line']!r}")
+                problems.append(
+                    f"code cell {cell['excess']} px wider than the page's column: {cell['line']!r}"
+                )
         elif result.get("page_width", 0) > result.get("window_width", 0) + 2:
-            problems.append(f"the page is {result['page_width']} px wide in a "
-                            f"{result['window_width']} px window: it scrolls sideways")
+            problems.append(
+                f"the page is {result['page_width']} px wide in a "
+                f"{result['window_width']} px window: it scrolls sideways"
+            )
 
     # 3. the server's view: every request answered, every <img> fetched
     report["requests"] = len(requests)
@@ -342,8 +387,11 @@ def default_pages(site: Path) -> list[str]:
     pages = ["index.html", "paper_map.html"]
     gallery = sorted((site / "auto_examples").glob("plot_*.html"))
     # prefer a gallery page with both figures and math
-    rich = [p for p in gallery
-            if "<img" in (text := p.read_text(encoding="utf-8")) and 'class="math' in text]
+    rich = [
+        p
+        for p in gallery
+        if "<img" in (text := p.read_text(encoding="utf-8")) and 'class="math' in text
+    ]
     if rich or gallery:
         pages.append((rich or gallery)[0].relative_to(site).as_posix())
     return pages
@@ -353,32 +401,57 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("html_dir", type=Path, help="the built site, e.g. docs/_build/html")
     parser.add_argument("--out", type=Path, required=True, help="folder for the screenshots")
-    parser.add_argument("--pages", nargs="+", help="pages relative to html_dir "
-                        "(default: index.html, paper_map.html and one gallery page)")
+    parser.add_argument(
+        "--pages",
+        nargs="+",
+        help="pages relative to html_dir "
+        "(default: index.html, paper_map.html and one gallery page)",
+    )
     parser.add_argument("--chromium", help="path of the browser (default: /usr/bin/chromium)")
     parser.add_argument("--width", type=int, default=1400)
     parser.add_argument("--height", type=int, default=2000)
-    parser.add_argument("--themes", nargs="+", default=["light", "dark"],
-                        choices=["light", "dark"], help="default: light dark")
-    parser.add_argument("--phone-width", type=int, default=390,
-                        help="also screenshot each page this wide, in the first theme, and "
-                             "fail if it scrolls sideways (0: no phone run; default 390)")
-    parser.add_argument("--budget-ms", type=int, default=20_000,
-                        help="virtual time the browser waits for a page (default: %(default)s)")
-    parser.add_argument("--timeout", type=float, default=180.0,
-                        help="seconds before one browser run is killed (default: %(default)s)")
+    parser.add_argument(
+        "--themes",
+        nargs="+",
+        default=["light", "dark"],
+        choices=["light", "dark"],
+        help="default: light dark",
+    )
+    parser.add_argument(
+        "--phone-width",
+        type=int,
+        default=390,
+        help="also screenshot each page this wide, in the first theme, and "
+        "fail if it scrolls sideways (0: no phone run; default 390)",
+    )
+    parser.add_argument(
+        "--budget-ms",
+        type=int,
+        default=20_000,
+        help="virtual time the browser waits for a page (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=180.0,
+        help="seconds before one browser run is killed (default: %(default)s)",
+    )
     args = parser.parse_args(argv)
 
     chromium = find_chromium(args.chromium)
     if chromium is None:
-        print("screenshot_site: Chromium not found (looked for "
-              f"{', '.join(CHROMIUM_CANDIDATES)}). Install it with:\n"
-              "    sudo apt-get install chromium", file=sys.stderr)
+        print(
+            "screenshot_site: Chromium not found (looked for "
+            f"{', '.join(CHROMIUM_CANDIDATES)}). Install it with:\n"
+            "    sudo apt-get install chromium",
+            file=sys.stderr,
+        )
         return 2
     site = args.html_dir.resolve()
     if not (site / "index.html").is_file():
-        print(f"screenshot_site: {site} holds no index.html; build the site first",
-              file=sys.stderr)
+        print(
+            f"screenshot_site: {site} holds no index.html; build the site first", file=sys.stderr
+        )
         return 1
     pages = args.pages or default_pages(site)
     missing = [p for p in pages if not (site / p).is_file()]
@@ -397,17 +470,31 @@ def main(argv=None) -> int:
     try:
         for rel, theme, width, phone in runs:
             try:
-                report = check_page(chromium, base, site, rel, args.out, log, width,
-                                    args.height, args.budget_ms, args.timeout, theme, phone)
+                report = check_page(
+                    chromium,
+                    base,
+                    site,
+                    rel,
+                    args.out,
+                    log,
+                    width,
+                    args.height,
+                    args.budget_ms,
+                    args.timeout,
+                    theme,
+                    phone,
+                )
             except subprocess.TimeoutExpired:
                 report = {"page": rel, "problems": [f"chromium took more than {args.timeout} s"]}
             reports.append(report)
             status = "OK" if not report["problems"] else "FAILED"
             browser = report.get("browser") or {}
-            print(f"  {status:6s} {rel} ({theme}, {width} px): "
-                  f"{len(browser.get('images', []))} images, "
-                  f"{browser.get('rendered', 0)}/{browser.get('math', 0)} formulas rendered, "
-                  f"{report.get('requests', 0)} requests -> {report.get('screenshot', '-')}")
+            print(
+                f"  {status:6s} {rel} ({theme}, {width} px): "
+                f"{len(browser.get('images', []))} images, "
+                f"{browser.get('rendered', 0)}/{browser.get('math', 0)} formulas rendered, "
+                f"{report.get('requests', 0)} requests -> {report.get('screenshot', '-')}"
+            )
     finally:
         server.shutdown()
         server.server_close()
@@ -422,8 +509,10 @@ def main(argv=None) -> int:
         for page, problem in failures:
             print(f"  - {page}: {problem}", file=sys.stderr)
         return 1
-    print(f"screenshot_site: OK ({len(pages)} pages x {len(runs) // max(1, len(pages))} "
-          f"views, screenshots in {args.out})")
+    print(
+        f"screenshot_site: OK ({len(pages)} pages x {len(runs) // max(1, len(pages))} "
+        f"views, screenshots in {args.out})"
+    )
     return 0
 
 

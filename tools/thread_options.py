@@ -45,8 +45,12 @@ def child(args) -> None:
     from convs2s_edu.train import TrainConfig
 
     torch.set_num_threads(args.threads)
-    m = measure_config(TrainConfig(device="cpu"), steps_per_window=args.steps,
-                       n_rounds=args.rounds, warmup_steps=1)
+    m = measure_config(
+        TrainConfig(device="cpu"),
+        steps_per_window=args.steps,
+        n_rounds=args.rounds,
+        warmup_steps=1,
+    )
     print(json.dumps(m.to_dict()))
 
 
@@ -56,11 +60,21 @@ def run_child(policy, threads, args) -> dict | None:
     env["OMP_NUM_THREADS"] = str(threads)
     if policy is not None:  # unset: the child imports torch before convs2s_edu, whose
         env["OMP_WAIT_POLICY"] = policy  # default then cannot apply (convs2s_edu._threads)
-    cmd = [sys.executable, __file__, "--child", "--threads", str(threads),
-           "--steps", str(args.steps), "--rounds", str(args.rounds)]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--child",
+        "--threads",
+        str(threads),
+        "--steps",
+        str(args.steps),
+        "--rounds",
+        str(args.rounds),
+    ]
     try:
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True,
-                              timeout=args.timeout, check=False)
+        done = subprocess.run(
+            cmd, env=env, capture_output=True, text=True, timeout=args.timeout, check=False
+        )
     except subprocess.TimeoutExpired:
         return None
     if done.returncode != 0:
@@ -91,9 +105,12 @@ def main() -> None:
                 continue
             busy = []
             if condition == "busy":
-                busy = [subprocess.Popen([sys.executable, "-c",
-                                          BUSY.format(seconds=args.timeout + 30)])
-                        for _ in range(args.competitors)]
+                busy = [
+                    subprocess.Popen(
+                        [sys.executable, "-c", BUSY.format(seconds=args.timeout + 30)]
+                    )
+                    for _ in range(args.competitors)
+                ]
                 time.sleep(1.0)
             try:
                 row[condition] = run_child(policy, threads, args)
@@ -108,9 +125,11 @@ def main() -> None:
     m = next((r["idle"] for r in results if r.get("idle")), None)
     if m:
         mach = m["machine"]
-        print(f"\nmachine: {mach['cpu']}, {mach['cores']} cores usable, torch "
-              f"{mach['torch_version']}; {args.competitors} competing busy process(es); "
-              f"load average before the first idle run: {mach['load_before'] or float('nan'):.2f}")
+        print(
+            f"\nmachine: {mach['cpu']}, {mach['cores']} cores usable, torch "
+            f"{mach['torch_version']}; {args.competitors} competing busy process(es); "
+            f"load average before the first idle run: {mach['load_before'] or float('nan'):.2f}"
+        )
 
 
 def _tps(m, model):
@@ -119,16 +138,20 @@ def _tps(m, model):
 
 def print_row(row, first=False):
     if first:
-        print(f"{'option':28s} {'model':8s} {'idle tok/s':>11s} {'busy tok/s':>11s} "
-              f"{'slowdown':>9s}")
+        print(
+            f"{'option':28s} {'model':8s} {'idle tok/s':>11s} {'busy tok/s':>11s} {'slowdown':>9s}"
+        )
     for model in ("convs2s", "gru"):
         idle, busy = row.get("idle"), row.get("busy")
         slow = ""
         if idle and busy:  # how many times slower with the competing process(es)
             ratio = idle["throughput"][model]["median"] / busy["throughput"][model]["median"]
             slow = f"{ratio:.2f}x"
-        print(f"{row['option']:28s} {model:8s} {_tps(idle, model):>11s} "
-              f"{_tps(busy, model) if 'busy' in row else '-':>11s} {slow:>9s}", flush=True)
+        print(
+            f"{row['option']:28s} {model:8s} {_tps(idle, model):>11s} "
+            f"{_tps(busy, model) if 'busy' in row else '-':>11s} {slow:>9s}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

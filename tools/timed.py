@@ -57,16 +57,21 @@ def main(argv=None) -> int:
     try:
         start = float(path.read_text())
     except (OSError, ValueError):
-        print(f"timed.py: no start time in {path} (run `timed.py start {path}` first)",
-              file=sys.stderr)
+        print(
+            f"timed.py: no start time in {path} (run `timed.py start {path}` first)",
+            file=sys.stderr,
+        )
         return 2
     try:
         load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     except (AttributeError, OSError):
         load = "unknown"
-    print(f"{label}: {human(time.time() - start)} wall clock (tox commands only, environment "
-          f"set-up excluded)\n  on {cpu_model()}, {cores()} cores usable; load average now "
-          f"{load} (1, 5, 15 min)", flush=True)
+    print(
+        f"{label}: {human(time.time() - start)} wall clock (tox commands only, environment "
+        f"set-up excluded)\n  on {cpu_model()}, {cores()} cores usable; load average now "
+        f"{load} (1, 5, 15 min)",
+        flush=True,
+    )
     return 0
 
 

@@ -47,22 +47,22 @@ TEACHES = {
     "plot_00_architecture": "both models on one example, every box with its numbers",
     "plot_01_sorting_task": "the task, the special tokens, padding and teacher forcing",
     "plot_02_glu_block": "one convolution block: GLU, residual, the √0.5 scaling, "
-                         "receptive fields",
+    "receptive fields",
     "plot_03_encoder_decoder": "the encoder and the causal decoder; why nothing leaks "
-                               "from the future",
+    "from the future",
     "plot_04_attention": "ConvS2S's multi-step attention next to Bahdanau's additive "
-                         "attention, checked by hand",
+    "attention, checked by hand",
     "plot_05_training": "both models trained on the same data: loss, time per epoch, "
-                        "tokens per second",
+    "tokens per second",
     "plot_06_evaluation": "exact match and token accuracy, per length; sample outputs",
     "plot_07_attention_heatmaps": "what the trained attentions look at, against the ideal "
-                                  "alignment",
+    "alignment",
     "plot_08_decoding": "greedy and beam search; ConvS2S's incremental decoding",
     "plot_09_length_scaling": "how time per step grows with the sequence length",
     "plot_10_paper_normalisation": "the paper's weight normalisation and initialisation "
-                                   "against the seed's defaults",
+    "against the seed's defaults",
     "plot_11_gradient_context_scaling": "the paper's encoder gradient scaling and the "
-                                        "m·√(1/m) context scaling",
+    "m·√(1/m) context scaling",
 }
 
 
@@ -77,19 +77,30 @@ def test_label(file: str, name: str) -> str:
 
 def _test_functions(path: Path) -> list[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    return [n.name for n in tree.body
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and n.name.startswith("test_")]
+    return [
+        n.name
+        for n in tree.body
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name.startswith("test_")
+    ]
 
 
 def write_test_pages(app) -> None:
     """``docs/tests/index.rst`` and one page per test file, an anchor per test."""
     TEST_PAGES.mkdir(exist_ok=True)
     files = sorted(TESTS.glob("test_*.py"))
-    index = [":orphan:", "", "The tests", "=========", "",
-             "Every test of the package, grouped by file, with its code. The paper map",
-             "links each equation to the tests that check it against a hand computation.",
-             "", ".. toctree::", "   :maxdepth: 1", ""]
+    index = [
+        ":orphan:",
+        "",
+        "The tests",
+        "=========",
+        "",
+        "Every test of the package, grouped by file, with its code. The paper map",
+        "links each equation to the tests that check it against a hand computation.",
+        "",
+        ".. toctree::",
+        "   :maxdepth: 1",
+        "",
+    ]
     for path in files:
         index.append(f"   {path.stem}")
         title = f"tests/{path.name}"
@@ -98,10 +109,17 @@ def write_test_pages(app) -> None:
         if doc:
             lines += [doc.strip().split("\n\n")[0].replace("\n", " "), ""]
         for name in _test_functions(path):
-            lines += [f".. _{test_label(path.name, name)}:", "",
-                      f".. rubric:: ``{name}``", "",
-                      f".. literalinclude:: ../../tests/{path.name}",
-                      "   :language: python", f"   :pyobject: {name}", "   :lineno-match:", ""]
+            lines += [
+                f".. _{test_label(path.name, name)}:",
+                "",
+                f".. rubric:: ``{name}``",
+                "",
+                f".. literalinclude:: ../../tests/{path.name}",
+                "   :language: python",
+                f"   :pyobject: {name}",
+                "   :lineno-match:",
+                "",
+            ]
         _write_if_changed(TEST_PAGES / f"{path.stem}.rst", "\n".join(lines))
     _write_if_changed(TEST_PAGES / "index.rst", "\n".join(index) + "\n")
 
@@ -169,16 +187,19 @@ def page_facts() -> list[dict]:
         body = " ".join(lines[2:]).split(". ")[0].rstrip(".") + "."
         cost = AUTO / f"{script.stem}.cost.json"
         seconds = json.loads(cost.read_text())["time"] if cost.is_file() else None
-        facts.append({
-            "stem": script.stem, "title": title,
-            "teaches": TEACHES.get(script.stem, body),
-            "seconds": seconds,
-            # pages that use the two models trained with the site's configuration
-            "site_models": "train_or_load(" in source,
-            # pages that train models of their own (or time their training steps) when run;
-            # a gradient alone (``.backward()``, e.g. to measure receptive fields) is not that
-            "own_training": OWN_TRAINING.search(source) is not None,
-        })
+        facts.append(
+            {
+                "stem": script.stem,
+                "title": title,
+                "teaches": TEACHES.get(script.stem, body),
+                "seconds": seconds,
+                # pages that use the two models trained with the site's configuration
+                "site_models": "train_or_load(" in source,
+                # pages that train models of their own (or time their training steps) when run;
+                # a gradient alone (``.backward()``, e.g. to measure receptive fields) is not that
+                "own_training": OWN_TRAINING.search(source) is not None,
+            }
+        )
     return facts
 
 
@@ -205,21 +226,27 @@ def training_sentence(page: dict, training: dict | None) -> str:
             f"This page needs ConvS2S and the GRU baseline trained on {head['n_train']:,} "
             f"examples for {head['epochs']} epochs. They are trained once and cached; when "
             f"they are not in the cache yet, this page trains both first, which took "
-            f"{_duration(training['seconds'])} in this build ({head['mode']} mode)")
+            f"{_duration(training['seconds'])} in this build ({head['mode']} mode)"
+        )
         if head["mode"] == "quick":
-            parts[-1] += (f"; the full mode ({training['full'].n_train:,} examples, "
-                          f"{training['full'].epochs} epochs) does {training['ratio']:.1f} times "
-                          f"as much work, about "
-                          f"{_duration(training['seconds'] * training['ratio'])} on the same "
-                          f"machine")
+            parts[-1] += (
+                f"; the full mode ({training['full'].n_train:,} examples, "
+                f"{training['full'].epochs} epochs) does {training['ratio']:.1f} times "
+                f"as much work, about "
+                f"{_duration(training['seconds'] * training['ratio'])} on the same "
+                f"machine"
+            )
         parts[-1] += "."
     if page["own_training"] and not page["site_models"]:
-        parts.append("This page trains small models of its own (or times their training "
-                     "steps) every time it runs.")
+        parts.append(
+            "This page trains small models of its own (or times their training "
+            "steps) every time it runs."
+        )
     if page["seconds"] is not None:
         cached = " with the models already cached" if page["site_models"] else ""
-        parts.append(f"Running it took {_duration(page['seconds'])}{cached} when this site was "
-                     f"built.")
+        parts.append(
+            f"Running it took {_duration(page['seconds'])}{cached} when this site was built."
+        )
     return " ".join(parts)
 
 
@@ -229,31 +256,55 @@ def after_gallery(app) -> None:
     training = training_summary()
 
     # reading path
-    rows = [".. list-table::", "   :header-rows: 1", "   :widths: 5 30 45 20",
-            "   :class: reading-path", "",
-            "   * - #", "     - page", "     - what it teaches", "     - time to run"]
+    rows = [
+        ".. list-table::",
+        "   :header-rows: 1",
+        "   :widths: 5 30 45 20",
+        "   :class: reading-path",
+        "",
+        "   * - #",
+        "     - page",
+        "     - what it teaches",
+        "     - time to run",
+    ]
     for i, page in enumerate(facts):
         label = f"sphx_glr_auto_examples_{page['stem']}.py"
         time = _duration(page["seconds"]) if page["seconds"] is not None else "not run"
         if page["site_models"] and training:
             time += "; uses the trained models"
-        rows += [f"   * - {page['stem'][5:7]}", f"     - :ref:`{page['title']} <{label}>`",
-                 f"     - {page['teaches']}", f"     - {time}"]
+        rows += [
+            f"   * - {page['stem'][5:7]}",
+            f"     - :ref:`{page['title']} <{label}>`",
+            f"     - {page['teaches']}",
+            f"     - {time}",
+        ]
     _write_if_changed(GENERATED / "reading_path.inc", "\n".join(rows) + "\n")
 
     # headline numbers
     if training:
         head = training["head"]
         names = {"convs2s": "ConvS2S", "gru": "GRU + attention"}
-        lines = [".. list-table::", "   :header-rows: 1", "   :class: headline", "",
-                 "   * - model", "     - exact match", "     - token accuracy",
-                 "     - seconds per epoch (median)", "     - training time",
-                 "     - parameters"]
+        lines = [
+            ".. list-table::",
+            "   :header-rows: 1",
+            "   :class: headline",
+            "",
+            "   * - model",
+            "     - exact match",
+            "     - token accuracy",
+            "     - seconds per epoch (median)",
+            "     - training time",
+            "     - parameters",
+        ]
         for key, m in head["models"].items():
-            lines += [f"   * - {names.get(key, key)}", f"     - {m['exact_match']:.1%}",
-                      f"     - {m['token_accuracy']:.1%}", f"     - {m['seconds_per_epoch']:.2f}",
-                      f"     - {_duration(m['training_seconds'])}",
-                      f"     - {m['n_parameters']:,}"]
+            lines += [
+                f"   * - {names.get(key, key)}",
+                f"     - {m['exact_match']:.1%}",
+                f"     - {m['token_accuracy']:.1%}",
+                f"     - {m['seconds_per_epoch']:.2f}",
+                f"     - {_duration(m['training_seconds'])}",
+                f"     - {m['n_parameters']:,}",
+            ]
         conv, gru = head["models"]["convs2s"], head["models"]["gru"]
         faster = gru["seconds_per_epoch"] / conv["seconds_per_epoch"]
         faster_model = "ConvS2S" if faster > 1 else "the GRU baseline"
@@ -267,8 +318,12 @@ def after_gallery(app) -> None:
         )
         lines += ["", summary]
     else:
-        lines = [("The headline numbers are written by the first gallery page; "
-                  "this build did not run it.")]
+        lines = [
+            (
+                "The headline numbers are written by the first gallery page; "
+                "this build did not run it."
+            )
+        ]
     _write_if_changed(GENERATED / "headline.inc", "\n".join(lines) + "\n")
 
     # a note at the top of every page that trains
@@ -277,15 +332,19 @@ def after_gallery(app) -> None:
         if not rst.is_file() or not (page["site_models"] or page["own_training"]):
             continue
         text = rst.read_text(encoding="utf-8")
-        text = re.sub(rf"\n{re.escape(MARK)}.*?{re.escape(MARK)} end\n", "\n", text, flags=re.DOTALL)
+        text = re.sub(
+            rf"\n{re.escape(MARK)}.*?{re.escape(MARK)} end\n", "\n", text, flags=re.DOTALL
+        )
         m = re.search(r"^\S.*\n=+\n", text, flags=re.MULTILINE)  # the page title
         if not m:
             continue
-        note = (f"\n{MARK}\n\n.. admonition:: Before you run this page\n   :class: tip\n\n"
-                f"   {training_sentence(page, training)} As a notebook, it starts with "
-                f"``QUICK = True`` (small data, few epochs); set ``QUICK = False`` there for "
-                f"the full experiment.\n\n{MARK} end\n")
-        _write_if_changed(rst, text[:m.end()] + note + text[m.end():])
+        note = (
+            f"\n{MARK}\n\n.. admonition:: Before you run this page\n   :class: tip\n\n"
+            f"   {training_sentence(page, training)} As a notebook, it starts with "
+            f"``QUICK = True`` (small data, few epochs); set ``QUICK = False`` there for "
+            f"the full experiment.\n\n{MARK} end\n"
+        )
+        _write_if_changed(rst, text[: m.end()] + note + text[m.end() :])
 
 
 # --------------------------------------------------------------------------
@@ -293,15 +352,21 @@ def after_gallery(app) -> None:
 # --------------------------------------------------------------------------
 
 ROLE = re.compile(r":(?:py:)?(func|class|meth|attr|obj|data|mod|exc|const):`(~?)([^`<]+?)`")
-ROLE_WITH_TEXT = re.compile(r":(?:py:)?(?:func|class|meth|attr|obj|data|mod|exc):`([^`<]+?)\s*"
-                            r"<([^`>]+)>`")
+ROLE_WITH_TEXT = re.compile(
+    r":(?:py:)?(?:func|class|meth|attr|obj|data|mod|exc):`([^`<]+?)\s*"
+    r"<([^`>]+)>`"
+)
 DOC_ROLE = re.compile(r":doc:`(?:([^`<]+?)\s*<([^`>]+)>|([^`]+))`")
 # sphinx-gallery already turned :ref:`text <label>` into `text <label>`
 PAGE_REF = re.compile(r"`([^`<]+?)\s*<sphx_glr_auto_examples_(plot_\w+?)\.py>`")
 OTHER_REF = re.compile(r"`([^`<]+?)\s*<([\w\-:.]+)>`(?!_)")
 RAW_HTML = re.compile(r"^\.\. raw:: html\n\n((?:[ \t]+.*(?:\n|$)|\n)+)", flags=re.MULTILINE)
-DOC_TITLES = {"paper_map": "the paper map", "departures": "departures from the paper",
-              "api": "the API reference", "index": "the landing page"}
+DOC_TITLES = {
+    "paper_map": "the paper map",
+    "departures": "departures from the paper",
+    "api": "the API reference",
+    "index": "the landing page",
+}
 
 
 def _site_link(base: str | None, page: str, text: str) -> str:
@@ -318,8 +383,9 @@ def convert_markdown(text: str, base: str | None, inventory: dict) -> str:
         return f"[{code}]({base.rstrip('/')}/{page})" if base and page else code
 
     text = ROLE_WITH_TEXT.sub(lambda m: obj(m.group(2), m.group(1).strip()), text)
-    text = ROLE.sub(lambda m: obj(m.group(3), m.group(3).split(".")[-1] if m.group(2)
-                                  else m.group(3)), text)
+    text = ROLE.sub(
+        lambda m: obj(m.group(3), m.group(3).split(".")[-1] if m.group(2) else m.group(3)), text
+    )
 
     def doc(m):
         target = (m.group(2) or m.group(3)).strip().lstrip("/")
@@ -327,9 +393,14 @@ def convert_markdown(text: str, base: str | None, inventory: dict) -> str:
         return _site_link(base, f"{target}.html", shown)
 
     text = DOC_ROLE.sub(doc, text)
-    text = PAGE_REF.sub(lambda m: (f"[{m.group(1).strip()}]({m.group(2)}.ipynb)" if not base else
-                                   _site_link(base, f"auto_examples/{m.group(2)}.html",
-                                              m.group(1).strip())), text)
+    text = PAGE_REF.sub(
+        lambda m: (
+            f"[{m.group(1).strip()}]({m.group(2)}.ipynb)"
+            if not base
+            else _site_link(base, f"auto_examples/{m.group(2)}.html", m.group(1).strip())
+        ),
+        text,
+    )
     text = OTHER_REF.sub(lambda m: m.group(1).strip(), text)
 
     def raw(m):
@@ -355,12 +426,16 @@ def _inventory(app) -> dict:
 
 def notebook_header(stem: str, facts: dict, training: dict | None) -> str:
     page = facts.get(stem)
-    lines = [("**Before you run this notebook.** The first code cell installs the "
-             "`convs2s_edu` package when it is missing (from a wheel next to this notebook; "
-             "see *Install and run* on the site's landing page) and chooses the mode: "
-             "`QUICK = True` "
-             "(the default) trains on small data for a few epochs, `QUICK = False` runs the "
-             "full experiment of the site.")]
+    lines = [
+        (
+            "**Before you run this notebook.** The first code cell installs the "
+            "`convs2s_edu` package when it is missing (from a wheel next to this notebook; "
+            "see *Install and run* on the site's landing page) and chooses the mode: "
+            "`QUICK = True` "
+            "(the default) trains on small data for a few epochs, `QUICK = False` runs the "
+            "full experiment of the site."
+        )
+    ]
     if page:
         sentence = training_sentence(page, training)
         if sentence:
@@ -376,8 +451,14 @@ def process_notebook(nb: dict, stem: str, base, inventory, facts, training) -> b
         if cell["cell_type"] == "markdown":
             src = "".join(cell["source"])
             cell["source"] = convert_markdown(src, base, inventory)
-    nb["cells"].insert(0, {"cell_type": "markdown", "metadata": {},
-                           "source": notebook_header(stem, facts, training)})
+    nb["cells"].insert(
+        0,
+        {
+            "cell_type": "markdown",
+            "metadata": {},
+            "source": notebook_header(stem, facts, training),
+        },
+    )
     meta["convs2s_edu"] = {"processed": True}
     return True
 
@@ -393,8 +474,7 @@ def fix_notebooks(app, exception) -> None:
     for path in sorted(out.rglob("*.ipynb")):
         nb = json.loads(path.read_text(encoding="utf-8"))
         if process_notebook(nb, path.stem, base, inventory, facts, training):
-            path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n",
-                            encoding="utf-8")
+            path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     for path in sorted(out.rglob("*.zip")):
         with zipfile.ZipFile(path) as zf:
             entries = [(info, zf.read(info)) for info in zf.infolist()]
@@ -423,12 +503,14 @@ def matplotlib_defaults(gallery_conf, fname):
     """
     import matplotlib
 
-    matplotlib.rcParams.update({
-        "figure.dpi": 100,
-        "savefig.dpi": 150,
-        "figure.facecolor": "white",
-        "savefig.facecolor": "white",
-    })
+    matplotlib.rcParams.update(
+        {
+            "figure.dpi": 100,
+            "savefig.dpi": 150,
+            "figure.facecolor": "white",
+            "savefig.facecolor": "white",
+        }
+    )
 
 
 def setup(app):
