@@ -29,6 +29,12 @@ compare
     Both models on the same data: the speed table.
 site
     The configurations the documentation site trains (quick mode).
+fast
+    Execution paths: torch.compile, bf16 autocast, CUDA graphs; the fastest path of a device.
+bench
+    ``convs2s-edu bench``: throughput per path, FLOPs per token, fraction of measured peak.
+distributed
+    Data-parallel training (DistributedDataParallel) under torchrun.
 """
 
 # Before anything imports torch: OpenMP threads that sleep instead of spinning (see _threads).
@@ -37,6 +43,7 @@ from ._threads import apply_defaults as _apply_thread_defaults
 _apply_thread_defaults()
 
 from ._version import __version__ as __version__  # noqa: E402
+from .bench import BenchBudget, format_bench, run_bench  # noqa: E402
 from .compare import (  # noqa: E402
     Comparison,
     epoch_tokens,
@@ -69,6 +76,8 @@ from .data import (
     sos_index,
 )
 from .decode import Hypothesis, beam_search, greedy_decode
+from .distributed import spawn_train  # noqa: E402
+from .fast import available_paths, bf16_support, fastest_path  # noqa: E402
 from .hybrid import HYBRID_NAMES, HybridConfig, HybridSeq2Seq
 from .metrics import evaluate, exact_match, token_accuracy
 from .rnn import (
@@ -178,4 +187,11 @@ __all__ = [
     "training_flops_per_token",
     "is_quick_mode",
     "site_config",
+    "BenchBudget",
+    "format_bench",
+    "run_bench",
+    "spawn_train",
+    "available_paths",
+    "bf16_support",
+    "fastest_path",
 ]

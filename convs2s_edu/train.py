@@ -33,9 +33,11 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import DataLoader
 
+from . import distributed as _distributed
 from ._version import __version__
 from .convs2s import ConvS2S, ConvS2SConfig
 from .data import PAD, SortingDataset, generate_dataset
+from .fast import apply_compile, check_compile_mode, check_precision, make_train_step
 from .hybrid import HYBRID_NAMES, HybridConfig, HybridSeq2Seq
 from .rnn import RNNSeq2Seq, RNNSeq2SeqConfig
 
@@ -130,6 +132,15 @@ class TrainConfig:
         Extra fields of :class:`~convs2s_edu.ConvS2SConfig` or
         :class:`~convs2s_edu.RNNSeq2SeqConfig` (e.g. ``{"weight_norm": True}``);
         for a hybrid, a field goes to every part's config that has it.
+    compile : bool
+        :func:`torch.compile` the encoder and decoder (:mod:`convs2s_edu.fast`); same
+        parameters, same checkpoint. Default ``False`` (eager).
+    compile_mode : {None, "default", "reduce-overhead", "max-autotune"}
+        ``torch.compile``'s mode; ``"reduce-overhead"`` uses CUDA graphs (CUDA only).
+    precision : {"fp32", "bf16"}
+        ``"bf16"``: mixed precision (autocast) on CUDA or on a CPU with bf16 matrix
+        instructions; refused with a ``ValueError`` elsewhere
+        (:func:`convs2s_edu.fast.check_precision`).
 
     Raises
     ------
@@ -165,6 +176,9 @@ class TrainConfig:
     seed: int = 0
     device: str = "auto"
     model_options: dict = field(default_factory=dict)
+    compile: bool = False
+    compile_mode: str | None = None
+    precision: str = "fp32"
 
     def __post_init__(self):
         if not isinstance(self.model, str) or self.model not in MODEL_NAMES:
@@ -204,6 +218,13 @@ class TrainConfig:
                 f"got {self.model_options!r}"
             )
         self.model_options = dict(self.model_options)
+        from .fast import PRECISIONS, check_compile_mode  # execution paths (issue 10)
+
+        if not isinstance(self.compile, bool):
+            raise TypeError(f"compile must be True or False, got {self.compile!r}")
+        check_compile_mode(self.compile_mode)
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
 
     def replace(self, **changes) -> TrainConfig:
         """A copy with some fields changed (validated again)."""
@@ -751,23 +772,52 @@ def train(
     ------
     TrainingDivergedError
         When a loss is NaN or infinite; the last good checkpoint is kept.
+
+    Notes
+    -----
+    Started by ``torchrun`` (or with its environment variables set), every process
+    trains one share of each batch with DistributedDataParallel
+    (:mod:`convs2s_edu.distributed`): ``cfg.batch_size`` is then the global batch;
+    only rank 0 writes the checkpoint and the progress output.
     """
     cfg = cfg if cfg is not None else TrainConfig()
-    dev = resolve_device(cfg.device)
+    ddp = _distributed.setup(cfg.device)  # None unless started by torchrun (issue 10)
+    try:
+        return _train(cfg, out_dir, resume, progress, stop_after, ddp)
+    finally:
+        if ddp is not None:
+            ddp.close()
+
+
+def _train(cfg, out_dir, resume, progress, stop_after, ddp) -> TrainResult:
+    dev = resolve_device(cfg.device) if ddp is None else ddp.device
+    check_precision(cfg.precision, dev)
+    check_compile_mode(cfg.compile_mode, dev)
+    main = ddp is None or ddp.is_main  # only rank 0 writes files and progress
+    if not main:
+        progress = False
     ckpt_path = _prepare_out_dir(out_dir)
 
     train_ds, valid_ds, _ = make_datasets(cfg)
     torch.manual_seed(cfg.seed)
     model = build_model(cfg).to(dev)
+    if cfg.compile:
+        apply_compile(model, cfg.compile_mode)
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     shuffle = torch.Generator().manual_seed(cfg.seed)
-    loader = DataLoader(
-        train_ds,
-        batch_size=cfg.batch_size,
-        shuffle=True,
-        collate_fn=train_ds.collate,
-        generator=shuffle,
-    )
+    if ddp is None:
+        loader = DataLoader(
+            train_ds,
+            batch_size=cfg.batch_size,
+            shuffle=True,
+            collate_fn=train_ds.collate,
+            generator=shuffle,
+        )
+        train_step = make_train_step(model, optimizer, cfg.clip_norm, cfg.precision)
+    else:
+        torch.manual_seed(cfg.seed + ddp.rank)  # dropout: other masks on every rank
+        loader, sampler = ddp.loader(train_ds, cfg.batch_size, cfg.seed)
+        train_step = ddp.make_train_step(ddp.wrap(model), optimizer, cfg.clip_norm, cfg.precision)
     valid_loader = DataLoader(valid_ds, batch_size=VALID_BATCH_SIZE, collate_fn=valid_ds.collate)
     history = History(
         device=_device_label(dev),
@@ -801,30 +851,33 @@ def train(
             torch.cuda.set_rng_state_all(state["rng"]["cuda"])
         shuffle.set_state(state["rng"]["shuffle"])
         start_epoch = state["epoch"]
+        if ddp is not None and ddp.rank > 0:  # the checkpoint holds rank 0's generator
+            torch.manual_seed(cfg.seed + ddp.rank + 7919 * start_epoch)
 
     last = cfg.epochs if stop_after is None else min(cfg.epochs, stop_after)
     bar = _Progress((last - start_epoch) * len(loader), f"{cfg.model}", last, progress)
     try:
         for epoch in range(start_epoch + 1, last + 1):
             model.train()
+            if ddp is not None:
+                sampler.set_epoch(epoch)  # a new permutation every epoch, the same on every rank
             step_losses, n_tokens = [], 0
             _sync(dev)
             t0 = time.perf_counter()
             for batch in loader:
                 n_tokens += batch.n_target_tokens  # on the CPU: no device sync in the loop
                 batch = batch.to(dev)
-                loss = sequence_loss(model(batch.src, batch.tgt_in), batch.tgt_out)
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                if cfg.clip_norm is not None:
-                    nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)
-                optimizer.step()
-                step_losses.append(loss.detach())
+                loss = train_step(batch)  # forward, backward, clipping, Adam (fast.py)
+                step_losses.append(loss)
                 bar.step(epoch, loss)
             _sync(dev)
             seconds = time.perf_counter() - t0
 
-            losses = torch.stack(step_losses).float().cpu()  # one transfer per epoch
+            losses = torch.stack(step_losses).float()
+            if ddp is not None:  # every rank: the global losses, so all agree on stopping
+                losses = ddp.all_sum(losses)
+                n_tokens = int(ddp.all_sum(torch.tensor([n_tokens], device=dev)))
+            losses = losses.cpu()  # one transfer per epoch
             bad = (~torch.isfinite(losses)).nonzero()
             if len(bad):
                 step = int(bad[0]) + 1
@@ -851,7 +904,7 @@ def train(
                 }
             )
             bar.epoch(epoch, history.epochs[-1]["train_loss"], seconds, n_tokens / seconds)
-            if ckpt_path is not None:
+            if ckpt_path is not None and main:
                 _save_checkpoint(ckpt_path, model, optimizer, cfg, history, shuffle, epoch)
     finally:
         bar.close()
@@ -877,6 +930,9 @@ def cache_key(cfg: TrainConfig) -> str:
     """Hash of the config (device resolved to its type) and the package version."""
     d = cfg.to_dict()
     d["device"] = resolve_device(cfg.device).type  # CPU and GPU timings are kept apart
+    for name, default in (("compile", False), ("compile_mode", None), ("precision", "fp32")):
+        if d[name] == default:  # execution paths at today's default: the key of before
+            del d[name]
     if cfg.model == "gru":
         del d["paper_normalisation"]  # a switch of the convolutional parts: the same GRU model
     blob = json.dumps({"config": d, "version": __version__}, sort_keys=True)

@@ -138,6 +138,7 @@ def train_on_sorting():
         seed: int = 0,
         n_samples: int = 256,
         batch_size: int = 32,
+        device="cpu",
     ) -> list[float]:
         torch.manual_seed(seed)
         ds = SortingDataset.generate(n_samples, 2, 6, VOCAB, seed=seed)
@@ -149,6 +150,7 @@ def train_on_sorting():
         losses: list[float] = []
         while len(losses) < steps:
             for batch in loader:
+                batch = batch.to(device)
                 logits = model(batch.src, batch.tgt_in)
                 loss = F.cross_entropy(
                     logits.reshape(-1, logits.shape[-1]),
@@ -164,3 +166,20 @@ def train_on_sorting():
         return losses
 
     return train
+
+
+def _devices():
+    """``cpu``, and ``cuda`` skipped where there is no GPU (``tools/gpu_check.py`` runs it)."""
+    cuda = pytest.param(
+        "cuda",
+        marks=pytest.mark.skipif(
+            not torch.cuda.is_available(), reason="no CUDA device on this machine"
+        ),
+    )
+    return ["cpu", cuda]
+
+
+@pytest.fixture(params=_devices())
+def device(request):
+    """The device of a device-parametrised test: the CPU, and CUDA where present."""
+    return torch.device(request.param)

@@ -65,7 +65,7 @@ def _subparsers():
 
 def test_every_subcommand_says_what_it_does_and_how_long():
     choices, summaries = _subparsers()
-    assert set(choices) == {"train", "evaluate", "compare", "experiment"}
+    assert set(choices) == {"train", "evaluate", "compare", "experiment", "bench"}
     summary = {a.dest: a.help for a in summaries}
     for name, sub in choices.items():
         text = sub.format_help()

@@ -131,10 +131,14 @@ def _tensors(state):
 
 
 @kinds
-def test_step_by_step_equals_teacher_forcing_and_leaves_states_unchanged(kind, ragged_batch):
+def test_step_by_step_equals_teacher_forcing_and_leaves_states_unchanged(
+    kind, ragged_batch, device
+):
     model = make_model(kind, dropout=0.1).eval()
     _randomise_biases(model)
+    model.to(device)
     _, batch = ragged_batch
+    batch = batch.to(device)
     B, T = batch.tgt_in.shape
     L = _n_attention(model)
     with torch.no_grad():
@@ -178,7 +182,7 @@ def test_reorder_selects_encoder_rows_and_decoder_rows(kind, ragged_batch):
 
 
 @kinds
-def test_training_cuts_loss_on_sorting(kind, train_on_sorting):
+def test_training_cuts_loss_on_sorting(kind, train_on_sorting, device):
     model = make_model(
         kind,
         embed_dim=32,
@@ -186,7 +190,7 @@ def test_training_cuts_loss_on_sorting(kind, train_on_sorting):
         n_encoder_layers=1,
         n_decoder_layers=2 if kind in ("convs2s", "gru+conv") else 1,
     )
-    losses = train_on_sorting(model, steps=300)
+    losses = train_on_sorting(model.to(device), steps=300, device=device)
     first, last = losses[0], sum(losses[-20:]) / 20
     assert math.isfinite(last)
     assert last < 0.25 * first, (first, last)

@@ -1,0 +1,281 @@
+r"""Execution paths: eager or compiled, fp32 or bf16, with or without CUDA graphs.
+
+A *path* is how a training step runs, not what it computes: the same model,
+the same loss, the same optimiser. Three switches, all fields of
+:class:`~convs2s_edu.TrainConfig` and flags of ``convs2s-edu train``:
+
+``compile`` (bool)
+    :func:`torch.compile` the encoder and the decoder of the model, in place
+    (:meth:`torch.nn.Module.compile`), so the checkpoint's parameter names do
+    not change. The input checks of ``EncoderDecoder.forward`` stay eager (they
+    branch on the data).
+    Batches of different lengths make the compiler trace once more with
+    symbolic lengths (``dynamic=None``, PyTorch's default), then reuse it.
+``compile_mode`` (str or None)
+    :func:`torch.compile`'s ``mode``: ``None`` (default), ``"reduce-overhead"``
+    (CUDA graphs: one launch replays a whole captured step, which removes the
+    per-kernel launch cost that dominates small models on a GPU),
+    ``"max-autotune"``. Only used with ``compile=True``.
+``precision`` (``"fp32"`` or ``"bf16"``)
+    ``"bf16"`` runs the forward pass under :func:`torch.autocast` with
+    ``torch.bfloat16``: matrix products and convolutions in bfloat16, the
+    loss, the weights, the gradients and Adam in float32 (mixed precision).
+    On a CPU this is only faster with bf16 matrix instructions (AVX-512 BF16 or
+    AMX); without them PyTorch emulates bf16 slowly, so :func:`check_precision`
+    refuses it and says why.
+
+:func:`fastest_path` picks the default path of a machine from the
+measurements of ``convs2s-edu bench`` (see its Notes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+__all__ = [
+    "PRECISIONS",
+    "COMPILE_MODES",
+    "Path",
+    "PATHS",
+    "cpu_bf16_support",
+    "bf16_support",
+    "check_precision",
+    "check_compile_mode",
+    "MEASURED_FASTEST",
+    "apply_compile",
+    "autocast",
+    "make_train_step",
+    "available_paths",
+    "fastest_path",
+]
+
+#: Values of :attr:`TrainConfig.precision <convs2s_edu.TrainConfig>`.
+PRECISIONS = ("fp32", "bf16")
+#: Values of :attr:`TrainConfig.compile_mode <convs2s_edu.TrainConfig>` (``None``: the default).
+COMPILE_MODES = (None, "default", "reduce-overhead", "max-autotune")
+
+#: CPU flags (``/proc/cpuinfo``) of instructions that multiply bf16 matrices in hardware.
+_BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
+
+
+class Path(tuple):
+    """An execution path ``(compile, compile_mode, precision)`` with a short name."""
+
+    def __new__(
+        cls, compile: bool = False, compile_mode: str | None = None, precision: str = "fp32"
+    ):
+        return super().__new__(cls, (bool(compile), compile_mode, precision))
+
+    compile = property(lambda self: self[0])
+    compile_mode = property(lambda self: self[1])
+    precision = property(lambda self: self[2])
+
+    @property
+    def name(self) -> str:
+        """``"eager-fp32"``, ``"compile-fp32"``, ``"compile-reduce-overhead-bf16"``, ..."""
+        if not self.compile:
+            how = "eager"
+        elif self.compile_mode in (None, "default"):
+            how = "compile"
+        else:
+            how = f"compile-{self.compile_mode}"
+        return f"{how}-{self.precision}"
+
+    def config_fields(self) -> dict:
+        """The :class:`~convs2s_edu.TrainConfig` fields of this path."""
+        return {
+            "compile": self.compile,
+            "compile_mode": self.compile_mode,
+            "precision": self.precision,
+        }
+
+    def __repr__(self) -> str:
+        return f"Path({self.name})"
+
+
+#: Every path the bench knows, eager fp32 (today's path) first.
+PATHS = (
+    Path(),
+    Path(True),
+    Path(False, None, "bf16"),
+    Path(True, None, "bf16"),
+    Path(True, "reduce-overhead"),
+    Path(True, "reduce-overhead", "bf16"),
+)
+
+
+def _cpu_flags() -> set:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.partition(":")[2].split())
+    except OSError:
+        pass
+    return set()
+
+
+def cpu_bf16_support() -> tuple[bool, str]:
+    """Whether this CPU multiplies bf16 matrices in hardware, and the evidence.
+
+    Reads the ``avx512_bf16``/``amx_bf16`` flags of ``/proc/cpuinfo`` and
+    :func:`torch.backends.cpu.get_cpu_capability` (``"AVX512_BF16"`` or
+    ``"AMX..."`` mean yes; ``"AVX2"`` means no).
+    """
+    flags = _cpu_flags() & set(_BF16_CPU_FLAGS)
+    try:
+        capability = torch.backends.cpu.get_cpu_capability()
+    except (AttributeError, RuntimeError):  # pragma: no cover - old torch
+        capability = "unknown"
+    if flags:
+        return True, f"CPU flags {', '.join(sorted(flags))} (PyTorch capability {capability})"
+    if "BF16" in capability.upper() or "AMX" in capability.upper():
+        return True, f"PyTorch CPU capability {capability}"
+    return False, (
+        f"this CPU has no bf16 matrix instructions (no {' or '.join(_BF16_CPU_FLAGS)} "
+        f"in /proc/cpuinfo; PyTorch CPU capability {capability}): bf16 would be "
+        "emulated, slower than fp32"
+    )
+
+
+def bf16_support(device: torch.device | str) -> tuple[bool, str]:
+    """Whether bf16 autocast is worth running on ``device``, and why
+    (see :func:`cpu_bf16_support`)."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        if torch.cuda.is_bf16_supported():
+            return True, f"{torch.cuda.get_device_name(device)} supports bf16"
+        return False, f"{torch.cuda.get_device_name(device)} does not support bf16"
+    return cpu_bf16_support()
+
+
+def check_precision(precision: str, device: torch.device | str) -> None:
+    """Raise ``ValueError`` for an unknown precision, or bf16 where the hardware lacks it."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    if precision == "bf16":
+        ok, why = bf16_support(device)
+        if not ok:
+            raise ValueError(
+                f"precision 'bf16' asked for on {torch.device(device).type}, "
+                f"but {why}; use precision='fp32'"
+            )
+
+
+def check_compile_mode(compile_mode, device: torch.device | str | None = None) -> None:
+    """Raise ``ValueError`` unless ``compile_mode`` is one of :data:`COMPILE_MODES` (and,
+    given a ``device``, unless it can run there: CUDA graphs need CUDA)."""
+    if compile_mode not in COMPILE_MODES:
+        raise ValueError(f"compile_mode must be one of {COMPILE_MODES}, got {compile_mode!r}")
+    if (
+        compile_mode == "reduce-overhead"
+        and device is not None
+        and torch.device(device).type != "cuda"
+    ):
+        raise ValueError(
+            f"compile_mode 'reduce-overhead' (CUDA graphs) needs a CUDA device, "
+            f"got {torch.device(device).type}; use compile_mode=None"
+        )
+
+
+def apply_compile(model: nn.Module, mode: str | None = None) -> nn.Module:
+    """Compile ``model.encoder`` and ``model.decoder`` in place; returns ``model``.
+
+    In place (:meth:`torch.nn.Module.compile`): ``state_dict()`` keys,
+    checkpoints and decoding (:meth:`Decoder.step`, which is not ``forward``,
+    stays eager) are unchanged. The bridge of a hybrid is one linear map and
+    stays eager.
+    """
+    check_compile_mode(mode)
+    kwargs = {} if mode in (None, "default") else {"mode": mode}
+    model.encoder.compile(**kwargs)
+    model.decoder.compile(**kwargs)
+    return model
+
+
+def autocast(device: torch.device | str, precision: str):
+    """The context a forward pass of ``precision`` runs in (a no-op for fp32)."""
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    return torch.autocast(torch.device(device).type, dtype=torch.bfloat16)
+
+
+def make_train_step(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    clip_norm: float | None = 1.0,
+    precision: str = "fp32",
+) -> Callable[[object], torch.Tensor]:
+    """One training step of :func:`~convs2s_edu.train.train` on a batch; returns the loss.
+
+    Forward (under :func:`autocast` for bf16), the token-mean cross-entropy
+    (in float32), backward, gradient clipping, the optimiser step. The batch
+    must already be on the model's device.
+    """
+    from .train import sequence_loss
+
+    device = next(model.parameters()).device
+
+    def step(batch) -> torch.Tensor:
+        with autocast(device, precision):
+            logits = model(batch.src, batch.tgt_in)  # (B, T, V)
+        loss = sequence_loss(logits.float(), batch.tgt_out)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if clip_norm is not None:
+            nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
+        optimizer.step()
+        return loss.detach()
+
+    return step
+
+
+def available_paths(device: torch.device | str) -> tuple[list, dict]:
+    """The paths of :data:`PATHS` that can run on ``device``, and why the others cannot."""
+    device = torch.device(device)
+    paths, skipped = [], {}
+    bf16_ok, why = bf16_support(device)
+    for p in PATHS:
+        if p.precision == "bf16" and not bf16_ok:
+            skipped[p.name] = why
+        elif p.compile_mode == "reduce-overhead" and device.type != "cuda":
+            skipped[p.name] = "CUDA graphs exist only on CUDA devices"
+        else:
+            paths.append(p)
+    return paths, skipped
+
+
+#: The path each device type trains on by default, from ``convs2s-edu bench`` (see
+#: :func:`fastest_path`). Keys: ``"cpu"``, ``"cuda"``.
+MEASURED_FASTEST = {"cpu": Path(), "cuda": Path(True, "reduce-overhead", "bf16")}
+
+
+def fastest_path(device: torch.device | str) -> Path:
+    """The fastest correct path of ``device`` (the default of the gallery).
+
+    Notes
+    -----
+    The rule, from ``convs2s-edu bench`` (``docs``: the Speed page prints the
+    measurement of the machine the site was built on):
+
+    * CPU: eager fp32. On the 2-core AVX2 CPU of the project's CI,
+      :func:`torch.compile` of these small models did not pay for its
+      compile time within a seed-length run (tens of seconds per model against
+      a per-step gain within the noise of a shared machine), and bf16 has no
+      hardware support there. A CPU with bf16 matrix instructions is not
+      assumed to gain either until a bench on one says so.
+    * CUDA: compiled with CUDA graphs (``mode="reduce-overhead"``) in bf16
+      where the GPU supports it, else fp32: at these sizes a step is hundreds
+      of tiny kernels, and launch overhead, not arithmetic, sets the time.
+      This is the expectation that ``tools/gpu_check.py`` measures; it has not
+      yet run on a GPU.
+    """
+    device = torch.device(device)
+    path = MEASURED_FASTEST["cuda" if device.type == "cuda" else "cpu"]
+    if path.precision == "bf16" and not bf16_support(device)[0]:
+        path = Path(path.compile, path.compile_mode, "fp32")
+    return path

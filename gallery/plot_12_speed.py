@@ -1,0 +1,132 @@
+r"""
+Speed: both models against this machine's own limit
+===================================================
+
+The paper's central claim is speed: convolutions compute every position of a
+layer at once, a recurrent network one position after the other. How fast
+either model runs on *this* machine depends on how much arithmetic a target
+token costs, and on what fraction of the machine's arithmetic rate the model
+reaches. This page runs ``convs2s-edu bench`` (:func:`~convs2s_edu.run_bench`)
+on the machine the site was built on and prints its table: nothing below is
+typed by hand.
+
+What the columns mean
+---------------------
+* **tokens/s**: training throughput (target tokens per second, padding
+  excluded), the median over windows of training steps timed *interleaved*
+  (every model and execution path takes turns on the same batches, so a busy
+  machine slows all alike); **range** is the slowest and fastest window.
+* **x eager**: throughput over the eager fp32 path of the same model (today's
+  default path).
+* **GFLOP/tok**: floating-point operations per target token of a training step
+  (forward and backward), counted by
+  :class:`torch.utils.flop_counter.FlopCounterMode`: matrix products and
+  convolutions only.
+* **% peak**: achieved FLOP/s (GFLOP/tok x tokens/s) as a fraction of the
+  *measured* peak: the fastest dense float32 matrix product among the model's
+  own GEMM shapes, timed by the same run.
+* **GEMM-bound %**: the share of a step that the model's matrix products would
+  take if each ran at its measured rate: what remains is everything else
+  (element-wise operations, memory traffic, Python and framework overhead).
+* **warm-up s**: the untimed first steps, compile time included.
+"""
+
+# %%
+# The measurement
+# ---------------
+# Quick builds (``CONVS2S_EDU_QUICK=1``) use small budgets and, on a CPU, time
+# only the eager paths (compiling takes minutes on two cores); the full build
+# runs the bench as ``convs2s-edu bench`` does.
+
+import textwrap
+
+from convs2s_edu import fastest_path, format_bench, is_quick_mode, resolve_device, run_bench
+
+QUICK = is_quick_mode()
+device = resolve_device("auto")
+result = run_bench(device=str(device), quick=QUICK, profile=True)
+print("quick mode (small budgets)" if QUICK else "full budget")
+print(format_bench(result, profile=False))
+
+# %%
+# The path the gallery trains on
+# ------------------------------
+# :func:`~convs2s_edu.fastest_path` gives the default path of a device (its
+# docstring states the rule and the measurements behind it). Here the bench
+# also says which path was fastest for each model on this machine, so a reader
+# can check the rule against this very run.
+
+print(f"default path on {device.type}: {fastest_path(device).name}")
+for name, e in result["models"].items():
+    print(f"fastest measured path of {name}: {e['fastest']}")
+
+# %%
+# Can ConvS2S beat the GRU here?
+# ------------------------------
+# An epoch costs *FLOPs per token x tokens*. At the rate a model actually reaches
+# (its fraction of the measured peak), the time per epoch is that product
+# divided by the achieved FLOP/s. The numbers below come from the table above;
+# ConvS2S is faster per epoch than the GRU only if its fraction of peak exceeds
+# the GRU's by more than its extra arithmetic per token.
+
+conv, gru = result["models"]["convs2s"], result["models"]["gru"]
+fc, fg = conv["paths"][conv["fastest"]], gru["paths"][gru["fastest"]]
+flop_ratio = conv["flops_per_token"] / gru["flops_per_token"]
+peak_ratio = fc["fraction_of_peak"] / fg["fraction_of_peak"]
+print(f"ConvS2S does {flop_ratio:.2f}x the GRU's FLOPs per target token.")
+print(
+    f"On their fastest paths ConvS2S reaches {100 * fc['fraction_of_peak']:.1f}% of the "
+    f"measured peak, the GRU {100 * fg['fraction_of_peak']:.1f}%: {peak_ratio:.2f}x."
+)
+print(
+    f"So ConvS2S trains at {peak_ratio / flop_ratio:.2f}x the GRU's tokens per second "
+    f"(measured directly: {fc['tokens_per_second'] / fg['tokens_per_second']:.2f}x); "
+    f"it would need {flop_ratio:.2f}x the GRU's fraction of peak to break even."
+)
+for name, e in result["models"].items():
+    bound = e["peak"]["gemm_seconds_per_token"]
+    print(
+        f"{name}: if every matrix product ran at its measured rate and nothing else cost "
+        f"time, a token would take {1e6 * bound:.1f} us; it takes "
+        f"{1e6 / e['paths'][e['fastest']]['tokens_per_second']:.1f} us."
+    )
+
+# %%
+# Decoding and the incremental cache
+# ----------------------------------
+# Greedy and beam-5 decoding rates of untrained models (they decode to the
+# length limit, as trained ones do on this task), and ConvS2S greedy decoding
+# with its incremental cache against recomputing the whole prefix at every step.
+
+for name, e in result["models"].items():
+    d = e["decoding"]
+    print(
+        f"{name}: greedy {d['greedy_sentences_per_second']:,.1f} sentences/s, "
+        f"beam 5 {d['beam5_sentences_per_second']:,.1f} sentences/s"
+    )
+for r in conv["incremental"]:
+    print(
+        f"T={r['target_len']:>3}: full {r['seconds_full']:.3f} s, incremental "
+        f"{r['seconds_incremental']:.3f} s, {r['speedup']:.1f}x"
+    )
+
+# %%
+# Where the time goes
+# -------------------
+# The top rows of :mod:`torch.profiler` for a few eager fp32 training steps of
+# each model, sorted by the time spent in the operation itself ("self").
+
+for name, e in result["models"].items():
+    print(f"{name}:")
+    print(textwrap.indent(e["profile"], "  "))
+
+# %%
+# What you saw
+# ------------
+# * The machine line at the top says where these numbers come from; a shared or
+#   busy machine shows as a wide **range** column, and the ratios then say little.
+# * On a small CPU the models are far from the measured peak: much of a step is not
+#   matrix arithmetic at all (GEMM-bound % well below 100).
+# * ``tools/gpu_check.py`` runs the same bench on a GPU, where launch overhead,
+#   not arithmetic, limits models this small, and CUDA graphs
+#   (``compile_mode="reduce-overhead"``) address exactly that.

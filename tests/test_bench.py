@@ -1,0 +1,73 @@
+"""The bench (issue 10): its arithmetic checked against independent counts."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import make_model
+from torch.utils.flop_counter import FlopCounterMode
+
+from convs2s_edu import SortingDataset
+from convs2s_edu.bench import BenchBudget, format_bench, gemm_shapes, measured_peak, run_bench
+from convs2s_edu.cli import main
+from convs2s_edu.train import sequence_loss
+
+
+@pytest.mark.parametrize("kind", ["convs2s", "gru"])
+def test_gemm_shapes_account_for_the_counted_flops(kind):
+    model = make_model(kind)
+    ds = SortingDataset.generate(8, 3, 6, 10, seed=0)
+    batch = ds.collate([ds[i] for i in range(8)])
+    counter = FlopCounterMode(display=False)
+    with counter:
+        sequence_loss(model(batch.src, batch.tgt_in), batch.tgt_out).backward()
+    shapes = gemm_shapes(model, batch)
+    # every recorded product, at 2 m k n FLOPs, adds up to what the counter counted
+    # (conv backward: input and weight gradients, each the forward's FLOPs)
+    assert sum(2 * m * k * n for m, k, n in shapes) == pytest.approx(
+        counter.get_total_flops(), rel=0.02
+    )
+
+
+def test_measured_peak_times_the_given_shapes():
+    shapes = [(64, 32, 16), (64, 32, 16), (8, 8, 8)]
+    p = measured_peak(shapes, "cpu", repeats=1)
+    assert tuple(p["shape"]) in set(shapes)
+    assert p["peak_flops"] > 0
+    # the step's products at their own rates: at least the time of the fastest shape
+    assert (
+        p["gemm_seconds_per_step"]
+        >= sum(2 * m * k * n for m, k, n in shapes) / p["peak_flops"] * 0.999
+    )
+
+
+def test_quick_bench_runs_and_is_consistent(tmp_path, single_thread):
+    budget = BenchBudget.quick()
+    budget.n_batches, budget.batch_size, budget.incremental_lengths = 1, 8, (20,)
+    r = run_bench(budget=budget, device="cpu", out=tmp_path / "b.json", profile=True)
+    saved = json.loads((tmp_path / "b.json").read_text())
+    assert saved["paths"] == r["paths"] and "eager-fp32" in r["paths"]
+    for name in ("convs2s", "gru"):
+        e = r["models"][name]
+        eager = e["paths"]["eager-fp32"]
+        assert eager["speedup_vs_eager"] == 1.0
+        # fraction of peak is the product of the three measured numbers, recomputed here
+        assert eager["fraction_of_peak"] == pytest.approx(
+            eager["tokens_per_second"] * e["flops_per_token"] / e["peak"]["peak_flops"]
+        )
+        assert "Self CPU" in e["profile"]
+    assert [x["target_len"] for x in r["models"]["convs2s"]["incremental"]] == [20]
+    text = format_bench(r)
+    assert "convs2s" in text and "gru" in text and "measured peak" in text
+
+
+def test_bench_cli_rejects_unknown_path(capsys):
+    assert main(["bench", "--quick", "--paths", "warp-speed"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown path" in err and len(err.strip().splitlines()) == 1
+
+
+def test_full_budget_is_not_quick():
+    # the full bench times every path this device can run (compiled ones included)
+    assert BenchBudget().is_quick is False and BenchBudget.quick().is_quick is True

@@ -1,0 +1,257 @@
+"""Execution paths (issue 10): compiled and bf16 runs agree with eager fp32."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import make_model
+
+from convs2s_edu import SortingDataset, TrainConfig
+from convs2s_edu.fast import (
+    Path,
+    apply_compile,
+    autocast,
+    available_paths,
+    bf16_support,
+    check_precision,
+    cpu_bf16_support,
+    fastest_path,
+    make_train_step,
+)
+from convs2s_edu.train import train
+
+TINY = {
+    "embed_dim": 16,
+    "hidden_dim": 16,
+    "n_encoder_layers": 2,
+    "n_decoder_layers": 2,
+    "attention_dim": 12,
+    "dropout": 0.0,
+}
+
+
+def _batches(n=3, seed=0, fixed=False):
+    ds = SortingDataset.generate(24 * n, 5 if fixed else 2, 6 if not fixed else 5, 10, seed=seed)
+    return [ds.collate([ds[j] for j in range(24 * i, 24 * (i + 1))]) for i in range(n)]
+
+
+def _graph_count():
+    from torch._dynamo.utils import counters
+
+    return sum(counters["stats"].values()), dict(counters["stats"])
+
+
+@pytest.mark.parametrize("kind", ["convs2s", "gru"])
+def test_compiled_logits_and_training_match_eager(kind, device, single_thread):
+    """Compiled logits == eager logits (1e-5), then the same training steps.
+
+    One compilation per model (cost on the 2-core CI machine: the compile dominates the
+    test): training mode with dropout 0, batches of one length, so the forward and backward
+    graphs are traced once; a second source length is :func:`train_run`'s business.
+    """
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    eager = make_model(kind).to(device)
+    compiled = make_model(kind).to(device)
+    compiled.load_state_dict(eager.state_dict())
+    apply_compile(compiled)
+    batches = [b.to(device) for b in _batches(fixed=True)]
+    b = batches[0]
+    torch.testing.assert_close(
+        compiled(b.src, b.tgt_in), eager(b.src, b.tgt_in), atol=1e-5, rtol=0
+    )
+    # the compiler really ran: frames were captured (a silent fallback to eager fails here)
+    assert counters["stats"]["unique_graphs"] > 0
+    # a few training steps of each: the same losses and weights (Adam, clipping)
+    steps = {}
+    for name, m in (("eager", eager), ("compiled", compiled)):
+        step = make_train_step(m, torch.optim.Adam(m.parameters(), lr=3e-3), 1.0)
+        steps[name] = [float(step(b)) for b in batches * 2]
+    torch.testing.assert_close(
+        torch.tensor(steps["compiled"]), torch.tensor(steps["eager"]), atol=1e-4, rtol=0
+    )
+    assert steps["compiled"][-1] < steps["compiled"][0]  # it trains
+    for (k, a), (_, c) in zip(eager.state_dict().items(), compiled.state_dict().items()):
+        torch.testing.assert_close(c, a, atol=1e-4, rtol=0, msg=k)
+
+
+def test_compiled_train_run_trains_and_checkpoints_like_eager(tmp_path, single_thread):
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    cfg = TrainConfig(
+        model="gru",
+        vocab_size=10,
+        min_len=3,
+        max_len=6,
+        n_train=96,
+        n_valid=24,
+        n_test=24,
+        batch_size=32,
+        epochs=2,
+        device="cpu",
+        model_options=dict(TINY, max_positions=16),
+    )
+    fast = train(cfg.replace(compile=True), out_dir=tmp_path / "c", progress=False)
+    assert counters["stats"]["unique_graphs"] > 0  # train() compiled the model, no fallback
+    slow = train(cfg, progress=False)
+    assert fast.history.epochs[-1]["train_loss"] < fast.history.epochs[0]["train_loss"]
+    torch.testing.assert_close(
+        torch.tensor(fast.history.step_losses),
+        torch.tensor(slow.history.step_losses),
+        atol=1e-4,
+        rtol=0,
+    )
+    # same parameter names as an eager model: the checkpoint loads into one
+    from convs2s_edu import load_checkpoint
+
+    loaded = load_checkpoint(tmp_path / "c")
+    assert loaded.model.state_dict().keys() == slow.model.state_dict().keys()
+
+
+def _bf16_reason(device):
+    ok, why = bf16_support(device)
+    return ok, why
+
+
+@pytest.mark.parametrize("kind", ["convs2s", "gru"])
+def test_bf16_run_close_to_fp32(kind, device, single_thread):
+    ok, why = bf16_support(device)
+    if not ok:
+        pytest.skip(why)
+    # tolerance: after 40 steps the bf16 loss is within 0.05 nats (or 5 %) of fp32's, and the
+    # token accuracy on the training batches within 5 points: bf16 keeps 8 bits of mantissa,
+    # the loss, weights and Adam stay in fp32
+    results = {}
+    for precision in ("fp32", "bf16"):
+        m = make_model(kind).to(device)
+        step = make_train_step(m, torch.optim.Adam(m.parameters(), lr=3e-3), 1.0, precision)
+        batches = [b.to(device) for b in _batches(4)]
+        for _ in range(10):
+            for b in batches:
+                loss = float(step(b))
+        m.eval()
+        with torch.no_grad(), autocast(device, precision):
+            hits = total = 0
+            for b in batches:
+                pred = m(b.src, b.tgt_in).argmax(-1)
+                mask = b.tgt_out != 0
+                hits += int((pred == b.tgt_out)[mask].sum())
+                total += int(mask.sum())
+        results[precision] = (loss, hits / total)
+    (l32, a32), (l16, a16) = results["fp32"], results["bf16"]
+    assert abs(l16 - l32) <= max(0.05, 0.05 * l32)
+    assert abs(a16 - a32) <= 0.05
+
+
+def test_bf16_refused_with_the_reason_where_the_cpu_lacks_it():
+    ok, why = cpu_bf16_support()
+    if ok:
+        check_precision("bf16", "cpu")  # accepted on a CPU with bf16 instructions
+    else:
+        with pytest.raises(ValueError, match="bf16 matrix instructions"):
+            check_precision("bf16", "cpu")
+    with pytest.raises(ValueError, match="precision must be one of"):
+        check_precision("fp16", "cpu")
+
+
+def test_cpu_flag_detection(monkeypatch):
+    import convs2s_edu.fast as fast
+
+    monkeypatch.setattr(fast, "_cpu_flags", lambda: {"avx2", "amx_bf16"})
+    assert fast.cpu_bf16_support()[0]
+    monkeypatch.setattr(fast, "_cpu_flags", lambda: {"avx2", "fma"})
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2")
+    ok, why = fast.cpu_bf16_support()
+    assert not ok and "AVX2" in why
+
+
+def test_config_fields_validated_and_cache_key_unchanged_at_defaults():
+    from convs2s_edu.train import cache_key
+
+    with pytest.raises(ValueError, match="precision must be one of"):
+        TrainConfig(precision="fp8")
+    with pytest.raises(ValueError, match="compile_mode must be one of"):
+        TrainConfig(compile_mode="fastest")
+    with pytest.raises(TypeError, match="compile must be True or False"):
+        TrainConfig(compile="yes")
+    base = TrainConfig(device="cpu")
+    # the defaults keep the key of a config without the new fields (old caches stay valid) ...
+    import hashlib
+    import json
+
+    from convs2s_edu import __version__
+
+    d = base.to_dict()
+    for k in ("compile", "compile_mode", "precision"):
+        del d[k]
+    blob = json.dumps({"config": d, "version": __version__}, sort_keys=True)
+    assert cache_key(base) == hashlib.sha256(blob.encode()).hexdigest()[:16]
+    # ... and a compiled run is cached apart
+    assert cache_key(base.replace(compile=True)) != cache_key(base)
+
+
+def test_paths_and_fastest_path():
+    paths, skipped = available_paths("cpu")
+    assert Path() in paths and Path(True) in paths
+    assert "compile-reduce-overhead-fp32" in skipped  # CUDA graphs: CUDA only
+    assert Path(True, "reduce-overhead", "bf16").name == "compile-reduce-overhead-bf16"
+    p = fastest_path("cpu")
+    assert p in paths  # a path that can run here
+    if not cpu_bf16_support()[0]:
+        assert p.precision == "fp32"
+
+
+def test_cli_refuses_paths_this_machine_cannot_run(tmp_path, capsys):
+    from convs2s_edu.cli import main
+
+    base = [
+        "train",
+        "--model",
+        "gru",
+        "--out",
+        str(tmp_path),
+        "--device",
+        "cpu",
+        "--epochs",
+        "1",
+        "--n-train",
+        "64",
+        "--quiet",
+    ]
+    assert main(base + ["--compile-mode", "reduce-overhead"]) == 2
+    err = capsys.readouterr().err
+    assert "needs a CUDA device" in err and len(err.strip().splitlines()) == 1
+    if not cpu_bf16_support()[0]:
+        assert main(base + ["--precision", "bf16"]) == 2
+        err = capsys.readouterr().err
+        assert "no bf16 matrix instructions" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "checkpoint.pt").exists()
+
+
+def test_cli_flags_reach_the_config():
+    from convs2s_edu.cli import _config, build_parser
+
+    args = build_parser().parse_args(
+        [
+            "train",
+            "--model",
+            "gru",
+            "--out",
+            "x",
+            "--compile-mode",
+            "max-autotune",
+            "--precision",
+            "bf16",
+        ]
+    )
+    cfg = _config(args, "gru")
+    assert (cfg.compile, cfg.compile_mode, cfg.precision) == (True, "max-autotune", "bf16")
+    args = build_parser().parse_args(["train", "--model", "gru", "--out", "x"])
+    cfg = _config(args, "gru")
+    assert (cfg.compile, cfg.compile_mode, cfg.precision) == (False, None, "fp32")

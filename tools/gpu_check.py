@@ -1,0 +1,200 @@
+"""The GPU check (issue 10): one script, under 6 minutes on one H200.
+
+Usage, on the GPU machine, from a clone of the repository, with its own PyTorch::
+
+    pip install --no-deps .
+    python tools/gpu_check.py OUT_DIR            # the real check (CUDA)
+    python tools/gpu_check.py OUT_DIR --device cpu   # dry run: every step, tiny budgets
+
+Steps (each timed; a failing step is recorded and the next one still runs):
+
+1. ``pytest`` on the test suite: device-parametrised tests (``device`` fixture of
+   ``tests/conftest.py``) run their CUDA case (with ``--device cpu``: only the
+   tests of the execution paths and data parallelism, as a smoke test);
+2. both models trained for the seed's 30 epochs on the device, on every execution
+   path the device can run (:func:`convs2s_edu.fast.available_paths`), in the order
+   of ``ORDER``, until ``--train-budget`` seconds (default 150) have passed: runs not
+   started by then are listed as skipped in the summary; per run: seconds, tokens/s
+   of the last epoch, final losses, greedy exact match on the test set (the dry run:
+   1 epoch on 256 examples, and only the GRU compiled);
+3. ``convs2s-edu bench`` on the paths of ``BENCH_PATHS`` (the dry run: ``--quick``);
+4. ``OUT_DIR/gpu_check.json``: the summary, with the machine described.
+
+Exit status 0 when every step passed, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+
+# before anything loads torch: the package's OpenMP settings (convs2s_edu._threads)
+import convs2s_edu  # noqa: F401
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _step(summary: dict, name: str, fn):
+    t0 = time.perf_counter()
+    print(f"== {name}", flush=True)
+    try:
+        summary[name] = {"ok": True, **(fn() or {})}
+    except Exception as err:  # recorded, the next step still runs
+        traceback.print_exc()
+        summary[name] = {"ok": False, "error": f"{type(err).__name__}: {err}"}
+    summary[name]["seconds"] = time.perf_counter() - t0
+    print(
+        f"== {name}: {'ok' if summary[name]['ok'] else 'FAILED'} "
+        f"({summary[name]['seconds']:.0f} s)",
+        flush=True,
+    )
+
+
+def run_tests(device: str) -> dict:
+    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(ROOT / "tests")]
+    if device == "cpu":  # the dry run: a smoke test of the new parts only
+        args += ["-k", "bench or fast or distributed"]
+    proc = subprocess.run(args, cwd=ROOT / "tests", capture_output=True, text=True)
+    tail = proc.stdout.strip().splitlines()[-3:]
+    print("\n".join(tail))
+    if proc.returncode != 0:
+        print(proc.stdout[-4000:], proc.stderr[-2000:])
+        raise RuntimeError(f"pytest exited with {proc.returncode}: {tail[-1] if tail else ''}")
+    return {"summary": tail[-1] if tail else ""}
+
+
+#: Training runs in this order, so that the paths that matter most run first when the time
+#: budget (``--train-budget``) ends the step early: today's path, then the expected fastest.
+ORDER = (
+    "eager-fp32",
+    "compile-reduce-overhead-bf16",
+    "eager-bf16",
+    "compile-fp32",
+    "compile-reduce-overhead-fp32",
+    "compile-bf16",
+)
+
+#: Paths the GPU bench times (the full set would not fit in the 6 minutes with compiling).
+BENCH_PATHS = (
+    "eager-fp32",
+    "eager-bf16",
+    "compile-reduce-overhead-fp32",
+    "compile-reduce-overhead-bf16",
+)
+
+
+def train_all(device: str, dry: bool, budget_s: float = 150.0) -> dict:
+    import torch
+
+    from convs2s_edu import evaluate, fast
+    from convs2s_edu.train import TrainConfig, make_datasets, train
+
+    paths, skipped = fast.available_paths(device)
+    paths = sorted(paths, key=lambda p: ORDER.index(p.name))
+    runs = {}
+    t_start = time.perf_counter()
+    for p in paths:
+        for model in ("convs2s", "gru"):
+            if time.perf_counter() - t_start > budget_s:
+                skipped[f"{model}/{p.name}"] = f"not run: the step's {budget_s:.0f} s budget ended"
+                continue
+            cfg = TrainConfig(model=model, device=device, **p.config_fields())
+            if dry:
+                cfg = cfg.replace(n_train=256, n_valid=64, n_test=64, epochs=1)
+            if dry and p.compile:  # compiling takes minutes on a CPU: one model, one path
+                if model != "gru":
+                    continue
+            key = f"{model}/{p.name}"
+            t0 = time.perf_counter()
+            try:
+                result = train(cfg, progress=False)
+                scores = evaluate(result.model, make_datasets(cfg)[2])
+                last = result.history.epochs[-1]
+                runs[key] = {
+                    "ok": True,
+                    "seconds": time.perf_counter() - t0,
+                    "train_seconds": result.history.column("seconds"),
+                    "tokens_per_second": last["tokens_per_second"],
+                    "train_loss": last["train_loss"],
+                    "valid_loss": last["valid_loss"],
+                    "exact_match": scores["exact_match"],
+                    "token_accuracy": scores["token_accuracy"],
+                }
+            except Exception as err:
+                traceback.print_exc()
+                runs[key] = {"ok": False, "error": f"{type(err).__name__}: {err}"}
+            print(f"   {key}: {runs[key]}", flush=True)
+            if device != "cpu":
+                torch.cuda.empty_cache()
+    if not all(r["ok"] for r in runs.values()):
+        raise RuntimeError(f"failed runs: {[k for k, r in runs.items() if not r['ok']]}")
+    return {"runs": runs, "skipped_paths": skipped}
+
+
+def bench(device: str, dry: bool, out: Path) -> dict:
+    from convs2s_edu.bench import format_bench, run_bench
+    from convs2s_edu.fast import available_paths
+
+    runnable = {p.name for p in available_paths(device)[0]}
+    paths = None if dry else [p for p in BENCH_PATHS if p in runnable]
+    result = run_bench(device=device, quick=dry, paths=paths, out=out / "bench.json")
+    text = format_bench(result)
+    (out / "bench.txt").write_text(text + "\n")
+    print(text)
+    return {"table": format_bench(result, profile=False), "json": str(out / "bench.json")}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("out", help="directory for gpu_check.json, bench.json, bench.txt")
+    parser.add_argument(
+        "--train-budget",
+        type=float,
+        default=150.0,
+        dest="train_budget",
+        help="seconds for the training step; runs not started by then are "
+        "recorded as skipped (default 150)",
+    )
+    parser.add_argument(
+        "--device",
+        default="cuda",
+        help="cuda (default), cuda:N, or cpu for a quick dry run of every step",
+    )
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    dry = args.device == "cpu"
+    import torch
+
+    if not dry and not torch.cuda.is_available():
+        print("gpu_check: error: no CUDA device (use --device cpu for a dry run)", file=sys.stderr)
+        return 2
+    from convs2s_edu.speed import machine_info
+
+    summary = {
+        "device": args.device,
+        "dry_run": dry,
+        "machine": machine_info(args.device).describe(),
+        "started": time.ctime(),
+    }
+    t0 = time.perf_counter()
+    _step(summary, "tests", lambda: run_tests(args.device))
+    _step(summary, "train", lambda: train_all(args.device, dry, args.train_budget))
+    _step(summary, "bench", lambda: bench(args.device, dry, out))
+    summary["seconds"] = time.perf_counter() - t0
+    summary["ok"] = all(summary[k]["ok"] for k in ("tests", "train", "bench"))
+    (out / "gpu_check.json").write_text(json.dumps(summary, indent=2, default=str))
+    print(
+        f"gpu_check: {'ok' if summary['ok'] else 'FAILED'} in {summary['seconds']:.0f} s; "
+        f"summary in {out / 'gpu_check.json'}"
+    )
+    return 0 if summary["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
