@@ -267,10 +267,10 @@ axes[0].yaxis.set_major_locator(mticker.LogLocator(subs=(1, 2, 5)))
 axes[0].yaxis.set_major_formatter(mticker.FormatStrFormatter("%g"))
 axes[0].yaxis.set_minor_formatter(mticker.NullFormatter())
 axes[0].set_title("Loss per epoch")
-axes[1].set_title(
-    "Loss against the clock" if verdict.ok else "Loss against the clock: UNRELIABLE, machine busy",
-    color=None if verdict.ok else "C3",
-)
+if verdict.ok:
+    axes[1].set_title("Loss against the clock")
+else:
+    axes[1].set_title("Loss against the clock: UNRELIABLE, machine busy", color="C3")
 for ax in axes:
     ax.grid(alpha=0.3, which="both")
 handles = [
