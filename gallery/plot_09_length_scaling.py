@@ -243,7 +243,7 @@ fig.suptitle(
     + (" (quick build)" if QUICK else "")
     + (f": UNRELIABLE at T = {', '.join(map(str, busy))}, machine busy" if busy else ""),
     fontsize=11,
-    color="C3" if busy else None,
+    color="C3" if busy else "black",
 )
 plt.show()
 
