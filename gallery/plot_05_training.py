@@ -46,11 +46,13 @@ from torch import nn
 
 from convs2s_edu import (
     epoch_tokens,
+    fastest_path,
     format_speed,
     format_table,
     is_quick_mode,
     make_datasets,
     measure_config,
+    resolve_device,
     site_config,
     speed_verdict,
     summarise,
@@ -74,7 +76,15 @@ print(f"schedule: {cfg.epochs} epochs, batches of {cfg.batch_size}, Adam with lr
 print(f"          gradient norm clipped at {cfg.clip_norm}")
 print(f"ConvS2S with the paper's normalisation and initialisation: {cfg.paper_normalisation}")
 for name in MODELS:
-    print(f"{LABELS[name]:16s} trained on: {histories[name].device}")
+    c = configs[name]
+    print(
+        f"{LABELS[name]:16s} trained on: {histories[name].device}; execution path: "
+        f"{'compiled' if c.compile else 'eager'} {c.precision}"
+    )
+print(
+    "fastest correct path of this device (Speed page): "
+    f"{fastest_path(resolve_device(c.device)).name}"
+)
 if is_quick_mode():
     print(
         "\nNOTE: quick build (CONVS2S_EDU_QUICK=1): small data and few epochs.\n"
