@@ -130,3 +130,73 @@ for name, e in result["models"].items():
 # * ``tools/gpu_check.py`` runs the same bench on a GPU, where launch overhead,
 #   not arithmetic, limits models this small, and CUDA graphs
 #   (``compile_mode="reduce-overhead"``) address exactly that.
+#
+# Try it
+# ------
+# **1. Break even.** ConvS2S does more arithmetic per target token than the
+# GRU (the ratio printed above). What fraction of the measured peak would
+# ConvS2S have to reach, on its fastest path, to train as many tokens per
+# second as the GRU does here?
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# Time per token is FLOPs per token divided by the achieved FLOP/s, so the two
+# models tie when ConvS2S's fraction of peak is the GRU's times the FLOP ratio.
+
+need = fg["fraction_of_peak"] * flop_ratio
+print(
+    f"ConvS2S would need {100 * need:.1f}% of the peak; it reaches "
+    f"{100 * fc['fraction_of_peak']:.1f}%"
+)
+
+# %%
+# .. raw:: html
+#
+#    </details>
+#
+# **2. An epoch from the table.** Using only the table, how long should one
+# epoch of the seed's configuration (10,000 examples) take each model here?
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# An epoch is a fixed number of target tokens; divide it by the measured
+# tokens per second of the fastest path.
+
+from convs2s_edu import epoch_tokens, site_config  # noqa: E402
+
+seed_tokens = epoch_tokens(site_config("convs2s").replace(n_train=10_000))
+for name, e in result["models"].items():
+    rate = e["paths"][e["fastest"]]["tokens_per_second"]
+    print(f"{name}: {seed_tokens:,} tokens / {rate:,.0f} tokens/s = {seed_tokens / rate:.1f} s")
+
+# %%
+# .. raw:: html
+#
+#    </details>
+#
+# **3. The cache in theory.** Recomputing the prefix costs
+# :math:`1 + 2 + \dots + T = T(T+1)/2` decoder columns against :math:`T` with
+# the cache. What speed-up does that predict at each length above, and why is
+# the measured one smaller?
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# :math:`(T+1)/2`. The measured speed-up is smaller because a step costs more
+# than its columns: every step also runs the attention over the whole source,
+# the output layer and Python's per-call overhead, whether or not the prefix
+# is recomputed.
+
+for r in conv["incremental"]:
+    T = r["target_len"]
+    print(f"T={T:>3}: predicted {(T + 1) / 2:.1f}x, measured {r['speedup']:.1f}x")
+
+# %%
+# .. raw:: html
+#
+#    </details>

@@ -75,8 +75,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from convs2s_edu import is_quick_mode, load_checkpoint, site_config, spawn_train
-from convs2s_edu.speed import machine_info
+from convs2s_edu import is_quick_mode, load_checkpoint, machine_info, site_config, spawn_train
 
 # dropout off, so that the two runs must end with the same weights (with dropout on, the
 # two processes draw other masks than one process)
@@ -110,3 +109,67 @@ with tempfile.TemporaryDirectory() as tmp:
 #   jobs, two processes rarely beat one. On a machine with one GPU per process,
 #   each step's compute is divided by N and the gradient all-reduce (NCCL) is
 #   the added cost.
+#
+# Try it
+# ------
+# **1. Who sees what.** With a global batch of 128, how many examples does each
+# of :math:`N = 1, 2, 4, 8` processes compute per step, and how many optimiser
+# steps does an epoch of the seed's 10,000 examples take?
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# The batch is split, the number of steps is not: every process takes every
+# step, on its share.
+
+import math  # noqa: E402
+
+for n in (1, 2, 4, 8):
+    print(f"N={n}: {128 // n} examples per process per step, {math.ceil(10_000 / 128)} steps")
+
+# %%
+# .. raw:: html
+#
+#    </details>
+#
+# **2. Why the global token count.** Two processes hold 30 and 10 target
+# tokens in a step, with mean losses 1.0 and 3.0 per token. What loss does one
+# process with all 40 tokens compute, and what would the mean of the two
+# processes' own means give?
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# The one-process loss weighs every token alike; the mean of per-process means
+# weighs the 10 tokens as much as the 30. Dividing each process's *summed* loss
+# by the global count (all-reduced) gives the one-process value exactly.
+
+tokens, means = (30, 10), (1.0, 3.0)
+global_mean = sum(t * m for t, m in zip(tokens, means)) / sum(tokens)
+print(f"one process: {global_mean:.2f}; mean of the means: {sum(means) / len(means):.2f}")
+
+# %%
+# .. raw:: html
+#
+#    </details>
+#
+# **3. What crosses the wire.** How many numbers does DDP all-reduce per step
+# for ConvS2S, and does that depend on the batch size?
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# One gradient per trainable parameter, whatever the batch size.
+
+from convs2s_edu import build_model  # noqa: E402
+
+n_params = sum(p.numel() for p in build_model(cfg).parameters() if p.requires_grad)
+print(f"{n_params:,} gradients per step, for any batch size")
+
+# %%
+# .. raw:: html
+#
+#    </details>
