@@ -8,6 +8,7 @@ import shutil
 
 import pytest
 import torch
+from _tiny import TINY_OPTIONS, tiny_config  # noqa: E402
 
 from convs2s_edu import train as train_mod
 from convs2s_edu.train import (
@@ -21,27 +22,9 @@ from convs2s_edu.train import (
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
-TINY_OPTIONS = {
-    "convs2s": {"embed_dim": 16, "hidden_dim": 16, "n_encoder_layers": 2, "n_decoder_layers": 2},
-    "gru": {"embed_dim": 16, "hidden_dim": 16, "attention_dim": 16},
-}
-
 
 def tiny(model="convs2s", **changes):
-    cfg = TrainConfig(
-        model=model,
-        vocab_size=10,
-        min_len=3,
-        max_len=6,
-        n_train=32,
-        n_valid=16,
-        n_test=16,
-        batch_size=16,
-        epochs=1,
-        device="cpu",
-        model_options=TINY_OPTIONS[model],
-    )
-    return cfg.replace(**changes)
+    return tiny_config(model, **changes)
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,7 @@ import sys
 
 import pytest
 import torch
+from _tiny import tiny_config  # noqa: E402
 
 from convs2s_edu.cli import main
 
@@ -145,24 +146,12 @@ def test_module_entry_point_runs():
 @pytest.fixture(scope="module")
 def good_run(tmp_path_factory):
     """A one-epoch GRU checkpoint (trained once for the module) to damage in copies."""
-    from convs2s_edu.train import TrainConfig, train
+    from convs2s_edu.train import train
 
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     out = tmp_path_factory.mktemp("cli-run")
-    cfg = TrainConfig(
-        model="gru",
-        vocab_size=10,
-        min_len=3,
-        max_len=6,
-        n_train=32,
-        n_valid=16,
-        n_test=16,
-        batch_size=16,
-        epochs=1,
-        device="cpu",
-        model_options={"embed_dim": 16, "hidden_dim": 16, "attention_dim": 16},
-    )
+    cfg = tiny_config("gru")
     train(cfg, out_dir=out, progress=False)
     torch.set_num_threads(before)
     return out / "checkpoint.pt"

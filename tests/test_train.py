@@ -4,11 +4,11 @@ import math
 
 import pytest
 import torch
+from _tiny import tiny_config  # noqa: E402
 
 from convs2s_edu import site_config
 from convs2s_edu import train as train_mod
 from convs2s_edu.train import (
-    TrainConfig,
     TrainingDivergedError,
     build_model,
     cache_key,
@@ -20,27 +20,11 @@ from convs2s_edu.train import (
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
-TINY_OPTIONS = {
-    "convs2s": {"embed_dim": 16, "hidden_dim": 16, "n_encoder_layers": 2, "n_decoder_layers": 2},
-    "gru": {"embed_dim": 16, "hidden_dim": 16, "attention_dim": 16},
-}
-
 
 def tiny(model="convs2s", **changes):
-    cfg = TrainConfig(
-        model=model,
-        vocab_size=10,
-        min_len=3,
-        max_len=6,
-        n_train=96,
-        n_valid=32,
-        n_test=32,
-        batch_size=16,
-        epochs=2,
-        device="cpu",
-        model_options=TINY_OPTIONS.get(model, {}),
+    return tiny_config(
+        model, **{"n_train": 96, "n_valid": 32, "n_test": 32, "epochs": 2, **changes}
     )
-    return cfg.replace(**changes)
 
 
 def state_equal(a, b):
