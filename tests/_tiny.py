@@ -25,3 +25,19 @@ def tiny_config(model: str = "convs2s", **changes) -> TrainConfig:
         model_options=TINY_OPTIONS.get(model, {}),
     )
     return cfg.replace(**changes)
+
+
+#: CLI options for the seed's models on a tiny slice of the task: each command takes seconds.
+SMALL = [
+    "--n-train",
+    "64",
+    "--epochs",
+    "1",
+    "--max-len",
+    "6",
+    "--min-len",
+    "3",
+    "--device",
+    "cpu",
+    "--quiet",
+]

@@ -6,26 +6,11 @@ import sys
 
 import pytest
 import torch
-from _tiny import tiny_config  # noqa: E402
+from _tiny import SMALL, tiny_config  # noqa: E402
 
 from convs2s_edu.cli import main
 
 pytestmark = pytest.mark.usefixtures("single_thread")
-
-# the seed's models on a tiny slice of the task, so each command takes seconds
-SMALL = [
-    "--n-train",
-    "64",
-    "--epochs",
-    "1",
-    "--max-len",
-    "6",
-    "--min-len",
-    "3",
-    "--device",
-    "cpu",
-    "--quiet",
-]
 
 
 def test_train_then_evaluate(tmp_path, capsys):

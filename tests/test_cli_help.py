@@ -1,24 +1,11 @@
 """The command line's help and the sample columns of ``evaluate`` (issue 11)."""
 
 import pytest
+from _tiny import SMALL  # noqa: E402
 
 from convs2s_edu.cli import build_parser, main
 
 pytestmark = pytest.mark.usefixtures("single_thread")
-
-SMALL = [
-    "--n-train",
-    "64",
-    "--epochs",
-    "1",
-    "--max-len",
-    "6",
-    "--min-len",
-    "3",
-    "--device",
-    "cpu",
-    "--quiet",
-]
 
 
 @pytest.fixture(scope="module")
