@@ -139,6 +139,30 @@ def test_unreadable_or_foreign_files_are_refused(tmp_path, content):
         read_checkpoint(tmp_path)
 
 
+RAN = []  # what a malicious pickle managed to run
+
+
+def _record(what):
+    RAN.append(what)
+    return {}
+
+
+class _Malicious:
+    """Unpickling this calls _record: code in the file would run if the reader allowed it."""
+
+    def __reduce__(self):
+        return (_record, ("code from the checkpoint ran",))
+
+
+def test_a_checkpoint_that_carries_code_is_refused_without_running_it(tmp_path):
+    # everything a checkpoint holds, plus one pickled object that runs a function when loaded
+    torch.save({"format": 1, "model": _Malicious()}, tmp_path / "checkpoint.pt")
+    RAN.clear()
+    with pytest.raises(CheckpointError, match="not a readable convs2s_edu checkpoint"):
+        read_checkpoint(tmp_path)
+    assert RAN == []  # torch.load(weights_only=True) refused the object before building it
+
+
 def test_a_good_checkpoint_reads_back_whole(runs):
     state = read_checkpoint(runs / "gru")
     assert state["config"] == tiny("gru")
