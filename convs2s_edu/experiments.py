@@ -36,7 +36,6 @@ import hashlib
 import json
 import math
 import statistics
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -49,7 +48,15 @@ from ._version import __version__
 from .data import SortingDataset, generate_dataset
 from .metrics import evaluate
 from .site import is_quick_mode
-from .train import TrainConfig, TrainResult, cache_dir, cache_key, make_datasets, train_or_load
+from .train import (
+    TrainConfig,
+    TrainResult,
+    _progress_stream,
+    cache_dir,
+    cache_key,
+    make_datasets,
+    train_or_load,
+)
 
 __all__ = [
     "FULL_BUDGET",
@@ -595,10 +602,11 @@ class _RunProgress:
     def __init__(self, total: int, desc: str, enabled: bool | None):
         self.total, self.done, self.enabled = total, 0, enabled
         self.bar = None
+        self.stream = _progress_stream()  # the build's log, not the page, in a docs build
         if enabled is None:
             self.enabled = True
-            if sys.stderr.isatty():
-                from tqdm.auto import tqdm
+            if self.stream.isatty():
+                from tqdm import tqdm  # tqdm.std: no notebook widgets (no ipywidgets warning)
 
                 self.bar = tqdm(total=total, desc=desc, leave=False, dynamic_ncols=True)
 
@@ -608,7 +616,7 @@ class _RunProgress:
             self.bar.set_postfix_str(line)
             self.bar.update(1)
         elif self.enabled:
-            print(f"[{self.done}/{self.total}] {line}", file=sys.stderr, flush=True)
+            print(f"[{self.done}/{self.total}] {line}", file=self.stream, flush=True)
 
     def close(self) -> None:
         if self.bar is not None:

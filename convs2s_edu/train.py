@@ -657,6 +657,18 @@ def load_checkpoint(path, device: str | None = None) -> TrainResult:
 # --------------------------------------------------------------------------
 
 
+def _progress_stream():
+    """Where progress goes: stderr, or the build's log when sphinx-gallery captured stderr.
+
+    sphinx-gallery puts a page's stderr into the page and logs it only with ``-v``: the
+    build's log is where a reader waits for progress.
+    """
+    stream = sys.stderr
+    if type(stream).__module__.startswith("sphinx_gallery") and sys.__stderr__:
+        stream = sys.__stderr__
+    return stream
+
+
 class _Progress:
     """Training progress on stderr: a tqdm bar on a terminal, else one line per epoch.
 
@@ -667,11 +679,7 @@ class _Progress:
 
     def __init__(self, total: int, desc: str, last_epoch: int, enabled: bool | None):
         self.desc, self.last_epoch, self.bar = desc, last_epoch, None
-        self.stream = sys.stderr
-        if type(self.stream).__module__.startswith("sphinx_gallery") and sys.__stderr__:
-            # sphinx-gallery puts stderr into the page and logs it only with -v: the build's
-            # log is where a reader waits for progress
-            self.stream = sys.__stderr__
+        self.stream = _progress_stream()
         self.lines = enabled is not False and not self.stream.isatty()
         if enabled is not False and not self.lines:
             from tqdm import tqdm  # tqdm.std: no notebook widgets (and no ipywidgets warning)

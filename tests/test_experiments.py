@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import math
 import statistics
+import sys
 
 import pytest
 import torch
@@ -123,6 +125,20 @@ def test_progress_prints_one_line_per_run_when_not_a_terminal(tiny_experiment, t
         "[1/2] tiny/conv seed 0",
         "[2/2] tiny/gru seed 0",
     ]
+
+
+def test_run_lines_go_to_the_build_log_under_sphinx_gallery(
+    tiny_experiment, tmp_path, monkeypatch, capfd
+):
+    # in a docs build sphinx-gallery's tee would put the lines into the page and keep the
+    # build's log silent for the whole Experiments section
+    tee = type("_LoggingTee", (io.StringIO,), {"__module__": "sphinx_gallery.gen_rst"})()
+    monkeypatch.setattr(sys, "stderr", tee)
+    b = Budget(seeds=1, n_train=16, n_valid=8, n_test=8, epochs=1, beam_sizes=(1,))
+    run_experiment("tiny", custom_budget=b, directory=tmp_path)
+    monkeypatch.undo()
+    assert tee.getvalue() == ""
+    assert "[2/2] tiny/gru seed 0" in capfd.readouterr().err
 
 
 def test_unknown_experiment_and_arm_names_are_rejected():
