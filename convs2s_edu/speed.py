@@ -573,9 +573,13 @@ def speed_verdict(
     labels : mapping of str to str, optional
         Display names, e.g. ``{"gru": "GRU + attention"}``.
     max_load : float, optional
-        The highest load that counts as quiet; default: the usable cores of
-        ``m.machine``. Compared with the one-minute load average (before and
-        after) and with the median number of runnable threads at the windows.
+        The highest load that counts as quiet. Default: the usable cores of
+        ``m.machine`` for the median number of runnable threads at the windows,
+        and the cores + 0.5 for the one-minute load average (before and after):
+        that average also counts this process's own threads and lags by about a
+        minute, so a build that kept every core busy just before reads about
+        ``cores`` on an otherwise idle machine; half a core more means another
+        program's work was waiting.
 
     Returns
     -------
@@ -600,6 +604,7 @@ def speed_verdict(
     a, b = m.models[0], m.models[1]
     la, lb = labels.get(a, a), labels.get(b, b)
     limit = float(m.machine.cores if max_load is None else max_load)
+    load_limit = limit + 0.5 if max_load is None else limit
 
     reasons = []
     for name in (a, b):
@@ -611,8 +616,13 @@ def speed_verdict(
                 f"more than the {max_spread:g}x allowed"
             )
     load = m.machine.load
-    if load is not None and load > limit:
-        reasons.append(f"the load average was {load:.2f}, more than the {limit:g} cores usable")
+    if load is not None and load > load_limit:
+        reasons.append(
+            f"the load average was {load:.2f}, more than the {limit:g} cores usable "
+            f"(+0.5 for this process's own recent work)"
+            if max_load is None
+            else f"the load average was {load:.2f}, more than the {limit:g} allowed"
+        )
     if m.machine.runnable:
         busy = statistics.median(m.machine.runnable)
         if busy > limit:
