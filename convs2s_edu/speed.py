@@ -26,8 +26,9 @@ The method
    two windows of a ratio ran seconds apart; the median and range of these ratios
    is the speed ratio.
 4. With every measurement: the load average before and after
-   (:func:`os.getloadavg`), the number of runnable threads of the whole machine
-   at each window (``/proc/loadavg``, where it exists), the CPU model (read from
+   (:func:`os.getloadavg`), the number of runnable threads of *other* processes
+   at each window (``/proc/loadavg`` less this process's own running threads,
+   from ``/proc/self/task``, where they exist), the CPU model (read from
    ``/proc/cpuinfo``, else ``platform``), the cores this process may use, the
    intra-op threads of PyTorch, the OpenMP environment, the PyTorch version and
    the device.
@@ -116,13 +117,30 @@ def _loadavg() -> float | None:
 
 
 def _runnable() -> int | None:
-    """Threads of the whole machine runnable right now (4th field of ``/proc/loadavg``),
-    this process's reading thread included."""
+    """Threads of *other* processes runnable right now.
+
+    The machine's runnable threads (4th field of ``/proc/loadavg``) less this
+    process's own threads in state ``R`` (``/proc/self/task/*/stat``): a spinning
+    OpenMP worker of this process is runnable too, and must not count as load.
+    """
     try:
         with open("/proc/loadavg") as f:
-            return int(f.read().split()[3].split("/")[0])
+            total = int(f.read().split()[3].split("/")[0])
     except (OSError, IndexError, ValueError):
         return None
+    own = 0
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        tasks = []
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        own += state == "R"
+    return max(total - own, 0)
 
 
 def _device_label(device: torch.device) -> str:
@@ -153,9 +171,9 @@ class MachineInfo:
         One-minute load average (:func:`os.getloadavg`) before and after the
         timed windows; ``None`` where the OS has none.
     runnable : list of int
-        Runnable threads of the whole machine sampled at the start of every
-        window (``/proc/loadavg``; empty where it does not exist). This process
-        counts at least one.
+        Runnable threads of other processes, sampled at the start of every
+        window (``/proc/loadavg`` less this process's running threads; empty
+        where it does not exist).
     """
 
     cpu: str = ""
@@ -574,8 +592,10 @@ def speed_verdict(
         Display names, e.g. ``{"gru": "GRU + attention"}``.
     max_load : float, optional
         The highest load that counts as quiet. Default: the usable cores of
-        ``m.machine`` for the median number of runnable threads at the windows,
-        and the cores + 0.5 for the one-minute load average (before and after):
+        ``m.machine``. The median number of other processes' runnable threads
+        at the windows may reach the cores this measurement leaves free
+        (cores - PyTorch threads); the one-minute load average (before and
+        after) may reach the cores + 0.5:
         that average also counts this process's own threads and lags by about a
         minute, so a build that kept every core busy just before reads about
         ``cores`` on an otherwise idle machine; half a core more means another
@@ -624,11 +644,13 @@ def speed_verdict(
             else f"the load average was {load:.2f}, more than the {limit:g} allowed"
         )
     if m.machine.runnable:
-        busy = statistics.median(m.machine.runnable)
-        if busy > limit:
+        others = statistics.median(m.machine.runnable)  # threads of other processes
+        free = max(limit - m.machine.threads, 0)  # cores our PyTorch threads leave free
+        if others > free:
             reasons.append(
-                f"a median of {busy:g} threads were runnable during the windows, "
-                f"more than the {limit:g} cores usable"
+                f"a median of {others:g} thread(s) of other processes were runnable during "
+                f"the windows, more than the {free:g} of the {limit:g} cores usable that "
+                f"this measurement's {m.machine.threads} PyTorch thread(s) leave free"
             )
     if reasons:
         text = (

@@ -5,7 +5,10 @@ throughputs, ratios and verdicts can be computed by hand. Speed itself is never
 asserted.
 """
 
+import io
 import json
+import os
+from pathlib import Path
 
 import pytest
 import torch
@@ -33,7 +36,13 @@ class FakeClock:
 
 
 def synthetic(
-    seconds: dict, tokens: int = 1000, load=0.5, runnable=(1,), cores=2, monkeypatch=None
+    seconds: dict,
+    tokens: int = 1000,
+    load=0.5,
+    runnable=(0,),
+    cores=2,
+    threads=2,
+    monkeypatch=None,
 ) -> SpeedMeasurement:
     """A measurement whose window k of model m takes ``seconds[m][k]`` seconds for ``tokens``."""
     clock = FakeClock()
@@ -51,6 +60,7 @@ def synthetic(
     monkeypatch.setattr(speed, "_loadavg", lambda: load)
     monkeypatch.setattr(speed, "_runnable", lambda: next(samples))
     monkeypatch.setattr(speed, "usable_cores", lambda: cores)
+    monkeypatch.setattr(speed.torch, "get_num_threads", lambda: threads)
     n_rounds = len(next(iter(seconds.values())))
     return time_interleaved({m: window(m) for m in seconds}, n_rounds=n_rounds, clock=clock)
 
@@ -133,23 +143,27 @@ def test_overlapping_ranges_are_not_resolved(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "load, runnable, ok",
+    "load, runnable, threads, ok",
     [
-        (0.9, (1, 1), True),
-        (1.9, (2, 2), True),
+        (0.9, (0, 0), 2, True),
+        (1.9, (0, 1, 0), 2, True),  # a thread of another process ran at one window only
         # the build's own work of the last minute: about the cores, not another program's
-        (2.02, (1, 1), True),
-        (2.6, (1, 1), False),  # the load average exceeds the 2 cores + 0.5
-        (3.1, (2, 2), False),  # one competing busy process next to 2 threads
-        (0.5, (3, 4, 3), False),  # many threads runnable while the windows ran
+        (2.02, (0, 0), 2, True),
+        (2.6, (0, 0), 2, False),  # the load average exceeds the 2 cores + 0.5
+        # one competing busy process next to 2 PyTorch threads on 2 cores: the load
+        # average had not caught up yet (2.12 in a quick build here), the threads have
+        (2.12, (1, 1, 1), 2, False),
+        (0.5, (3, 4, 3), 2, False),  # many threads runnable while the windows ran
+        (1.5, (1, 1, 1), 1, True),  # one PyTorch thread leaves the other core free
     ],
 )
-def test_a_busy_machine_warns(monkeypatch, load, runnable, ok):
+def test_a_busy_machine_warns(monkeypatch, load, runnable, threads, ok):
     m = synthetic(
         {"a": [2.0] * 4, "b": [1.0] * 4},
         load=load,
         runnable=runnable,
         cores=2,
+        threads=threads,
         monkeypatch=monkeypatch,
     )
     v = speed_verdict(m)
@@ -157,6 +171,28 @@ def test_a_busy_machine_warns(monkeypatch, load, runnable, ok):
     assert v.text.startswith("WARNING") is (not ok)
     if not ok:
         assert "2 cores" in v.text
+
+
+def test_other_processes_runnable_threads_exclude_this_process(monkeypatch):
+    # /proc/loadavg says 3 runnable; two of them are this process's own running threads
+    if not Path("/proc/self/task").is_dir():
+        pytest.skip("no /proc/self/task on this OS")
+    real_open = open
+    own = {t: "R" if i < 2 else "S" for i, t in enumerate(sorted(os.listdir("/proc/self/task")))}
+
+    def fake_open(path, *a, **k):
+        path = str(path)
+        if path == "/proc/loadavg":
+            return io.StringIO("0.50 0.40 0.30 3/200 12345\n")
+        if path.startswith("/proc/self/task/") and path.endswith("/stat"):
+            task = path.split("/")[4]
+            return io.StringIO(f"{task} (python (x)) {own.get(task, 'S')} 1 2 3\n")
+        return real_open(path, *a, **k)
+
+    monkeypatch.setattr("builtins.open", fake_open)
+    monkeypatch.setattr(speed.os, "listdir", lambda p: sorted(own))
+    expected = 3 - min(2, len(own))
+    assert speed._runnable() == expected
 
 
 def test_bad_arguments_are_refused(monkeypatch):
