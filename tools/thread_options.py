@@ -1,13 +1,14 @@
 """Measure PyTorch's OpenMP options on this machine, idle and next to a competing busy process.
 
-For every option (``OMP_WAIT_POLICY`` unset or ``PASSIVE``, 1 or 2 intra-op
-threads) a fresh Python process (OpenMP reads its environment once, when torch
-loads) times ConvS2S and the GRU with :func:`convs2s_edu.speed.measure_config`
-(interleaved windows of training steps, the seed's configuration), first on
-the machine as it is, then while ``--competitors`` busy processes (pure Python
-loops, one core each) run next to it. It prints target tokens per second per
-option and the slowdown under load (idle / busy: 1.5x means the competing
-process made training 1.5 times slower); ``--json`` writes everything.
+For every option (``OMP_WAIT_POLICY`` unset or ``PASSIVE``, a few
+``GOMP_SPINCOUNT`` values, 1 or 2 intra-op threads) a fresh Python process
+(OpenMP reads its environment once, when torch loads) times ConvS2S and the GRU
+with :func:`convs2s_edu.speed.measure_config` (interleaved windows of training
+steps, the seed's configuration), first on the machine as it is, then while
+``--competitors`` busy processes (pure Python loops, one core each) run next to
+it. It prints target tokens per second per option and the slowdown under load
+(idle / busy: 1.5x means the competing process made training 1.5 times slower);
+``--json`` writes everything.
 
 Run it on an otherwise idle machine::
 
@@ -28,12 +29,17 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-OPTIONS = [  # (label, OMP_WAIT_POLICY or None for unset, threads)
-    ("default policy, 2 threads", None, 2),
-    ("PASSIVE, 2 threads", "PASSIVE", 2),
-    ("default policy, 1 thread", None, 1),
-    ("PASSIVE, 1 thread", "PASSIVE", 1),
+# (label, OpenMP environment, threads). GNU OpenMP (PyTorch's on Linux) spins a waiting thread
+# GOMP_SPINCOUNT times before it sleeps: 300,000 by default, 0 with OMP_WAIT_POLICY=PASSIVE.
+OPTIONS = [
+    ("default policy, 2 threads", {}, 2),
+    ("PASSIVE, 2 threads", {"OMP_WAIT_POLICY": "PASSIVE"}, 2),
+    ("GOMP_SPINCOUNT=10000, 2 thr.", {"GOMP_SPINCOUNT": "10000"}, 2),
+    ("GOMP_SPINCOUNT=100000, 2 thr.", {"GOMP_SPINCOUNT": "100000"}, 2),
+    ("default policy, 1 thread", {}, 1),
+    ("PASSIVE, 1 thread", {"OMP_WAIT_POLICY": "PASSIVE"}, 1),
 ]
+OPENMP_VARS = ("OMP_WAIT_POLICY", "OMP_NUM_THREADS", "GOMP_SPINCOUNT")
 BUSY = "import time\nend = time.time() + {seconds}\nwhile time.time() < end:\n    pass\n"
 
 
@@ -54,12 +60,13 @@ def child(args) -> None:
     print(json.dumps(m.to_dict()))
 
 
-def run_child(policy, threads, args) -> dict | None:
-    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS")}
+def run_child(openmp, threads, args) -> dict | None:
+    env = {k: v for k, v in os.environ.items() if k not in OPENMP_VARS}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     env["OMP_NUM_THREADS"] = str(threads)
-    if policy is not None:  # unset: the child imports torch before convs2s_edu, whose
-        env["OMP_WAIT_POLICY"] = policy  # default then cannot apply (convs2s_edu._threads)
+    # what is not set stays unset: the child imports torch before convs2s_edu, whose
+    # defaults then cannot apply (convs2s_edu._threads)
+    env.update(openmp)
     cmd = [
         sys.executable,
         __file__,
@@ -98,8 +105,8 @@ def main() -> None:
         p.error(f"--competitors must be >= 0, got {args.competitors}")
 
     results = []
-    for label, policy, threads in OPTIONS:
-        row = {"option": label, "policy": policy or "", "threads": threads}
+    for label, openmp, threads in OPTIONS:
+        row = {"option": label, "openmp": openmp, "threads": threads}
         for condition in ("idle", "busy"):
             if condition == "busy" and args.competitors == 0:
                 continue
@@ -113,7 +120,7 @@ def main() -> None:
                 ]
                 time.sleep(1.0)
             try:
-                row[condition] = run_child(policy, threads, args)
+                row[condition] = run_child(openmp, threads, args)
             finally:
                 for proc in busy:
                     proc.kill()
@@ -139,7 +146,7 @@ def _tps(m, model):
 def print_row(row, first=False):
     if first:
         print(
-            f"{'option':28s} {'model':8s} {'idle tok/s':>11s} {'busy tok/s':>11s} {'slowdown':>9s}"
+            f"{'option':30s} {'model':8s} {'idle tok/s':>11s} {'busy tok/s':>11s} {'slowdown':>9s}"
         )
     for model in ("convs2s", "gru"):
         idle, busy = row.get("idle"), row.get("busy")
@@ -148,7 +155,7 @@ def print_row(row, first=False):
             ratio = idle["throughput"][model]["median"] / busy["throughput"][model]["median"]
             slow = f"{ratio:.2f}x"
         print(
-            f"{row['option']:28s} {model:8s} {_tps(idle, model):>11s} "
+            f"{row['option']:30s} {model:8s} {_tps(idle, model):>11s} "
             f"{_tps(busy, model) if 'busy' in row else '-':>11s} {slow:>9s}",
             flush=True,
         )
