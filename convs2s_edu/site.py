@@ -25,10 +25,10 @@ def site_config(model: str, **changes) -> TrainConfig:
     """The configuration the gallery pages train: the seed's, or a small one in quick mode.
 
     Quick mode (``CONVS2S_EDU_QUICK=1``) keeps the task and the models and
-    shrinks the data to 3,000 training examples and the schedule to 6 epochs,
+    shrinks the data to 2,000 training examples and the schedule to 6 epochs,
     so the whole site builds in a few minutes on two CPU cores.
     """
     cfg = TrainConfig(model=model)
     if is_quick_mode():
-        cfg = cfg.replace(n_train=3_000, n_valid=300, n_test=300, epochs=6)
+        cfg = cfg.replace(n_train=2_000, n_valid=300, n_test=300, epochs=6)
     return cfg.replace(**changes)
