@@ -6,15 +6,18 @@ region *spins*, burning its core while it waits for the next region. On an idle
 machine that saves a few microseconds per operation; on a machine where another
 busy process shares the cores, the spinning threads fight it for the CPU and the
 small operations of these models run 10-50 times slower, by different amounts
-for the two models. ``OMP_WAIT_POLICY=PASSIVE`` makes waiting threads sleep.
+for the two models. ``OMP_WAIT_POLICY=PASSIVE`` makes waiting threads sleep,
+and ``OMP_NUM_THREADS`` = the usable cores - 1 leaves one core to whatever
+else runs: with every core in use, one competing process delays one thread's
+share of each operation, and the whole operation with it.
 
 OpenMP reads the variable once, when the runtime is loaded, i.e. at
 ``import torch``. :func:`apply_defaults` is therefore called at the very top of
 ``convs2s_edu/__init__.py``, before anything imports torch; it only fills in
 variables the user has not set (:meth:`dict.setdefault`) and has no effect when
 torch was imported before ``convs2s_edu``. Users of the Python API who import
-torch first should set ``OMP_WAIT_POLICY=PASSIVE`` in the environment
-themselves (see the README).
+torch first should set ``OMP_WAIT_POLICY=PASSIVE`` (and ``OMP_NUM_THREADS``)
+in the environment themselves (see the README).
 
 This module imports only :mod:`os` and :mod:`sys`, so that importing it cannot load torch.
 """
@@ -26,8 +29,21 @@ import sys
 
 __all__ = ["THREAD_DEFAULTS", "apply_defaults"]
 
-#: Environment variables set (unless already set) before torch is loaded.
-THREAD_DEFAULTS = {"OMP_WAIT_POLICY": "PASSIVE"}
+
+def _default_threads() -> str:
+    """One core fewer than this process may use (at least one), as a string."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return str(max(1, cores - 1))
+
+
+#: Environment variables set (unless already set) before torch is loaded: waiting threads
+#: sleep, and one core is left to the rest of the machine (measured on 2 cores,
+#: ``tools/thread_options.py``: one thread was as fast as two sleeping ones for ConvS2S,
+#: faster for the GRU, and unaffected by a competing busy process).
+THREAD_DEFAULTS = {"OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": _default_threads()}
 
 
 def apply_defaults(environ=None) -> dict:

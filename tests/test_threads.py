@@ -10,6 +10,7 @@ import pytest
 from convs2s_edu._threads import THREAD_DEFAULTS, apply_defaults
 
 ROOT = Path(__file__).resolve().parents[1]
+N_THREADS = THREAD_DEFAULTS["OMP_NUM_THREADS"]
 
 
 def policy_after(code: str, **env) -> str:
@@ -48,11 +49,20 @@ def test_nothing_is_set_once_torch_is_loaded():
 @pytest.mark.parametrize(
     "environ, expected",
     [
-        ({}, {"OMP_WAIT_POLICY": "PASSIVE"}),
-        ({"OMP_WAIT_POLICY": "active"}, {}),
+        ({}, {"OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": N_THREADS}),
+        ({"OMP_WAIT_POLICY": "active"}, {"OMP_NUM_THREADS": N_THREADS}),
+        ({"OMP_WAIT_POLICY": "active", "OMP_NUM_THREADS": "4"}, {}),
     ],
 )
 def test_apply_defaults_fills_in_only_what_is_missing(environ, expected):
     before = dict(environ)
     assert apply_defaults(environ) == expected
     assert environ == {**THREAD_DEFAULTS, **before}
+
+
+def test_one_core_is_left_to_the_rest_of_the_machine(monkeypatch):
+    from convs2s_edu import _threads
+
+    for cores, expected in ((1, "1"), (2, "1"), (16, "15")):
+        monkeypatch.setattr(_threads.os, "sched_getaffinity", lambda pid, n=cores: set(range(n)))
+        assert _threads._default_threads() == expected
