@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(
             "docs_outputs: same package, configuration and mode as the last build: "
-            "only pages whose source changed will run (--clean runs them all)"
+            "only pages whose source changed will run (delete docs/auto_examples to run all)"
         )
     STAMP.parent.mkdir(parents=True, exist_ok=True)
     STAMP.write_text(now + "\n")
