@@ -147,6 +147,8 @@ def bf16_support(device: torch.device | str) -> tuple[bool, str]:
     (see :func:`cpu_bf16_support`)."""
     device = torch.device(device)
     if device.type == "cuda":
+        if not torch.cuda.is_available():
+            return False, "no CUDA device on this machine"
         if torch.cuda.is_bf16_supported():
             return True, f"{torch.cuda.get_device_name(device)} supports bf16"
         return False, f"{torch.cuda.get_device_name(device)} does not support bf16"

@@ -171,6 +171,48 @@ def test_budgets_share_one_task_and_full_build_has_three_seeds():
         assert model.max_positions >= ex.LONG_LENGTHS[-1][1] + 1
 
 
+def test_every_arm_builds_the_model_it_names():
+    # checked on the built model, not on the arm's own options: a depth/width arm that fell
+    # back to the default model (or lost its options on the way) would train the wrong thing
+    b = ex.budget(quick=True)
+    for arm in ex.EXPERIMENTS["depth_kernel"].arms:
+        model = train_mod.build_model(b.train_config(arm, 0))
+        n_layers, k = arm.columns["layers"], arm.columns["kernel_size"]
+        assert (model.cfg.n_encoder_layers, model.cfg.n_decoder_layers) == (n_layers, n_layers)
+        assert model.cfg.kernel_size == k, arm.name
+        assert arm.columns["receptive_field"] == 1 + n_layers * (k - 1)
+    for arm in ex.EXPERIMENTS["positions"].arms:
+        model = train_mod.build_model(b.train_config(arm, 0))
+        assert model.cfg.__class__.__name__ == {"convs2s": "ConvS2SConfig"}.get(
+            arm.model, model.cfg.__class__.__name__
+        )
+        for key, value in arm.options.items():
+            assert getattr(model.cfg, key) == value, (arm.name, key)
+
+
+def test_epochs_and_seeds_overrides_reach_the_runs(tiny_experiment, tmp_path, monkeypatch):
+    seen = []
+    real = train_mod.train_or_load
+
+    def spy(cfg, **kw):
+        seen.append((cfg.epochs, cfg.seed))
+        return real(cfg, **kw)
+
+    monkeypatch.setattr(ex, "train_or_load", spy)
+    monkeypatch.setattr(
+        ex, "QUICK_BUDGET", {"n_train": 16, "n_valid": 8, "n_test": 8, "epochs": 1}
+    )
+    run_experiment("tiny", quick=True, seeds=2, epochs=2, directory=tmp_path, progress=False)
+    assert sorted(seen) == [(2, 0), (2, 0), (2, 1), (2, 1)]  # 2 arms x 2 seeds, 2 epochs each
+
+
+def test_bad_sizes_name_the_argument():
+    with pytest.raises(ValueError, match="n_layers"):
+        receptive_field(0, 3)
+    with pytest.raises(ValueError, match="kernel_size"):
+        receptive_field(2, "3")
+
+
 def test_receptive_field_by_enumeration():
     """Brute force: the inputs that can reach output 0 of L centred convolutions of width k."""
     for n_layers in (1, 2, 4):

@@ -207,6 +207,22 @@ def test_paths_and_fastest_path():
         assert p.precision == "fp32"
 
 
+def test_fastest_cuda_path_keeps_compile_and_falls_back_to_fp32_without_bf16(monkeypatch):
+    # a lookup, not a run: it needs no GPU. CUDA graphs, compiled, bf16 where supported
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda d=None: "Test GPU")
+    for bf16, precision in ((True, "bf16"), (False, "fp32")):
+        monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda b=bf16: b)
+        assert fastest_path("cuda") == Path(True, "reduce-overhead", precision)
+        assert fastest_path("cpu") == Path() or cpu_bf16_support()[0]  # the CPU's own rule
+
+
+def test_bf16_support_on_a_machine_without_cuda(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert bf16_support("cuda") == (False, "no CUDA device on this machine")
+    assert fastest_path("cuda").precision == "fp32"
+
+
 def test_cli_refuses_paths_this_machine_cannot_run(tmp_path, capsys):
     from convs2s_edu.cli import main
 
