@@ -80,6 +80,10 @@ CORRUPTIONS = {
         "lr must be a positive finite number, got 'x'",
     ),
     "NaN weights": (_nan_weights, "NaN or infinite"),
+    "format from the future": (
+        lambda s: s.update(format=2),
+        "checkpoint format 2 is not supported (only 1)",
+    ),
     "history out of step": (lambda s: s.update(epoch=3), "history holds 1 epoch record"),
     "weights not a state dict": (lambda s: s.update(model=[1.0]), "model must be a state dict"),
     "gru weights under a convs2s config": (

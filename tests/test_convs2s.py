@@ -409,3 +409,8 @@ def test_receptive_field_is_one_plus_l_times_k_minus_one(causal, kernel_size, n_
     first = i - width if causal else i - width // 2
     assert reached == list(range(first, first + width + 1))
     assert len(reached) == 1 + n_layers * (kernel_size - 1)
+
+
+def test_attention_layer_errors_say_what_is_allowed():
+    with pytest.raises(ValueError, match=r"distinct layer numbers in 1\.\.3, got \(4,\)"):
+        ConvS2SConfig(n_decoder_layers=3, attention_layers=(4,))

@@ -207,6 +207,14 @@ def test_bad_arguments_are_refused(monkeypatch):
         WindowStats.of([])
 
 
+def test_one_window_and_the_machine_line():
+    s = WindowStats.of([5.0])
+    assert (s.median, s.min, s.max, s.q1, s.q3, s.n) == (5.0, 5.0, 5.0, 5.0, 5.0, 1)
+    info = speed.MachineInfo(cpu="Test CPU", cores=2, threads=1, load_before=1.25, load_after=0.5)
+    assert info.describe().endswith("load average 1.25")
+    assert speed.MachineInfo(cpu="Test CPU").describe().endswith("load average unknown")
+
+
 def test_measurement_is_json_ready(monkeypatch):
     m = synthetic({"a": [2.0] * 2, "b": [1.0] * 2}, load=0.7, monkeypatch=monkeypatch)
     d = json.loads(json.dumps(m.to_dict()))

@@ -218,3 +218,19 @@ def test_resume_refuses_a_checkpoint_longer_than_asked(tmp_path):
     train(tiny(epochs=2), out_dir=tmp_path, progress=False)
     with pytest.raises(ValueError, match="holds 2 epochs, more than the 1 asked for"):
         train(tiny(epochs=1), out_dir=tmp_path, resume=True, progress=False)
+
+
+@pytest.mark.parametrize("model", ["convs2s", "gru", "gru+conv", "conv+gru"])
+def test_model_options_reach_every_kind_of_model(model):
+    m = train_mod.build_model(train_mod.TrainConfig(model=model, model_options={"embed_dim": 24}))
+    # the token embedding table of the encoder has the asked width, whatever the parts
+    tables = [x for x in m.modules() if isinstance(x, torch.nn.Embedding)]
+    assert tables and all(t.embedding_dim == 24 for t in tables), model
+
+
+def test_a_two_layer_gru_encoder_drops_out_between_its_layers():
+    m = train_mod.build_model(
+        train_mod.TrainConfig(model="gru", model_options={"n_encoder_layers": 2, "dropout": 0.25})
+    )
+    grus = [x for x in m.modules() if isinstance(x, torch.nn.GRU) and x.num_layers == 2]
+    assert grus and grus[0].dropout == 0.25
