@@ -3,7 +3,7 @@
 ``tox -e mutation`` runs every mutant mutmut makes of ``convs2s_edu/`` (about 4,000: many
 hours on 2 CPU cores, because each surviving mutant re-runs every test that covers its function,
 training loops included). ``tox -e mutation-sample`` answers the same question, "what fraction of
-plausible bugs does the suite catch?", in about an hour: it generates all the mutants, draws
+plausible bugs does the suite catch?", in under an hour: it generates all the mutants, draws
 ``--n`` of them uniformly at random with ``--seed``, runs mutmut on exactly those, and prints the
 score with a 95% Wilson interval, the score per module and every survivor by name
 (``mutmut show NAME`` prints a survivor's diff)::
