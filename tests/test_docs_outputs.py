@@ -4,19 +4,13 @@ Kept pages are how an edit to one page's prose rebuilds in minutes (issue 9); ke
 the package changed would put stale numbers on the site, so each input is changed in turn here.
 """
 
-import importlib.util
-from pathlib import Path
-
 import pytest
-
-TOOL = Path(__file__).resolve().parent.parent / "tools" / "docs_outputs.py"
+from _files import load_module
 
 
 @pytest.fixture
 def tree(tmp_path, monkeypatch):
-    spec = importlib.util.spec_from_file_location("docs_outputs_under_test", TOOL)
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
+    tool = load_module("tools/docs_outputs.py", "docs_outputs_under_test")
     for rel, text in {
         "convs2s_edu/model.py": "x = 1\n",
         "docs/conf.py": "project = 'p'\n",

@@ -5,20 +5,13 @@ exit code and the per-module split are checked here against values computed by h
 Running mutmut itself is ``tox -e mutation-sample``'s job, not the suite's.
 """
 
-import importlib.util
-from pathlib import Path
-
 import pytest
-
-TOOL = Path(__file__).resolve().parent.parent / "tools" / "mutation_sample.py"
+from _files import load_module
 
 
 @pytest.fixture(scope="module")
 def tool():
-    spec = importlib.util.spec_from_file_location("mutation_sample_under_test", TOOL)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module("tools/mutation_sample.py", "mutation_sample_under_test")
 
 
 def test_wilson_interval_matches_hand_computation(tool):

@@ -6,21 +6,15 @@ the training times on the pages. The module is read from the source tree (it is
 part of the site, not of the package) and needs no Sphinx for these functions.
 """
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
-
-SITE_EXT = Path(__file__).resolve().parent.parent / "docs" / "_ext" / "convs2s_site.py"
+from _files import load_module
 
 
 @pytest.fixture(scope="module")
 def site():
-    spec = importlib.util.spec_from_file_location("convs2s_site_under_test", SITE_EXT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module("docs/_ext/convs2s_site.py", "convs2s_site_under_test")
 
 
 BASE = "https://example.org/convs2s"
