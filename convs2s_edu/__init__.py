@@ -1,40 +1,32 @@
 """convs2s_edu: Convolutional Sequence to Sequence Learning next to a GRU + Bahdanau baseline.
 
-Modules
--------
-data
-    The sorting task: token ids, example generation, dataset and padded batches.
-seq2seq
-    The common interface: ``EncoderOut``, ``Encoder``, ``Decoder``, ``EncoderDecoder``.
-convs2s
-    ConvS2S (Gehring et al., 2017): embeddings, GLU blocks, encoder, multi-step
-    attention, causal decoder.
-rnn
-    The baseline: bidirectional GRU encoder, GRU decoder with Bahdanau attention.
-hybrid
-    A GRU encoder with the convolutional decoder, and the reverse.
-train
-    ``train.train``: the seed's training configuration, the timed training loop, checkpoints,
-    the cache.
-decode
-    Greedy and beam search for any ``EncoderDecoder``.
-samples
-    Side-by-side sample outputs of several models.
-speed
-    Timing the models interleaved (windows, spread, the machine, the verdict), and incremental
-    against full-recompute decoding.
-metrics
-    Exact-match and token accuracy.
-compare
-    Both models on the same data: the speed table.
-site
-    The configurations the documentation site trains (quick mode).
-fast
-    Execution paths: torch.compile, bf16 autocast, CUDA graphs; the fastest path of a device.
-bench
-    ``convs2s-edu bench``: throughput per path, FLOPs per token, fraction of measured peak.
-distributed
-    Data-parallel training (DistributedDataParallel) under torchrun.
+The package, bottom to top (a layer imports only the layers below it)::
+
+    the learner's core   data        the sorting task: token ids, examples, padded batches
+                         seq2seq     the one interface: Encoder -> EncoderOut -> Decoder
+                         convs2s     ConvS2S: embeddings, GLU blocks, multi-step attention
+                         rnn         the baseline: GRU encoder, GRU decoder, Bahdanau attention
+                         hybrid      a GRU encoder with the convolutional decoder, and the reverse
+                         decode      greedy and beam search, for any model
+                         metrics     exact match and token accuracy
+                         loss        the token-level cross-entropy
+    training/            config, the one training step, the loop, checkpoints, the cache,
+                         execution paths, data parallelism
+    lab/                 what the site measures: timing and verdicts, the bench, the
+                         comparison, the experiments, figure and site helpers
+    cli                  ``convs2s-edu train | evaluate | compare | experiment | bench``
+
+Everything a learner needs is importable from here (``from convs2s_edu import
+ConvS2S, train``); the lab is imported from its subpackage
+(``from convs2s_edu.lab import experiments``).
+
+Importing the package sets two OpenMP variables, ``OMP_WAIT_POLICY=PASSIVE``
+and ``OMP_NUM_THREADS`` = the usable cores - 1, where the user has not set
+them and before anything imports torch (:mod:`convs2s_edu._threads`). It
+stays at import rather than in the entry points because every entry point
+(the ``convs2s-edu`` script, ``python -m convs2s_edu``, a notebook's
+``import convs2s_edu``, the docs build) imports this file first and torch
+right after: no later place runs before OpenMP reads its environment.
 """
 
 # Before anything imports torch: OpenMP threads that sleep instead of spinning (see _threads).
@@ -43,27 +35,17 @@ from ._threads import apply_defaults as _apply_thread_defaults
 _apply_thread_defaults()
 
 from ._version import __version__ as __version__  # noqa: E402
-from .bench import BenchBudget, format_bench, run_bench  # noqa: E402
-from .compare import (  # noqa: E402
-    Comparison,
-    epoch_tokens,
-    format_speed,
-    format_table,
-    summarise,
-)
 from .convs2s import (  # noqa: E402
     ConvBlock,
     ConvDecoder,
     ConvEncoder,
-    ConvMemory,
     ConvS2S,
     ConvS2SConfig,
-    DecoderCache,
     MultiStepAttention,
     TokenPositionEmbedding,
     scale_gradient,
 )
-from .data import (
+from .data import (  # noqa: E402
     PAD,
     Batch,
     SortingDataset,
@@ -71,129 +53,82 @@ from .data import (
     collate_batch,
     eos_index,
     generate_dataset,
-    generate_sorting_example,
-    n_token_ids,
     sos_index,
 )
-from .decode import Hypothesis, beam_search, greedy_decode
-from .distributed import spawn_train  # noqa: E402
-from .fast import available_paths, bf16_support, fastest_path  # noqa: E402
-from .hybrid import HYBRID_NAMES, HybridConfig, HybridSeq2Seq
-from .metrics import evaluate, exact_match, token_accuracy
-from .rnn import (
+from .decode import Hypothesis, beam_search, decode_all, greedy_decode  # noqa: E402
+from .hybrid import HybridConfig, HybridSeq2Seq  # noqa: E402
+from .loss import sequence_loss  # noqa: E402
+from .metrics import evaluate, exact_match, token_accuracy  # noqa: E402
+from .rnn import (  # noqa: E402
     BahdanauAttention,
     GRUDecoder,
-    GRUDecoderState,
     GRUEncoder,
     RNNSeq2Seq,
     RNNSeq2SeqConfig,
 )
-from .samples import format_samples, predict_samples
-from .seq2seq import Decoder, Encoder, EncoderDecoder, EncoderOut
-from .site import is_quick_mode, site_config
-from .speed import (  # noqa: E402
-    MachineInfo,
-    SpeedMeasurement,
-    SpeedVerdict,
-    WindowStats,
-    machine_info,
-    measure_config,
-    measure_training,
-    speed_verdict,
-    time_incremental_vs_full,
-    time_interleaved,
-    training_flops_per_token,
-)
-from .train import (
+from .seq2seq import Decoder, Encoder, EncoderDecoder, EncoderOut  # noqa: E402
+from .training import (  # noqa: E402
     MODEL_NAMES,
     History,
     TrainConfig,
-    TrainingDivergedError,
     TrainResult,
     build_model,
     load_checkpoint,
     make_datasets,
-    resolve_device,
-    sequence_loss,
+    train,
     train_or_load,
 )
 
 __all__ = [
+    # the sorting task
     "PAD",
     "Batch",
     "SortingDataset",
-    "as_token_batch",
-    "collate_batch",
-    "eos_index",
     "generate_dataset",
-    "generate_sorting_example",
-    "n_token_ids",
+    "collate_batch",
+    "as_token_batch",
     "sos_index",
+    "eos_index",
+    # the interface
     "EncoderOut",
     "Encoder",
     "Decoder",
     "EncoderDecoder",
+    # ConvS2S
+    "TokenPositionEmbedding",
     "ConvBlock",
-    "ConvDecoder",
     "ConvEncoder",
-    "ConvMemory",
+    "MultiStepAttention",
+    "ConvDecoder",
     "ConvS2S",
     "ConvS2SConfig",
-    "DecoderCache",
-    "MultiStepAttention",
-    "TokenPositionEmbedding",
     "scale_gradient",
+    # the GRU + Bahdanau baseline
     "BahdanauAttention",
-    "GRUDecoder",
-    "GRUDecoderState",
     "GRUEncoder",
+    "GRUDecoder",
     "RNNSeq2Seq",
     "RNNSeq2SeqConfig",
-    "HYBRID_NAMES",
+    # hybrids
     "HybridConfig",
     "HybridSeq2Seq",
-    "MODEL_NAMES",
-    "History",
-    "TrainConfig",
-    "TrainingDivergedError",
-    "TrainResult",
-    "build_model",
-    "load_checkpoint",
-    "make_datasets",
-    "resolve_device",
-    "sequence_loss",
-    "train_or_load",
-    "Hypothesis",
-    "beam_search",
+    # decoding, metrics, the loss
     "greedy_decode",
-    "predict_samples",
-    "format_samples",
-    "time_incremental_vs_full",
+    "beam_search",
+    "decode_all",
+    "Hypothesis",
     "evaluate",
     "exact_match",
     "token_accuracy",
-    "Comparison",
-    "epoch_tokens",
-    "format_speed",
-    "format_table",
-    "summarise",
-    "MachineInfo",
-    "SpeedMeasurement",
-    "SpeedVerdict",
-    "WindowStats",
-    "machine_info",
-    "measure_config",
-    "measure_training",
-    "speed_verdict",
-    "time_interleaved",
-    "training_flops_per_token",
-    "is_quick_mode",
-    "site_config",
-    "BenchBudget",
-    "format_bench",
-    "run_bench",
-    "spawn_train",
-    "available_paths",
-    "bf16_support",
-    "fastest_path",
+    "sequence_loss",
+    # training
+    "MODEL_NAMES",
+    "TrainConfig",
+    "make_datasets",
+    "build_model",
+    "train",
+    "train_or_load",
+    "load_checkpoint",
+    "History",
+    "TrainResult",
 ]

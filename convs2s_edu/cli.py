@@ -21,7 +21,15 @@ import os
 import sys
 from pathlib import Path
 
-from .train import MODEL_NAMES
+from .lab.bench import format_bench, run_bench
+from .lab.compare import compare, format_speed, format_table, summarise
+from .lab.experiments import conclusion, format_beam, format_result, run_experiment
+from .lab.samples import format_samples, predict_samples
+from .metrics import evaluate
+from .training.checkpoint import load_checkpoint
+from .training.config import MODEL_NAMES, TrainConfig, make_datasets
+from .training.loop import TrainingDivergedError, train
+from .training.parallel import is_launched
 
 __all__ = ["main", "build_parser"]
 
@@ -67,8 +75,6 @@ def _add_config_options(p: argparse.ArgumentParser) -> None:
 
 
 def _config(args, model: str):
-    from .train import TrainConfig
-
     keys = (
         "epochs",
         "device",
@@ -264,10 +270,6 @@ def _check_json_path(path: str) -> None:
 
 
 def _cmd_train(args) -> int:
-    from .compare import format_table, summarise
-    from .distributed import is_launched
-    from .train import train
-
     cfg = _config(args, args.model)
     _check_out_dir(args.out)
     result = train(
@@ -281,10 +283,6 @@ def _cmd_train(args) -> int:
 
 
 def _cmd_evaluate(args) -> int:
-    from .metrics import evaluate
-    from .samples import format_samples, predict_samples
-    from .train import load_checkpoint, make_datasets
-
     if not 1 <= args.beam <= MAX_BEAM:
         raise ValueError(f"--beam must be in 1..{MAX_BEAM}, got {args.beam}")
     if args.samples < 0:
@@ -311,8 +309,6 @@ def _cmd_evaluate(args) -> int:
 
 
 def _cmd_compare(args) -> int:
-    from .compare import compare, format_speed, format_table
-
     cfg = _config(args, "convs2s")
     if args.json:
         _check_json_path(args.json)
@@ -334,8 +330,6 @@ def _cmd_compare(args) -> int:
 
 
 def _cmd_experiment(args) -> int:
-    from .experiments import conclusion, format_beam, format_result, run_experiment
-
     if args.json:
         _check_json_path(args.json)
     result = run_experiment(
@@ -356,8 +350,6 @@ def _cmd_experiment(args) -> int:
 
 
 def _cmd_bench(args) -> int:
-    from .bench import format_bench, run_bench
-
     if args.json:
         _check_json_path(args.json)
     result = run_bench(
@@ -374,8 +366,6 @@ def _cmd_bench(args) -> int:
 
 def main(argv=None) -> int:
     """Entry point; returns the exit status."""
-    from .train import TrainingDivergedError
-
     args = build_parser().parse_args(argv)
     command = {
         "train": _cmd_train,

@@ -51,7 +51,7 @@ from ._checks import check_int
 from .data import PAD, eos_index, sos_index
 from .seq2seq import EncoderDecoder
 
-__all__ = ["Hypothesis", "greedy_decode", "beam_search"]
+__all__ = ["Hypothesis", "greedy_decode", "beam_search", "decode_all"]
 
 
 @contextlib.contextmanager
@@ -414,3 +414,43 @@ def beam_search(
     if return_hypotheses:
         return ranked
     return [r[0].tokens for r in ranked]
+
+
+# --------------------------------------------------------------------------
+# A whole data set
+# --------------------------------------------------------------------------
+
+
+def decode_all(
+    model, sources, beam_size: int = 1, batch_size: int = 256, max_len: int | None = None
+) -> list[list[int]]:
+    """The outputs of ``model`` for many sources, decoded ``batch_size`` at a time.
+
+    Parameters
+    ----------
+    model : EncoderDecoder
+    sources : sequence of sequence of int
+        Token lists of any lengths (each chunk is padded with ``PAD``).
+    beam_size : int, default 1
+        ``1``: :func:`greedy_decode`; more: :func:`beam_search` with that width.
+    batch_size : int, default 256
+        Sources decoded together, ``>= 1``.
+    max_len : int, optional
+        Step limit (default: the source length + 1 per row).
+
+    Returns
+    -------
+    list of list of int
+        One output per source, in order, without ``<sos>`` and ``<eos>``.
+    """
+    beam_size = check_int("beam_size", beam_size)
+    batch_size = check_int("batch_size", batch_size)
+    sources = list(sources)
+    outputs: list[list[int]] = []
+    for i in range(0, len(sources), batch_size):
+        chunk = sources[i : i + batch_size]  # padded by as_token_batch inside the search
+        if beam_size == 1:
+            outputs += greedy_decode(model, chunk, max_len=max_len)
+        else:
+            outputs += beam_search(model, chunk, beam_size=beam_size, max_len=max_len)
+    return outputs

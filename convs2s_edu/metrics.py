@@ -29,8 +29,8 @@ import torch
 from torch import nn
 
 from ._checks import check_int
-from .data import PAD, collate_batch
-from .decode import beam_search, greedy_decode
+from .data import PAD
+from .decode import decode_all
 
 __all__ = ["exact_match", "token_accuracy", "evaluate"]
 
@@ -257,14 +257,7 @@ def evaluate(
     examples = list(zip(sources, targets))
     if not examples:
         raise ValueError("need at least one example to evaluate, got 0")
-    predictions: list[list[int]] = []
-    for i in range(0, len(examples), batch_size):
-        chunk = examples[i : i + batch_size]
-        src = collate_batch(chunk, model.vocab_size).src  # (B, S), PAD-padded
-        if beam_size == 1:
-            predictions += greedy_decode(model, src, max_len=max_len)
-        else:
-            predictions += beam_search(model, src, beam_size=beam_size, max_len=max_len)
+    predictions = decode_all(model, sources, beam_size, batch_size, max_len)
     references = [y for _, y in examples]
     return {
         "exact_match": exact_match(predictions, references),

@@ -367,19 +367,6 @@ class GRUDecoder(Decoder):
         return torch.stack(logits, dim=1), torch.stack(attention, dim=2)  # (B,T,V), (B,1,T,S)
 
 
-#: Parameter names of the GRU model before the encoder/decoder split (checkpoints of
-#: version 0.1.0) and their names now.
-_OLD_RNN_KEYS = {
-    "src_embed.": "encoder.embed.",
-    "encoder.": "encoder.gru.",
-    "tgt_embed.": "decoder.embed.",
-    "W_init.": "decoder.W_init.",
-    "attention.": "decoder.attention.",
-    "decoder.": "decoder.gru.",
-    "W_s.": "decoder.W_s.",
-}
-
-
 class RNNSeq2Seq(EncoderDecoder):
     r"""GRU encoder-decoder with Bahdanau attention (the paper's recurrent competitor).
 
@@ -397,9 +384,7 @@ class RNNSeq2Seq(EncoderDecoder):
     -----
     An :class:`~convs2s_edu.EncoderDecoder` of a :class:`GRUEncoder` and a
     :class:`GRUDecoder` (see their equations); the sizes agree, so there is no
-    bridge. Checkpoints written before the encoder/decoder split (parameter
-    names ``src_embed.*``, ``W_s.*``, ...) load: their names are mapped to the
-    new ones.
+    bridge.
 
     References
     ----------
@@ -415,15 +400,3 @@ class RNNSeq2Seq(EncoderDecoder):
             max_positions=cfg.max_positions,
         )
         self.cfg = cfg
-        self._register_load_state_dict_pre_hook(self._rename_old_keys)
-
-    @staticmethod
-    def _rename_old_keys(state_dict, prefix, *args):
-        if prefix + "src_embed.weight" not in state_dict:
-            return
-        for key in [k for k in state_dict if k.startswith(prefix)]:
-            rest = key[len(prefix) :]
-            for old, new in _OLD_RNN_KEYS.items():
-                if rest.startswith(old):
-                    state_dict[prefix + new + rest[len(old) :]] = state_dict.pop(key)
-                    break

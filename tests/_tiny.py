@@ -1,6 +1,6 @@
 """A tiny training configuration for the tests that train: seconds per run on a CPU."""
 
-from convs2s_edu.train import TrainConfig
+from convs2s_edu.training import TrainConfig
 
 #: Small model sizes (the GRU and ConvS2S fields; hybrids take the defaults).
 TINY_OPTIONS = {

@@ -183,3 +183,46 @@ def _devices():
 def device(request):
     """The device of a device-parametrised test: the CPU, and CUDA where present."""
     return torch.device(request.param)
+
+
+class _FullDisk:
+    """``with full_disk:``: every checkpoint write fails half-way with ``ENOSPC``, as on a
+    full disk (the first half of the bytes reach the file, then the write raises)."""
+
+    def __enter__(self):
+        import builtins
+
+        import convs2s_edu.training.checkpoint as checkpoint_mod
+
+        real_open = builtins.open
+
+        class HalfFile:
+            def __init__(self, f):
+                self.f = f
+
+            def write(self, data):
+                self.f.write(bytes(data[: len(data) // 2]))
+                raise OSError(28, "No space left on device")
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                self.f.close()
+
+        def full_open(path, mode="r", *args, **kwargs):
+            f = real_open(path, mode, *args, **kwargs)
+            return HalfFile(f) if "w" in mode else f
+
+        self.patch = pytest.MonkeyPatch()
+        self.patch.setattr(checkpoint_mod, "open", full_open, raising=False)
+        return self
+
+    def __exit__(self, *exc):
+        self.patch.undo()
+
+
+@pytest.fixture
+def full_disk():
+    """A context in which checkpoint writes fail as on a full disk (see :class:`_FullDisk`)."""
+    return _FullDisk()

@@ -9,7 +9,7 @@ import torch
 
 from convs2s_edu.data import SortingDataset
 from convs2s_edu.metrics import exact_match, token_accuracy
-from convs2s_edu.train import TrainConfig
+from convs2s_edu.training import TrainConfig
 
 # --------------------------------------------------------------------------
 # Metrics: trailing PAD is stripped; floats, inner PAD, negative ids refused
@@ -174,6 +174,7 @@ def test_evaluate_argument_errors_name_the_argument():
 
 
 def test_evaluate_defaults_greedy_batch_of_one_and_moves_only_when_asked(monkeypatch):
+    import convs2s_edu.decode as decode_mod
     import convs2s_edu.metrics as metrics_mod
     from convs2s_edu.data import generate_dataset
 
@@ -185,7 +186,7 @@ def test_evaluate_defaults_greedy_batch_of_one_and_moves_only_when_asked(monkeyp
     def no_beam(*args, **kwargs):
         raise AssertionError("beam search called although beam_size defaults to 1 (greedy)")
 
-    monkeypatch.setattr(metrics_mod, "beam_search", no_beam)
+    monkeypatch.setattr(decode_mod, "beam_search", no_beam)
     assert metrics_mod.evaluate(model, examples) == reference
     moves = []
     real_to = model.to
@@ -252,6 +253,7 @@ def test_eos_cuts_references_too():
 
 
 def test_evaluate_messages_and_pass_through(monkeypatch):
+    import convs2s_edu.decode as decode_mod
     import convs2s_edu.metrics as metrics_mod
     from convs2s_edu.data import generate_dataset
 
@@ -268,20 +270,20 @@ def test_evaluate_messages_and_pass_through(monkeypatch):
         cut = metrics_mod.evaluate(model, examples, beam_size=beam, max_len=1)
         refs = [y for _, y in examples]
         preds = (
-            metrics_mod.greedy_decode(model, [x for x, _ in examples], max_len=1)
+            decode_mod.greedy_decode(model, [x for x, _ in examples], max_len=1)
             if beam == 1
-            else metrics_mod.beam_search(model, [x for x, _ in examples], beam_size=2, max_len=1)
+            else decode_mod.beam_search(model, [x for x, _ in examples], beam_size=2, max_len=1)
         )
         assert all(len(p) <= 1 for p in preds)
         assert cut["token_accuracy"] == token_accuracy(preds, refs)
     seen = {}
-    real_beam = metrics_mod.beam_search
+    real_beam = decode_mod.beam_search
 
     def spy(*args, **kwargs):
         seen.update(kwargs)
         return real_beam(*args, **kwargs)
 
-    monkeypatch.setattr(metrics_mod, "beam_search", spy)
+    monkeypatch.setattr(decode_mod, "beam_search", spy)
     metrics_mod.evaluate(model, examples, beam_size=3, max_len=4)
     assert seen["beam_size"] == 3 and seen["max_len"] == 4
 
@@ -305,6 +307,7 @@ def test_data_helpers_defaults_and_messages():
 
 
 def test_collate_and_dataset_messages_and_defaults(monkeypatch):
+    import convs2s_edu.decode as decode_mod
     import convs2s_edu.metrics as metrics_mod
     from convs2s_edu.data import collate_batch
 
@@ -323,12 +326,12 @@ def test_collate_and_dataset_messages_and_defaults(monkeypatch):
     )
     # greedy decoding gets evaluate's max_len
     seen = {}
-    real_greedy = metrics_mod.greedy_decode
+    real_greedy = decode_mod.greedy_decode
 
     def spy(*args, **kwargs):
         seen.update(kwargs)
         return real_greedy(*args, **kwargs)
 
-    monkeypatch.setattr(metrics_mod, "greedy_decode", spy)
+    monkeypatch.setattr(decode_mod, "greedy_decode", spy)
     metrics_mod.evaluate(_tiny_gru(), [([3, 1], [1, 3])], max_len=2)
     assert seen["max_len"] == 2

@@ -8,10 +8,9 @@ import pytest
 from conftest import make_model
 from torch.utils.flop_counter import FlopCounterMode
 
-from convs2s_edu import SortingDataset
-from convs2s_edu.bench import BenchBudget, format_bench, gemm_shapes, measured_peak, run_bench
+from convs2s_edu import SortingDataset, sequence_loss
 from convs2s_edu.cli import main
-from convs2s_edu.train import sequence_loss
+from convs2s_edu.lab.bench import BenchBudget, format_bench, gemm_shapes, measured_peak, run_bench
 
 
 @pytest.mark.parametrize("kind", ["convs2s", "gru"])

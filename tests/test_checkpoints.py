@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import re
 import shutil
 
@@ -10,8 +9,8 @@ import pytest
 import torch
 from _tiny import TINY_OPTIONS, tiny_config  # noqa: E402
 
-from convs2s_edu import train as train_mod
-from convs2s_edu.train import (
+from convs2s_edu import training as train_mod
+from convs2s_edu.training import (
     CheckpointError,
     TrainConfig,
     load_checkpoint,
@@ -19,6 +18,8 @@ from convs2s_edu.train import (
     train,
     train_or_load,
 )
+from convs2s_edu.training import cache as cache_mod
+from convs2s_edu.training import loop as loop_mod
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
@@ -88,7 +89,7 @@ CORRUPTIONS = {
     "weights not a state dict": (lambda s: s.update(model=[1.0]), "model must be a state dict"),
     "gru weights under a convs2s config": (
         _swap_weights("gru"),
-        "they are the weights of a 'gru' model",
+        "its weights do not fit the 'convs2s' model",
     ),
 }
 
@@ -126,7 +127,7 @@ def test_convs2s_weights_under_a_gru_config_are_refused(runs, tmp_path):
     _swap_weights.runs = runs
     run = copy_run(runs, "gru", tmp_path)
     tamper(run, _swap_weights("convs2s"))
-    with pytest.raises(CheckpointError, match="weights of a 'convs2s' model"):
+    with pytest.raises(CheckpointError, match="its weights do not fit the 'gru' model"):
         load_checkpoint(run)
 
 
@@ -205,23 +206,18 @@ def test_resume_with_a_changed_config_is_refused(change, named, runs, tmp_path):
 # --------------------------------------------------------------------------
 
 
-def test_a_failed_write_keeps_the_last_good_checkpoint(runs, tmp_path, monkeypatch):
+def test_a_failed_write_keeps_the_last_good_checkpoint(runs, tmp_path, full_disk):
     run = copy_run(runs, "convs2s", tmp_path)
     before = (run / "checkpoint.pt").read_bytes()
-    real_save = torch.save
-
-    def half_then_fail(obj, f, *args, **kwargs):
-        buffer = io.BytesIO()
-        real_save(obj, buffer, *args, **kwargs)
-        data = buffer.getvalue()
-        with open(f, "wb") as out:
-            out.write(data[: len(data) // 2])
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(torch, "save", half_then_fail)
-    with pytest.raises(OSError, match="No space left"):
-        train(tiny(epochs=2), out_dir=run, resume=True, progress=False)
-    monkeypatch.undo()
+    with full_disk:  # the disk fills up half-way through the write of epoch 2's checkpoint
+        with pytest.raises(OSError) as info:
+            train(tiny(epochs=2), out_dir=run, resume=True, progress=False)
+    # one line: the path, the error, what a checkpoint needs, what is kept
+    message = str(info.value)
+    assert "\n" not in message and str(run / "checkpoint.pt") in message
+    assert "No space left on device" in message
+    assert re.search(r"needs \d+\.\d MB; \d+\.\d MB free there", message)
+    assert "the checkpoint of epoch 1 is kept" in message
     assert (run / "checkpoint.pt").read_bytes() == before
     assert sorted(p.name for p in run.iterdir()) == ["checkpoint.pt"]  # no half-written leftovers
     assert load_checkpoint(run).history.epochs[-1]["epoch"] == 1
@@ -234,7 +230,7 @@ def test_bad_output_directory_is_refused_before_training(layout, tmp_path, monke
     def no_training(*args, **kwargs):
         raise AssertionError("training started before the output path was checked")
 
-    monkeypatch.setattr(train_mod, "make_datasets", no_training)
+    monkeypatch.setattr(loop_mod, "make_datasets", no_training)
     out = tmp_path / "run"
     if layout == "out is a file":
         out.write_text("x")
@@ -277,7 +273,7 @@ def test_cache_resumes_an_interrupted_run_and_loads_on_the_asked_device(tmp_path
 
 def test_cache_default_config_is_the_seeds(tmp_path, monkeypatch):
     seen = []
-    monkeypatch.setattr(train_mod, "train", lambda cfg, **kwargs: seen.append(cfg))
+    monkeypatch.setattr(cache_mod, "train", lambda cfg, **kwargs: seen.append(cfg))
     train_or_load(None, directory=tmp_path)
     assert seen == [TrainConfig()]
 

@@ -131,7 +131,7 @@ def test_module_entry_point_runs():
 @pytest.fixture(scope="module")
 def good_run(tmp_path_factory):
     """A one-epoch GRU checkpoint (trained once for the module) to damage in copies."""
-    from convs2s_edu.train import train
+    from convs2s_edu.training import train
 
     before = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -145,15 +145,17 @@ def good_run(tmp_path_factory):
 @pytest.fixture
 def no_training(monkeypatch):
     """Make any training attempt fail the test: errors must come before training starts."""
-    import convs2s_edu.compare as compare_mod
-    import convs2s_edu.train as train_mod
+    import convs2s_edu.cli as cli_mod
+    import convs2s_edu.lab.experiments.runner as runner_mod
+    import convs2s_edu.training.cache as cache_mod
 
     def refuse(*args, **kwargs):
         raise AssertionError("training started before the arguments were checked")
 
-    monkeypatch.setattr(train_mod, "train", refuse)
-    monkeypatch.setattr(train_mod, "train_or_load", refuse)
-    monkeypatch.setattr(compare_mod, "compare", refuse)
+    monkeypatch.setattr(cli_mod, "train", refuse)
+    monkeypatch.setattr(cli_mod, "compare", refuse)
+    monkeypatch.setattr(cache_mod, "train", refuse)
+    monkeypatch.setattr(runner_mod, "train_or_load", refuse)
 
 
 def _damage(good_run, tmp_path, how):
@@ -209,7 +211,7 @@ def _one_line_status_2(argv, expected, capsys):
         (["evaluate", "{tmp}/nan.pt"], "NaN or infinite"),
         (["evaluate", "{tmp}/no-history.pt"], "missing key(s) history"),
         (["evaluate", "{tmp}/config-list.pt"], "train_config must be a dict"),
-        (["evaluate", "{tmp}/convs2s-config.pt"], "they are the weights of a 'gru' model"),
+        (["evaluate", "{tmp}/convs2s-config.pt"], "its weights do not fit the 'convs2s' model"),
         (["evaluate", "{tmp}/foreign.pt"], "not a convs2s_edu checkpoint"),
     ],
 )
@@ -252,16 +254,13 @@ def test_resume_with_a_changed_config_is_one_line(good_run, tmp_path, capsys):
     _one_line_status_2(argv, "different config: ", capsys)
 
 
-def test_a_failed_checkpoint_write_is_one_line(tmp_path, capsys, monkeypatch):
-    def full_disk(obj, f, *args, **kwargs):
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(torch, "save", full_disk)
-    _one_line_status_2(
-        ["train", "--model", "gru", "--out", str(tmp_path / "r"), *SMALL],
-        "No space left on device",
-        capsys,
-    )
+def test_a_failed_checkpoint_write_is_one_line(tmp_path, capsys, full_disk):
+    with full_disk:
+        _one_line_status_2(
+            ["train", "--model", "gru", "--out", str(tmp_path / "r"), *SMALL],
+            "No space left on device (a checkpoint of this run needs",
+            capsys,
+        )
 
 
 def test_out_of_range_size_in_a_real_process_is_one_line_and_status_2(tmp_path):

@@ -18,15 +18,8 @@ import torch.nn.functional as F
 from torch.nn.utils import parametrize
 from torch.testing import assert_close
 
-from convs2s_edu import (
-    PAD,
-    ConvBlock,
-    ConvMemory,
-    ConvS2S,
-    ConvS2SConfig,
-    MultiStepAttention,
-    scale_gradient,
-)
+from convs2s_edu import PAD, ConvBlock, ConvS2S, ConvS2SConfig, MultiStepAttention, scale_gradient
+from convs2s_edu.convs2s import ConvMemory
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 

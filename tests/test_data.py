@@ -6,16 +6,8 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader
 
-from convs2s_edu import (
-    PAD,
-    Batch,
-    SortingDataset,
-    eos_index,
-    generate_dataset,
-    generate_sorting_example,
-    n_token_ids,
-    sos_index,
-)
+from convs2s_edu import PAD, Batch, SortingDataset, eos_index, generate_dataset, sos_index
+from convs2s_edu.data import generate_sorting_example, n_token_ids
 
 
 def test_special_token_ids_follow_the_vocabulary():

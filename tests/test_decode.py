@@ -8,17 +8,9 @@ import torch
 import torch.nn.functional as F
 from conftest import KINDS, make_model, output_layer
 
-from convs2s_edu import (
-    PAD,
-    Hypothesis,
-    beam_search,
-    eos_index,
-    format_samples,
-    greedy_decode,
-    predict_samples,
-    sos_index,
-    time_incremental_vs_full,
-)
+from convs2s_edu import PAD, Hypothesis, beam_search, eos_index, greedy_decode, sos_index
+from convs2s_edu.lab.samples import format_samples, predict_samples
+from convs2s_edu.lab.timing import time_incremental_vs_full
 
 VOCAB = 9
 SEEDS = (0, 1, 2)

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from convs2s_edu import TrainConfig, load_checkpoint
-from convs2s_edu.distributed import DataParallelContext, spawn_train
-from convs2s_edu.train import build_model
+from convs2s_edu.training import build_model, spawn_train
+from convs2s_edu.training.parallel import DataParallelContext
 
 TINY = {
     "embed_dim": 16,
@@ -89,7 +89,7 @@ def test_only_rank_0_reports_progress(tmp_path, capfd):
 
 
 def test_batch_must_split_evenly():
-    ctx = DataParallelContext(0, 3, 0, torch.device("cpu"))
+    ctx = DataParallelContext(torch.device("cpu"), 0, 3)
     with pytest.raises(ValueError, match="divisible by the number of processes"):
         ctx.local_batch_size(32)
     assert ctx.local_batch_size(33) == 11

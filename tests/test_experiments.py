@@ -11,10 +11,10 @@ import pytest
 import torch
 
 from convs2s_edu import ConvS2S, greedy_decode
-from convs2s_edu import experiments as ex
-from convs2s_edu import train as train_mod
+from convs2s_edu import training as train_mod
 from convs2s_edu.cli import main
-from convs2s_edu.experiments import (
+from convs2s_edu.lab import experiments as ex
+from convs2s_edu.lab.experiments import (
     VERDICTS,
     Arm,
     Budget,
@@ -27,8 +27,11 @@ from convs2s_edu.experiments import (
     summarise_runs,
     verdict,
 )
+from convs2s_edu.lab.experiments import registry as registry_mod
+from convs2s_edu.lab.experiments import runner as runner_mod
 from convs2s_edu.metrics import evaluate
-from convs2s_edu.train import load_checkpoint, make_datasets, train, train_or_load
+from convs2s_edu.training import cache as cache_mod
+from convs2s_edu.training import load_checkpoint, make_datasets, train, train_or_load
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
@@ -96,9 +99,9 @@ def test_second_call_trains_and_decodes_nothing(tiny_experiment, tmp_path, monke
     def boom(*args, **kwargs):
         raise AssertionError("trained or decoded again")
 
-    monkeypatch.setattr(train_mod, "train", boom)
-    monkeypatch.setattr(ex, "train_or_load", boom)
-    monkeypatch.setattr(ex, "evaluate", boom)
+    monkeypatch.setattr(cache_mod, "train", boom)
+    monkeypatch.setattr(runner_mod, "train_or_load", boom)
+    monkeypatch.setattr(runner_mod, "evaluate", boom)
     second = run_experiment("tiny", custom_budget=TINY_BUDGET, directory=tmp_path, progress=False)
     assert second.rows == first.rows
 
@@ -107,7 +110,7 @@ def test_new_measurement_of_cached_runs_loads_without_training(
     tiny_experiment, tmp_path, monkeypatch
 ):
     run_experiment("tiny", custom_budget=TINY_BUDGET, directory=tmp_path, progress=False)
-    monkeypatch.setattr(train_mod, "train", lambda *a, **k: pytest.fail("trained again"))
+    monkeypatch.setattr(cache_mod, "train", lambda *a, **k: pytest.fail("trained again"))
     monkeypatch.setitem(
         ex.EXPERIMENTS,
         "tiny",
@@ -198,9 +201,9 @@ def test_epochs_and_seeds_overrides_reach_the_runs(tiny_experiment, tmp_path, mo
         seen.append((cfg.epochs, cfg.seed))
         return real(cfg, **kw)
 
-    monkeypatch.setattr(ex, "train_or_load", spy)
+    monkeypatch.setattr(runner_mod, "train_or_load", spy)
     monkeypatch.setattr(
-        ex, "QUICK_BUDGET", {"n_train": 16, "n_valid": 8, "n_test": 8, "epochs": 1}
+        registry_mod, "QUICK_BUDGET", {"n_train": 16, "n_valid": 8, "n_test": 8, "epochs": 1}
     )
     run_experiment("tiny", quick=True, seeds=2, epochs=2, directory=tmp_path, progress=False)
     assert sorted(seen) == [(2, 0), (2, 0), (2, 1), (2, 1)]  # 2 arms x 2 seeds, 2 epochs each
@@ -331,7 +334,7 @@ def test_cli_experiment_prints_the_table_and_writes_json(
 ):
     monkeypatch.setenv("CONVS2S_EDU_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(
-        ex, "QUICK_BUDGET", {"n_train": 24, "n_valid": 8, "n_test": 8, "epochs": 1}
+        registry_mod, "QUICK_BUDGET", {"n_train": 24, "n_valid": 8, "n_test": 8, "epochs": 1}
     )
     out = tmp_path / "rows.json"
     assert (

@@ -7,8 +7,9 @@ import torch
 from conftest import make_model
 
 from convs2s_edu import SortingDataset, TrainConfig
-from convs2s_edu.fast import (
-    Path,
+from convs2s_edu.training import train
+from convs2s_edu.training.paths import (
+    ExecutionPath,
     apply_compile,
     autocast,
     available_paths,
@@ -16,9 +17,8 @@ from convs2s_edu.fast import (
     check_precision,
     cpu_bf16_support,
     fastest_path,
-    make_train_step,
 )
-from convs2s_edu.train import train
+from convs2s_edu.training.step import make_train_step
 
 TINY = {
     "embed_dim": 16,
@@ -161,7 +161,7 @@ def test_bf16_refused_with_the_reason_where_the_cpu_lacks_it():
 
 
 def test_cpu_flag_detection(monkeypatch):
-    import convs2s_edu.fast as fast
+    import convs2s_edu.training.paths as fast
 
     monkeypatch.setattr(fast, "_cpu_flags", lambda: {"avx2", "amx_bf16"})
     assert fast.cpu_bf16_support()[0]
@@ -171,8 +171,9 @@ def test_cpu_flag_detection(monkeypatch):
     assert not ok and "AVX2" in why
 
 
-def test_config_fields_validated_and_cache_key_unchanged_at_defaults():
-    from convs2s_edu.train import cache_key
+def test_config_fields_validated_and_every_path_cached_apart(monkeypatch):
+    import convs2s_edu.training.cache as cache_mod
+    from convs2s_edu.training import cache_key
 
     with pytest.raises(ValueError, match="precision must be one of"):
         TrainConfig(precision="fp8")
@@ -181,26 +182,24 @@ def test_config_fields_validated_and_cache_key_unchanged_at_defaults():
     with pytest.raises(TypeError, match="compile must be True or False"):
         TrainConfig(compile="yes")
     base = TrainConfig(device="cpu")
-    # the defaults keep the key of a config without the new fields (old caches stay valid) ...
-    import hashlib
-    import json
-
-    from convs2s_edu import __version__
-
-    d = base.to_dict()
-    for k in ("compile", "compile_mode", "precision"):
-        del d[k]
-    blob = json.dumps({"config": d, "version": __version__}, sort_keys=True)
-    assert cache_key(base) == hashlib.sha256(blob.encode()).hexdigest()[:16]
-    # ... and a compiled run is cached apart
-    assert cache_key(base.replace(compile=True)) != cache_key(base)
+    # a compiled run, another mode, another precision: each is cached apart
+    keys = {
+        cache_key(base),
+        cache_key(base.replace(compile=True)),
+        cache_key(base.replace(compile=True, compile_mode="max-autotune")),
+        cache_key(base.replace(precision="bf16")),
+    }
+    assert len(keys) == 4
+    # another version of the package trains again instead of reusing an old entry
+    monkeypatch.setattr(cache_mod, "__version__", "0.1.0")
+    assert cache_key(base) not in keys
 
 
 def test_paths_and_fastest_path():
     paths, skipped = available_paths("cpu")
-    assert Path() in paths and Path(True) in paths
+    assert ExecutionPath() in paths and ExecutionPath(True) in paths
     assert "compile-reduce-overhead-fp32" in skipped  # CUDA graphs: CUDA only
-    assert Path(True, "reduce-overhead", "bf16").name == "compile-reduce-overhead-bf16"
+    assert ExecutionPath(True, "reduce-overhead", "bf16").name == "compile-reduce-overhead-bf16"
     p = fastest_path("cpu")
     assert p in paths  # a path that can run here
     if not cpu_bf16_support()[0]:
@@ -213,8 +212,10 @@ def test_fastest_cuda_path_keeps_compile_and_falls_back_to_fp32_without_bf16(mon
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda d=None: "Test GPU")
     for bf16, precision in ((True, "bf16"), (False, "fp32")):
         monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda b=bf16: b)
-        assert fastest_path("cuda") == Path(True, "reduce-overhead", precision)
-        assert fastest_path("cpu") == Path() or cpu_bf16_support()[0]  # the CPU's own rule
+        assert fastest_path("cuda") == ExecutionPath(True, "reduce-overhead", precision)
+        assert (
+            fastest_path("cpu") == ExecutionPath() or cpu_bf16_support()[0]
+        )  # the CPU's own rule
 
 
 def test_bf16_support_on_a_machine_without_cuda(monkeypatch):

@@ -16,10 +16,9 @@ from convs2s_edu import (
     SortingDataset,
     collate_batch,
     generate_dataset,
-    generate_sorting_example,
-    n_token_ids,
     sos_index,
 )
+from convs2s_edu.data import generate_sorting_example, n_token_ids
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 

@@ -7,7 +7,7 @@ import warnings
 
 import pytest
 
-from convs2s_edu.train import TrainConfig, train
+from convs2s_edu.training import TrainConfig, train
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 

@@ -16,8 +16,6 @@ from torch.testing import assert_close
 from convs2s_edu import (
     MODEL_NAMES,
     HybridConfig,
-    RNNSeq2Seq,
-    RNNSeq2SeqConfig,
     TrainConfig,
     beam_search,
     build_model,
@@ -27,7 +25,7 @@ from convs2s_edu import (
     sos_index,
 )
 from convs2s_edu.cli import main
-from convs2s_edu.train import cache_key, train
+from convs2s_edu.training import cache_key, train
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 kinds = pytest.mark.parametrize("kind", KINDS)
@@ -281,49 +279,8 @@ def test_bad_token_inputs_are_rejected_at_every_entry_point(kind, bad, match):
 # Checkpoints and training by name
 # --------------------------------------------------------------------------
 
+
 #: The parameter names of RNNSeq2Seq before the encoder/decoder split, as written by 0.1.0.
-OLD_RNN_NAMES = {
-    "src_embed.weight": "encoder.embed.weight",
-    "encoder.weight_ih_l0": "encoder.gru.weight_ih_l0",
-    "encoder.bias_hh_l0_reverse": "encoder.gru.bias_hh_l0_reverse",
-    "tgt_embed.weight": "decoder.embed.weight",
-    "W_init.weight": "decoder.W_init.weight",
-    "attention.W_a.weight": "decoder.attention.W_a.weight",
-    "attention.v_a": "decoder.attention.v_a",
-    "decoder.weight_hh_l0": "decoder.gru.weight_hh_l0",
-    "W_s.bias": "decoder.W_s.bias",
-}
-
-
-def test_gru_checkpoint_with_the_old_parameter_names_loads():
-    cfg = RNNSeq2SeqConfig(vocab_size=10, embed_dim=8, hidden_dim=8, attention_dim=8)
-    torch.manual_seed(0)
-    trained = RNNSeq2Seq(cfg).eval()
-    _randomise_biases(trained)
-    new_to_old = {new: old for old, new in OLD_RNN_NAMES.items()}
-    old_state = {}
-    for key, value in trained.state_dict().items():
-        for new_prefix, old_prefix in (
-            ("encoder.embed.", "src_embed."),
-            ("encoder.gru.", "encoder."),
-            ("decoder.embed.", "tgt_embed."),
-            ("decoder.W_init.", "W_init."),
-            ("decoder.attention.", "attention."),
-            ("decoder.gru.", "decoder."),
-            ("decoder.W_s.", "W_s."),
-        ):
-            if key.startswith(new_prefix):
-                old_state[old_prefix + key[len(new_prefix) :]] = value
-                break
-    assert set(new_to_old.values()) <= set(old_state)  # the listed old names are all there
-    torch.manual_seed(1)
-    fresh = RNNSeq2Seq(cfg).eval()
-    fresh.load_state_dict(old_state)
-    src, tgt = torch.tensor([[3, 1, 2]]), torch.tensor([[11, 1, 2]])
-    with torch.no_grad():
-        assert torch.equal(fresh(src, tgt), trained(src, tgt))
-
-
 def test_convs2s_parameter_names_are_unchanged():
     keys = set(make_model("convs2s", n_encoder_layers=1, n_decoder_layers=1).state_dict())
     assert keys == {

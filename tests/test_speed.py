@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from convs2s_edu import ConvS2S, RNNSeq2Seq, collate_batch, speed
-from convs2s_edu.speed import (
+from convs2s_edu import ConvS2S, RNNSeq2Seq, collate_batch
+from convs2s_edu.lab import timing as speed
+from convs2s_edu.lab.timing import (
     SpeedMeasurement,
     WindowStats,
     measure_training,

@@ -6,9 +6,9 @@ import pytest
 import torch
 from _tiny import tiny_config  # noqa: E402
 
-from convs2s_edu import site_config
-from convs2s_edu import train as train_mod
-from convs2s_edu.train import (
+from convs2s_edu import training as train_mod
+from convs2s_edu.lab.site import site_config
+from convs2s_edu.training import (
     TrainingDivergedError,
     build_model,
     cache_key,
@@ -17,6 +17,8 @@ from convs2s_edu.train import (
     train,
     train_or_load,
 )
+from convs2s_edu.training import cache as cache_mod
+from convs2s_edu.training import step as step_mod
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
@@ -95,18 +97,17 @@ def test_non_finite_loss_names_epoch_and_step_and_keeps_last_good_checkpoint(
 ):
     cfg = tiny(epochs=3)
     steps_per_epoch = math.ceil(cfg.n_train / cfg.batch_size)
-    real_loss = train_mod.sequence_loss
+    real_loss = step_mod.sequence_loss
     calls = {"n": 0}
 
     def poisoned(logits, tgt_out, reduction="mean"):
         loss = real_loss(logits, tgt_out, reduction)
-        if reduction == "mean":  # training steps only, not the held-out loss
-            calls["n"] += 1
-            if calls["n"] == steps_per_epoch + 3:  # epoch 2, step 3
-                return loss * float("nan")
+        calls["n"] += 1  # the training step's loss only (the held-out loss is the loop's)
+        if calls["n"] == steps_per_epoch + 3:  # epoch 2, step 3
+            return loss * float("nan")
         return loss
 
-    monkeypatch.setattr(train_mod, "sequence_loss", poisoned)
+    monkeypatch.setattr(step_mod, "sequence_loss", poisoned)
     with pytest.raises(TrainingDivergedError, match=r"epoch 2, step 3 of"):
         train(cfg, out_dir=tmp_path, progress=False)
     kept = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
@@ -121,7 +122,7 @@ def test_train_or_load_trains_once_then_reuses(tmp_path, monkeypatch):
     def must_not_train(*args, **kwargs):
         raise AssertionError("train() called although the cache holds the run")
 
-    monkeypatch.setattr(train_mod, "train", must_not_train)
+    monkeypatch.setattr(cache_mod, "train", must_not_train)
     again = train_or_load(cfg, progress=False, directory=tmp_path)
     state_equal(first.model, again.model)
     assert again.history.epochs == first.history.epochs

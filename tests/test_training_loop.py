@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 
-from convs2s_edu import train as train_mod
+from convs2s_edu import generate_dataset, sequence_loss
 from convs2s_edu.convs2s import ConvS2S, ConvS2SConfig
 from convs2s_edu.data import (
     PAD,
@@ -26,15 +26,14 @@ from convs2s_edu.data import (
 )
 from convs2s_edu.decode import beam_search, greedy_decode
 from convs2s_edu.rnn import RNNSeq2Seq, RNNSeq2SeqConfig
-from convs2s_edu.train import (
+from convs2s_edu.training import (
     TrainConfig,
     build_model,
-    generate_dataset,
     load_checkpoint,
     make_datasets,
-    sequence_loss,
     train,
 )
+from convs2s_edu.training import loop as train_mod
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 

@@ -1,9 +1,9 @@
 """The seed's central measurement: both models, same data, same epochs, side by side.
 
 :func:`compare` trains (or loads from the cache) a ConvS2S and a GRU model
-with one :class:`~convs2s_edu.train.TrainConfig` that differs only in
+with one :class:`~convs2s_edu.TrainConfig` that differs only in
 ``model``, scores both on the same test set, and times both *interleaved*
-(:func:`convs2s_edu.speed.measure_config`): the speed figures come from those
+(:func:`convs2s_edu.lab.timing.measure_config`): the speed figures come from those
 alternating windows of training steps, measured in one process on the same
 batches, not from the two training runs, which ran at different times and may
 have shared the machine with different programs. :func:`format_table` prints
@@ -16,9 +16,13 @@ import statistics
 import textwrap
 from dataclasses import dataclass, field
 
-from .metrics import evaluate
-from .speed import SpeedMeasurement, SpeedVerdict, measure_config, speed_verdict
-from .train import MODEL_NAMES, TrainConfig, TrainResult, make_datasets, train, train_or_load
+from .._checks import check_int
+from ..metrics import evaluate
+from ..training.cache import train_or_load
+from ..training.checkpoint import TrainResult
+from ..training.config import MODEL_NAMES, TrainConfig, make_datasets
+from ..training.loop import train
+from .timing import SpeedMeasurement, SpeedVerdict, measure_config, speed_verdict
 
 __all__ = ["Comparison", "summarise", "compare", "format_table", "format_speed", "epoch_tokens"]
 
@@ -117,7 +121,7 @@ class Comparison:
     speed : SpeedMeasurement or None
         The interleaved measurement (``None`` when ``measure=False``).
     verdict : SpeedVerdict or None
-        :func:`~convs2s_edu.speed.speed_verdict` of ``speed``.
+        :func:`~convs2s_edu.lab.timing.speed_verdict` of ``speed``.
     """
 
     rows: list
@@ -157,19 +161,15 @@ def compare(
     time them interleaved.
 
     With ``use_cache`` the runs come from (and go to)
-    :func:`~convs2s_edu.train.train_or_load`'s cache. The speed figures come from
-    :func:`~convs2s_edu.speed.measure_config` (``steps_per_window``, ``n_rounds``,
+    :func:`~convs2s_edu.train_or_load`'s cache. The speed figures come from
+    :func:`~convs2s_edu.lab.timing.measure_config` (``steps_per_window``, ``n_rounds``,
     ``warmup_steps``), measured afresh on every call; ``max_spread`` goes to
-    :func:`~convs2s_edu.speed.speed_verdict`.
+    :func:`~convs2s_edu.lab.timing.speed_verdict`.
     """
     cfg = cfg if cfg is not None else TrainConfig()
-    for name, value, low in (
-        ("n_rounds", n_rounds, 2),
-        ("steps_per_window", steps_per_window, 1),
-        ("warmup_steps", warmup_steps, 0),
-    ):  # before any training
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    check_int("n_rounds", n_rounds, 2)  # before any training
+    check_int("steps_per_window", steps_per_window, 1)
+    check_int("warmup_steps", warmup_steps, 0)
     test_set = make_datasets(cfg)[2]
     results = {}
     for name in models:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ._checks import check_int
-from .data import as_token_batch
-from .decode import beam_search, greedy_decode
+from .._checks import check_int
+from ..data import as_token_batch
+from ..decode import beam_search, greedy_decode
 
 __all__ = ["predict_samples", "format_samples"]
 

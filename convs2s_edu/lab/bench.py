@@ -3,14 +3,14 @@ r"""``convs2s-edu bench``: both models against the machine's own limit, on every
 What :func:`run_bench` measures, in one process, on the machine it runs on:
 
 1. **Training throughput** (target tokens per second) of every model on every
-   execution path (:mod:`convs2s_edu.fast`), timed *interleaved*
-   (:func:`convs2s_edu.speed.time_interleaved`: alternating windows of
+   execution path (:mod:`convs2s_edu.training.paths`), timed *interleaved*
+   (:func:`convs2s_edu.lab.timing.time_interleaved`: alternating windows of
    training steps on the same batches, median and range over windows), after
    untimed warm-up steps (whose seconds, the compile time of compiled paths
    included, are reported).
 2. **FLOPs per target token** of a training step (forward + backward), counted
    by :class:`torch.utils.flop_counter.FlopCounterMode`
-   (:func:`convs2s_edu.speed.training_flops_per_token`): matrix products and
+   (:func:`convs2s_edu.lab.timing.training_flops_per_token`): matrix products and
    convolutions only.
 3. **The measured peak**: every matrix product and convolution of one
    training step is recorded with its shapes (as a GEMM
@@ -25,7 +25,7 @@ What :func:`run_bench` measures, in one process, on the machine it runs on:
    lower limit that the model's arithmetic sets on this machine.
 4. **Decoding**: greedy and beam-5 sentences per second, and ConvS2S
    incremental against full-recompute greedy decoding at target lengths 20,
-   50, 100, 200 (:func:`convs2s_edu.speed.time_incremental_vs_full`).
+   50, 100, 200 (:func:`convs2s_edu.lab.timing.time_incremental_vs_full`).
 5. **Where the time goes**: a :mod:`torch.profiler` table of a few eager
    training steps per model (top rows by self CPU time, or CUDA time on a GPU).
 
@@ -43,8 +43,21 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from . import fast
-from .speed import time_interleaved, training_flops_per_token
+from ..convs2s import ConvS2S
+from ..decode import beam_search, greedy_decode
+from ..loss import sequence_loss
+from ..training import paths as execution
+from ..training.config import TrainConfig, build_model, make_datasets
+from ..training.device import resolve_device, synchronize
+from ..training.step import make_train_step
+from .timing import (
+    time_incremental_vs_full,
+    time_interleaved,
+    training_batches,
+    training_flops_per_token,
+    warmup_runner,
+    window_runner,
+)
 
 __all__ = ["BenchBudget", "run_bench", "format_bench", "gemm_shapes", "measured_peak"]
 
@@ -87,18 +100,6 @@ class BenchBudget:
         )
 
 
-def _batches(cfg, n: int):
-    from .train import make_datasets
-
-    train_ds = make_datasets(cfg)[0]
-    g = torch.Generator().manual_seed(cfg.seed)
-    order = torch.randperm(len(train_ds), generator=g).tolist()
-    return [
-        train_ds.collate([train_ds[j] for j in order[i * cfg.batch_size :][: cfg.batch_size]])
-        for i in range(n)
-    ]
-
-
 def gemm_shapes(model, batch) -> list[tuple[int, int, int]]:
     """The ``(m, k, n)`` of every matrix product and convolution of one training step.
 
@@ -107,8 +108,6 @@ def gemm_shapes(model, batch) -> list[tuple[int, int, int]]:
     backward products (input gradient, weight gradient) has the same FLOPs.
     """
     from torch.utils._python_dispatch import TorchDispatchMode
-
-    from .train import sequence_loss
 
     aten = torch.ops.aten
     shapes = []
@@ -156,13 +155,11 @@ def measured_peak(shapes: Sequence[tuple[int, int, int]], device, repeats: int =
         reps = max(1, min(200, int(2e8 // max(1, 2 * m * k * n))))  # ~0.2 GFLOP per timing
         best = float("inf")
         for _ in range(repeats + 1):  # the first is a warm-up
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)
+            synchronize(device)
             t0 = time.perf_counter()
             for _ in range(reps):
                 torch.mm(a, b)
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)
+            synchronize(device)
             best = min(best, (time.perf_counter() - t0) / reps)
         rates[(m, k, n)] = 2 * m * k * n / best
     shape = max(rates, key=rates.get)
@@ -181,15 +178,12 @@ def _profile(step, batches, steps: int, device) -> str:
     with profile(activities=acts) as prof:
         for i in range(steps):
             step(batches[i % len(batches)])
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
+        synchronize(device)
     key = "self_cuda_time_total" if device.type == "cuda" else "self_cpu_time_total"
     return prof.key_averages().table(sort_by=key, row_limit=12, max_name_column_width=40)
 
 
 def _decode_rates(model, test_ds, budget: BenchBudget, device) -> dict:
-    from .decode import beam_search, greedy_decode
-
     out = {}
     for name, n, fn in (
         ("greedy", budget.decode_sentences, greedy_decode),
@@ -197,14 +191,105 @@ def _decode_rates(model, test_ds, budget: BenchBudget, device) -> dict:
     ):
         batch = test_ds.collate([test_ds[j] for j in range(min(n, len(test_ds)))]).to(device)
         fn(model, batch.src[:2])  # warm-up
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
+        synchronize(device)
         t0 = time.perf_counter()
         fn(model, batch.src)
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
+        synchronize(device)
         out[f"{name}_sentences_per_second"] = batch.src.shape[0] / (time.perf_counter() - t0)
     return out
+
+
+def _choose_paths(paths, dev, budget: BenchBudget) -> tuple[list, dict]:
+    """The paths to time (eager fp32 first, the reference of every speed-up) and why the
+    others are not timed. Names or paths this device cannot run are a ``ValueError``."""
+    runnable, skipped = execution.available_paths(dev)
+    if paths is None:
+        chosen = runnable
+        if budget.is_quick and dev.type == "cpu":
+            # compiling takes minutes on a small CPU: quick runs time eager paths only
+            chosen = [p for p in runnable if not p.compile]
+            why = "not timed in quick mode on a CPU (compile time)"
+            skipped.update({p.name: why for p in runnable if p.compile})
+    else:
+        by_name = {p.name: p for p in execution.PATHS}
+        chosen = []
+        for p in paths:
+            p = by_name.get(p, p) if isinstance(p, str) else p
+            if p not in execution.PATHS:
+                raise ValueError(f"unknown path {p!r}; known: {sorted(by_name)}")
+            if p.name in skipped:
+                raise ValueError(f"path {p.name} cannot run on {dev.type}: {skipped[p.name]}")
+            chosen.append(p)
+    eager = execution.ExecutionPath()
+    return ([] if eager in chosen else [eager]) + list(chosen), skipped
+
+
+def _measure_model(cfg: TrainConfig, batches, budget: BenchBudget, dev) -> dict:
+    """What does not depend on the path: FLOPs per token, the measured peak, decoding."""
+    counts = [b.n_target_tokens for b in batches]
+    torch.manual_seed(cfg.seed)
+    ref = build_model(cfg).to(dev)
+    flops = sum(training_flops_per_token(ref, b) * b.n_target_tokens for b in batches)
+    peak = measured_peak(gemm_shapes(ref, batches[0]), dev, budget.peak_repeats)
+    peak["gemm_seconds_per_token"] = peak.pop("gemm_seconds_per_step") / counts[0]
+    entry = {
+        "flops_per_token": flops / sum(counts),
+        "peak": peak,
+        "n_parameters": sum(p.numel() for p in ref.parameters()),
+        "paths": {},
+        "decoding": _decode_rates(ref, make_datasets(cfg)[2], budget, dev),
+    }
+    if cfg.model == "convs2s":
+        long = ConvS2S(ref.cfg.replace(max_positions=max(budget.incremental_lengths) + 1))
+        entry["incremental"] = time_incremental_vs_full(
+            long.to(dev),
+            budget.incremental_lengths,
+            budget.incremental_batch,
+            budget.incremental_repeats,
+        )
+    return entry
+
+
+def _path_step(cfg: TrainConfig, path, dev):
+    """A fresh model of ``cfg`` on ``path`` and its training step."""
+    torch.manual_seed(cfg.seed)
+    model = build_model(cfg).to(dev)
+    if path.compile:
+        execution.apply_compile(model, path.compile_mode)
+    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    return make_train_step(model, optimizer, cfg.clip_norm, path.precision)
+
+
+def _timed_warmup(run, dev, seconds: dict, key: str):
+    """``run`` (an untimed warm-up of the interleaved measurement) with its own clock: the
+    compile time of a compiled path shows there."""
+
+    def timed() -> None:
+        t0 = time.perf_counter()
+        run()
+        synchronize(dev)
+        seconds[key] = time.perf_counter() - t0
+
+    return timed
+
+
+def _path_rows(entry: dict, name: str, chosen, m, warm: dict) -> None:
+    """Fill ``entry["paths"]`` and ``entry["fastest"]`` from the interleaved measurement."""
+    eager = m.throughput[f"{name}/eager-fp32"].median
+    for p in chosen:
+        s = m.throughput[f"{name}/{p.name}"]
+        entry["paths"][p.name] = {
+            "tokens_per_second": s.median,
+            "min": s.min,
+            "max": s.max,
+            "spread": s.spread,
+            "warmup_seconds": warm[f"{name}/{p.name}"],
+            "speedup_vs_eager": s.median / eager,
+            "fraction_of_peak": s.median * entry["flops_per_token"] / entry["peak"]["peak_flops"],
+            "gemm_bound_fraction": s.median * entry["peak"]["gemm_seconds_per_token"],
+        }
+    rates = {k: v["tokens_per_second"] for k, v in entry["paths"].items()}
+    entry["fastest"] = max(rates, key=rates.get)
 
 
 def run_bench(
@@ -221,10 +306,10 @@ def run_bench(
     Parameters
     ----------
     models : sequence of str
-        Names of :data:`~convs2s_edu.train.MODEL_NAMES`, at the seed's configuration.
-    paths : sequence of :class:`~convs2s_edu.fast.Path` or str, optional
-        Path objects or names (``"eager-fp32"``, ``"compile-fp32"``, ...);
-        default :func:`~convs2s_edu.fast.available_paths`.
+        Names of :data:`~convs2s_edu.training.config.MODEL_NAMES`, at the seed's configuration.
+    paths : sequence of :class:`~convs2s_edu.training.paths.ExecutionPath` or str, optional
+        Paths or their names (``"eager-fp32"``, ``"compile-fp32"``, ...);
+        default :func:`~convs2s_edu.training.paths.available_paths`.
     device : str
         ``"auto"``, ``"cpu"``, ``"cuda"``...
     quick : bool
@@ -244,38 +329,11 @@ def run_bench(
         median/min/max, ``fraction_of_peak``, ``warmup_seconds``,
         ``speedup_vs_eager``), decoding rates, ``incremental`` (ConvS2S) and
         ``profile`` (text); ``fastest`` per model, and the raw
-        :class:`~convs2s_edu.speed.SpeedMeasurement`.
+        :class:`~convs2s_edu.lab.timing.SpeedMeasurement`.
     """
-    from .train import TrainConfig, build_model, make_datasets, resolve_device
-
     budget = budget or (BenchBudget.quick() if quick else BenchBudget())
     dev = resolve_device(device)
-    runnable, skipped = fast.available_paths(dev)
-    if paths is None:
-        chosen = runnable
-        if budget.is_quick and dev.type == "cpu":
-            # compiling takes minutes on a small CPU: quick runs time eager paths only
-            chosen = [p for p in runnable if not p.compile]
-            skipped.update(
-                {
-                    p.name: "not timed in quick mode on a CPU (compile time)"
-                    for p in runnable
-                    if p.compile
-                }
-            )
-    else:
-        by_name = {p.name: p for p in fast.PATHS}
-        chosen = []
-        for p in paths:
-            p = by_name.get(p, p) if isinstance(p, str) else p
-            if p not in fast.PATHS:
-                raise ValueError(f"unknown path {p!r}; known: {sorted(by_name)}")
-            if p.name in skipped:
-                raise ValueError(f"path {p.name} cannot run on {dev.type}: {skipped[p.name]}")
-            chosen.append(p)
-    if fast.Path() not in chosen:
-        chosen = [fast.Path(), *chosen]  # the reference of every speed-up
-
+    chosen, skipped = _choose_paths(paths, dev, budget)
     result = {
         "machine": None,
         "device": str(dev),
@@ -284,77 +342,22 @@ def run_bench(
         "skipped_paths": skipped,
         "models": {},
     }
-    windows, warm, steps_of = {}, {}, {}
-    batches_of, cfgs = {}, {}
+    windows, warmups, warm_seconds = {}, {}, {}
     for name in models:
         cfg = TrainConfig(model=name, device=str(dev))
         if budget.batch_size:
             cfg = cfg.replace(batch_size=budget.batch_size)
-        cfgs[name] = cfg
-        batches = [b.to(dev) for b in _batches(cfg, budget.n_batches)]
-        batches_of[name] = batches
-        counts = [b.n_target_tokens for b in batches]
-        schedule = [i % len(batches) for i in range(budget.steps_per_window)]
-        window_tokens = sum(counts[i] for i in schedule)
-        torch.manual_seed(cfg.seed)
-        ref = build_model(cfg).to(dev)
-        flops = sum(training_flops_per_token(ref, b) * b.n_target_tokens for b in batches)
-        flops_per_token = flops / sum(counts)
-        shapes = gemm_shapes(ref, batches[0])
-        peak = measured_peak(shapes, dev, budget.peak_repeats)
-        peak["gemm_seconds_per_token"] = peak.pop("gemm_seconds_per_step") / counts[0]
-        test_ds = make_datasets(cfg)[2]
-        entry = {
-            "flops_per_token": flops_per_token,
-            "peak": peak,
-            "n_parameters": sum(p.numel() for p in ref.parameters()),
-            "paths": {},
-            "decoding": _decode_rates(ref, test_ds, budget, dev),
-        }
-        if name == "convs2s":
-            from .convs2s import ConvS2S
-            from .speed import time_incremental_vs_full
-
-            long = ConvS2S(ref.cfg.replace(max_positions=max(budget.incremental_lengths) + 1))
-            entry["incremental"] = time_incremental_vs_full(
-                long.to(dev),
-                budget.incremental_lengths,
-                budget.incremental_batch,
-                budget.incremental_repeats,
-            )
-        result["models"][name] = entry
+        batches = [b.to(dev) for b in training_batches(cfg, budget.n_batches)]
+        entry = result["models"][name] = _measure_model(cfg, batches, budget, dev)
         for p in chosen:
             key = f"{name}/{p.name}"
-            torch.manual_seed(cfg.seed)
-            model = build_model(cfg).to(dev)
-            if p.compile:
-                fast.apply_compile(model, p.compile_mode)
-            step = fast.make_train_step(
-                model, torch.optim.Adam(model.parameters(), lr=cfg.lr), cfg.clip_norm, p.precision
-            )
-            steps_of[key] = step
+            step = _path_step(cfg, p, dev)
+            windows[key] = window_runner(step, batches, budget.steps_per_window)
+            warm = warmup_runner(step, batches, budget.warmup_steps)
+            warmups[key] = _timed_warmup(warm, dev, warm_seconds, key)
+            if profile and p == execution.ExecutionPath():
+                entry["profile"] = _profile(step, batches, budget.profile_steps, dev)
 
-            def window(step=step, batches=batches, schedule=schedule, n=window_tokens):
-                for i in schedule:
-                    step(batches[i])
-                return n
-
-            def warmup(step=step, batches=batches, key=key):
-                t0 = time.perf_counter()
-                for i in range(budget.warmup_steps):
-                    step(batches[i % len(batches)])
-                if dev.type == "cuda":
-                    torch.cuda.synchronize(dev)
-                warm[key] = time.perf_counter() - t0
-
-            windows[key] = window
-            warm[key] = warmup
-        if profile:
-            entry["profile"] = _profile(
-                steps_of[f"{name}/eager-fp32"], batches, budget.profile_steps, dev
-            )
-
-    warmups = dict(warm)
     m = time_interleaved(
         windows,
         budget.n_rounds,
@@ -366,24 +369,7 @@ def run_bench(
     result["machine"] = {**asdict(m.machine), "load": m.machine.load}
     result["machine"]["describe"] = m.machine.describe()
     for name in models:
-        entry = result["models"][name]
-        eager = m.throughput[f"{name}/eager-fp32"].median
-        for p in chosen:
-            s = m.throughput[f"{name}/{p.name}"]
-            entry["paths"][p.name] = {
-                "tokens_per_second": s.median,
-                "min": s.min,
-                "max": s.max,
-                "spread": s.spread,
-                "warmup_seconds": warm[f"{name}/{p.name}"],
-                "speedup_vs_eager": s.median / eager,
-                "fraction_of_peak": s.median
-                * entry["flops_per_token"]
-                / entry["peak"]["peak_flops"],
-                "gemm_bound_fraction": s.median * entry["peak"]["gemm_seconds_per_token"],
-            }
-        rates = {k: v["tokens_per_second"] for k, v in entry["paths"].items()}
-        entry["fastest"] = max(rates, key=rates.get)
+        _path_rows(result["models"][name], name, chosen, m, warm_seconds)
     result["measurement"] = m.to_dict()
     if out is not None:
         with open(out, "w") as f:

@@ -60,9 +60,13 @@ from dataclasses import asdict, dataclass, field
 import torch
 from torch import nn
 
-from ._checks import check_int
-from .decode import greedy_decode
-from .seq2seq import EncoderDecoder
+from .._checks import check_int
+from ..decode import greedy_decode
+from ..loss import sequence_loss
+from ..seq2seq import EncoderDecoder
+from ..training.config import build_model, make_datasets
+from ..training.device import device_label, resolve_device, synchronize
+from ..training.step import make_train_step
 
 __all__ = [
     "MachineInfo",
@@ -73,8 +77,10 @@ __all__ = [
     "usable_cores",
     "machine_info",
     "time_interleaved",
-    "training_step_fn",
+    "window_runner",
+    "warmup_runner",
     "measure_training",
+    "training_batches",
     "measure_config",
     "speed_verdict",
     "training_flops_per_token",
@@ -143,12 +149,6 @@ def _runnable() -> int | None:
     return max(total - own, 0)
 
 
-def _device_label(device: torch.device) -> str:
-    if device.type == "cuda":
-        return f"cuda ({torch.cuda.get_device_name(device)})"
-    return device.type
-
-
 @dataclass
 class MachineInfo:
     """Where and under what load a measurement ran.
@@ -213,7 +213,7 @@ def machine_info(device: torch.device | str = "cpu") -> MachineInfo:
         omp_wait_policy=os.environ.get("OMP_WAIT_POLICY", ""),
         omp_num_threads=os.environ.get("OMP_NUM_THREADS", ""),
         torch_version=torch.__version__,
-        device=_device_label(torch.device(device)),
+        device=device_label(device),
     )
 
 
@@ -339,19 +339,13 @@ def time_interleaved(
     names = list(windows)
     if len(names) < 2:
         raise ValueError(f"need at least two models to interleave, got {names}")
-    if isinstance(n_rounds, bool) or not isinstance(n_rounds, int) or n_rounds < 2:
-        raise ValueError(f"n_rounds must be an integer >= 2, got {n_rounds!r}")
+    check_int("n_rounds", n_rounds, 2)
     device = torch.device(device)
-
-    def sync():
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-
     info = machine_info(device)
     for name in names:
         if warmup is not None and name in warmup:
             warmup[name]()
-    sync()
+    synchronize(device)
     info.load_before = _loadavg()
     seconds = {n: [] for n in names}
     tokens = {n: [] for n in names}
@@ -361,10 +355,10 @@ def time_interleaved(
             runnable = _runnable()
             if runnable is not None:
                 info.runnable.append(runnable)
-            sync()
+            synchronize(device)
             t0 = clock()
             n_tokens = windows[name]()
-            sync()
+            synchronize(device)
             dt = clock() - t0
             if not dt > 0:
                 raise RuntimeError(f"the clock did not advance during a window of {name}")
@@ -390,31 +384,30 @@ def time_interleaved(
     )
 
 
-def training_step_fn(
-    model: nn.Module, lr: float = 1e-3, clip_norm: float | None = 1.0
-) -> Callable[[object], None]:
-    """One training step of :func:`~convs2s_edu.train.train` on a batch: forward, loss,
-    backward, gradient clipping, Adam. The model is put in training mode."""
-    from .train import sequence_loss
+def window_runner(step: Callable, batches: Sequence, steps_per_window: int) -> Callable[[], int]:
+    """One timed window: ``steps_per_window`` calls of ``step`` on ``batches[0]``,
+    ``batches[1]``, ... (cycling); returns the window's target tokens (counted once, here,
+    off the clock)."""
+    schedule = [i % len(batches) for i in range(steps_per_window)]
+    counts = [b.n_target_tokens for b in batches]
+    tokens = sum(counts[i] for i in schedule)
 
-    model.train()
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    def run() -> int:
+        for i in schedule:
+            step(batches[i])
+        return tokens
 
-    def step(batch) -> None:
-        loss = sequence_loss(model(batch.src, batch.tgt_in), batch.tgt_out)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if clip_norm is not None:
-            nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
-        optimizer.step()
-
-    return step
+    return run
 
 
-def _check_int(name: str, value, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-    return value
+def warmup_runner(step: Callable, batches: Sequence, warmup_steps: int) -> Callable[[], None]:
+    """The untimed warm-up: ``warmup_steps`` calls of ``step`` on the batches in turn."""
+
+    def run() -> None:
+        for i in range(warmup_steps):
+            step(batches[i % len(batches)])
+
+    return run
 
 
 def measure_training(
@@ -445,14 +438,14 @@ def measure_training(
     warmup_steps : int
         Untimed steps per model before the first window (>= 0).
     lr, clip_norm : float
-        Adam's learning rate and the gradient clipping of :func:`~convs2s_edu.train.train`.
+        Adam's learning rate and the gradient clipping of :func:`~convs2s_edu.train`.
 
     Returns
     -------
     SpeedMeasurement
     """
-    _check_int("steps_per_window", steps_per_window, 1)
-    _check_int("warmup_steps", warmup_steps, 0)
+    check_int("steps_per_window", steps_per_window, 1)
+    check_int("warmup_steps", warmup_steps, 0)
     if len(batches) == 0:
         raise ValueError("batches must hold at least one batch, got none")
     devices = {next(m.parameters()).device for m in models.values()}
@@ -460,34 +453,31 @@ def measure_training(
         raise ValueError(f"all models must be on one device, got {sorted(map(str, devices))}")
     device = devices.pop()
     batches = [b.to(device) for b in batches]
-    counts = [b.n_target_tokens for b in batches]  # counted once, off the clock
-    schedule = [i % len(batches) for i in range(steps_per_window)]
-    window_tokens = sum(counts[i] for i in schedule)
-    steps = {name: training_step_fn(m, lr, clip_norm) for name, m in models.items()}
-
-    def window_of(step):
-        def run() -> int:
-            for i in schedule:
-                step(batches[i])
-            return window_tokens
-
-        return run
-
-    def warmup_of(step):
-        def run() -> None:
-            for i in range(warmup_steps):
-                step(batches[i % len(batches)])
-
-        return run
-
+    steps = {}
+    for name, m in models.items():
+        m.train()
+        steps[name] = make_train_step(m, torch.optim.Adam(m.parameters(), lr=lr), clip_norm)
     return time_interleaved(
-        {n: window_of(s) for n, s in steps.items()},
+        {n: window_runner(s, batches, steps_per_window) for n, s in steps.items()},
         n_rounds,
         device,
-        warmup={n: warmup_of(s) for n, s in steps.items()},
+        warmup={n: warmup_runner(s, batches, warmup_steps) for n, s in steps.items()},
         steps_per_window=steps_per_window,
         warmup_steps=warmup_steps,
     )
+
+
+def training_batches(cfg, n_batches: int) -> list:
+    """The first ``n_batches`` batches of ``cfg``'s training set, shuffled with ``cfg.seed``
+    (cycling through the set when it holds fewer): the data every timing of a config uses."""
+    train_ds = make_datasets(cfg)[0]
+    g = torch.Generator().manual_seed(cfg.seed)
+    order = torch.randperm(len(train_ds), generator=g).tolist()
+    batches = []
+    for i in range(n_batches):
+        idx = order[(i * cfg.batch_size) % len(order) :][: cfg.batch_size]
+        batches.append(train_ds.collate([train_ds[j] for j in idx]))
+    return batches
 
 
 def measure_config(
@@ -498,23 +488,15 @@ def measure_config(
     warmup_steps: int = 2,
     n_batches: int | None = None,
 ) -> SpeedMeasurement:
-    """:func:`measure_training` for the models of a :class:`~convs2s_edu.train.TrainConfig`.
+    """:func:`measure_training` for the models of a :class:`~convs2s_edu.TrainConfig`.
 
     Fresh models of ``cfg`` (only ``model`` changes) on ``cfg``'s device, with
     ``cfg``'s optimiser settings, on the first ``n_batches`` (default
     ``steps_per_window``) batches of ``cfg``'s training set, shuffled with
-    ``cfg.seed``: the data and the step of :func:`~convs2s_edu.train.train`.
+    ``cfg.seed``: the data and the step of :func:`~convs2s_edu.train`.
     """
-    from .train import build_model, make_datasets, resolve_device
-
-    n_batches = steps_per_window if n_batches is None else _check_int("n_batches", n_batches, 1)
-    train_ds = make_datasets(cfg)[0]
-    g = torch.Generator().manual_seed(cfg.seed)
-    order = torch.randperm(len(train_ds), generator=g).tolist()
-    batches = []
-    for i in range(n_batches):
-        idx = order[(i * cfg.batch_size) % len(order) :][: cfg.batch_size]
-        batches.append(train_ds.collate([train_ds[j] for j in idx]))
+    n_batches = steps_per_window if n_batches is None else check_int("n_batches", n_batches, 1)
+    batches = training_batches(cfg, n_batches)
     dev = resolve_device(cfg.device)
     built = {}
     for name in models:
@@ -698,8 +680,6 @@ def training_flops_per_token(model: nn.Module, batch) -> float:
     """
     from torch.utils.flop_counter import FlopCounterMode
 
-    from .train import sequence_loss
-
     was_training = model.training
     model.train()
     batch = batch.to(next(model.parameters()).device)
@@ -782,15 +762,11 @@ def time_incremental_vs_full(
     device = next(model.parameters()).device
     gen = torch.Generator().manual_seed(int(seed))
 
-    def sync():
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-
     def run(src, T, incremental):
-        sync()
+        synchronize(device)
         start = time.perf_counter()
         greedy_decode(model, src, max_len=T, incremental=incremental, stop_at_eos=False)
-        sync()
+        synchronize(device)
         return time.perf_counter() - start
 
     records = []

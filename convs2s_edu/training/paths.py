@@ -31,7 +31,6 @@ measurements of ``convs2s-edu bench`` (see its Notes).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -39,7 +38,7 @@ from torch import nn
 __all__ = [
     "PRECISIONS",
     "COMPILE_MODES",
-    "Path",
+    "ExecutionPath",
     "PATHS",
     "cpu_bf16_support",
     "bf16_support",
@@ -48,7 +47,6 @@ __all__ = [
     "MEASURED_FASTEST",
     "apply_compile",
     "autocast",
-    "make_train_step",
     "available_paths",
     "fastest_path",
 ]
@@ -62,7 +60,7 @@ COMPILE_MODES = (None, "default", "reduce-overhead", "max-autotune")
 _BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
 
 
-class Path(tuple):
+class ExecutionPath(tuple):
     """An execution path ``(compile, compile_mode, precision)`` with a short name."""
 
     def __new__(
@@ -94,17 +92,17 @@ class Path(tuple):
         }
 
     def __repr__(self) -> str:
-        return f"Path({self.name})"
+        return f"ExecutionPath({self.name})"
 
 
 #: Every path the bench knows, eager fp32 (today's path) first.
 PATHS = (
-    Path(),
-    Path(True),
-    Path(False, None, "bf16"),
-    Path(True, None, "bf16"),
-    Path(True, "reduce-overhead"),
-    Path(True, "reduce-overhead", "bf16"),
+    ExecutionPath(),
+    ExecutionPath(True),
+    ExecutionPath(False, None, "bf16"),
+    ExecutionPath(True, None, "bf16"),
+    ExecutionPath(True, "reduce-overhead"),
+    ExecutionPath(True, "reduce-overhead", "bf16"),
 )
 
 
@@ -206,36 +204,6 @@ def autocast(device: torch.device | str, precision: str):
     return torch.autocast(torch.device(device).type, dtype=torch.bfloat16)
 
 
-def make_train_step(
-    model: nn.Module,
-    optimizer: torch.optim.Optimizer,
-    clip_norm: float | None = 1.0,
-    precision: str = "fp32",
-) -> Callable[[object], torch.Tensor]:
-    """One training step of :func:`~convs2s_edu.train.train` on a batch; returns the loss.
-
-    Forward (under :func:`autocast` for bf16), the token-mean cross-entropy
-    (in float32), backward, gradient clipping, the optimiser step. The batch
-    must already be on the model's device.
-    """
-    from .train import sequence_loss
-
-    device = next(model.parameters()).device
-
-    def step(batch) -> torch.Tensor:
-        with autocast(device, precision):
-            logits = model(batch.src, batch.tgt_in)  # (B, T, V)
-        loss = sequence_loss(logits.float(), batch.tgt_out)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if clip_norm is not None:
-            nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
-        optimizer.step()
-        return loss.detach()
-
-    return step
-
-
 def available_paths(device: torch.device | str) -> tuple[list, dict]:
     """The paths of :data:`PATHS` that can run on ``device``, and why the others cannot."""
     device = torch.device(device)
@@ -253,10 +221,13 @@ def available_paths(device: torch.device | str) -> tuple[list, dict]:
 
 #: The path each device type trains on by default, from ``convs2s-edu bench`` (see
 #: :func:`fastest_path`). Keys: ``"cpu"``, ``"cuda"``.
-MEASURED_FASTEST = {"cpu": Path(), "cuda": Path(True, "reduce-overhead", "bf16")}
+MEASURED_FASTEST = {
+    "cpu": ExecutionPath(),
+    "cuda": ExecutionPath(True, "reduce-overhead", "bf16"),
+}
 
 
-def fastest_path(device: torch.device | str) -> Path:
+def fastest_path(device: torch.device | str) -> ExecutionPath:
     """The fastest correct path of ``device`` (the default of the gallery).
 
     Notes
@@ -279,5 +250,5 @@ def fastest_path(device: torch.device | str) -> Path:
     device = torch.device(device)
     path = MEASURED_FASTEST["cuda" if device.type == "cuda" else "cpu"]
     if path.precision == "bf16" and not bf16_support(device)[0]:
-        path = Path(path.compile, path.compile_mode, "fp32")
+        path = ExecutionPath(path.compile, path.compile_mode, "fp32")
     return path

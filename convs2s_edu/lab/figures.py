@@ -1,0 +1,150 @@
+"""Figure helpers of the gallery: what a forward pass computed, and heatmaps of it.
+
+The pages explain the models; the code that only draws or records lives here,
+once: :func:`capture` keeps the outputs (or inputs) of named modules during a
+forward pass, :func:`attention_heatmap` draws an attention map
+:math:`a_{ij}` with its tokens, :func:`channel_heatmap` the first channels of
+a ``(positions, channels)`` tensor, :func:`token_labels` names token ids.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..data import eos_index, sos_index
+
+__all__ = ["capture", "token_labels", "attention_heatmap", "channel_heatmap"]
+
+
+@contextlib.contextmanager
+def capture(
+    modules: Mapping[str, nn.Module], *, inputs: bool = False, retain_grad: bool = False
+) -> Iterator[dict]:
+    """Record what the named modules compute inside the ``with`` block.
+
+    Parameters
+    ----------
+    modules : mapping of str to nn.Module
+        The modules to watch, by the name the record uses.
+    inputs : bool
+        Record every call's first input instead of its output.
+    retain_grad : bool
+        Outputs keep their gradient (:meth:`torch.Tensor.retain_grad`), so that a
+        ``backward()`` in or after the block fills their ``.grad``.
+
+    Yields
+    ------
+    dict of str to list
+        Per name, what every call of that module gave, in call order. The hooks are
+        removed when the block ends, so later calls record nothing.
+
+    Examples
+    --------
+    >>> from convs2s_edu import ConvS2S
+    >>> model = ConvS2S().eval()
+    >>> with capture({"e": model.encoder.embed}) as seen:
+    ...     _ = model(torch.tensor([[3, 1, 2]]), torch.tensor([[51, 1, 2, 3]]))
+    >>> tuple(seen["e"][0].shape)
+    (1, 3, 128)
+    """
+    seen = {name: [] for name in modules}
+
+    def keep_output(name):
+        def hook(module, args, output):
+            if retain_grad:
+                output.retain_grad()
+            seen[name].append(output)
+
+        return hook
+
+    def keep_input(name):
+        def hook(module, args):
+            seen[name].append(args[0])
+
+        return hook
+
+    handles = [
+        module.register_forward_pre_hook(keep_input(name))
+        if inputs
+        else module.register_forward_hook(keep_output(name))
+        for name, module in modules.items()
+    ]
+    try:
+        yield seen
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def token_labels(ids: Sequence[int] | torch.Tensor, vocab_size: int) -> list[str]:
+    """Token ids as tick labels: the integers, ``<sos>``, ``<eos>`` and ``·`` for padding."""
+    sos, eos = sos_index(vocab_size), eos_index(vocab_size)
+    ids = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
+    names = {sos: "<sos>", eos: "<eos>", 0: "·"}
+    return [names.get(int(t), str(int(t))) for t in ids]
+
+
+def _as_array(x) -> np.ndarray:
+    if isinstance(x, torch.Tensor):
+        return x.detach().float().cpu().numpy()
+    return np.asarray(x, dtype=float)
+
+
+def attention_heatmap(
+    ax,
+    weights,
+    source_labels: Sequence[str],
+    target_labels: Sequence[str],
+    *,
+    title: str | None = None,
+    cmap: str = "Blues",
+    vmax: float | None = 1.0,
+    fontsize: int = 8,
+    xlabel: str = "source position $j$",
+    ylabel: str = "target position $i$",
+):
+    """Draw an attention map :math:`a_{ij}`: one row per target position, one column per
+    source position, the weights from 0 (white) to ``vmax`` (``None``: the map's maximum).
+
+    ``weights`` is a ``(T, S)`` tensor or array; only its first ``len(target_labels)``
+    rows and ``len(source_labels)`` columns are drawn (padding left out). Returns the
+    image, for a colour bar.
+    """
+    a = _as_array(weights)[: len(target_labels), : len(source_labels)]  # (T, S)
+    im = ax.imshow(a, cmap=cmap, vmin=0, vmax=a.max() if vmax is None else vmax, aspect="auto")
+    ax.set_xticks(range(len(source_labels)), source_labels, fontsize=fontsize)
+    ax.set_yticks(range(len(target_labels)), target_labels, fontsize=fontsize)
+    ax.set_xlabel(xlabel, fontsize=fontsize + 1)
+    ax.set_ylabel(ylabel, fontsize=fontsize + 1)
+    ax.tick_params(length=0)
+    if title:
+        ax.set_title(title, fontsize=fontsize + 2)
+    return im
+
+
+def channel_heatmap(
+    ax,
+    x,
+    position_labels: Sequence[str],
+    *,
+    title: str | None = None,
+    channels: int = 12,
+    fontsize: int = 7,
+):
+    """Draw the first ``channels`` channels of a ``(positions, channels)`` tensor: one
+    column per position, a diverging colour map centred on zero (its own scale per panel).
+    Returns the image."""
+    v = _as_array(x)[:, :channels].T  # (channels, positions)
+    lim = float(np.abs(v).max()) or 1.0
+    im = ax.imshow(v, cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto")
+    ax.set_xticks(range(len(position_labels)), position_labels, rotation=90, fontsize=fontsize)
+    ax.set_yticks([])
+    ax.set_ylabel(f"{min(channels, v.shape[0])} channels", fontsize=fontsize)
+    if title:
+        ax.set_title(title, fontsize=fontsize + 2)
+    return im

@@ -1,0 +1,57 @@
+"""Training: the configuration, the step and the loop, checkpoints, the cache, data parallelism.
+
+Modules, bottom to top (a module imports only those above it in this list)::
+
+    device      resolve_device, device_label, synchronize: the one device helper
+    paths       execution paths: eager or compiled, fp32 or bf16, CUDA graphs
+    config      TrainConfig (the seed's hyperparameters), make_datasets, build_model
+    step        make_train_step: the one training step; RunContext: where it runs
+    parallel    DataParallelContext: the step's context for one rank under torchrun
+    progress    Progress: a bar on a terminal, one line per epoch in a log
+    checkpoint  History, TrainResult, save/read/load a checkpoint
+    loop        train(): the timed loop
+    cache       train_or_load(): train once, load afterwards
+    launch      spawn_train(): torchrun's job, from Python
+
+The learner's names (``train``, ``train_or_load``, ``TrainConfig``, ...) are
+also importable from :mod:`convs2s_edu`.
+"""
+
+from .cache import cache_dir, cache_key, train_or_load
+from .checkpoint import (
+    CheckpointError,
+    CheckpointWriteError,
+    History,
+    TrainResult,
+    load_checkpoint,
+    read_checkpoint,
+)
+from .config import MODEL_NAMES, TrainConfig, build_model, make_datasets
+from .device import device_label, resolve_device, synchronize
+from .launch import spawn_train
+from .loop import TrainingDivergedError, train
+from .step import RunContext, make_train_step
+
+__all__ = [
+    "MODEL_NAMES",
+    "TrainConfig",
+    "make_datasets",
+    "build_model",
+    "resolve_device",
+    "device_label",
+    "synchronize",
+    "RunContext",
+    "make_train_step",
+    "History",
+    "TrainResult",
+    "CheckpointError",
+    "CheckpointWriteError",
+    "read_checkpoint",
+    "load_checkpoint",
+    "TrainingDivergedError",
+    "train",
+    "cache_dir",
+    "cache_key",
+    "train_or_load",
+    "spawn_train",
+]

@@ -1,0 +1,363 @@
+r"""What a run keeps: its :class:`History`, and the checkpoint file that holds everything.
+
+:func:`save_checkpoint` writes ``checkpoint.pt`` after every epoch,
+atomically: the file is serialised in memory, written next to the old one and
+renamed over it, so a run killed mid-write, or a write that fails (a full disk,
+a directory that became unwritable), leaves the last good checkpoint in place,
+and the failure is one line that names the path, the error and the space a
+checkpoint needs (:class:`CheckpointWriteError`). :func:`read_checkpoint` is
+the one validating reader behind :func:`load_checkpoint`, resuming a run and
+the cache.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from .._version import __version__
+from .config import TrainConfig, build_model
+from .device import resolve_device
+
+__all__ = [
+    "CHECKPOINT_NAME",
+    "CHECKPOINT_KEYS",
+    "History",
+    "TrainResult",
+    "CheckpointError",
+    "CheckpointWriteError",
+    "prepare_out_dir",
+    "save_checkpoint",
+    "read_checkpoint",
+    "load_checkpoint",
+]
+
+CHECKPOINT_NAME = "checkpoint.pt"
+
+
+@dataclass
+class History:
+    """What a training run measured.
+
+    Attributes
+    ----------
+    epochs : list of dict
+        One record per epoch: ``epoch`` (1-based), ``train_loss`` (mean over the
+        epoch's tokens), ``valid_loss``, ``seconds`` (wall clock of the training
+        steps), ``tokens_per_second`` (target tokens, ``<eos>`` included, per
+        second) and ``elapsed`` (cumulative seconds).
+    step_losses : list of float
+        The loss of every optimiser step.
+    device : str
+        Where it trained, e.g. ``"cpu"`` or ``"cuda (NVIDIA H200)"``.
+    n_parameters : int
+        Trainable parameters of the model.
+    """
+
+    epochs: list = field(default_factory=list)
+    step_losses: list = field(default_factory=list)
+    device: str = ""
+    n_parameters: int = 0
+
+    def column(self, name: str) -> list:
+        """One field of every epoch record, e.g. ``history.column("seconds")``."""
+        return [e[name] for e in self.epochs]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> History:
+        return cls(**d)
+
+
+@dataclass
+class TrainResult:
+    """A trained model with its configuration and history."""
+
+    model: nn.Module
+    config: TrainConfig
+    history: History
+    path: Path | None = None
+
+
+def prepare_out_dir(out_dir) -> Path | None:
+    """Create ``out_dir`` (before any training) and return its checkpoint path; a path that is
+    a file, or a checkpoint path that is a directory, is a ``ValueError``."""
+    if out_dir is None:
+        return None
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ValueError(f"output directory {out_dir} is an existing file, not a directory")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ValueError(f"cannot create output directory {out_dir}: {err.strerror}") from None
+    if not os.access(out_dir, os.W_OK):
+        raise ValueError(f"output directory {out_dir} is not writable")
+    ckpt_path = out_dir / CHECKPOINT_NAME
+    if ckpt_path.exists() and not ckpt_path.is_file():
+        raise ValueError(f"{ckpt_path} exists and is not a file")
+    return ckpt_path
+
+
+class CheckpointWriteError(OSError):
+    """A checkpoint could not be written; the message names the file, the error and the
+    space a checkpoint needs. The last good checkpoint is still in place."""
+
+
+def _megabytes(n: int) -> str:
+    return f"{n / 1e6:.1f} MB"
+
+
+def _atomic_write(data, path: Path, kept: str) -> None:
+    """Write ``data`` to a temporary file next to ``path``, then rename it over ``path``."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)  # first, so that the free space below is the real one
+        try:
+            free = f"; {_megabytes(shutil.disk_usage(path.parent).free)} free there"
+        except OSError:
+            free = ""
+        raise CheckpointWriteError(
+            f"cannot write the checkpoint {path}: {err.strerror or err} (a checkpoint of "
+            f"this run needs {_megabytes(len(data))}{free}); {kept}"
+        ) from None
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def save_checkpoint(
+    path: Path,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    cfg: TrainConfig,
+    history: History,
+    generator: torch.Generator,
+    epoch: int,
+) -> None:
+    """Write the checkpoint of ``epoch`` to ``path`` (atomically; see the module's notes).
+
+    Raises
+    ------
+    CheckpointWriteError
+        When the file cannot be written; the previous checkpoint is kept.
+    """
+    state = {
+        "format": 1,
+        "version": __version__,
+        "epoch": epoch,
+        "train_config": cfg.to_dict(),
+        "model_config": model.cfg.to_dict(),
+        "model": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+        "optimizer": optimizer.state_dict(),
+        "history": history.to_dict(),
+        "rng": {
+            "torch": torch.get_rng_state(),
+            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+            "shuffle": generator.get_state(),
+        },
+    }
+    buffer = io.BytesIO()
+    torch.save(state, buffer)  # in memory first: the file is written in one piece
+    kept = (
+        f"the checkpoint of epoch {epoch - 1} is kept"
+        if path.is_file()
+        else "no checkpoint was written"
+    )
+    _atomic_write(buffer.getbuffer(), path, kept)
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file that cannot be used; the message names the file and what is wrong."""
+
+
+#: Keys every checkpoint written by :func:`~convs2s_edu.train` holds.
+CHECKPOINT_KEYS = ("format", "epoch", "train_config", "model", "optimizer", "history", "rng")
+
+
+def _checkpoint_file(path) -> Path:
+    path = Path(path)
+    if path.is_dir():
+        path = path / CHECKPOINT_NAME
+    if not path.is_file():
+        raise FileNotFoundError(f"no checkpoint at {path}")
+    return path
+
+
+def read_checkpoint(path) -> dict:
+    """Read and validate a checkpoint written by :func:`~convs2s_edu.train`.
+
+    The one reader behind :func:`load_checkpoint`, ``train(resume=True)`` and
+    the cache of :func:`train_or_load`. It loads with
+    ``torch.load(weights_only=True)`` (no pickled code runs) and checks, in
+    order: the file is a readable checkpoint; it holds every key of
+    ``CHECKPOINT_KEYS``; ``train_config`` is a dict of valid
+    :class:`TrainConfig` fields; ``history`` is a :class:`History` with one
+    record per trained epoch; the weights are a state dict of finite tensors
+    that fits the model the config describes (a GRU's weights under a
+    ConvS2S config, or the reverse, are refused); the optimiser and random
+    states are present.
+
+    Parameters
+    ----------
+    path : str or Path
+        A checkpoint file, or a directory holding ``checkpoint.pt``.
+
+    Returns
+    -------
+    dict
+        The checkpoint's content, plus ``"path"`` (the file read) and
+        ``"config"`` (the :class:`TrainConfig`, with ``device="auto"`` when the
+        device it trained on does not exist on this machine) and
+        ``"saved_device"`` (the device string it was written with).
+
+    Raises
+    ------
+    FileNotFoundError
+        No file at ``path`` (or no ``checkpoint.pt`` in the directory).
+    CheckpointError
+        A ``ValueError`` whose one-line message starts with the file's path.
+    """
+    path = _checkpoint_file(path)
+
+    def bad(what: str):
+        return CheckpointError(f"{path}: {what}")
+
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # truncated file, not a checkpoint, unsafe pickle ...
+        first_line = (str(err).strip().splitlines() or [""])[0]
+        raise CheckpointError(
+            f"{path} is not a readable convs2s_edu checkpoint ({type(err).__name__}: {first_line})"
+        ) from None
+    if not isinstance(state, dict):
+        raise bad(f"not a convs2s_edu checkpoint (holds a {type(state).__name__}, not a dict)")
+    missing = [k for k in CHECKPOINT_KEYS if k not in state]
+    if missing:
+        raise bad(
+            f"not a convs2s_edu checkpoint: missing key(s) {', '.join(missing)} "
+            f"(a checkpoint holds {', '.join(CHECKPOINT_KEYS)})"
+        )
+    if state["format"] != 1:
+        raise bad(f"checkpoint format {state['format']!r} is not supported (only 1)")
+
+    saved = state["train_config"]
+    if not isinstance(saved, dict):
+        raise bad(f"train_config must be a dict, got {type(saved).__name__}")
+    saved_device = saved.get("device", "auto")
+    try:
+        resolve_device(saved_device)
+        device = saved_device
+    except (ValueError, TypeError):  # e.g. trained on a GPU, read on a CPU-only machine
+        device = "auto"
+    try:
+        cfg = TrainConfig.from_dict({**saved, "device": device})
+    except (ValueError, TypeError) as err:
+        raise bad(f"bad train_config: {err}") from None
+
+    epoch = state["epoch"]
+    if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 1:
+        raise bad(f"epoch must be an integer >= 1, got {epoch!r}")
+    try:
+        history = History.from_dict(state["history"])
+    except (TypeError, ValueError) as err:
+        raise bad(f"bad history: {err}") from None
+    if len(history.epochs) != epoch:
+        raise bad(
+            f"history holds {len(history.epochs)} epoch record(s) but the checkpoint "
+            f"says epoch {epoch}"
+        )
+    _check_weights(state["model"], cfg, bad)
+    if not isinstance(state["optimizer"], dict) or "param_groups" not in state["optimizer"]:
+        raise bad("optimizer is not an optimiser state dict")
+    rng = state["rng"]
+    if not (
+        isinstance(rng, dict)
+        and isinstance(rng.get("torch"), torch.Tensor)
+        and isinstance(rng.get("shuffle"), torch.Tensor)
+    ):
+        raise bad("rng must hold the 'torch' and 'shuffle' generator states")
+    return {**state, "path": path, "config": cfg, "saved_device": saved_device}
+
+
+def _check_weights(weights, cfg: TrainConfig, bad) -> None:
+    """Raise ``bad(...)`` unless ``weights`` is a finite state dict of the model ``cfg`` builds."""
+    if not isinstance(weights, dict) or not all(
+        isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in weights.items()
+    ):
+        raise bad("model must be a state dict (parameter name -> tensor)")
+    for name, value in weights.items():
+        if value.is_floating_point() and not bool(torch.isfinite(value).all()):
+            n_bad = int((~torch.isfinite(value)).sum())
+            raise bad(
+                f"weight {name!r} holds {n_bad} NaN or infinite value(s); "
+                "the run diverged or the file is damaged"
+            )
+
+    def mismatch(model_cfg: TrainConfig) -> str:
+        with torch.random.fork_rng(devices=[]):  # building must not move the global RNG
+            try:
+                expected = build_model(model_cfg).state_dict()
+            except ValueError as err:
+                return str(err)
+        if expected.keys() != weights.keys():
+            missing = sorted(expected.keys() - weights.keys())
+            extra = sorted(weights.keys() - expected.keys())
+            return (
+                f"missing {len(missing)} weight(s) (e.g. {missing[:2]}), "
+                f"{len(extra)} unexpected (e.g. {extra[:2]})"
+            )
+        for k, v in expected.items():
+            if v.shape != weights[k].shape:
+                return (
+                    f"weight {k!r} has shape {tuple(weights[k].shape)}, expected {tuple(v.shape)}"
+                )
+        return ""
+
+    why = mismatch(cfg.replace(device="cpu"))
+    if why:
+        raise bad(
+            f"its weights do not fit the {cfg.model!r} model its train_config describes ({why})"
+        )
+
+
+def load_checkpoint(path, device: str | None = None) -> TrainResult:
+    """Load a checkpoint written by :func:`~convs2s_edu.train` (read with
+    ``torch.load(weights_only=True)``: no pickled code runs).
+
+    Parameters
+    ----------
+    path : str or Path
+        A checkpoint file, or a directory holding ``checkpoint.pt``.
+    device : str, optional
+        Where to put the model. Default: the device it trained on when this
+        machine has it, else ``"auto"`` (CUDA when present, else CPU).
+
+    Returns
+    -------
+    TrainResult
+        The model in eval mode.
+
+    Raises
+    ------
+    FileNotFoundError, CheckpointError
+        See :func:`read_checkpoint`, which validates the file first.
+    """
+    state = read_checkpoint(path)
+    cfg = state["config"] if device is None else state["config"].replace(device=device)
+    model = build_model(cfg)
+    model.load_state_dict(state["model"])
+    model.to(resolve_device(cfg.device)).eval()
+    return TrainResult(model, cfg, History.from_dict(state["history"]), state["path"])
