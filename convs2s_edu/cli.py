@@ -269,6 +269,12 @@ def _check_json_path(path: str) -> None:
         raise ValueError(f"--json {path} is not writable")
 
 
+def _write_json(path: str, data: dict) -> None:
+    """``--json``: the result as indented JSON (the path was checked before any work)."""
+    with open(path, "w") as f:
+        json.dump(data, f, indent=2)
+
+
 def _cmd_train(args) -> int:
     cfg = _config(args, args.model)
     _check_out_dir(args.out)
@@ -324,8 +330,7 @@ def _cmd_compare(args) -> int:
         print()
         print(format_speed(result.speed, result.verdict))
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result.to_dict(), f, indent=2)
+        _write_json(args.json, result.to_dict())
     return 0
 
 
@@ -344,8 +349,7 @@ def _cmd_experiment(args) -> int:
     print(format_beam(result) if args.name == "beam" else format_result(result))
     print(conclusion(result))
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result.to_dict(), f, indent=2)
+        _write_json(args.json, result.to_dict())
     return 0
 
 

@@ -28,7 +28,7 @@ except ImportError:  # pragma: no cover - plain `sphinx-build` from a checkout
 
 sys.path.insert(0, str(DOCS_DIR / "_ext"))  # convs2s_site: the learner's path (see its docstring)
 
-# same rule as convs2s_edu.train.is_quick_mode
+# same rule as convs2s_edu.lab.site.is_quick_mode
 QUICK = os.environ.get("CONVS2S_EDU_QUICK", "").strip().lower() in ("1", "true", "yes")
 
 # -- Project -----------------------------------------------------------------
@@ -49,6 +49,7 @@ extensions = [
     "numpydoc",
     "sphinx_gallery.gen_gallery",
     "sphinx.ext.viewcode",  # "[source]" links on the API pages
+    "sphinx_copybutton",  # a copy button on every code cell
     "convs2s_site",  # test pages, landing-page includes, notebooks that run as downloaded
 ]
 
@@ -93,6 +94,11 @@ nitpick_ignore_regex = [
 # bring back the CDN default.
 mathjax_path = "mathjax/tex-chtml.js"
 
+# -- copy buttons: the code without the prompts of doctest examples and shell lines ----
+
+copybutton_prompt_text = r">>> |\.\.\. |\$ "
+copybutton_prompt_is_regexp = True
+
 # -- autodoc / autosummary / numpydoc -----------------------------------------
 
 autosummary_generate = True
@@ -122,45 +128,74 @@ def _skip_namedtuple_fields(app, what, name, obj, skip, options):
 _PACKAGE = "convs2s_edu"
 
 
-def _resolve_reexported(app, env, node, contnode):
-    """Resolve ``:func:`sos_index``` written in ``convs2s_edu.data``'s docstrings.
+def _shortest_name(target: str) -> str | None:
+    """The name an object is documented under (api.rst): the shortest ``convs2s_edu...``
+    path that gives the same object (sphinx-gallery's rule for its backreferences).
 
-    The API reference documents every object under its public name
-    (``convs2s_edu.sos_index``), which is also the name sphinx-gallery's
-    backreferences use. A docstring that names an object relative to the module
-    that defines it (``convs2s_edu.data``) is resolved here against the public name.
+    ``convs2s_edu.training.cache.cache_key`` -> ``convs2s_edu.training.cache_key``;
+    ``convs2s_edu.loss.sequence_loss`` -> ``convs2s_edu.sequence_loss``.
+    """
+    import importlib
+
+    parts = target.split(".")
+    for split in range(len(parts) - 1, 0, -1):  # the longest importable module prefix
+        try:
+            obj = importlib.import_module(".".join(parts[:split]))
+        except ImportError:
+            continue
+        try:
+            for attr in parts[split:]:
+                obj = getattr(obj, attr)
+        except AttributeError:
+            return None
+        break
+    else:
+        return None
+    name, attrs = parts[split], parts[split + 1 :]  # e.g. ConvBlock, [step]
+    module = parts[:split]
+    for i in range(1, len(module) + 1):  # from the package root down
+        try:
+            holder = importlib.import_module(".".join(module[:i]))
+        except ImportError:
+            continue
+        if getattr(holder, name, None) is getattr(
+            importlib.import_module(".".join(module)), name, object()
+        ):
+            return ".".join([*module[:i], name, *attrs])
+    return None
+
+
+def _resolve_reexported(app, env, node, contnode):
+    """Resolve a cross-reference that names an object by its defining module
+    (``convs2s_edu.training.cache.cache_key``) or relative to it (``sos_index`` written in
+    ``convs2s_edu.data``) against the name the API reference documents it under.
     """
     if node.get("refdomain") != "py":
         return None
     target = node.get("reftarget", "")
     candidates = []
-    parts = target.split(".")
     if target.startswith(_PACKAGE + "."):
-        # convs2s_edu.convs2s.ConvBlock[.step] -> convs2s_edu.ConvBlock[.step]
-        for i in range(2, len(parts)):
-            candidates.append(".".join([_PACKAGE, *parts[i:]]))
+        candidates.append(_shortest_name(target))
     else:
-        candidates.append(f"{_PACKAGE}.{target}")
-        if node.get("py:class"):
-            candidates.append(f"{_PACKAGE}.{node['py:class']}.{target}")
+        for base in (node.get("py:module"), _PACKAGE):
+            if base:
+                candidates.append(_shortest_name(f"{base}.{target}"))
+                if node.get("py:class"):
+                    candidates.append(_shortest_name(f"{base}.{node['py:class']}.{target}"))
     domain = env.domains["py"]
-    # last resort: the one object of the package whose name ends with the target
-    # (``Hypothesis`` written in convs2s_edu.decode -> convs2s_edu.decode.Hypothesis)
-    suffix = (
-        "." + target.removeprefix(_PACKAGE + ".").split(".", 1)[-1]
-        if target.startswith(_PACKAGE + ".")
-        else "." + target
+    # last resort: the one documented object whose name ends with the target's last part
+    # (``~convs2s_edu.ConvMemory``, which lives in convs2s_edu.convs2s)
+    last = "." + target.rsplit(".", 1)[-1]
+    ends = sorted(
+        n
+        for n, entry in domain.objects.items()
+        if n.startswith(_PACKAGE)
+        and n.endswith(last)
+        and (entry.objtype == "module") == (node["reftype"] == "mod")
     )
-    matches = sorted(
-        {
-            name
-            for name in domain.objects
-            if name.startswith(_PACKAGE + ".") and name.endswith(suffix)
-        }
-    )
-    candidates += matches if len(matches) == 1 else []
+    candidates += ends if len(ends) == 1 else []
     for cand in candidates:
-        if cand in domain.objects:
+        if cand and cand in domain.objects:
             return domain.resolve_xref(
                 env, node["refdoc"], app.builder, node["reftype"], cand, node, contnode
             )
@@ -220,6 +255,8 @@ sphinx_gallery_conf = {
     "show_memory": False,
     "backreferences_dir": "gen_modules/backreferences",
     "doc_module": ("convs2s_edu",),
+    # names in the pages' code link to their API pages (this site's own reference)
+    "reference_url": {"convs2s_edu": None},
     "image_scrapers": ("matplotlib",),
     "min_reported_time": 0,
     # the sg_execution_times pages load jQuery and DataTables from CDNs: the site

@@ -24,22 +24,12 @@ then take every box apart.
 # (:ref:`the training page <sphx_glr_auto_examples_plot_05_training.py>` says
 # how long that takes).
 
-import json
-import os
-from pathlib import Path
-
 import matplotlib.pyplot as plt
-import numpy as np
 import torch
 
-from convs2s_edu import (
-    collate_batch,
-    evaluate,
-    is_quick_mode,
-    make_datasets,
-    site_config,
-    train_or_load,
-)
+from convs2s_edu import collate_batch, evaluate, make_datasets, train_or_load
+from convs2s_edu.lab import figures
+from convs2s_edu.lab.site import is_quick_mode, site_config
 
 MODELS = ("convs2s", "gru")
 results = {name: train_or_load(site_config(name)) for name in MODELS}
@@ -64,59 +54,58 @@ print("source:", source)
 print("sorted:", target)
 
 
-def names_of(ids):
-    """Token ids as labels: integers, <sos> and <eos>."""
-    sos, eos = cfg.vocab_size + 1, cfg.vocab_size + 2
-    return ["<sos>" if t == sos else "<eos>" if t == eos else str(t) for t in ids]
-
-
-def capture(modules):
-    """Forward hooks that keep each module's output, in call order.
-
-    Returns the outputs by name and the hooks' handles: remove the hooks once
-    the forward pass of interest has run, or later calls add to the lists.
-    """
-    seen = {name: [] for name in modules}
-    handles = [
-        module.register_forward_hook(lambda m, args, out, name=name: seen[name].append(out))
-        for name, module in modules.items()
-    ]
-    return seen, handles
-
-
 # %%
 # ConvS2S: what every box computed
 # --------------------------------
-# Forward hooks record the embeddings :math:`e_j = w_j + p_j`, the output of
-# every encoder and decoder block (convolution, GLU, residual), the encoder
-# output :math:`z_j` and the decoder's attention weights :math:`a^l_{ij}`,
-# one matrix per decoder layer.
+# Forward hooks (:func:`~convs2s_edu.lab.figures.capture`) record the
+# embeddings :math:`e_j = w_j + p_j`, the output of every encoder and decoder
+# block (convolution, GLU, residual), the encoder output :math:`z_j` and the
+# decoder's attention weights :math:`a^l_{ij}`, one matrix per decoder layer.
 
 conv = results["convs2s"].model.cpu().eval()
 enc, dec = conv.encoder, conv.decoder
-taps, hooks = capture(
+modules = (
     {"e": enc.embed, "g": dec.embed, "out": dec.W_o}
     | {f"enc{i}": b for i, b in enumerate(enc.blocks)}
     | {f"dec{i}": b for i, b in enumerate(dec.blocks)}
 )
 with torch.no_grad():
-    logits, attention = conv(batch.src, batch.tgt_in, return_attention=True)
-    for hook in hooks:
-        hook.remove()
+    with figures.capture(modules) as taps:
+        logits, attention = conv(batch.src, batch.tgt_in, return_attention=True)
     encoded = dec.memory(conv.encode(batch.src))  # z and z + e for the figure
 L_enc, L_dec = len(enc.blocks), len(dec.blocks)
+V = cfg.vocab_size
 conv_pred = logits[0].argmax(-1).tolist()
 print(f"{L_enc} encoder blocks, {L_dec} decoder blocks, kernel width {conv.cfg.kernel_size}")
-print("ConvS2S predicts (teacher forcing):", " ".join(names_of(conv_pred)))
+print("ConvS2S predicts (teacher forcing):", " ".join(figures.token_labels(conv_pred, V)))
 
 # %%
-# The pictures are drawn by small helpers at the end of this page; here is
-# the ConvS2S one. Read it bottom-up on the left (the encoder), then across
-# the attention row, then the decoder on the right.
+# The pictures are drawn with the lab's heatmaps
+# (:func:`~convs2s_edu.lab.figures.channel_heatmap` for a tensor,
+# :func:`~convs2s_edu.lab.figures.attention_heatmap` for an attention map) and
+# a small helper at the end of this page; here is the ConvS2S one. Read it
+# bottom-up on the left (the encoder), then across the attention row, then the
+# decoder on the right.
 
-src_labels = names_of(batch.src[0].tolist())
-tgt_labels = names_of(batch.tgt_in[0].tolist())
-out_labels = names_of(conv_pred)
+src_labels = figures.token_labels(batch.src[0], V)
+tgt_labels = figures.token_labels(batch.tgt_in[0], V)
+out_labels = figures.token_labels(conv_pred, V)
+
+
+def attention_map(ax, a, title):
+    """The page's attention maps: grey, small type, source labels turned like the heatmaps'."""
+    figures.attention_heatmap(
+        ax,
+        a,
+        src_labels,
+        tgt_labels,
+        title=title,
+        cmap="Greys",
+        fontsize=7,
+        xlabel="source $j$",
+        ylabel="decoder input $i$",
+    )
+    ax.tick_params(axis="x", labelrotation=90)
 
 
 def draw_convs2s():
@@ -135,15 +124,14 @@ def draw_convs2s():
         ("attention values\n$z_j + e_j$", encoded.z_plus_e[0]),
     ]
     for col, (title, x) in enumerate(enc_panels):
-        heat(fig.add_subplot(grid[0, col]), x, title, src_labels)
+        figures.channel_heatmap(
+            fig.add_subplot(grid[0, col]), x, src_labels, title=title, channels=CHANNELS
+        )
     for l in range(L_dec):
-        ax = fig.add_subplot(grid[1, l])
         attention_map(
-            ax,
+            fig.add_subplot(grid[1, l]),
             attention[0, l],
             f"attention in decoder layer {l + 1}\n$a^{l + 1}_{{ij}}$",
-            src_labels,
-            tgt_labels,
         )
     ax = fig.add_subplot(grid[1, L_dec:])
     ax.axis("off")
@@ -163,7 +151,9 @@ def draw_convs2s():
         (f"decoder block {l + 1}\ncausal conv + GLU", taps[f"dec{l}"][0][0]) for l in range(L_dec)
     ]
     for col, (title, x) in enumerate(dec_panels):
-        heat(fig.add_subplot(grid[2, col]), x, title, tgt_labels)
+        figures.channel_heatmap(
+            fig.add_subplot(grid[2, col]), x, tgt_labels, title=title, channels=CHANNELS
+        )
     ax = fig.add_subplot(grid[2, len(dec_panels)])
     probabilities(ax, logits[0], out_labels)
     fig.suptitle(
@@ -184,17 +174,16 @@ def draw_convs2s():
 # :math:`s_i`, one GRU step per output position.
 
 gru = results["gru"].model.cpu().eval()
-gru_taps, hooks = capture({"x": gru.encoder.embed, "y": gru.decoder.embed, "s": gru.decoder.gru})
+modules = {"x": gru.encoder.embed, "y": gru.decoder.embed, "s": gru.decoder.gru}
 with torch.no_grad():
-    gru_logits, gru_attention = gru(batch.src, batch.tgt_in, return_attention=True)
-    for hook in hooks:
-        hook.remove()
+    with figures.capture(modules) as gru_taps:
+        gru_logits, gru_attention = gru(batch.src, batch.tgt_in, return_attention=True)
     h = gru.encode(batch.src).states[0]  # (S, 2n)
 gru_pred = gru_logits[0].argmax(-1).tolist()
 # the decoder's embedding and GRU run once per output position
 y_in = torch.stack([out[0] for out in gru_taps["y"]])  # (T, E)
 states = torch.cat([out[0][0] for out in gru_taps["s"]], dim=0)  # (T, n)
-print("GRU predicts (teacher forcing):    ", " ".join(names_of(gru_pred)))
+print("GRU predicts (teacher forcing):    ", " ".join(figures.token_labels(gru_pred, V)))
 
 
 def draw_gru():
@@ -205,28 +194,16 @@ def draw_gru():
         layout="constrained",
         width_ratios=[1, 1, 1.4, 1, 1, 1],
     )
-    heat(axes[0], gru_taps["x"][0][0], "source embedding\n$E x_j$", src_labels)
-    heat(
-        axes[1],
-        h,
-        "bidirectional GRU\n$h_j = [\\vec h_j; \\overleftarrow{h}_j]$",
-        src_labels,
-    )
-    attention_map(
-        axes[2],
-        gru_attention[0],
-        "one additive attention\n$\\alpha_{ij}$",
-        src_labels,
-        tgt_labels,
-    )
-    heat(axes[3], y_in, "decoder input\n$E y_{i-1}$", tgt_labels)
-    heat(
-        axes[4],
-        states,
-        "decoder GRU states $s_i$\n(one step after another)",
-        tgt_labels,
-    )
-    probabilities(axes[5], gru_logits[0], names_of(gru_pred))
+    panels = [
+        (axes[0], gru_taps["x"][0][0], "source embedding\n$E x_j$", src_labels),
+        (axes[1], h, "bidirectional GRU\n$h_j = [\\vec h_j; \\overleftarrow{h}_j]$", src_labels),
+        (axes[3], y_in, "decoder input\n$E y_{i-1}$", tgt_labels),
+        (axes[4], states, "decoder GRU states $s_i$\n(one step after another)", tgt_labels),
+    ]
+    for ax, x, title, labels in panels:
+        figures.channel_heatmap(ax, x, labels, title=title, channels=CHANNELS)
+    attention_map(axes[2], gru_attention[0], "one additive attention\n$\\alpha_{ij}$")
+    probabilities(axes[5], gru_logits[0], figures.token_labels(gru_pred, V))
     fig.suptitle("GRU + Bahdanau attention on the same example", fontsize=12)
     return fig
 
@@ -264,38 +241,16 @@ headline.update(n_test=len(test_set), n_train=cfg.n_train, epochs=cfg.epochs)
 # sphinx_gallery_start_ignore
 # The site's build (docs/conf.py) sets CONVS2S_EDU_SITE_DATA: the landing page
 # includes a table made from these numbers.
-if os.environ.get("CONVS2S_EDU_SITE_DATA"):
-    out = Path(os.environ["CONVS2S_EDU_SITE_DATA"])
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "headline.json").write_text(json.dumps(headline, indent=2))
+from convs2s_edu.lab.site import record
+
+record("headline", headline)
 # sphinx_gallery_end_ignore
 
 # %%
-# Drawing helpers
-# ---------------
-# The helpers the two pictures above use: a heatmap of the first channels of
-# a ``(positions, channels)`` tensor, an attention matrix, and the output
-# probabilities with the predicted token of every position.
-
-
-def heat(ax, x, title, labels):
-    x = x.detach().float()[:, :CHANNELS].T.numpy()  # (channels, positions)
-    lim = float(np.abs(x).max()) or 1.0
-    ax.imshow(x, cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto")
-    ax.set_title(title, fontsize=9)
-    ax.set_xticks(range(len(labels)), labels, rotation=90, fontsize=7)
-    ax.set_yticks([])
-    ax.set_ylabel(f"{CHANNELS} channels", fontsize=7)
-
-
-def attention_map(ax, a, title, src, tgt):
-    a = a.detach().float().numpy()[: len(tgt), : len(src)]  # (T, S)
-    ax.imshow(a, cmap="Greys", vmin=0, vmax=1, aspect="auto")
-    ax.set_title(title, fontsize=9)
-    ax.set_xticks(range(len(src)), src, rotation=90, fontsize=7)
-    ax.set_yticks(range(len(tgt)), tgt, fontsize=7)
-    ax.set_xlabel("source $j$", fontsize=8)
-    ax.set_ylabel("decoder input $i$", fontsize=8)
+# Drawing helper
+# --------------
+# The last panel of the two pictures above: the output probabilities with the
+# predicted token of every position.
 
 
 def probabilities(ax, logits, labels):

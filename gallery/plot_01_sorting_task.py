@@ -26,14 +26,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.colors import ListedColormap
 
-from convs2s_edu import (
-    PAD,
-    collate_batch,
-    eos_index,
-    generate_dataset,
-    n_token_ids,
-    sos_index,
-)
+from convs2s_edu import PAD, collate_batch, eos_index, generate_dataset, sos_index
+from convs2s_edu.data import n_token_ids
 
 VOCAB_SIZE = 50  # the seed's vocabulary: tokens 1..50
 examples = generate_dataset(n_samples=4, min_len=3, max_len=8, vocab_size=VOCAB_SIZE, seed=3)
@@ -189,13 +183,8 @@ print(f"sequences with a repeated token: {has_repeat:.0%}")
 #
 # ``<sos> = 11``, ``<eos> = 12`` and 13 ids (``PAD`` included):
 
-from convs2s_edu import (
-    collate_batch,
-    eos_index,
-    generate_dataset,
-    n_token_ids,
-    sos_index,
-)
+from convs2s_edu import collate_batch, eos_index, generate_dataset, sos_index
+from convs2s_edu.data import n_token_ids
 
 print(sos_index(10), eos_index(10), n_token_ids(10))
 

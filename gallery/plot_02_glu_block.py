@@ -35,8 +35,8 @@ from convs2s_edu import (
     TokenPositionEmbedding,
     collate_batch,
     generate_dataset,
-    n_token_ids,
 )
+from convs2s_edu.data import n_token_ids
 
 torch.manual_seed(0)
 cfg = ConvS2SConfig()  # the seed's sizes

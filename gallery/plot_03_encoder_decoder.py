@@ -30,8 +30,9 @@ target token leaves the earlier outputs untouched.
 #   :class:`~convs2s_edu.ConvDecoder` with respect to the target embeddings
 #   :math:`g_j`.
 #
-# A forward hook on the embedding module keeps its output, so the gradients
-# flow through the modules' own forward passes. The paper (§3.2) gives the
+# A forward hook on the embedding module
+# (:func:`~convs2s_edu.lab.figures.capture`) keeps its output, so the
+# gradients flow through the modules' own forward passes. The paper (§3.2) gives the
 # size of the field: each layer of width :math:`k` adds :math:`k-1`
 # positions, so after :math:`l` layers an output sees
 #
@@ -51,6 +52,7 @@ from convs2s_edu import (
     ConvS2SConfig,
     sos_index,
 )
+from convs2s_edu.lab import figures
 
 VOCAB_SIZE, LENGTH, CENTRE, MAX_LAYERS = 50, 31, 15, 7
 tiny = ConvS2SConfig(
@@ -71,25 +73,14 @@ tgt_in = torch.cat(
 )
 
 
-def keep_output(store):
-    """A forward hook that keeps the embedding output and its gradient."""
-
-    def hook(module, inputs, output):
-        output.retain_grad()
-        store["e"] = output
-
-    return hook
-
-
 def encoder_field(n_layers: int) -> np.ndarray:
     """Which source positions j change z^u_i: a boolean vector over j."""
     torch.manual_seed(n_layers)
     enc = ConvEncoder(tiny.replace(n_encoder_layers=n_layers)).eval()
-    store = {}
-    enc.embed.register_forward_hook(keep_output(store))
-    z = enc(src).states  # (1, S, f): z^u
+    with figures.capture({"e": enc.embed}, retain_grad=True) as seen:
+        z = enc(src).states  # (1, S, f): z^u
     z[0, CENTRE].sum().backward()
-    return (store["e"].grad[0].abs().sum(dim=-1) > 0).numpy()
+    return (seen["e"][0].grad[0].abs().sum(dim=-1) > 0).numpy()
 
 
 def decoder_field(n_layers: int) -> np.ndarray:
@@ -98,12 +89,11 @@ def decoder_field(n_layers: int) -> np.ndarray:
     cfg = tiny.replace(n_encoder_layers=1, n_decoder_layers=n_layers)
     enc = ConvEncoder(cfg).eval()
     dec = ConvDecoder(cfg).eval()
-    store = {}
-    dec.embed.register_forward_hook(keep_output(store))
-    logits, _ = dec(tgt_in, enc(src))  # (1, T, V)
+    with figures.capture({"e": dec.embed}, retain_grad=True) as seen:
+        logits, _ = dec(tgt_in, enc(src))  # (1, T, V)
     r = torch.randn(logits.shape[-1])  # a random direction: no accidental cancellation
     (logits[0, CENTRE] * r).sum().backward()
-    return (store["e"].grad[0].abs().sum(dim=-1) > 0).numpy()
+    return (seen["e"][0].grad[0].abs().sum(dim=-1) > 0).numpy()
 
 
 depths = np.arange(1, MAX_LAYERS + 1)

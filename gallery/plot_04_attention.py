@@ -35,7 +35,7 @@ models return.
 #     c^l_i &= \sum_{j=1}^{m} a^l_{ij}\,(z^u_j + e_j)
 #
 # Keys :math:`z^u_j` and values :math:`z^u_j + e_j` come from the encoder once
-# (:class:`~convs2s_edu.ConvMemory`); every decoder layer has its own
+# (:class:`~convs2s_edu.convs2s.ConvMemory`); every decoder layer has its own
 # :math:`W^l_d, b^l_d`.
 #
 # A worked example: a source of :math:`m = 3` tokens, embeddings of size
@@ -49,7 +49,6 @@ import torch
 
 from convs2s_edu import (
     BahdanauAttention,
-    ConvMemory,
     ConvS2S,
     ConvS2SConfig,
     MultiStepAttention,
@@ -58,6 +57,8 @@ from convs2s_edu import (
     collate_batch,
     generate_dataset,
 )
+from convs2s_edu.convs2s import ConvMemory
+from convs2s_edu.lab import figures
 
 torch.set_printoptions(precision=3, sci_mode=False)
 gen = torch.Generator().manual_seed(4)
@@ -226,7 +227,7 @@ assert torch.allclose(c_b[0], c_b_hand, atol=1e-6)
 # Keys computed once
 # ------------------
 # :meth:`GRUDecoder.start <convs2s_edu.GRUDecoder.start>` stores
-# :math:`W_a h_j` in :class:`~convs2s_edu.GRUDecoderState` and
+# :math:`W_a h_j` in :class:`~convs2s_edu.rnn.GRUDecoderState` and
 # :meth:`GRUDecoder.step <convs2s_edu.GRUDecoder.step>` passes it to the attention at
 # every step. At the seed's sizes this saves, per sequence, the multiply-adds
 # counted below: :math:`W_a h_j` costs :math:`m \cdot 2n \cdot n'` once instead
@@ -392,9 +393,19 @@ maps = [(f"ConvS2S layer {l + 1}", a_conv[row, l]) for l in range(a_conv.shape[1
 maps.append(("GRU + Bahdanau", a_rnn[row]))
 vmax = max(float(a[:t_real].max()) for _, a in maps)
 
+positions = [str(j) for j in range(S_b)]
 fig, axes = plt.subplots(1, len(maps), figsize=(13, 3.4), layout="constrained", sharey=True)
 for ax, (title, a) in zip(axes, maps):
-    im = ax.imshow(a[:t_real].numpy(), cmap="viridis", vmin=0, vmax=vmax, aspect="auto")
+    im = figures.attention_heatmap(
+        ax,
+        a,
+        positions,
+        [str(i) for i in range(t_real)],
+        title=title,
+        cmap="viridis",
+        vmax=vmax,
+        ylabel="decoder position $i$" if ax is axes[0] else "",
+    )
     for j in np.flatnonzero(batch.src_padding_mask[row].numpy()):
         ax.add_patch(
             plt.Rectangle(
@@ -407,10 +418,6 @@ for ax, (title, a) in zip(axes, maps):
                 linewidth=0,
             )
         )
-    ax.set_title(title, fontsize=10)
-    ax.set_xlabel("source position $j$")
-    ax.set_xticks(range(S_b))
-axes[0].set_ylabel("decoder position $i$")
 fig.colorbar(im, ax=axes, shrink=0.9, label="attention weight")
 fig.suptitle(
     "Attention maps of untrained models, source "
@@ -445,7 +452,8 @@ plt.show()
 
 import torch
 
-from convs2s_edu import ConvMemory, MultiStepAttention
+from convs2s_edu import MultiStepAttention
+from convs2s_edu.convs2s import ConvMemory
 
 torch.manual_seed(0)
 scores = torch.randn(6)

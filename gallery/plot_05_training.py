@@ -21,7 +21,7 @@ machine was too busy for the measurement to mean anything.
 # %%
 # Train, or load from the cache
 # -----------------------------
-# :func:`~convs2s_edu.site_config` is the configuration every gallery
+# :func:`~convs2s_edu.lab.site.site_config` is the configuration every gallery
 # page uses: the seed notebook's experiment, or a much smaller one
 # when the site is built in quick mode (``CONVS2S_EDU_QUICK=1``).
 # :func:`~convs2s_edu.train_or_load` trains a model once and stores the
@@ -34,31 +34,19 @@ machine was too busy for the measurement to mean anything.
 # otherwise. The cache keeps CPU and GPU runs apart, since their timings are
 # not comparable.
 
-import json
-import os
 import textwrap
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 import matplotlib.ticker as mticker
 import numpy as np
 from torch import nn
 
-from convs2s_edu import (
-    epoch_tokens,
-    fastest_path,
-    format_speed,
-    format_table,
-    is_quick_mode,
-    make_datasets,
-    measure_config,
-    resolve_device,
-    site_config,
-    speed_verdict,
-    summarise,
-    train_or_load,
-    training_flops_per_token,
-)
+from convs2s_edu import make_datasets, train_or_load
+from convs2s_edu.lab.compare import epoch_tokens, format_speed, format_table, summarise
+from convs2s_edu.lab.site import is_quick_mode, site_config
+from convs2s_edu.lab.timing import measure_config, speed_verdict, training_flops_per_token
+from convs2s_edu.training import resolve_device
+from convs2s_edu.training.paths import fastest_path
 
 # sphinx_gallery_thumbnail_number = 1
 MODELS = ("convs2s", "gru")
@@ -148,17 +136,17 @@ assert n_weights(results["convs2s"].model, True) > n_weights(results["gru"].mode
 # another day), and anything else the machine did meanwhile, another program,
 # a CPU slowing down as it heats up, slowed one run and not the other. So the
 # speed figures on this page come from a separate measurement,
-# :func:`~convs2s_edu.speed.measure_config`: a fresh copy of each model takes a
+# :func:`~convs2s_edu.lab.timing.measure_config`: a fresh copy of each model takes a
 # few untimed warm-up steps, then the two models take turns, one *window* of a
 # few training steps each (forward, loss, backward, clipping, Adam: the step of
-# :func:`~convs2s_edu.train.train`), on the same batches of the training set,
+# :func:`~convs2s_edu.train`), on the same batches of the training set,
 # in the order ConvS2S, GRU, GRU, ConvS2S, ConvS2S, ... so that a machine that
 # slowly speeds up or slows down favours neither. Every window gives a
 # throughput in target tokens per second (padding excluded); each model's
 # *spread* is how much its windows varied, and the *ratio* is taken within each
 # round, between two windows that ran seconds apart.
 #
-# :func:`~convs2s_edu.speed.speed_verdict` reads the result: when a model's
+# :func:`~convs2s_edu.lab.timing.speed_verdict` reads the result: when a model's
 # windows varied by more than a factor of 1.5, or the machine was busier than
 # its cores (load average, or threads waiting to run), it prints a warning and
 # draws no conclusion; when the two models' ranges of window throughputs
@@ -190,26 +178,23 @@ for n in MODELS:
 # sphinx_gallery_start_ignore
 # The site's build (docs/conf.py) sets CONVS2S_EDU_SITE_DATA: the landing page
 # states this measurement and its verdict, not the training runs' own clocks.
-if os.environ.get("CONVS2S_EDU_SITE_DATA"):
-    site_data = Path(os.environ["CONVS2S_EDU_SITE_DATA"])
-    site_data.mkdir(parents=True, exist_ok=True)
-    (site_data / "speed.json").write_text(
-        json.dumps(
-            {
-                "ok": verdict.ok,
-                "resolved": verdict.resolved,
-                "text": verdict.text,
-                "faster": verdict.faster,
-                "cpu": speed.machine.cpu,
-                "tokens_per_second": {n: speed.throughput[n].median for n in MODELS},
-                "tokens_per_second_range": {
-                    n: [speed.throughput[n].min, speed.throughput[n].max] for n in MODELS
-                },
-                "sec_per_epoch": sec_per_epoch,
-            },
-            indent=2,
-        )
-    )
+from convs2s_edu.lab.site import record
+
+record(
+    "speed",
+    {
+        "ok": verdict.ok,
+        "resolved": verdict.resolved,
+        "text": verdict.text,
+        "faster": verdict.faster,
+        "cpu": speed.machine.cpu,
+        "tokens_per_second": {n: speed.throughput[n].median for n in MODELS},
+        "tokens_per_second_range": {
+            n: [speed.throughput[n].min, speed.throughput[n].max] for n in MODELS
+        },
+        "sec_per_epoch": sec_per_epoch,
+    },
+)
 assert speed.order[:4] == ["convs2s", "gru", "gru", "convs2s"]
 assert all(len(speed.window_seconds[n]) == ROUNDS for n in MODELS)
 assert all(
@@ -367,10 +352,10 @@ plt.show()
 # excluded) with the range of the windows, the seconds per epoch at that
 # median, the final training and held-out losses, and the two test-set scores
 # of greedy decoding (defined on the next page). The rows come from
-# :func:`~convs2s_edu.summarise`, the layout from
-# :func:`~convs2s_edu.format_table`; ``convs2s-edu compare`` prints the
+# :func:`~convs2s_edu.lab.compare.summarise`, the layout from
+# :func:`~convs2s_edu.lab.compare.format_table`; ``convs2s-edu compare`` prints the
 # same table, followed by the measurement of
-# :func:`~convs2s_edu.compare.format_speed` shown above.
+# :func:`~convs2s_edu.lab.compare.format_speed` shown above.
 
 test_set = make_datasets(cfg)[2]
 rows = [summarise(results[name], test_set, measurement=speed) for name in MODELS]
@@ -388,7 +373,7 @@ print(format_table(rows))
 #   activations by the weights of every layer, forward and backward. The
 #   count below is of the floating-point operations of matrix products and
 #   convolutions in one forward and backward pass over a batch of the training
-#   set (:func:`~convs2s_edu.speed.training_flops_per_token`, through
+#   set (:func:`~convs2s_edu.lab.timing.training_flops_per_token`, through
 #   :class:`torch.utils.flop_counter.FlopCounterMode`), divided by its target
 #   tokens. When the hardware is busy doing arithmetic, as a CPU with a couple
 #   of cores usually is, time tends to follow this count.
@@ -467,7 +452,8 @@ verdict
 
 import math
 
-from convs2s_edu import make_datasets, site_config, train_or_load
+from convs2s_edu import make_datasets, train_or_load
+from convs2s_edu.lab.site import site_config
 
 cfg_05 = site_config("convs2s")
 for size in (cfg_05.batch_size, 2 * cfg_05.batch_size):

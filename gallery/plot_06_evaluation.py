@@ -36,7 +36,8 @@ sequence length and prints a few outputs side by side.
 # Both models are loaded from the cache that the
 # :ref:`training page <sphx_glr_auto_examples_plot_05_training.py>` filled (run
 # on its own, this page trains them first), and decode greedily: at every step
-# the most probable next token, until ``<eos>``.
+# the most probable next token, until ``<eos>`` (:func:`~convs2s_edu.decode_all`
+# decodes the whole test set, in batches).
 
 import textwrap
 from collections import defaultdict
@@ -46,19 +47,17 @@ import matplotlib.ticker as mticker
 import numpy as np
 
 from convs2s_edu import (
-    collate_batch,
+    decode_all,
     evaluate,
     exact_match,
-    format_samples,
     generate_dataset,
     greedy_decode,
-    is_quick_mode,
     make_datasets,
-    predict_samples,
-    site_config,
     token_accuracy,
     train_or_load,
 )
+from convs2s_edu.lab.samples import format_samples, predict_samples
+from convs2s_edu.lab.site import is_quick_mode, site_config
 
 # sphinx_gallery_thumbnail_number = 2
 MODELS = ("convs2s", "gru")
@@ -82,19 +81,9 @@ if is_quick_mode():
         "models are far from trained and the scores below are not the full experiment's."
     )
 
-
-def decode_all(model, examples, batch_size=256):
-    """Greedy outputs for a list of (source, reference) pairs, decoded in batches."""
-    out = []
-    for i in range(0, len(examples), batch_size):
-        src = collate_batch(examples[i : i + batch_size], cfg.vocab_size).src  # (B, S)
-        out += greedy_decode(model, src)
-    return out
-
-
 examples = list(test_set)
 references = [y for _, y in examples]
-predictions = {name: decode_all(models[name], examples) for name in MODELS}
+predictions = {name: decode_all(models[name], [x for x, _ in examples]) for name in MODELS}
 scores = {
     name: {
         "exact match": exact_match(predictions[name], references),
@@ -163,7 +152,7 @@ extra = generate_dataset(
     cfg.vocab_size,
     seed=cfg.seed + 100,
 )
-extra_predictions = {name: decode_all(models[name], extra) for name in MODELS}
+extra_predictions = {name: decode_all(models[name], [x for x, _ in extra]) for name in MODELS}
 
 
 def by_length(pairs, preds):
@@ -225,10 +214,10 @@ for name in MODELS:
 # %%
 # Sample outputs
 # --------------
-# :func:`~convs2s_edu.predict_samples` decodes the same sources with every
+# :func:`~convs2s_edu.lab.samples.predict_samples` decodes the same sources with every
 # model, greedily and with a beam of five hypotheses (beam search is the
 # subject of the :ref:`decoding page <sphx_glr_auto_examples_plot_08_decoding.py>`),
-# and :func:`~convs2s_edu.format_samples` prints them one block per
+# and :func:`~convs2s_edu.lab.samples.format_samples` prints them one block per
 # example; a ``*`` marks an output that differs from the reference. The
 # examples are the first test example of the shortest length, of a middle one
 # and of the longest one, whatever the models make of them.
@@ -272,13 +261,8 @@ assert [(row["source"], row["reference"]) for row in rows] == picked
 #
 # 0 and :math:`19/20 = 95\%`:
 
-from convs2s_edu import (
-    exact_match,
-    make_datasets,
-    site_config,
-    token_accuracy,
-    train_or_load,
-)
+from convs2s_edu import exact_match, make_datasets, token_accuracy, train_or_load
+from convs2s_edu.lab.site import site_config
 
 reference = list(range(1, 21))
 output = reference[:7] + [99] + reference[8:]

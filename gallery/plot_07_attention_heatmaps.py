@@ -34,15 +34,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from convs2s_edu import (
-    collate_batch,
-    eos_index,
-    greedy_decode,
-    is_quick_mode,
-    make_datasets,
-    site_config,
-    train_or_load,
-)
+from convs2s_edu import collate_batch, eos_index, greedy_decode, make_datasets, train_or_load
+from convs2s_edu.lab import figures
+from convs2s_edu.lab.site import is_quick_mode, site_config
 
 MODELS = ("convs2s", "gru")
 results = {name: train_or_load(site_config(name)) for name in MODELS}
@@ -87,21 +81,19 @@ assert np.allclose(conv_attn.sum(-1), 1, atol=1e-5) and np.allclose(gru_attn.sum
 # mark the right answer: the source positions holding the token that row
 # outputs (none for ``<eos>``).
 
-out_labels = [str(t) for t in ref_tokens] + ["<eos>"]
-src_labels = [str(t) for t in src_tokens]
+out_labels = figures.token_labels(batch.tgt_out[0], cfg.vocab_size)  # the reference, <eos>
+src_labels = figures.token_labels(batch.src[0], cfg.vocab_size)
 right = np.array([[s == y for s in src_tokens] for y in ref_tokens + [None]])  # (T, S)
 
 
 def heatmap(ax, attn, title):
-    im = ax.imshow(attn, cmap="Blues", vmin=0, vmax=1)
+    """The attention map, with the right answer marked by red squares."""
+    im = figures.attention_heatmap(
+        ax, attn, src_labels, out_labels, title=title, xlabel="source token", ylabel="output token"
+    )
+    ax.set_aspect("equal")  # square cells
     rows, cols = np.nonzero(right)
     ax.scatter(cols, rows, marker="s", s=70, facecolors="none", edgecolors="red", linewidths=1)
-    ax.set_xticks(range(len(src_labels)), src_labels, fontsize=8)
-    ax.set_yticks(range(len(out_labels)), out_labels, fontsize=8)
-    ax.set_xlabel("source token")
-    ax.set_ylabel("output token")
-    ax.set_title(title, fontsize=10)
-    ax.tick_params(length=0)
     return im
 
 

@@ -21,7 +21,8 @@ looks at two sides of that loop:
 # :ref:`training page <sphx_glr_auto_examples_plot_05_training.py>` (run on its
 # own, this page trains them first). Each decodes the whole test set with
 # :func:`~convs2s_edu.greedy_decode` and with :func:`~convs2s_edu.beam_search`
-# (``beam_size=5``); a beam of width 1 is exactly greedy search. Beam search
+# (``beam_size=5``), 250 sources at a time (:func:`~convs2s_edu.decode_all`);
+# a beam of width 1 is exactly greedy search. Beam search
 # ranks finished hypotheses by their log-probability divided by their length,
 # so that short outputs are not favoured just for having fewer factors. The
 # last column is the wall-clock time of decoding the whole test set.
@@ -37,16 +38,16 @@ from convs2s_edu import (
     beam_search,
     build_model,
     collate_batch,
+    decode_all,
     exact_match,
     greedy_decode,
-    is_quick_mode,
     make_datasets,
-    resolve_device,
-    site_config,
-    time_incremental_vs_full,
     token_accuracy,
     train_or_load,
 )
+from convs2s_edu.lab.site import is_quick_mode, site_config
+from convs2s_edu.lab.timing import time_incremental_vs_full
+from convs2s_edu.training import resolve_device
 
 # sphinx_gallery_thumbnail_number = 2
 MODELS = ("convs2s", "gru")
@@ -58,6 +59,7 @@ results = {name: train_or_load(site_config(name)) for name in MODELS}
 cfg = results["convs2s"].config
 test_set = make_datasets(cfg)[2]
 examples = list(test_set)
+sources = [x for x, _ in examples]
 references = [y for _, y in examples]
 for name in MODELS:
     h = results[name].history
@@ -69,24 +71,12 @@ if is_quick_mode():
         "smaller batches than the full build."
     )
 
-
-def decode_all(model, beam_size, batch_size=250):
-    """Decode the test set in batches; returns (outputs, seconds)."""
-    out = []
-    start = time.perf_counter()
-    for i in range(0, len(examples), batch_size):
-        src = collate_batch(examples[i : i + batch_size], cfg.vocab_size).src  # (B, S)
-        if beam_size == 1:
-            out += greedy_decode(model, src)
-        else:
-            out += beam_search(model, src, beam_size=beam_size)
-    return out, time.perf_counter() - start
-
-
 outputs, rows = {}, []
 for name in MODELS:
     for k in (1, BEAM):
-        pred, seconds = decode_all(results[name].model, k)
+        start = time.perf_counter()
+        pred = decode_all(results[name].model, sources, beam_size=k, batch_size=250)
+        seconds = time.perf_counter() - start
         outputs[name, k] = pred
         rows.append(
             (name, k, exact_match(pred, references), token_accuracy(pred, references), seconds)
@@ -168,13 +158,13 @@ plt.show()
 # its inputs at positions :math:`i-k+1, \dots, i` only. To compute the next
 # position, a decoder therefore needs the last :math:`k-1` inputs of every
 # layer, not the whole prefix. ``greedy_decode(..., incremental=True)`` keeps
-# exactly those in a :class:`~convs2s_edu.DecoderCache` and computes one new
+# exactly those in a :class:`~convs2s_edu.convs2s.DecoderCache` and computes one new
 # column of every layer per step; ``incremental=False`` runs the whole decoder
 # over the whole prefix again at every step. Both give the same tokens, but
 # over :math:`T` steps the full recompute processes
 # :math:`1 + 2 + \dots + T = T(T+1)/2` positions per layer against :math:`T`.
 #
-# :func:`~convs2s_edu.time_incremental_vs_full` times both on random
+# :func:`~convs2s_edu.lab.timing.time_incremental_vs_full` times both on random
 # sources at the target lengths printed below, forcing exactly :math:`T`
 # steps. The longest of them is far beyond the task's sequences, and beyond
 # the position table of the trained model. The timing uses a fresh,
@@ -302,13 +292,8 @@ plt.show()
 # which is greedy search (length penalty aside, which cannot reorder a single
 # hypothesis).
 
-from convs2s_edu import (
-    beam_search,
-    greedy_decode,
-    make_datasets,
-    site_config,
-    train_or_load,
-)
+from convs2s_edu import beam_search, greedy_decode, make_datasets, train_or_load
+from convs2s_edu.lab.site import site_config
 
 cfg_08 = site_config("convs2s")
 model_08 = train_or_load(cfg_08).model

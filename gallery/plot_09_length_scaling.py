@@ -18,22 +18,22 @@ fixed.
 # exactly :math:`T` tokens (the batch size is printed below), and for each
 # model a fresh, untrained instance of the architecture the other pages train
 # (:func:`~convs2s_edu.build_model` of
-# :func:`~convs2s_edu.site_config`), with a position table long enough
+# :func:`~convs2s_edu.lab.site.site_config`), with a position table long enough
 # for the longest length. Training the models is not needed: how long a step takes
 # does not depend on the values of the weights. One training step is what
-# :func:`~convs2s_edu.train.train` does per batch: forward pass, loss,
+# :func:`~convs2s_edu.train` does per batch: forward pass, loss,
 # backward pass, gradient clipping and an Adam update.
 #
 # The two models are timed the way the
 # :ref:`training page <sphx_glr_auto_examples_plot_05_training.py>` times
-# them (:func:`~convs2s_edu.speed.measure_training`): after one untimed
+# them (:func:`~convs2s_edu.lab.timing.measure_training`): after one untimed
 # warm-up step each, they take turns, one window of steps each, GRU, ConvS2S,
 # ConvS2S, GRU, ..., so that whatever else the machine does slows both alike.
 # A window holds more steps at short lengths, where a step is short, so that
 # every window lasts long enough to time. Reported per model and length: the
 # median seconds per step over the windows, with the fastest and slowest
 # window; and the ratio of the two models' times, taken within each round, with
-# its range. :func:`~convs2s_edu.speed.speed_verdict` checks every length's
+# its range. :func:`~convs2s_edu.lab.timing.speed_verdict` checks every length's
 # measurement for spread and load, and a warning replaces the conclusions when
 # any of them fails.
 
@@ -44,18 +44,15 @@ import matplotlib.ticker as mticker
 import numpy as np
 import torch
 
-from convs2s_edu import (
+from convs2s_edu import build_model, collate_batch, generate_dataset
+from convs2s_edu.lab.site import is_quick_mode, site_config
+from convs2s_edu.lab.timing import (
     SpeedVerdict,
-    build_model,
-    collate_batch,
-    generate_dataset,
-    is_quick_mode,
     measure_training,
-    resolve_device,
-    site_config,
     speed_verdict,
     training_flops_per_token,
 )
+from convs2s_edu.training import resolve_device
 
 QUICK = is_quick_mode()
 LENGTHS = (8, 25, 50, 100) if QUICK else (8, 25, 50, 100, 200)
@@ -174,7 +171,7 @@ assert all(m.order[:2] == ["gru", "convs2s"] for m in measurements)
 #
 # The arithmetic is counted too: the floating-point operations of the matrix
 # products and convolutions of one forward and backward pass
-# (:func:`~convs2s_edu.speed.training_flops_per_token`), per target token.
+# (:func:`~convs2s_edu.lab.timing.training_flops_per_token`), per target token.
 # Both columns are facts about the models, the same on every machine.
 
 n_conv_layers = models["convs2s"].cfg.n_decoder_layers

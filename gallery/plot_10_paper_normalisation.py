@@ -60,6 +60,7 @@ from convs2s_edu import (
     collate_batch,
     generate_dataset,
 )
+from convs2s_edu.lab import figures
 
 torch.set_printoptions(precision=3, sci_mode=False)
 torch.manual_seed(0)
@@ -214,7 +215,8 @@ for name, _path, fan_in, _ in layers:
 # Activation variance through the stacks at initialisation
 # --------------------------------------------------------
 # What the initialisation is for: the cell runs both untrained models on one
-# batch of the sorting task and records, with forward hooks, the variance of
+# batch of the sorting task and records, with forward hooks
+# (:func:`~convs2s_edu.lab.figures.capture`), the variance of
 # the activations after every stage of the encoder (embedding :math:`e`,
 # projection to :math:`d`, the four blocks, projection back to :math:`z^u`)
 # and of the decoder (embedding :math:`g`, projection, then for every layer the
@@ -238,39 +240,25 @@ for i in range(seed_cfg.n_decoder_layers):
 def stage_variances(model):
     """Variance of the activations after every stage, encoder and decoder."""
     enc, dec = model.encoder, model.decoder
-    captured, hooks = {}, []
-
-    def keep_output(name):
-        def hook(module, inputs, output):
-            captured[name] = output.detach()
-
-        return hook
-
-    def keep_input(name):
-        def hook(module, inputs):
-            captured[name] = inputs[0].detach()
-
-        return hook
-
     # encoder: e, in_proj, every block, z (out_proj)
     enc_modules = [enc.embed, enc.in_proj, *enc.blocks, enc.out_proj]
-    for name, module in zip(enc_stages, enc_modules):
-        hooks.append(module.register_forward_hook(keep_output("enc " + name)))
+    outputs = {"enc " + name: module for name, module in zip(enc_stages, enc_modules)}
     # decoder: g, in_proj, then per layer the block output and the state
     # after the context (= the input of the next block, or of the final
     # dropout before W_o)
-    hooks.append(dec.embed.register_forward_hook(keep_output("dec $g$")))
-    hooks.append(dec.in_proj.register_forward_hook(keep_output("dec in_proj")))
+    outputs |= {"dec $g$": dec.embed, "dec in_proj": dec.in_proj}
+    outputs |= {f"dec conv {i + 1}": block for i, block in enumerate(dec.blocks)}
     after_context = [*dec.blocks[1:], dec.dropout]
-    for i, block in enumerate(dec.blocks):
-        hooks.append(block.register_forward_hook(keep_output(f"dec conv {i + 1}")))
-        hooks.append(after_context[i].register_forward_pre_hook(keep_input(f"dec +ctx {i + 1}")))
+    inputs = {f"dec +ctx {i + 1}": module for i, module in enumerate(after_context)}
     torch.manual_seed(1)  # the same dropout masks for both models
     model.train()
-    with torch.no_grad():
+    with (
+        torch.no_grad(),
+        figures.capture(outputs) as seen_out,
+        figures.capture(inputs, inputs=True) as seen_in,
+    ):
         model(batch.src, batch.tgt_in)
-    for hook in hooks:
-        hook.remove()
+    captured = {name: calls[-1] for name, calls in (seen_out | seen_in).items()}
     src_real, tgt_real = ~batch.src_padding_mask, ~batch.tgt_padding_mask
     enc_var = [captured["enc " + s][src_real].var().item() for s in enc_stages]
     dec_var = [captured["dec " + s][tgt_real].var().item() for s in dec_stages]

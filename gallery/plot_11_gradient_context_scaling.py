@@ -22,17 +22,18 @@ import numpy as np
 import torch
 
 from convs2s_edu import (
-    ConvMemory,
     ConvS2S,
     ConvS2SConfig,
     MultiStepAttention,
     TrainConfig,
     collate_batch,
     generate_dataset,
-    is_quick_mode,
     sequence_loss,
     train_or_load,
 )
+from convs2s_edu.convs2s import ConvMemory
+from convs2s_edu.lab import figures
+from convs2s_edu.lab.site import is_quick_mode
 
 # %%
 # The models and the batch
@@ -247,14 +248,10 @@ paper_model.eval()
 
 def first_context(model):
     """c^1_i of the first decoder layer, real target positions only."""
-    captured = {}
-    hook = model.decoder.attention[0].register_forward_hook(
-        lambda module, inputs, output: captured.update(c=output[0])
-    )
-    with torch.no_grad():
+    with torch.no_grad(), figures.capture({"attention": model.decoder.attention[0]}) as seen:
         model(batch.src, batch.tgt_in)
-    hook.remove()
-    return captured["c"][~batch.tgt_padding_mask]
+    c, _ = seen["attention"][0]  # the attention returns (context, weights)
+    return c[~batch.tgt_padding_mask]
 
 
 var_scaled = first_context(paper_model).var().item()
@@ -296,17 +293,14 @@ with torch.no_grad():
     Wc_c1 = dec.W_c[0](c1)  # (B, T, d)
     h1_new = math.sqrt(0.5) * (h1 + Wc_c1)
 
-captured = {}
-hook = dec.blocks[1].register_forward_pre_hook(lambda module, inputs: captured.update(x=inputs[0]))
-with torch.no_grad():
+with torch.no_grad(), figures.capture({"x": dec.blocks[1]}, inputs=True) as captured:
     paper_model(batch.src, batch.tgt_in)
-hook.remove()
 
 real = ~batch.tgt_padding_mask
 print("h^1      :", tuple(h1.shape), " (B, T, d)")
 print("c^1      :", tuple(c1.shape), " (B, T, f)")
 print("W_c^1    :", tuple(dec.W_c[0].weight.shape), " (d, f)")
-print(f"max |by hand - model's input to block 2| = {(h1_new - captured['x']).abs().max():.1e}")
+print(f"max |by hand - model's input to block 2| = {(h1_new - captured['x'][0]).abs().max():.1e}")
 var_h, var_c = h1[real].var().item(), Wc_c1[real].var().item()
 print(
     f"Var(h^1) = {var_h:.4f}, Var(W_c c^1) = {var_c:.4f}, "
@@ -315,7 +309,7 @@ print(
 )
 
 # sphinx_gallery_start_ignore
-assert torch.allclose(h1_new, captured["x"], atol=1e-6)
+assert torch.allclose(h1_new, captured["x"][0], atol=1e-6)
 assert abs(h1_new[real].var().item() / ((var_h + var_c) / 2) - 1) < 0.2
 # sphinx_gallery_end_ignore
 
@@ -334,7 +328,7 @@ assert abs(h1_new[real].var().item() / ((var_h + var_c) / 2) - 1) < 0.2
 # hundred examples, in the same small batches, with the same optimiser (Adam,
 # learning rate :math:`10^{-3}`, gradient clipping) and the same seed, for a
 # few epochs (fewer in quick mode); the cell prints the sizes.
-# :class:`~convs2s_edu.train.TrainConfig` switches all three flags with
+# :class:`~convs2s_edu.TrainConfig` switches all three flags with
 # ``paper_normalisation`` (the printout shows the flags each model got). One
 # run per configuration is an anecdote, not a measurement of the difference:
 # read the curves as an illustration of what the three flags change early in

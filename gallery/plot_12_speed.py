@@ -6,7 +6,7 @@ The paper's central claim is speed: convolutions compute every position of a
 layer at once, a recurrent network one position after the other. How fast
 either model runs on *this* machine depends on how much arithmetic a target
 token costs, and on what fraction of the machine's arithmetic rate the model
-reaches. This page runs ``convs2s-edu bench`` (:func:`~convs2s_edu.run_bench`)
+reaches. This page runs ``convs2s-edu bench`` (:func:`~convs2s_edu.lab.bench.run_bench`)
 on the machine the site was built on and prints its table: nothing below is
 typed by hand.
 
@@ -40,7 +40,10 @@ What the columns mean
 
 import textwrap
 
-from convs2s_edu import fastest_path, format_bench, is_quick_mode, resolve_device, run_bench
+from convs2s_edu.lab.bench import format_bench, run_bench
+from convs2s_edu.lab.site import is_quick_mode
+from convs2s_edu.training import resolve_device
+from convs2s_edu.training.paths import fastest_path
 
 QUICK = is_quick_mode()
 device = resolve_device("auto")
@@ -51,7 +54,7 @@ print(format_bench(result, profile=False))
 # %%
 # The path the gallery trains on
 # ------------------------------
-# :func:`~convs2s_edu.fastest_path` gives the default path of a device (its
+# :func:`~convs2s_edu.training.paths.fastest_path` gives the default path of a device (its
 # docstring states the rule and the measurements behind it). Here the bench
 # also says which path was fastest for each model on this machine, so a reader
 # can check the rule against this very run.
@@ -166,7 +169,8 @@ print(
 # An epoch is a fixed number of target tokens; divide it by the measured
 # tokens per second of the fastest path.
 
-from convs2s_edu import epoch_tokens, site_config  # noqa: E402
+from convs2s_edu.lab.compare import epoch_tokens  # noqa: E402
+from convs2s_edu.lab.site import site_config  # noqa: E402
 
 seed_tokens = epoch_tokens(site_config("convs2s").replace(n_train=10_000))
 for name, e in result["models"].items():

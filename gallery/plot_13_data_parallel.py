@@ -14,7 +14,7 @@ the end we sum the gradients via Nvidia NCCL."
 
 ``convs2s_edu`` does the same with PyTorch's
 :class:`~torch.nn.parallel.DistributedDataParallel` (DDP), started by
-``torchrun``; :mod:`convs2s_edu.distributed` holds the details.
+``torchrun``; :mod:`convs2s_edu.training.parallel` holds the details.
 
 What is split, what is all-reduced
 ----------------------------------
@@ -63,8 +63,8 @@ checkpoint; the output directory must be shared between machines).
 # %%
 # One process against two, on this machine's CPU
 # ----------------------------------------------
-# :func:`~convs2s_edu.spawn_train` starts local processes the way ``torchrun``
-# would (gloo, on 127.0.0.1) and each runs :func:`~convs2s_edu.train.train`.
+# :func:`~convs2s_edu.training.launch.spawn_train` starts local processes the way ``torchrun``
+# would (gloo, on 127.0.0.1) and each runs :func:`~convs2s_edu.train`.
 # One epoch of ConvS2S, once with 1 process and once with 2, each process
 # with one thread. On a 2-core CPU that is shared with other work, **no
 # speed-up is expected**: two processes need two free cores, and they spend
@@ -75,7 +75,10 @@ import os
 import tempfile
 from pathlib import Path
 
-from convs2s_edu import is_quick_mode, load_checkpoint, machine_info, site_config, spawn_train
+from convs2s_edu import load_checkpoint
+from convs2s_edu.lab.site import is_quick_mode, site_config
+from convs2s_edu.lab.timing import machine_info
+from convs2s_edu.training import spawn_train
 
 # dropout off, so that the two runs must end with the same weights (with dropout on, the
 # two processes draw other masks than one process)

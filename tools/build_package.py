@@ -31,9 +31,10 @@ ROOT = Path(__file__).resolve().parent.parent
 def problems_of_wheel(wheel: Path) -> list[str]:
     names = set(zipfile.ZipFile(wheel).namelist())
     problems = []
-    for module in sorted((ROOT / "convs2s_edu").glob("*.py")):
-        if f"convs2s_edu/{module.name}" not in names:
-            problems.append(f"{wheel.name}: misses convs2s_edu/{module.name}")
+    for module in sorted((ROOT / "convs2s_edu").rglob("*.py")):  # subpackages included
+        rel = module.relative_to(ROOT).as_posix()
+        if rel not in names:
+            problems.append(f"{wheel.name}: misses {rel}")
     for name in names:
         if name.startswith(("tests/", "gallery/", "docs/", "tools/")):
             problems.append(f"{wheel.name}: holds {name}, which is not part of the package")
@@ -46,7 +47,14 @@ def problems_of_wheel(wheel: Path) -> list[str]:
 def problems_of_sdist(sdist: Path) -> list[str]:
     with tarfile.open(sdist) as tf:
         names = {n.split("/", 1)[1] for n in tf.getnames() if "/" in n}
-    wanted = ["pyproject.toml", "README.md", "convs2s_edu/__init__.py", "convs2s_edu/cli.py"]
+    wanted = [
+        "pyproject.toml",
+        "README.md",
+        "convs2s_edu/__init__.py",
+        "convs2s_edu/cli.py",
+        "convs2s_edu/training/loop.py",
+        "convs2s_edu/lab/experiments/runner.py",
+    ]
     return [f"{sdist.name}: misses {w}" for w in wanted if w not in names]
 
 

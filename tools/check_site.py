@@ -426,9 +426,12 @@ class Checker:
     # -- API reference ------------------------------------------------------------
 
     def public_names(self) -> dict[str, set[str]] | None:
-        """``{object: acceptable page names}`` for every name in an ``__all__`` of the package:
-        ``convs2s_edu.X`` (or ``convs2s_edu.module.X``) when the package root exports ``X``,
-        else ``convs2s_edu.module.X``."""
+        """``{object: acceptable page names}`` for every name in an ``__all__`` of a module of
+        the package (subpackages included): its shortest public name, the one api.rst
+        documents it under: ``convs2s_edu.X`` when the package root exports ``X``, else the
+        highest subpackage whose ``__init__`` exports it (``convs2s_edu.training.X``), else
+        its module (``convs2s_edu.lab.timing.X``); ``convs2s_edu.module.X`` is accepted too
+        for a root name (``data.PAD``: documented there for its ``#:`` comment)."""
         init = self.package_dir / "__init__.py"
         if not init.is_file():
             return None
@@ -444,15 +447,23 @@ class Checker:
         package = self.package_dir.name
         root = set(all_of(init))
         names = {f"{package}.{name}": {f"{package}.{name}"} for name in root}
-        for path in sorted(self.package_dir.glob("*.py")):
-            if path.name.startswith("_"):
+        for path in sorted(self.package_dir.rglob("*.py")):
+            if path.name.startswith("_"):  # __init__ re-exports; _checks etc. are private
                 continue
+            parts = [package, *path.relative_to(self.package_dir).with_suffix("").parts]
             for name in all_of(path):
-                in_module = f"{package}.{path.stem}.{name}"
-                if name in root:  # documented under either name (data.PAD: for its #: comment)
+                in_module = ".".join([*parts, name])
+                if name in root:
                     names[f"{package}.{name}"].add(in_module)
-                else:
-                    names[in_module] = {in_module}
+                    continue
+                short = parts
+                for i in range(len(parts) - 1, 1, -1):  # subpackages, from the module up
+                    sub_init = self.package_dir.joinpath(*parts[1:i], "__init__.py")
+                    if sub_init.is_file() and name in all_of(sub_init):
+                        short = parts[:i]
+                    else:
+                        break
+                names[".".join([*short, name])] = {".".join([*short, name])}
         return names
 
     def check_api(self) -> None:

@@ -12,7 +12,7 @@ Steps (each timed; a failing step is recorded and the next one still runs):
    ``tests/conftest.py``) run their CUDA case (with ``--device cpu``: only the
    tests of the execution paths and data parallelism, as a smoke test);
 2. both models trained for the seed's 30 epochs on the device, on every execution
-   path the device can run (:func:`convs2s_edu.fast.available_paths`), in the order
+   path the device can run (:func:`convs2s_edu.training.paths.available_paths`), in the order
    of ``ORDER``, until ``--train-budget`` seconds (default 150) have passed: runs not
    started by then are listed as skipped in the summary; per run: seconds, tokens/s
    of the last epoch, final losses, greedy exact match on the test set (the dry run:
@@ -58,7 +58,7 @@ def _step(summary: dict, name: str, fn):
 def run_tests(device: str) -> dict:
     args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(ROOT / "tests")]
     if device == "cpu":  # the dry run: a smoke test of the new parts only
-        args += ["-k", "bench or fast or distributed"]
+        args += ["-k", "bench or paths or parallel"]
     proc = subprocess.run(args, cwd=ROOT / "tests", capture_output=True, text=True)
     tail = proc.stdout.strip().splitlines()[-3:]
     print("\n".join(tail))
@@ -91,8 +91,8 @@ BENCH_PATHS = (
 def train_all(device: str, dry: bool, budget_s: float = 150.0) -> dict:
     import torch
 
-    from convs2s_edu import evaluate, fast
-    from convs2s_edu.train import TrainConfig, make_datasets, train
+    from convs2s_edu import TrainConfig, evaluate, make_datasets, train
+    from convs2s_edu.training import paths as fast
 
     paths, skipped = fast.available_paths(device)
     paths = sorted(paths, key=lambda p: ORDER.index(p.name))
@@ -137,8 +137,8 @@ def train_all(device: str, dry: bool, budget_s: float = 150.0) -> dict:
 
 
 def bench(device: str, dry: bool, out: Path) -> dict:
-    from convs2s_edu.bench import format_bench, run_bench
-    from convs2s_edu.fast import available_paths
+    from convs2s_edu.lab.bench import format_bench, run_bench
+    from convs2s_edu.training.paths import available_paths
 
     runnable = {p.name for p in available_paths(device)[0]}
     paths = None if dry else [p for p in BENCH_PATHS if p in runnable]
@@ -174,7 +174,7 @@ def main(argv=None) -> int:
     if not dry and not torch.cuda.is_available():
         print("gpu_check: error: no CUDA device (use --device cpu for a dry run)", file=sys.stderr)
         return 2
-    from convs2s_edu.speed import machine_info
+    from convs2s_edu.lab.timing import machine_info
 
     summary = {
         "device": args.device,

@@ -73,7 +73,7 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
 
 
 def module_of(name: str) -> str:
-    """``convs2s_edu.train.x_train__mutmut_3`` -> ``convs2s_edu.train``."""
+    """``convs2s_edu.training.loop.x_train__mutmut_3`` -> ``convs2s_edu.training.loop``."""
     return name.split(".x_")[0].split(".xǁ")[0]
 
 

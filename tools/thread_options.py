@@ -3,7 +3,7 @@
 For every option (``OMP_WAIT_POLICY`` unset or ``PASSIVE``, a few
 ``GOMP_SPINCOUNT`` values, 1 or 2 intra-op threads) a fresh Python process
 (OpenMP reads its environment once, when torch loads) times ConvS2S and the GRU
-with :func:`convs2s_edu.speed.measure_config` (interleaved windows of training
+with :func:`convs2s_edu.lab.timing.measure_config` (interleaved windows of training
 steps, the seed's configuration), first on the machine as it is, then while
 ``--competitors`` busy processes (pure Python loops, one core each) run next to
 it. It prints target tokens per second per option and the slowdown under load
@@ -47,8 +47,8 @@ def child(args) -> None:
     """Measure in this process (the environment was set by the parent) and print JSON."""
     import torch
 
-    from convs2s_edu.speed import measure_config
-    from convs2s_edu.train import TrainConfig
+    from convs2s_edu import TrainConfig
+    from convs2s_edu.lab.timing import measure_config
 
     torch.set_num_threads(args.threads)
     m = measure_config(

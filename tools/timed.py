@@ -20,7 +20,7 @@ from pathlib import Path
 
 
 def cpu_model() -> str:
-    """Same rule as :func:`convs2s_edu.speed.cpu_model`."""
+    """Same rule as :func:`convs2s_edu.lab.timing.cpu_model`."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
             for line in f:

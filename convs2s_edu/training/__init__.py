@@ -14,7 +14,7 @@ Modules, bottom to top (a module imports only those above it in this list)::
     launch      spawn_train(): torchrun's job, from Python
 
 The learner's names (``train``, ``train_or_load``, ``TrainConfig``, ...) are
-also importable from :mod:`convs2s_edu`.
+also importable from ``convs2s_edu``.
 """
 
 from .cache import cache_dir, cache_key, train_or_load

@@ -21,6 +21,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from .._checks import check_int
 from .._version import __version__
 from .config import TrainConfig, build_model
 from .device import resolve_device
@@ -268,8 +269,10 @@ def read_checkpoint(path) -> dict:
         raise bad(f"bad train_config: {err}") from None
 
     epoch = state["epoch"]
-    if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 1:
-        raise bad(f"epoch must be an integer >= 1, got {epoch!r}")
+    try:
+        check_int("epoch", epoch)
+    except ValueError as err:
+        raise bad(str(err)) from None
     try:
         history = History.from_dict(state["history"])
     except (TypeError, ValueError) as err:

@@ -209,7 +209,7 @@ def training_summary() -> dict | None:
     if not path.is_file():
         return None
     head = json.loads(path.read_text())
-    from convs2s_edu.train import TrainConfig
+    from convs2s_edu import TrainConfig
 
     full = TrainConfig()
     seconds = sum(m["training_seconds"] for m in head["models"].values())

@@ -16,12 +16,14 @@ time per epoch and in greedy decoding time?
 # Setup
 # -----
 # Four arms, the same data, schedule and seeds for each
-# (:func:`~convs2s_edu.experiments.run_experiment`; runs already in the
+# (:func:`~convs2s_edu.lab.experiments.runner.run_experiment`; runs already in the
 # training cache are not trained again).
 
 import matplotlib.pyplot as plt
 
-from convs2s_edu import experiments, is_quick_mode, resolve_device
+from convs2s_edu.lab import experiments
+from convs2s_edu.lab.site import is_quick_mode
+from convs2s_edu.training import resolve_device
 
 result = experiments.run_experiment("encoder_decoder")
 print(result.budget.describe())
@@ -94,7 +96,7 @@ print(
 #   the table. The times are wall-clock seconds on the machine that built the
 #   page, so they rank the pairs on *this* machine only.
 # * A conclusion names a winner only when its seed range lies entirely above
-#   every other arm's (:func:`~convs2s_edu.experiments.verdict`); otherwise it
+#   every other arm's (:func:`~convs2s_edu.lab.experiments.statistics.verdict`); otherwise it
 #   says the difference is not resolved at this scale.
 #
 # Try it

@@ -23,7 +23,9 @@ the GRU model, which has no position table, as a reference.
 import matplotlib.pyplot as plt
 import numpy as np
 
-from convs2s_edu import experiments, is_quick_mode, resolve_device
+from convs2s_edu.lab import experiments
+from convs2s_edu.lab.site import is_quick_mode
+from convs2s_edu.training import resolve_device
 
 result = experiments.run_experiment("positions")
 print(result.budget.describe())

@@ -17,7 +17,9 @@ attention enough to sort, and does it matter whether it sits low or high?
 
 import matplotlib.pyplot as plt
 
-from convs2s_edu import experiments, is_quick_mode, resolve_device
+from convs2s_edu.lab import experiments
+from convs2s_edu.lab.site import is_quick_mode
+from convs2s_edu.training import resolve_device
 
 result = experiments.run_experiment("attention_layers")
 print(result.budget.describe())
@@ -123,21 +125,13 @@ assert per_attention == 2 * d * f + f + d
 # prediction the model makes about *which* token comes next rests on that
 # single look. With attention everywhere, layer 2's convolution already reads
 # what layer 1 found in the source. The cell records each convolution's output
-# with forward hooks for two different sources.
+# with forward hooks (:func:`~convs2s_edu.lab.figures.capture`) for two
+# different sources.
 
 import torch
 
 from convs2s_edu import sos_index
-
-
-def record(store, l):
-    """A forward hook that appends the output of decoder layer ``l`` to ``store[l]``."""
-
-    def hook(module, inputs, out):
-        store.setdefault(l, []).append(out)
-
-    return hook
-
+from convs2s_edu.lab import figures
 
 V = cfg_all.vocab_size
 torch.manual_seed(0)
@@ -145,10 +139,8 @@ src_a, src_b = torch.randint(1, V + 1, (2, 1, 12))  # two sources, (B, S) each
 tgt_in = torch.cat([torch.tensor([[sos_index(V)]]), src_a.sort(dim=1).values], dim=1)
 for layers in ((4,), None):
     model = ConvS2S(ConvS2SConfig(attention_layers=layers)).eval()
-    outputs = {}
-    for l, block in enumerate(model.decoder.blocks, 1):
-        block.register_forward_hook(record(outputs, l))
-    with torch.no_grad():
+    blocks = dict(enumerate(model.decoder.blocks, 1))  # decoder layer l: its block
+    with torch.no_grad(), figures.capture(blocks) as outputs:
         logits_a, logits_b = model(src_a, tgt_in), model(src_b, tgt_in)
     changed = [l for l, (a, b) in outputs.items() if not torch.equal(a, b)]
     which = ", ".join(map(str, layers)) if layers else "all"
@@ -178,7 +170,7 @@ for layers in ((4,), None):
 # Negate both sides: a lower loss is a larger negative loss. Here the worst
 # seed of the paper's model (0.55) beats the best of *first* (0.56), so the
 # claim is supported; passed the wrong way round, the rule says "not
-# supported". :func:`~convs2s_edu.experiments.conclusion` does the same with
+# supported". :func:`~convs2s_edu.lab.experiments.report.conclusion` does the same with
 # ``higher_is_better=False``.
 
 loss_all, loss_first = [0.50, 0.52, 0.55], [0.56, 0.60, 0.58]

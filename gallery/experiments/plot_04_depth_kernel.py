@@ -18,7 +18,9 @@ source position anyway?
 
 import matplotlib.pyplot as plt
 
-from convs2s_edu import experiments, is_quick_mode, resolve_device, site_config
+from convs2s_edu.lab import experiments
+from convs2s_edu.lab.site import is_quick_mode, site_config
+from convs2s_edu.training import resolve_device
 
 result = experiments.run_experiment("depth_kernel")
 task = site_config("convs2s")
@@ -134,27 +136,18 @@ print(
 import torch
 
 from convs2s_edu import ConvS2S, ConvS2SConfig, sos_index
+from convs2s_edu.lab import figures
 
 conv_cfg = ConvS2SConfig()
 V = conv_cfg.vocab_size
 torch.manual_seed(0)
 fresh = ConvS2S(conv_cfg).eval()
-embedded = {}
-
-
-def keep_grad(name):
-    def hook(module, inputs, out):
-        out.retain_grad()
-        embedded[name] = out
-
-    return hook
-
-
-fresh.encoder.embed.register_forward_hook(keep_grad("source"))
-fresh.decoder.embed.register_forward_hook(keep_grad("decoder input"))
 src = torch.randint(1, V + 1, (1, task.max_len))  # (B, S)
 tgt_in = torch.cat([torch.tensor([[sos_index(V)]]), src.sort(dim=1).values], dim=1)  # (B, S + 1)
-fresh(src, tgt_in)[0, -1].sum().backward()  # the last position's logits
+embeddings = {"source": fresh.encoder.embed, "decoder input": fresh.decoder.embed}
+with figures.capture(embeddings, retain_grad=True) as seen:
+    fresh(src, tgt_in)[0, -1].sum().backward()  # the last position's logits
+embedded = {name: outputs[0] for name, outputs in seen.items()}
 for name, e in embedded.items():
     seen = (e.grad[0].abs().sum(dim=-1) > 0).nonzero().flatten().tolist()  # positions
     print(f"{name}: {len(seen)} of {e.shape[1]} positions matter: {seen[0]}-{seen[-1]}")

@@ -21,12 +21,15 @@ this page.
 import matplotlib.pyplot as plt
 import numpy as np
 
-from convs2s_edu import experiments, is_quick_mode, resolve_device
+from convs2s_edu.lab import experiments
+from convs2s_edu.lab.experiments.registry import BEAM_EXAMPLES
+from convs2s_edu.lab.site import is_quick_mode
+from convs2s_edu.training import resolve_device
 
 result = experiments.run_experiment("beam")
 beams = result.budget.beam_sizes
 print(result.budget.describe())
-n_beam = min(experiments.BEAM_EXAMPLES, result.budget.n_test)
+n_beam = min(BEAM_EXAMPLES, result.budget.n_test)
 print(
     f"beam sizes: {beams}, each on the first {n_beam} test examples; "
     f"device: {resolve_device('auto')}"
@@ -69,7 +72,7 @@ print(experiments.format_beam(result))
 # Per model, the best beam by mean token accuracy against greedy decoding, and
 # the time of the widest beam against greedy. Both sides come from the same
 # trained runs, so the comparison is made seed by seed
-# (:func:`~convs2s_edu.experiments.verdict` with ``paired=True``).
+# (:func:`~convs2s_edu.lab.experiments.statistics.verdict` with ``paired=True``).
 
 for row in result.rows:
     acc = {k: row[f"token_accuracy_beam{k}_values"] for k in beams}

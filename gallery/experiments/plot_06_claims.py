@@ -6,12 +6,12 @@ One row per claim of the paper or the seed article: the claim and where it is
 made, the experiment that tests it, what was measured (mean and min–max over
 the seeds) and a verdict: *supported*, *not supported*, or *not resolved at
 this scale*. Everything below is filled in from the experiments' results when
-the site is built (:func:`~convs2s_edu.experiments.check_claims`); nothing is
+the site is built (:func:`~convs2s_edu.lab.experiments.claims.check_claims`); nothing is
 typed in.
 
 Quotation marks mark the seed article's words; the paper's claims are
 paraphrased, with their section. The verdict rule
-(:func:`~convs2s_edu.experiments.verdict`): *supported* when the seed ranges
+(:func:`~convs2s_edu.lab.experiments.statistics.verdict`): *supported* when the seed ranges
 do not overlap in the claimed direction, *not supported* when they do not
 overlap the other way, otherwise not resolved; comparisons within one
 trained model (beam against greedy) are made seed by seed. Accuracy claims
@@ -23,7 +23,8 @@ are judged on token accuracy.
 # ------------
 # The experiments of the previous pages, from the cache.
 
-from convs2s_edu import experiments, is_quick_mode
+from convs2s_edu.lab import experiments
+from convs2s_edu.lab.site import is_quick_mode
 
 results = {
     name: experiments.run_experiment(name, progress=False) for name in experiments.EXPERIMENTS
@@ -112,7 +113,7 @@ for b in (experiments.budget(quick=False), experiments.budget(quick=True)):
 # :math:`2n` ranked values into two sides. That is 1 in 3 with 2 seeds, 10%
 # with 3 and under 1% with 5; with one seed a side it would be every time,
 # which is why the rule never gives a verdict on fewer than two seeds. The
-# cell applies :func:`~convs2s_edu.experiments.verdict` to every split and
+# cell applies :func:`~convs2s_edu.lab.experiments.statistics.verdict` to every split and
 # compares with the formula.
 
 import itertools
@@ -143,7 +144,7 @@ for n in (1, 2, 3, 5):
 # **3. Your own claim.** Past the trained lengths a model without a position
 # table has no untrained rows to read. Write "the GRU model sorts 31-40-token
 # sequences better than ConvS2S" as a
-# :class:`~convs2s_edu.experiments.Claim` on the position experiment. What
+# :class:`~convs2s_edu.lab.experiments.claims.Claim` on the position experiment. What
 # verdict do you expect from this build?
 #
 # .. raw:: html
@@ -152,7 +153,7 @@ for n in (1, 2, 3, 5):
 #
 # The claim names what should be larger (the GRU model's token accuracy on
 # 31-40 tokens) and what it must beat (ConvS2S with its position tables, the
-# arm *both*); :func:`~convs2s_edu.experiments.check_claims` fills in the rest
+# arm *both*); :func:`~convs2s_edu.lab.experiments.claims.check_claims` fills in the rest
 # from the results already loaded. In the quick build one seed per arm can
 # only give "not resolved"; in the full build the verdict below is computed
 # from the seeds of the build.
