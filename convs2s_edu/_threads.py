@@ -19,7 +19,8 @@ torch was imported before ``convs2s_edu``. Users of the Python API who import
 torch first should set ``OMP_WAIT_POLICY=PASSIVE`` (and ``OMP_NUM_THREADS``)
 in the environment themselves (see the README).
 
-This module imports only :mod:`os` and :mod:`sys`, so that importing it cannot load torch.
+This module imports only :mod:`os`, :mod:`sys` and :mod:`convs2s_edu._machine`, so that
+importing it cannot load torch.
 """
 
 from __future__ import annotations
@@ -27,16 +28,14 @@ from __future__ import annotations
 import os
 import sys
 
+from ._machine import usable_cores
+
 __all__ = ["THREAD_DEFAULTS", "apply_defaults"]
 
 
 def _default_threads() -> str:
     """One core fewer than this process may use (at least one), as a string."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    return str(max(1, cores - 1))
+    return str(max(1, usable_cores() - 1))
 
 
 #: Environment variables set (unless already set) before torch is loaded: waiting threads

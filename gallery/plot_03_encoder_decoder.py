@@ -330,9 +330,9 @@ for causal in (False, True):
 # tokens, which teacher forcing puts in the decoder's input. Training would
 # learn to copy them and reach a near-zero loss, and the model would fail at
 # test time, when there is no next token to copy.
-# ``tests/test_convs2s.py::test_convs2s_decoder_is_causal`` fails, and so
-# does the block-level test next to it in the same file. The block below pads
-# on the right by hand:
+# ``tests/test_seq2seq.py::test_decoder_is_causal`` fails for every model with
+# the convolutional decoder, and so does the block-level causality test of
+# ``tests/test_convs2s.py``. The block below pads on the right by hand:
 
 blk = ConvBlock(8, 3, causal=True).eval()
 x = torch.randn(1, 10, 8, requires_grad=True)

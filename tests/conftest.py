@@ -1,64 +1,22 @@
-"""Shared fixtures for the core-library tests: tiny models, padded batches, a short training loop.
+"""Shared fixtures: tiny model configs, a padded batch, a short training loop, tiny trained runs,
+a tiny experiment, the devices to run on and a full disk.
 
-Everything here is small (embeddings/hidden states of 16-32, vocabularies of 10)
-and seeded, so the suite is fast and deterministic on a CPU.
+Everything here is small (embeddings/hidden states of 16-32, vocabularies of 10) and seeded,
+so the suite is fast and deterministic on a CPU; the sizes come from ``_tiny.py``.
 """
 
 from __future__ import annotations
 
-from dataclasses import fields
+import functools
 
 import pytest
 import torch
 import torch.nn.functional as F
+from _tiny import TINY_OPTIONS, VOCAB, tiny_config, tiny_model_config
 
-from convs2s_edu import (
-    PAD,
-    ConvS2S,
-    ConvS2SConfig,
-    HybridConfig,
-    HybridSeq2Seq,
-    RNNSeq2Seq,
-    RNNSeq2SeqConfig,
-    SortingDataset,
-    collate_batch,
-)
-
-VOCAB = 10
-
-#: The four encoder/decoder combinations.
-KINDS = ("convs2s", "gru", "gru+conv", "conv+gru")
-
-
-def make_model(kind: str, seed: int = 0, **overrides) -> torch.nn.Module:
-    """A small seeded model of ``kind``; ``overrides`` go to every config that has the field."""
-    torch.manual_seed(seed)
-    options = dict(
-        vocab_size=VOCAB,
-        embed_dim=16,
-        hidden_dim=16,
-        n_encoder_layers=2,
-        n_decoder_layers=2,
-        attention_dim=12,
-        dropout=0.0,
-        max_positions=24,
-    )
-    options.update(overrides)
-
-    def pick(config):
-        return {f.name: options[f.name] for f in fields(config) if f.name in options}
-
-    if kind == "convs2s":
-        return ConvS2S(ConvS2SConfig(**pick(ConvS2SConfig)))
-    if kind == "gru":
-        return RNNSeq2Seq(RNNSeq2SeqConfig(**pick(RNNSeq2SeqConfig)))
-    return HybridSeq2Seq(HybridConfig.from_options(kind, **options))
-
-
-def output_layer(model) -> torch.nn.Linear:
-    """The decoder's output layer: ``W_o`` (convolutional) or ``W_s`` (GRU)."""
-    dec = model.decoder
-    return dec.W_o if hasattr(dec, "W_o") else dec.W_s
+from convs2s_edu import PAD, SortingDataset, collate_batch
+from convs2s_edu.lab import experiments as ex
+from convs2s_edu.lab.experiments import Arm, Experiment
 
 
 @pytest.fixture
@@ -79,41 +37,22 @@ def single_thread():
 @pytest.fixture
 def tiny_convs2s_cfg():
     """Factory for a small ConvS2S config (2 + 3 layers so the decoder has several attentions)."""
-
-    def make(**overrides) -> ConvS2SConfig:
-        kw = dict(
-            vocab_size=VOCAB,
-            embed_dim=16,
-            hidden_dim=24,
-            n_encoder_layers=2,
-            n_decoder_layers=3,
-            kernel_size=3,
-            dropout=0.0,
-            max_positions=16,
-        )
-        kw.update(overrides)
-        return ConvS2SConfig(**kw)
-
-    return make
+    return functools.partial(
+        tiny_model_config, "convs2s", hidden_dim=24, n_decoder_layers=3, max_positions=16
+    )
 
 
 @pytest.fixture
 def tiny_rnn_cfg():
     """Factory for a small GRU + Bahdanau config."""
-
-    def make(**overrides) -> RNNSeq2SeqConfig:
-        kw = dict(
-            vocab_size=VOCAB,
-            embed_dim=16,
-            hidden_dim=20,
-            attention_dim=12,
-            dropout=0.0,
-            max_positions=16,
-        )
-        kw.update(overrides)
-        return RNNSeq2SeqConfig(**kw)
-
-    return make
+    return functools.partial(
+        tiny_model_config,
+        "gru",
+        hidden_dim=20,
+        n_encoder_layers=1,
+        n_decoder_layers=1,
+        max_positions=16,
+    )
 
 
 @pytest.fixture
@@ -226,3 +165,43 @@ class _FullDisk:
 def full_disk():
     """A context in which checkpoint writes fail as on a full disk (see :class:`_FullDisk`)."""
     return _FullDisk()
+
+
+@pytest.fixture(scope="session")
+def tiny_runs(tmp_path_factory):
+    """A directory holding a one-epoch run (``checkpoint.pt``) of ``tiny_config(model)`` for
+    ``convs2s/`` and ``gru/``, trained once for the session: read it, or change a copy
+    (``_tiny.copy_run``)."""
+    from convs2s_edu.training import train
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    base = tmp_path_factory.mktemp("runs")
+    try:
+        for model in ("convs2s", "gru"):
+            train(tiny_config(model), out_dir=base / model, progress=False)
+    finally:
+        torch.set_num_threads(before)
+    return base
+
+
+@pytest.fixture
+def tiny_experiment(monkeypatch):
+    """A two-arm experiment of small models, registered as ``"tiny"``."""
+    exp = Experiment(
+        "tiny",
+        "Tiny",
+        "?",
+        (
+            Arm(
+                "conv",
+                "conv",
+                "convs2s",
+                {**TINY_OPTIONS["convs2s"], "n_encoder_layers": 1, "n_decoder_layers": 1},
+            ),
+            Arm("gru", "gru", "gru", {**TINY_OPTIONS["gru"], "attention_dim": 8}),
+        ),
+        ("greedy_time",),
+    )
+    monkeypatch.setitem(ex.EXPERIMENTS, "tiny", exp)
+    return exp

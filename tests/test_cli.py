@@ -1,14 +1,17 @@
-"""The command line: train, evaluate, compare, and one-line errors for bad arguments."""
+"""Tests of ``convs2s_edu.cli``, the command line: train, evaluate, compare, experiment and
+bench as a user runs them, their help, the options that reach the config, and one line on
+stderr with status 2 (before any training) for every expected error."""
 
-import json
 import subprocess
 import sys
 
 import pytest
 import torch
-from _tiny import SMALL, tiny_config  # noqa: E402
+from _tiny import SMALL
 
-from convs2s_edu.cli import main
+from convs2s_edu.cli import _config, build_parser, main
+from convs2s_edu.lab.experiments import registry as registry_mod
+from convs2s_edu.training.paths import cpu_bf16_support
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
@@ -24,44 +27,6 @@ def test_train_then_evaluate(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "exact match" in printed and "token accuracy" in printed
     assert "beam 2" in printed
-
-
-def test_compare_prints_the_speed_table_and_ratio(tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("CONVS2S_EDU_CACHE", str(tmp_path / "cache"))
-    rows_file = tmp_path / "rows.json"
-    assert (
-        main(["compare", *SMALL, "--rounds", "2", "--window-steps", "1", "--json", str(rows_file)])
-        == 0
-    )
-    printed = capsys.readouterr().out
-    assert "tokens/s (median)" in printed and "windows min-max" in printed
-    flat = " ".join(printed.split())
-    assert (
-        "speed, measured interleaved: 2 windows of 1 training steps per model, in the order "
-        "convs2s, gru, then back"
-    ) in flat
-    assert "on the same batches" in printed
-    assert "throughput ratio gru / convs2s" in printed
-    assert "load average" in printed and "machine:" in printed
-    saved = json.loads(rows_file.read_text())
-    rows, speed = saved["rows"], saved["speed"]
-    assert [r["model"] for r in rows] == ["convs2s", "gru"]
-    assert speed["order"] == ["convs2s", "gru", "gru", "convs2s"]
-    assert " ".join(saved["verdict"]["text"].split()) in " ".join(printed.split())
-    for r in rows:
-        assert 0.0 <= r["exact_match"] <= 1.0 and 0.0 <= r["token_accuracy"] <= 1.0
-        # the table's speed is the interleaved windows' median, not the training run's clock
-        assert r["tokens_per_second"] == speed["throughput"][r["model"]]["median"]
-        lo, hi = r["tokens_per_second_range"]
-        assert lo <= r["tokens_per_second"] <= hi
-
-
-def test_compare_refuses_bad_window_settings_before_training(tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("CONVS2S_EDU_CACHE", str(tmp_path / "cache"))
-    assert main(["compare", *SMALL, "--rounds", "1"]) == 2
-    err = capsys.readouterr().err
-    assert "n_rounds must be an integer >= 2, got 1" in err
-    assert not (tmp_path / "cache").exists()  # nothing was trained
 
 
 @pytest.mark.parametrize(
@@ -128,18 +93,10 @@ def test_module_entry_point_runs():
 # --------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def good_run(tmp_path_factory):
-    """A one-epoch GRU checkpoint (trained once for the module) to damage in copies."""
-    from convs2s_edu.training import train
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    out = tmp_path_factory.mktemp("cli-run")
-    cfg = tiny_config("gru")
-    train(cfg, out_dir=out, progress=False)
-    torch.set_num_threads(before)
-    return out / "checkpoint.pt"
+@pytest.fixture
+def good_run(tiny_runs):
+    """A one-epoch GRU checkpoint (``tiny_runs``) to damage in copies."""
+    return tiny_runs / "gru" / "checkpoint.pt"
 
 
 @pytest.fixture
@@ -238,17 +195,11 @@ def test_resume_with_a_changed_config_is_one_line(good_run, tmp_path, capsys):
         "--out",
         str(run),
         "--resume",
-        "--n-train",
+        *SMALL,
+        "--n-train",  # tiny_config's: the checkpoint's sizes
         "32",
         "--epochs",
         "2",
-        "--max-len",
-        "6",
-        "--min-len",
-        "3",
-        "--device",
-        "cpu",
-        "--quiet",
     ]
     # the checkpoint's model_options differ from the CLI's defaults: refused, naming the field
     _one_line_status_2(argv, "different config: ", capsys)
@@ -286,3 +237,180 @@ def test_out_of_range_size_in_a_real_process_is_one_line_and_status_2(tmp_path):
         "convs2s-edu train: error: max_len must be an integer in 1..512, got 100000"
     )
     assert not (tmp_path / "r").exists()  # nothing written either
+
+
+# --------------------------------------------------------------------------
+# Options that reach the run: a hybrid by name, the execution path
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["gru+conv", "conv+gru"])
+def test_cli_trains_a_hybrid(kind, tmp_path, capsys):
+    argv = [
+        "train",
+        "--model",
+        kind,
+        "--out",
+        str(tmp_path),
+        *SMALL,
+        "--n-train",
+        "32",
+        "--max-len",
+        "5",
+    ]
+    assert main(argv) == 0
+    assert kind in capsys.readouterr().out
+    assert (tmp_path / "checkpoint.pt").is_file()
+
+
+def test_cli_flags_reach_the_config():
+    args = build_parser().parse_args(
+        [
+            "train",
+            "--model",
+            "gru",
+            "--out",
+            "x",
+            "--compile-mode",
+            "max-autotune",
+            "--precision",
+            "bf16",
+        ]
+    )
+    cfg = _config(args, "gru")
+    assert (cfg.compile, cfg.compile_mode, cfg.precision) == (True, "max-autotune", "bf16")
+    args = build_parser().parse_args(["train", "--model", "gru", "--out", "x"])
+    cfg = _config(args, "gru")
+    assert (cfg.compile, cfg.compile_mode, cfg.precision) == (False, None, "fp32")
+
+
+# --------------------------------------------------------------------------
+# Help, and the sample columns of evaluate (issue 11)
+# --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    """A GRU trained with the CLI's ``SMALL`` options, once for the module."""
+    out = tmp_path_factory.mktemp("cli-help") / "run"
+    assert main(["train", "--model", "gru", "--out", str(out), *SMALL]) == 0
+    return out
+
+
+def test_greedy_evaluate_prints_no_beam_column(checkpoint, capsys):
+    capsys.readouterr()
+    assert main(["evaluate", str(checkpoint), "--samples", "3"]) == 0
+    printed = capsys.readouterr().out
+    assert "(greedy)" in printed
+    assert "gru greedy" in printed
+    assert "beam=" not in printed, printed
+    # three sample rows below the header, numbered 0..2
+    rows = [line for line in printed.splitlines() if line[:1].isdigit()]
+    assert [r.split()[0] for r in rows] == ["0", "1", "2"]
+
+
+@pytest.mark.parametrize("beam", [2, 3])
+def test_beam_evaluate_prints_the_asked_beam_column(checkpoint, capsys, beam):
+    capsys.readouterr()
+    assert main(["evaluate", str(checkpoint), "--beam", str(beam), "--samples", "2"]) == 0
+    printed = capsys.readouterr().out
+    assert f"gru beam={beam}" in printed
+    assert "gru greedy" in printed
+    others = {f"beam={k}" for k in range(1, 6) if k != beam}
+    assert not any(o in printed for o in others), printed
+
+
+def _subparsers():
+    parser = build_parser()
+    action = next(a for a in parser._actions if a.dest == "command")
+    return action.choices, action._choices_actions
+
+
+def test_every_subcommand_says_what_it_does_and_how_long():
+    choices, summaries = _subparsers()
+    assert set(choices) == {"train", "evaluate", "compare", "experiment", "bench"}
+    summary = {a.dest: a.help for a in summaries}
+    for name, sub in choices.items():
+        text = sub.format_help()
+        assert summary[name], f"{name} has no one-line help"
+        assert sub.description, f"{name} --help has no description"
+        assert any(word in text for word in ("minute", "second")), f"{name}: no duration"
+        assert "default" in text, f"{name}: no defaults"
+
+
+def test_every_option_has_help():
+    choices, _ = _subparsers()
+    for name, sub in choices.items():
+        for action in sub._actions:
+            if action.dest == "help":
+                continue
+            assert action.help, f"{name} {action.option_strings or action.dest} has no help"
+
+
+# --------------------------------------------------------------------------
+# Errors of the other commands: one line, status 2
+# --------------------------------------------------------------------------
+
+
+def test_cli_refuses_paths_this_machine_cannot_run(tmp_path, capsys):
+    base = ["train", "--model", "gru", "--out", str(tmp_path), *SMALL]
+    assert main(base + ["--compile-mode", "reduce-overhead"]) == 2
+    err = capsys.readouterr().err
+    assert "needs a CUDA device" in err and len(err.strip().splitlines()) == 1
+    if not cpu_bf16_support()[0]:
+        assert main(base + ["--precision", "bf16"]) == 2
+        err = capsys.readouterr().err
+        assert "no bf16 matrix instructions" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "checkpoint.pt").exists()
+
+
+def test_bench_cli_rejects_unknown_path(capsys):
+    assert main(["bench", "--quick", "--paths", "warp-speed"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown path" in err and len(err.strip().splitlines()) == 1
+
+
+def test_cli_unknown_names_one_line_exit_2(capsys):
+    assert main(["experiment", "nope"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "allowed: encoder_decoder" in err[0]
+    assert main(["experiment", "beam", "--arms", "lstm"]) == 2
+    assert "allowed: convs2s, gru" in capsys.readouterr().err
+
+
+def test_cli_experiment_prints_the_table_and_writes_json(
+    tiny_experiment, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setenv("CONVS2S_EDU_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(
+        registry_mod, "QUICK_BUDGET", {"n_train": 24, "n_valid": 8, "n_test": 8, "epochs": 1}
+    )
+    out = tmp_path / "rows.json"
+    assert (
+        main(
+            [
+                "experiment",
+                "tiny",
+                "--quick",
+                "--seeds",
+                "2",
+                "--arms",
+                "gru",
+                "--json",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
+    printed = capsys.readouterr()
+    assert printed.err == ""
+    assert "2 seed(s) per arm" in printed.out and "24 examples × 1 epochs" in printed.out
+    assert [
+        line.split()[0]
+        for line in printed.out.splitlines()
+        if line.split() and line.split()[0] in ("gru", "conv")
+    ] == ["gru"]
+    saved = __import__("json").loads(out.read_text())
+    assert [r["arm"] for r in saved["rows"]] == ["gru"]
+    assert [(r["arm"], r["seed"]) for r in saved["runs"]] == [("gru", 0), ("gru", 1)]

@@ -1,4 +1,6 @@
-"""ConvS2S (Gehring et al., 2017) against hand computations from its own parameters.
+"""Tests of ``convs2s_edu.convs2s``: ConvS2S (Gehring et al., 2017) against hand computations
+from its own parameters, its ablation switches (positions, attention layers), its parameter
+names and the checks of its config and building blocks.
 
 Every equivalence test rebuilds a quantity from the module's parameters with
 plain tensor operations (``F.pad``, ``F.conv1d``, matrix products, explicit
@@ -15,10 +17,20 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from _tiny import VOCAB, randomise_biases, tiny_model
 from torch.nn.utils import parametrize
 from torch.testing import assert_close
 
-from convs2s_edu import PAD, ConvBlock, ConvS2S, ConvS2SConfig, MultiStepAttention, scale_gradient
+from convs2s_edu import (
+    PAD,
+    ConvBlock,
+    ConvS2S,
+    ConvS2SConfig,
+    MultiStepAttention,
+    greedy_decode,
+    scale_gradient,
+    sos_index,
+)
 from convs2s_edu.convs2s import ConvMemory
 
 pytestmark = pytest.mark.usefixtures("single_thread")
@@ -47,15 +59,6 @@ def _perturb_weight_norm_gains(module: torch.nn.Module) -> None:
                 p.mul_(torch.rand_like(p) + 0.5)
 
 
-def _randomise_zero_biases(module: torch.nn.Module) -> None:
-    """Biases start at zero with the paper's init (and ``b_d`` always): make them non-zero so
-    that a forgotten bias is visible."""
-    with torch.no_grad():
-        for name, p in module.named_parameters():
-            if name.endswith("bias") or name.endswith("b_d"):
-                p.normal_(0.0, 0.5)
-
-
 # --------------------------------------------------------------------------
 # GLU block
 # --------------------------------------------------------------------------
@@ -68,7 +71,7 @@ def test_glu_block_matches_hand_computation(causal, kernel_size, weight_norm):
     torch.manual_seed(0)
     d, B, T = 6, 2, 7
     block = ConvBlock(d, kernel_size, causal=causal, dropout=0.3, weight_norm=weight_norm).eval()
-    _randomise_zero_biases(block)
+    randomise_biases(block)
     _perturb_weight_norm_gains(block)
     x = torch.randn(B, T, d)
     k = kernel_size
@@ -188,7 +191,7 @@ def test_multistep_attention_matches_paper_equations(scale_context, weight_norm)
     torch.manual_seed(0)
     B, T, S, d, f = 3, 4, 6, 10, 8
     att = MultiStepAttention(d, f, scale_context=scale_context, weight_norm=weight_norm)
-    _randomise_zero_biases(att)
+    randomise_biases(att)
     _perturb_weight_norm_gains(att)
     if weight_norm:
         assert parametrize.is_parametrized(att.W_d, "weight")
@@ -277,7 +280,7 @@ def test_convs2s_forward_matches_reference_from_parameters(
 ):
     torch.manual_seed(0)
     model = ConvS2S(tiny_convs2s_cfg(**VARIANTS[variant], dropout=0.1)).eval()
-    _randomise_zero_biases(model)
+    randomise_biases(model)
     _perturb_weight_norm_gains(model)
     _, batch = ragged_batch
     logits, attn = model(batch.src, batch.tgt_in, return_attention=True)
@@ -371,7 +374,7 @@ def test_decoder_step_reproduces_full_forward_column_by_column(
     torch.manual_seed(0)
     overrides = dict(kernel_size=1) if variant == "kernel1" else VARIANTS[variant]
     model = ConvS2S(tiny_convs2s_cfg(**overrides, dropout=0.1)).eval()
-    _randomise_zero_biases(model)
+    randomise_biases(model)
     _, batch = ragged_batch
     B, T = batch.tgt_in.shape
     with torch.no_grad():
@@ -407,3 +410,250 @@ def test_receptive_field_is_one_plus_l_times_k_minus_one(causal, kernel_size, n_
 def test_attention_layer_errors_say_what_is_allowed():
     with pytest.raises(ValueError, match=r"distinct layer numbers in 1\.\.3, got \(4,\)"):
         ConvS2SConfig(n_decoder_layers=3, attention_layers=(4,))
+
+
+# --------------------------------------------------------------------------
+# Parameter names (checkpoints of earlier versions load)
+# --------------------------------------------------------------------------
+
+
+#: The parameter names of ConvS2S, as written by 0.1.0.
+def test_convs2s_parameter_names_are_unchanged():
+    keys = set(tiny_model("convs2s", n_encoder_layers=1, n_decoder_layers=1).state_dict())
+    assert keys == {
+        "encoder.embed.token.weight",
+        "encoder.embed.position.weight",
+        "encoder.in_proj.weight",
+        "encoder.in_proj.bias",
+        "encoder.blocks.0.conv.weight",
+        "encoder.blocks.0.conv.bias",
+        "encoder.out_proj.weight",
+        "encoder.out_proj.bias",
+        "decoder.embed.token.weight",
+        "decoder.embed.position.weight",
+        "decoder.in_proj.weight",
+        "decoder.in_proj.bias",
+        "decoder.blocks.0.conv.weight",
+        "decoder.blocks.0.conv.bias",
+        "decoder.attention.0.W_d.weight",
+        "decoder.attention.0.b_d",
+        "decoder.W_c.0.weight",
+        "decoder.W_c.0.bias",
+        "decoder.W_o.weight",
+        "decoder.W_o.bias",
+    }
+
+
+# --------------------------------------------------------------------------
+# Ablation switches: positions and attention layers
+# --------------------------------------------------------------------------
+
+
+def _pair(tiny_convs2s_cfg, **switches):
+    """A model with ``switches`` and a default model holding the same parameters."""
+    torch.manual_seed(0)
+    ablated = ConvS2S(tiny_convs2s_cfg(**switches)).eval()
+    full = ConvS2S(tiny_convs2s_cfg()).eval()
+    missing, unexpected = full.load_state_dict(ablated.state_dict(), strict=False)
+    assert not unexpected
+    return ablated, full, missing
+
+
+@pytest.mark.parametrize("side", ["source", "target"])
+def test_no_positions_equals_a_zero_position_table(tiny_convs2s_cfg, ragged_batch, side):
+    _, batch = ragged_batch
+    ablated, full, missing = _pair(tiny_convs2s_cfg, **{f"{side}_positions": False})
+    part = full.encoder if side == "source" else full.decoder
+    assert missing == [f"{'encoder' if side == 'source' else 'decoder'}.embed.position.weight"]
+    assert (part.embed.position is not None) and (
+        (ablated.encoder if side == "source" else ablated.decoder).embed.position is None
+    )
+    with torch.no_grad():
+        part.embed.position.weight.normal_()
+        before = full(batch.src, batch.tgt_in)
+        assert not torch.allclose(before, ablated(batch.src, batch.tgt_in))  # the test can fail
+        part.embed.position.weight.zero_()
+        torch.testing.assert_close(ablated(batch.src, batch.tgt_in), full(batch.src, batch.tgt_in))
+
+
+def test_no_positions_output_ignores_any_position_table(tiny_convs2s_cfg, ragged_batch):
+    """With positions off, permuting the rows of a (default model's) table changes nothing in
+    the ablated model, while it changes the default model's output."""
+    _, batch = ragged_batch
+    ablated, full, _ = _pair(tiny_convs2s_cfg, source_positions=False, target_positions=False)
+    assert not any("position" in name for name, _ in ablated.named_parameters())
+    out = ablated(batch.src, batch.tgt_in)
+    before = full(batch.src, batch.tgt_in)
+    with torch.no_grad():
+        for part in (full.encoder, full.decoder):
+            part.embed.position.weight.copy_(part.embed.position.weight.flip(0))
+    assert not torch.allclose(before, full(batch.src, batch.tgt_in))
+    torch.testing.assert_close(ablated(batch.src, batch.tgt_in), out)
+
+
+def _block_outputs(model, src, tgt_in):
+    outs = []
+    hooks = [
+        b.register_forward_hook(lambda m, i, o: outs.append(o.detach()))
+        for b in model.decoder.blocks
+    ]
+    try:
+        model(src, tgt_in)
+    finally:
+        for h in hooks:
+            h.remove()
+    return outs
+
+
+@pytest.mark.parametrize("layers", [(3,), (1,), (1, 3), None])
+def test_attention_only_where_asked(tiny_convs2s_cfg, ragged_batch, layers):
+    """A decoder layer's convolution output depends on the source only if a layer below it
+    attends; the attending layers are the only ones with attention parameters."""
+    _, batch = ragged_batch
+    torch.manual_seed(0)
+    model = ConvS2S(tiny_convs2s_cfg(n_decoder_layers=4, attention_layers=layers)).eval()
+    attending = layers or (1, 2, 3, 4)
+    assert len(model.decoder.attention) == len(model.decoder.W_c) == len(attending)
+    _, attn = model(batch.src, batch.tgt_in, return_attention=True)
+    assert attn.shape[1] == len(attending)
+    other_src = batch.src.clone()
+    other_src[:, 0] = (other_src[:, 0] % 10) + 1  # a different first token, same padding
+    a = _block_outputs(model, batch.src, batch.tgt_in)
+    b = _block_outputs(model, other_src, batch.tgt_in)
+    for l in range(4):  # l: 0-based layer; its block sees layers 1..l's attentions
+        depends = any(n <= l for n in attending)
+        assert (not torch.allclose(a[l], b[l])) == depends, (layers, l)
+
+
+@pytest.mark.parametrize(
+    "switches",
+    [
+        {"attention_layers": (2,)},
+        {"target_positions": False},
+        {"source_positions": False, "attention_layers": (1, 3)},
+    ],
+)
+def test_ablated_models_decode_incrementally_like_the_full_recompute(
+    tiny_convs2s_cfg, ragged_batch, switches
+):
+    _, batch = ragged_batch
+    torch.manual_seed(1)
+    model = ConvS2S(tiny_convs2s_cfg(**switches))
+    assert greedy_decode(model, batch.src, incremental=True) == greedy_decode(
+        model, batch.src, incremental=False
+    )
+
+
+def test_defaults_keep_the_state_dict(tiny_convs2s_cfg):
+    torch.manual_seed(0)
+    default = ConvS2S(tiny_convs2s_cfg())
+    torch.manual_seed(0)
+    explicit = ConvS2S(
+        tiny_convs2s_cfg(attention_layers=[3, 1, 2], source_positions=True, target_positions=True)
+    )
+    sd, se = default.state_dict(), explicit.state_dict()
+    assert list(sd) == list(se)
+    assert "encoder.embed.position.weight" in sd and "decoder.attention.2.b_d" in sd
+    for k in sd:
+        torch.testing.assert_close(sd[k], se[k], rtol=0, atol=0)
+    assert explicit.cfg.attention_layers == (1, 2, 3)
+
+
+@pytest.mark.parametrize("layers, n_attentions", [((2,), 1), ((1, 3), 2), (None, 3)])
+def test_encoder_gradient_is_divided_by_the_number_of_attentions(
+    tiny_convs2s_cfg, ragged_batch, layers, n_attentions
+):
+    """The encoder's conv blocks get gradient only through z^u, which scale_encoder_grad
+    divides by the number of attention mechanisms (§3.4), not by the number of layers."""
+    _, batch = ragged_batch
+    grads = []
+    for scale in (False, True):
+        torch.manual_seed(0)
+        model = ConvS2S(tiny_convs2s_cfg(attention_layers=layers, scale_encoder_grad=scale))
+        model(batch.src, batch.tgt_in).square().sum().backward()
+        grads.append(model.encoder.blocks[0].conv.weight.grad)
+    torch.testing.assert_close(grads[1], grads[0] / n_attentions)
+
+
+# --------------------------------------------------------------------------
+# Bad configs, sizes and positions: a ValueError that names the value and the allowed range
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "bad, err",
+    [
+        ([0], ValueError),
+        ([4], ValueError),
+        ([], ValueError),
+        ([1, 1], ValueError),
+        ([True], ValueError),
+        ("1", TypeError),
+        (2, TypeError),
+    ],
+)
+def test_attention_layers_validation(tiny_convs2s_cfg, bad, err):
+    with pytest.raises(err, match="attention_layers"):
+        tiny_convs2s_cfg(attention_layers=bad)  # 3 decoder layers
+
+
+def test_position_switch_validation(tiny_convs2s_cfg):
+    with pytest.raises(TypeError, match="source_positions"):
+        tiny_convs2s_cfg(source_positions="no")
+
+
+@pytest.mark.parametrize("kernel_size", [2, 4])
+def test_even_kernel_with_centred_padding_is_rejected(kernel_size):
+    with pytest.raises(ValueError, match=rf"odd kernel_size.*got {kernel_size}\b"):
+        ConvBlock(8, kernel_size, causal=False)
+    with pytest.raises(ValueError, match=rf"kernel_size must be odd.*got {kernel_size}\b"):
+        ConvS2SConfig(kernel_size=kernel_size)
+    # a causal block pads k-1 on the left only, so an even width is fine there
+    block = ConvBlock(8, kernel_size, causal=True)
+    assert block(torch.randn(1, 5, 8)).shape == (1, 5, 8)
+
+
+CONV_SIZES = [
+    "vocab_size",
+    "embed_dim",
+    "hidden_dim",
+    "n_encoder_layers",
+    "n_decoder_layers",
+    "kernel_size",
+    "max_positions",
+]
+
+
+@pytest.mark.parametrize("value", [0, -3])
+@pytest.mark.parametrize("field", CONV_SIZES)
+def test_convs2s_config_rejects_non_positive_sizes(field, value):
+    with pytest.raises(ValueError, match=rf"{field} must be an integer >= 1, got {value}\b"):
+        ConvS2SConfig(**{field: value})
+
+
+def test_conv_block_rejects_non_positive_sizes():
+    with pytest.raises(ValueError, match=r"d must be an integer >= 1, got 0"):
+        ConvBlock(0, 3)
+    with pytest.raises(ValueError, match=r"kernel_size must be an integer >= 1, got -1"):
+        ConvBlock(8, -1, causal=True)
+
+
+def test_decoder_step_past_the_position_table_is_rejected():
+    max_pos = 8
+    model = tiny_model(
+        "convs2s",
+        seed=None,
+        embed_dim=8,
+        hidden_dim=8,
+        n_encoder_layers=1,
+        n_decoder_layers=1,
+        max_positions=max_pos,
+        dropout=0.1,
+    ).eval()
+    state = model.decoder.start(model.encode(torch.randint(1, VOCAB + 1, (2, 4))))
+    y = torch.full((2,), sos_index(VOCAB))
+    with torch.no_grad():
+        for _ in range(max_pos):
+            _, _, state = model.decoder.step(y, state)
+        with pytest.raises(ValueError, match=rf"position {max_pos}\b.*0\.\.{max_pos - 1}\b"):
+            model.decoder.step(y, state)

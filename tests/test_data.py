@@ -1,13 +1,21 @@
-"""The sorting task: token ids, reproducible generation, padded batches, DataLoader use."""
+"""Tests of ``convs2s_edu.data``: the sorting task's token ids, reproducible generation, padded
+batches (``collate_batch``, ``Batch.to``), ``SortingDataset`` with a DataLoader, and a clear
+``ValueError`` for every bad argument or example."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
+from _tiny import VOCAB
 from torch.utils.data import DataLoader
 
 from convs2s_edu import PAD, Batch, SortingDataset, eos_index, generate_dataset, sos_index
-from convs2s_edu.data import generate_sorting_example, n_token_ids
+from convs2s_edu.data import collate_batch, generate_sorting_example, n_token_ids
+
+# --------------------------------------------------------------------------
+# Token ids and generation
+# --------------------------------------------------------------------------
 
 
 def test_special_token_ids_follow_the_vocabulary():
@@ -55,6 +63,11 @@ def test_generate_dataset_lengths_tokens_and_sorted_targets():
 def test_generate_dataset_with_fixed_length():
     data = generate_dataset(20, 4, 4, 5, seed=0)
     assert all(len(x) == 4 for x, _ in data)
+
+
+# --------------------------------------------------------------------------
+# Batches
+# --------------------------------------------------------------------------
 
 
 def test_collate_pads_and_adds_sos_eos(ragged_batch):
@@ -112,6 +125,24 @@ def test_batch_to_copies_every_tensor(ragged_batch):
         assert torch.equal(getattr(moved, name), getattr(batch, name))
 
 
+def test_batch_to_returns_new_tensors_and_leaves_the_original(ragged_batch):
+    examples, batch = ragged_batch
+    moved = batch.to("meta")  # a second device that exists on every machine
+    assert isinstance(moved, Batch) and moved is not batch
+    for name, tensor in vars(moved).items():
+        original = getattr(batch, name)
+        assert tensor.device.type == "meta", name
+        assert original.device.type == "cpu", name
+        assert tensor.shape == original.shape and tensor.dtype == original.dtype, name
+    # the original still holds the data
+    assert torch.equal(batch.src, collate_batch(examples, 10).src)
+
+
+# --------------------------------------------------------------------------
+# SortingDataset
+# --------------------------------------------------------------------------
+
+
 def test_sorting_dataset_indexing_and_generate_match_generate_dataset():
     ds = SortingDataset.generate(30, 2, 5, 9, seed=4)
     assert len(ds) == 30
@@ -137,3 +168,104 @@ def test_dataloader_with_dataset_collate_yields_padded_batches():
             assert b.tgt_out[i, :n].tolist() == y
         seen += b.src.shape[0]
     assert seen == len(ds)
+
+
+def test_sorting_dataset_accepts_numpy_integers_and_stores_ints():
+    ds = SortingDataset([(np.array([3, 1]), np.array([1, 3]))], 5)
+    assert ds[0] == ([3, 1], [1, 3]) and all(type(t) is int for t in ds[0][0])
+
+
+# --------------------------------------------------------------------------
+# Bad arguments and examples: a ValueError that names the value and the allowed range
+# --------------------------------------------------------------------------
+
+
+def test_min_len_greater_than_max_len_is_rejected():
+    with pytest.raises(ValueError, match=r"min_len=7 > max_len=3"):
+        generate_dataset(10, 7, 3, VOCAB)
+    with pytest.raises(ValueError, match=r"min_len=7 > max_len=3"):
+        SortingDataset.generate(10, 7, 3, VOCAB)
+
+
+@pytest.mark.parametrize("value", [0, -2])
+@pytest.mark.parametrize("arg", ["n_samples", "min_len", "max_len", "vocab_size"])
+def test_generate_dataset_rejects_non_positive_arguments(arg, value):
+    kwargs = dict(n_samples=5, min_len=1, max_len=4, vocab_size=VOCAB)
+    kwargs[arg] = value
+    with pytest.raises(ValueError, match=rf"{arg} must be an integer >= 1, got {value}\b"):
+        generate_dataset(**kwargs)
+
+
+@pytest.mark.parametrize("arg", ["seq_len", "vocab_size"])
+def test_generate_sorting_example_rejects_non_positive_arguments(arg):
+    kwargs = dict(seq_len=3, vocab_size=VOCAB)
+    kwargs[arg] = 0
+    with pytest.raises(ValueError, match=rf"{arg} must be an integer >= 1, got 0"):
+        generate_sorting_example(**kwargs)
+
+
+def test_empty_dataset_is_rejected():
+    with pytest.raises(ValueError, match=r"at least one example, got 0"):
+        SortingDataset([], 10)
+
+
+def test_dataset_rejects_tokens_outside_vocabulary():
+    with pytest.raises(ValueError, match=r"example 1 holds token 11\b.*1\.\.10\b"):
+        SortingDataset([([1, 2], [1, 2]), ([11, 3], [3, 11])], 10)
+    with pytest.raises(ValueError, match=r"holds token 0\b.*1\.\.10\b"):
+        SortingDataset([([0, 2], [0, 2])], 10)
+
+
+def test_dataset_rejects_non_positive_vocab_size():
+    with pytest.raises(ValueError, match=r"vocab_size must be an integer >= 1, got 0"):
+        SortingDataset([([1], [1])], 0)
+
+
+def test_collate_rejects_empty_batches_and_empty_sequences():
+    with pytest.raises(ValueError, match=r"empty list of examples"):
+        collate_batch([], VOCAB)
+    with pytest.raises(ValueError, match=r"example 1 is empty"):
+        collate_batch([([1], [1]), ([], [])], VOCAB)
+
+
+@pytest.mark.parametrize(
+    "examples, match",
+    [
+        ([([3, 1, 2], [3, 1, 2])], r"target \[3, 1, 2\] is not the sorted source \[1, 2, 3\]"),
+        ([([3, 1, 2], [1, 2])], "is not the sorted source"),
+        ([([2, 2], [2, 2]), ([1, 5], [1, 4])], "example 1"),
+        ([([1.5, 2], [1.5, 2])], "holds 1.5; tokens must be integers"),
+        ([([True], [True])], "holds True"),
+        ([([], [])], "example 0 is empty"),
+        ([([1, 2],)], "must be a pair"),
+    ],
+)
+def test_sorting_dataset_refuses_bad_examples(examples, match):
+    with pytest.raises(ValueError, match=match):
+        SortingDataset(examples, 10)
+
+
+def test_data_helpers_defaults_and_messages():
+    for f in (sos_index, eos_index, n_token_ids):
+        with pytest.raises(ValueError) as info:
+            f(2.5)
+        assert str(info.value) == "vocab_size must be an integer >= 1, got 2.5"
+    x, y = generate_sorting_example(6, 9)  # no rng: a fresh generator
+    assert len(x) == 6 and y == sorted(x)
+    assert generate_dataset(20, 1, 4, 9) == generate_dataset(20, 1, 4, 9, seed=0)
+
+
+def test_collate_and_dataset_messages_and_defaults():
+    with pytest.raises(ValueError) as info:
+        collate_batch([], 10)
+    assert str(info.value) == "cannot collate an empty list of examples (need >= 1)"
+    for empty in (([], [1]), ([1], [])):  # either side empty
+        with pytest.raises(ValueError, match="example 0 is empty"):
+            collate_batch([empty], 10)
+    with pytest.raises(ValueError) as info:
+        SortingDataset([], 10)
+    assert str(info.value) == "SortingDataset needs at least one example, got 0"
+    assert (
+        SortingDataset.generate(9, 1, 3, 5).examples
+        == SortingDataset.generate(9, 1, 3, 5, seed=0).examples
+    )

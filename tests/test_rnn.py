@@ -1,4 +1,6 @@
-"""The GRU + Bahdanau baseline against hand computations from its own parameters.
+"""Tests of ``convs2s_edu.rnn``: the GRU + Bahdanau baseline against hand computations from
+its own parameters, the dropout between the layers of its encoder and the checks of its
+config.
 
 The reference below writes out the GRU cell (PyTorch's gate order r, z, n),
 the bidirectional encoder one real token at a time (no packing, no padding),
@@ -11,7 +13,8 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from convs2s_edu import PAD, BahdanauAttention, RNNSeq2Seq
+from convs2s_edu import PAD, BahdanauAttention, RNNSeq2Seq, RNNSeq2SeqConfig
+from convs2s_edu import training as train_mod
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
@@ -166,3 +169,34 @@ def test_rnn_step_matches_forward_column(tiny_rnn_cfg, ragged_batch):
             logits_t, a_t, state = model.decoder.step(batch.tgt_in[:, t], state)
             assert_close(logits_t, logits[:, t])
             assert_close(a_t, attn[:, None, t])  # (B, L=1, S)
+
+
+# --------------------------------------------------------------------------
+# Dropout between the encoder's layers; bad sizes
+# --------------------------------------------------------------------------
+
+
+def test_a_two_layer_gru_encoder_drops_out_between_its_layers():
+    m = train_mod.build_model(
+        train_mod.TrainConfig(model="gru", model_options={"n_encoder_layers": 2, "dropout": 0.25})
+    )
+    grus = [x for x in m.modules() if isinstance(x, torch.nn.GRU) and x.num_layers == 2]
+    assert grus and grus[0].dropout == 0.25
+
+
+RNN_SIZES = [
+    "vocab_size",
+    "embed_dim",
+    "hidden_dim",
+    "n_encoder_layers",
+    "n_decoder_layers",
+    "attention_dim",
+    "max_positions",
+]
+
+
+@pytest.mark.parametrize("value", [0, -3])
+@pytest.mark.parametrize("field", RNN_SIZES)
+def test_rnn_config_rejects_non_positive_sizes(field, value):
+    with pytest.raises(ValueError, match=rf"{field} must be an integer >= 1, got {value}\b"):
+        RNNSeq2SeqConfig(**{field: value})

@@ -1,31 +1,22 @@
-"""The common encoder/decoder interface, on all four combinations of the two encoders and the
-two decoders: the model-level properties (causality, padding invariance, attention that sums
-to 1 and vanishes on padding, step-by-step decoding equal to teacher forcing, states never
-changed in place, reorder, learning), the hybrids' bridges, token-dtype handling, old
-checkpoints and training by name."""
+"""Tests of ``convs2s_edu.seq2seq``, the common encoder/decoder interface, on all four
+combinations of the two encoders and the two decoders: the model-level properties (causality,
+padding invariance, attention that sums to 1 and vanishes on padding, step-by-step decoding
+equal to teacher forcing, states never changed in place, reorder, dropout in training mode only,
+learning), and the checks at the entry points (token dtypes and shapes, lengths, ids, padding)
+and of the two model configs."""
 
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 import torch
-from conftest import KINDS, make_model
+from _tiny import KINDS, RUN_MODEL, VOCAB, randomise_biases, tiny_model
 from torch.testing import assert_close
 
-from convs2s_edu import (
-    MODEL_NAMES,
-    HybridConfig,
-    TrainConfig,
-    beam_search,
-    build_model,
-    collate_batch,
-    greedy_decode,
-    load_checkpoint,
-    sos_index,
-)
-from convs2s_edu.cli import main
-from convs2s_edu.training import cache_key, train
+from convs2s_edu import ConvS2SConfig, RNNSeq2SeqConfig, beam_search, greedy_decode, sos_index
+from convs2s_edu.data import n_token_ids
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 kinds = pytest.mark.parametrize("kind", KINDS)
@@ -44,29 +35,17 @@ variants = pytest.mark.parametrize("variant", VARIANTS)
 
 def _variant(variant, **overrides):
     kind, options = VARIANTS[variant]
-    return make_model(kind, **options, **overrides)
-
-
-def _randomise_biases(model):
-    """Zero-initialised biases (b_a, b_d, the bridge ...) become visible when forgotten."""
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if name.endswith(("bias", "b_a", "b_d")):
-                p.normal_(0.0, 0.5)
+    return tiny_model(kind, **options, **overrides)
 
 
 def _n_attention(model) -> int:
     return model.decoder.cfg.n_decoder_layers if model.decoder.multi_step else 1
 
 
-def test_model_names_are_the_four_combinations():
-    assert set(MODEL_NAMES) == set(KINDS)
-
-
 @variants
 def test_attention_shape_rows_sum_to_one_and_vanish_on_padding(variant, ragged_batch):
     model = _variant(variant).eval()
-    _randomise_biases(model)
+    randomise_biases(model)
     _, batch = ragged_batch
     with torch.no_grad():
         logits, attn = model(batch.src, batch.tgt_in, return_attention=True)
@@ -106,7 +85,7 @@ def test_decoder_is_causal(variant):
 @variants
 def test_logits_and_attention_are_padding_invariant(variant, ragged_batch):
     model = _variant(variant, dropout=0.1).eval()
-    _randomise_biases(model)
+    randomise_biases(model)
     examples, batch = ragged_batch
     with torch.no_grad():
         logits, attn = model(batch.src, batch.tgt_in, return_attention=True)
@@ -132,8 +111,8 @@ def _tensors(state):
 def test_step_by_step_equals_teacher_forcing_and_leaves_states_unchanged(
     kind, ragged_batch, device
 ):
-    model = make_model(kind, dropout=0.1).eval()
-    _randomise_biases(model)
+    model = tiny_model(kind, dropout=0.1).eval()
+    randomise_biases(model)
     model.to(device)
     _, batch = ragged_batch
     batch = batch.to(device)
@@ -161,8 +140,8 @@ def test_step_by_step_equals_teacher_forcing_and_leaves_states_unchanged(
 def test_reorder_selects_encoder_rows_and_decoder_rows(kind, ragged_batch):
     """Reordering a batch's state equals decoding the reordered sources from the start,
     after some steps (so the recurrent state / conv windows matter too)."""
-    model = make_model(kind).eval()
-    _randomise_biases(model)
+    model = tiny_model(kind).eval()
+    randomise_biases(model)
     _, batch = ragged_batch
     index = torch.tensor([2, 0, 0, 1])
     with torch.no_grad():
@@ -181,7 +160,7 @@ def test_reorder_selects_encoder_rows_and_decoder_rows(kind, ragged_batch):
 
 @kinds
 def test_training_cuts_loss_on_sorting(kind, train_on_sorting, device):
-    model = make_model(
+    model = tiny_model(
         kind,
         embed_dim=32,
         hidden_dim=32,
@@ -195,42 +174,56 @@ def test_training_cuts_loss_on_sorting(kind, train_on_sorting, device):
 
 
 # --------------------------------------------------------------------------
-# The hybrids' bridges
+# Dropout: in training mode, where the paper applies it; never in eval mode
 # --------------------------------------------------------------------------
 
 
-def test_bridges_have_the_sizes_the_parts_need():
-    f, n = 16, 20
-    gru_conv = make_model("gru+conv", embed_dim=f, hidden_dim=n)
-    conv_gru = make_model("conv+gru", embed_dim=f, hidden_dim=n)
-    assert gru_conv.bridge.weight.shape == (f, 2 * n)  # annotations 2n -> keys f
-    assert conv_gru.bridge.weight.shape == (2 * n, f)  # z^u f -> annotations 2n
-    assert conv_gru.decoder.W_init.weight.shape == (n * 2, f)  # s_0 from the mean of z^u
-    assert make_model("convs2s").bridge is None and make_model("gru").bridge is None
-    src = torch.tensor([[3, 1, 2, 0]])
+def zero_share_of_inputs(model, modules, batch, training: bool) -> list[float]:
+    """Share of exact zeros in the input of each module (where dropout acts) in one forward."""
+    shares = []
+    hooks = [
+        m.register_forward_pre_hook(
+            lambda mod, args: shares.append(float((args[0] == 0).double().mean()))
+        )
+        for m in modules
+    ]
+    model.train(training)
     with torch.no_grad():
-        for model in (gru_conv, conv_gru):
-            _randomise_biases(model)
-            raw = model.encoder(src)
-            enc = model.encode(src)
-            # z~_j = W_b z_j + b_b on the real tokens, zero at padding
-            by_hand = raw.states[0, :3] @ model.bridge.weight.T + model.bridge.bias
-            assert_close(enc.states[0, :3], by_hand)
-            assert (enc.states[0, 3] == 0).all()
-    # the conv encoder's summary is the mean of z^u over the real tokens
-    z = conv_gru.encoder(src)
-    assert_close(z.summary[0], z.states[0, :3].mean(0))
+        model(batch.src, batch.tgt_in)
+    for h in hooks:
+        h.remove()
+    return shares
 
 
-def test_hybrid_parts_must_agree_on_shared_sizes():
-    cfg = HybridConfig.from_options("gru+conv", vocab_size=10, embed_dim=8)
-    assert cfg.conv.embed_dim == cfg.rnn.embed_dim == 8
-    with pytest.raises(ValueError, match=r"agree on embed_dim, got 8 \(conv\) and 16 \(rnn\)"):
-        HybridConfig("gru+conv", cfg.conv, cfg.rnn.replace(embed_dim=16))
-    with pytest.raises(ValueError, match="name must be one of"):
-        HybridConfig("lstm+conv")
-    with pytest.raises(ValueError, match="n_heads"):
-        HybridConfig.from_options("conv+gru", n_heads=4)
+@pytest.mark.parametrize(
+    "kind, inputs_of",
+    [
+        # ConvS2S: every convolution and the output layer see dropped-out inputs (Section 3.4)
+        (
+            "convs2s",
+            lambda m: [b.conv for b in [*m.encoder.blocks, *m.decoder.blocks]] + [m.decoder.W_o],
+        ),
+        ("gru", lambda m: [m.decoder.W_s]),
+    ],
+)
+def test_dropout_acts_in_training_mode_only(kind, inputs_of, ragged_batch):
+    _, batch = ragged_batch
+    model = tiny_model(kind, dropout=0.5, **RUN_MODEL[kind])
+    model.train()
+    with torch.no_grad():
+        a, b = (model(batch.src, batch.tgt_in) for _ in range(2))
+    assert not torch.equal(a, b)  # two training-mode forwards differ
+    model.eval()
+    with torch.no_grad():
+        a, b = (model(batch.src, batch.tgt_in) for _ in range(2))
+    assert torch.equal(a, b)
+    # where the paper applies it: about p = 0.5 of the inputs are zeroed in training mode
+    modules = inputs_of(model)
+    train_share = zero_share_of_inputs(model, modules, batch, True)
+    eval_share = zero_share_of_inputs(model, modules, batch, False)
+    assert len(train_share) >= len(modules) and len(train_share) == len(eval_share)
+    for tr, ev in zip(train_share, eval_share):
+        assert tr - ev > 0.25
 
 
 # --------------------------------------------------------------------------
@@ -241,7 +234,7 @@ def test_hybrid_parts_must_agree_on_shared_sizes():
 @kinds
 @pytest.mark.parametrize("dtype", [torch.int16, torch.int32, torch.uint8])
 def test_small_integer_dtypes_are_converted(kind, dtype):
-    model = make_model(kind)
+    model = tiny_model(kind)
     src = torch.tensor([[3, 1, 2], [5, 4, 0]])
     tgt = torch.tensor([[sos_index(10), 1, 2], [sos_index(10), 4, 5]])
     with torch.no_grad():
@@ -263,7 +256,7 @@ def test_small_integer_dtypes_are_converted(kind, dtype):
     ],
 )
 def test_bad_token_inputs_are_rejected_at_every_entry_point(kind, bad, match):
-    model = make_model(kind)
+    model = tiny_model(kind)
     tgt = torch.tensor([[sos_index(10), 1]])
     with pytest.raises(ValueError, match=rf"src .*{match}"):
         model(bad, tgt)
@@ -276,99 +269,121 @@ def test_bad_token_inputs_are_rejected_at_every_entry_point(kind, bad, match):
 
 
 # --------------------------------------------------------------------------
-# Checkpoints and training by name
+# Lengths, token ids, batch sizes and padding at the model's entry
+# --------------------------------------------------------------------------
+
+MAX_POS = 8
+N_IDS = n_token_ids(VOCAB)  # 13: ids 0..12
+
+#: The input checks' models: one layer of 8 features, positions for ``MAX_POS`` tokens, the
+#: configs' default dropout, drawn from the current random state.
+SHORT = {
+    "embed_dim": 8,
+    "hidden_dim": 8,
+    "n_encoder_layers": 1,
+    "n_decoder_layers": 1,
+    "attention_dim": 8,
+    "max_positions": MAX_POS,
+    "dropout": 0.1,
+}
+input_kinds = pytest.mark.parametrize("kind", ["convs2s", "gru"], ids=["convs2s", "rnn"])
+
+
+def _ok_src(B=2, S=4):
+    return torch.randint(1, VOCAB + 1, (B, S))
+
+
+def _ok_tgt(B=2, T=5):
+    tgt = torch.randint(1, VOCAB + 1, (B, T))
+    tgt[:, 0] = sos_index(VOCAB)
+    return tgt
+
+
+@input_kinds
+def test_valid_inputs_pass_the_checks(kind):
+    model = tiny_model(kind, seed=None, **SHORT).eval()
+    # the longest accepted input is exactly max_positions, ids 0..N_IDS-1
+    src = _ok_src(S=MAX_POS)
+    src[0, 0] = N_IDS - 1
+    logits = model(src, _ok_tgt(T=MAX_POS))
+    assert logits.shape == (2, MAX_POS, N_IDS)
+
+
+@input_kinds
+@pytest.mark.parametrize("which", ["src", "tgt_in"])
+def test_sequence_longer_than_max_positions_is_rejected(kind, which):
+    model = tiny_model(kind, seed=None, **SHORT).eval()
+    src, tgt = _ok_src(), _ok_tgt()
+    if which == "src":
+        src = _ok_src(S=MAX_POS + 1)
+    else:
+        tgt = _ok_tgt(T=MAX_POS + 3)
+    bad = MAX_POS + 1 if which == "src" else MAX_POS + 3
+    with pytest.raises(ValueError, match=rf"{which} has length {bad}\b.*1\.\.{MAX_POS}\b"):
+        model(src, tgt)
+
+
+@input_kinds
+@pytest.mark.parametrize("which", ["src", "tgt_in"])
+@pytest.mark.parametrize("bad_id", [-1, N_IDS, 1000])
+def test_token_ids_outside_vocabulary_are_rejected(kind, which, bad_id):
+    model = tiny_model(kind, seed=None, **SHORT).eval()
+    src, tgt = _ok_src(), _ok_tgt()
+    (src if which == "src" else tgt)[1, 2] = bad_id
+    with pytest.raises(
+        ValueError,
+        match=rf"{which} holds token id {re.escape(str(bad_id))}\b"
+        rf".*0\.\.{N_IDS - 1}\b",
+    ):
+        model(src, tgt)
+
+
+@input_kinds
+def test_mismatched_batch_sizes_are_rejected(kind):
+    model = tiny_model(kind, seed=None, **SHORT).eval()
+    with pytest.raises(ValueError, match=r"same batch size, got 2 and 3"):
+        model(_ok_src(B=2), _ok_tgt(B=3))
+
+
+@input_kinds
+def test_float_and_one_dimensional_token_tensors_are_rejected(kind):
+    model = tiny_model(kind, seed=None, **SHORT).eval()
+    with pytest.raises(
+        ValueError, match=r"src must hold integer token ids, got dtype torch.float32"
+    ):
+        model(_ok_src().float(), _ok_tgt())
+    with pytest.raises(ValueError, match=r"tgt_in must be a 2-D .* got a tensor of shape \(5,\)"):
+        model(_ok_src(), _ok_tgt()[0])
+
+
+@pytest.mark.parametrize("kind", ["convs2s", "gru"])
+def test_all_padding_and_left_padded_sources_are_rejected(kind):
+    depth = 4 if kind == "convs2s" else 1  # the configs' default depths and positions
+    model = tiny_model(
+        kind,
+        seed=None,
+        **dict(SHORT, n_encoder_layers=depth, n_decoder_layers=depth, max_positions=64),
+    )
+    tgt_in = torch.tensor([[11, 1], [11, 2]])
+    with pytest.raises(ValueError, match="src row 1 holds only padding"):
+        model(torch.tensor([[3, 1], [0, 0]]), tgt_in)
+    with pytest.raises(ValueError, match="src row 0 has a real token after padding"):
+        model(torch.tensor([[0, 3], [2, 1]]), tgt_in)
+
+
+# --------------------------------------------------------------------------
+# The two model configs
 # --------------------------------------------------------------------------
 
 
-#: The parameter names of RNNSeq2Seq before the encoder/decoder split, as written by 0.1.0.
-def test_convs2s_parameter_names_are_unchanged():
-    keys = set(make_model("convs2s", n_encoder_layers=1, n_decoder_layers=1).state_dict())
-    assert keys == {
-        "encoder.embed.token.weight",
-        "encoder.embed.position.weight",
-        "encoder.in_proj.weight",
-        "encoder.in_proj.bias",
-        "encoder.blocks.0.conv.weight",
-        "encoder.blocks.0.conv.bias",
-        "encoder.out_proj.weight",
-        "encoder.out_proj.bias",
-        "decoder.embed.token.weight",
-        "decoder.embed.position.weight",
-        "decoder.in_proj.weight",
-        "decoder.in_proj.bias",
-        "decoder.blocks.0.conv.weight",
-        "decoder.blocks.0.conv.bias",
-        "decoder.attention.0.W_d.weight",
-        "decoder.attention.0.b_d",
-        "decoder.W_c.0.weight",
-        "decoder.W_c.0.bias",
-        "decoder.W_o.weight",
-        "decoder.W_o.bias",
-    }
+@pytest.mark.parametrize("config", [ConvS2SConfig, RNNSeq2SeqConfig])
+@pytest.mark.parametrize("dropout", [1.0, -0.1, 1.5])
+def test_configs_reject_dropout_outside_unit_interval(config, dropout):
+    with pytest.raises(ValueError, match=rf"dropout must be in \[0, 1\), got {dropout}"):
+        config(dropout=dropout)
 
 
-def _tiny_train_config(kind, **changes):
-    return TrainConfig(
-        model=kind,
-        vocab_size=10,
-        min_len=3,
-        max_len=6,
-        n_train=64,
-        n_valid=16,
-        n_test=16,
-        batch_size=16,
-        epochs=1,
-        device="cpu",
-        model_options={
-            "embed_dim": 16,
-            "hidden_dim": 16,
-            "attention_dim": 16,
-            "n_encoder_layers": 1,
-            "n_decoder_layers": 1,
-        },
-        **changes,
-    )
-
-
-@pytest.mark.parametrize("kind", ["gru+conv", "conv+gru"])
-def test_hybrids_train_by_name_and_their_checkpoints_load(kind, tmp_path):
-    cfg = _tiny_train_config(kind)
-    result = train(cfg, out_dir=tmp_path, progress=False)
-    assert result.model.cfg.name == kind
-    loaded = load_checkpoint(tmp_path)
-    src = collate_batch([([3, 1, 2], [1, 2, 3])], 10).src
-    assert greedy_decode(loaded.model, src) == greedy_decode(result.model, src)
-    assert beam_search(loaded.model, src, beam_size=2) == beam_search(
-        result.model, src, beam_size=2
-    )
-    # the paper switch reaches the convolutional part; the cache keeps the kinds apart
-    conv_part = build_model(cfg).cfg.conv
-    assert conv_part.weight_norm and conv_part.scale_context
-    assert not build_model(cfg.replace(paper_normalisation=False)).cfg.conv.weight_norm
-    keys = {cache_key(cfg.replace(model=k)) for k in MODEL_NAMES}
-    assert len(keys) == len(MODEL_NAMES)
-
-
-@pytest.mark.parametrize("kind", ["gru+conv", "conv+gru"])
-def test_cli_trains_a_hybrid(kind, tmp_path, capsys):
-    argv = [
-        "train",
-        "--model",
-        kind,
-        "--out",
-        str(tmp_path),
-        "--n-train",
-        "32",
-        "--epochs",
-        "1",
-        "--max-len",
-        "5",
-        "--min-len",
-        "3",
-        "--device",
-        "cpu",
-        "--quiet",
-    ]
-    assert main(argv) == 0
-    assert kind in capsys.readouterr().out
-    assert (tmp_path / "checkpoint.pt").is_file()
+@pytest.mark.parametrize("config", [ConvS2SConfig, RNNSeq2SeqConfig])
+def test_config_replace_validates_again(config):
+    with pytest.raises(ValueError, match=r"hidden_dim must be an integer >= 1, got 0"):
+        config().replace(hidden_dim=0)

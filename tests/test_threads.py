@@ -1,4 +1,5 @@
-"""OpenMP defaults: set before torch loads, never over a user's own setting."""
+"""Tests of ``convs2s_edu._threads``: the OpenMP defaults are set before torch loads, never over
+a user's own setting, and leave one core to the rest of the machine."""
 
 import os
 import subprocess

@@ -7,36 +7,26 @@ the build prints its own measured time at the end::
     docs build: 10 min 3 s wall clock (tox commands only, environment set-up excluded)
       on AMD EPYC 7B13, 2 cores usable; load average now 1.02, 0.98, 0.75 (1, 5, 15 min)
 
-Only the standard library is used (it must run before and after anything is imported).
+Only the standard library is used (it must run before and after anything is imported): the
+machine's description comes from ``convs2s_edu/_machine.py``, loaded by its path.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
-import platform
 import sys
 import time
 from pathlib import Path
 
 
-def cpu_model() -> str:
-    """Same rule as :func:`convs2s_edu.lab.timing.cpu_model`."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                if key.strip() in ("model name", "Model", "Hardware") and value.strip():
-                    return " ".join(value.split())
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown CPU"
-
-
-def cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
+def _machine():
+    """``convs2s_edu/_machine.py``, loaded by its path: the package (and torch) stay unloaded."""
+    path = Path(__file__).resolve().parent.parent / "convs2s_edu" / "_machine.py"
+    spec = importlib.util.spec_from_file_location("convs2s_edu_machine", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def human(seconds: float) -> str:
@@ -66,10 +56,11 @@ def main(argv=None) -> int:
         load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     except (AttributeError, OSError):
         load = "unknown"
+    machine = _machine()
     print(
         f"{label}: {human(time.time() - start)} wall clock (tox commands only, environment "
-        f"set-up excluded)\n  on {cpu_model()}, {cores()} cores usable; load average now "
-        f"{load} (1, 5, 15 min)",
+        f"set-up excluded)\n  on {machine.cpu_model()}, {machine.usable_cores()} cores "
+        f"usable; load average now {load} (1, 5, 15 min)",
         flush=True,
     )
     return 0

@@ -51,7 +51,6 @@ from __future__ import annotations
 import html
 import numbers
 import os
-import platform
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -61,6 +60,7 @@ import torch
 from torch import nn
 
 from .._checks import check_int
+from .._machine import cpu_model, usable_cores
 from ..decode import greedy_decode
 from ..loss import sequence_loss
 from ..seq2seq import EncoderDecoder
@@ -73,8 +73,6 @@ __all__ = [
     "WindowStats",
     "SpeedMeasurement",
     "SpeedVerdict",
-    "cpu_model",
-    "usable_cores",
     "machine_info",
     "time_interleaved",
     "window_runner",
@@ -91,28 +89,6 @@ __all__ = [
 # --------------------------------------------------------------------------
 # The machine
 # --------------------------------------------------------------------------
-
-
-def cpu_model() -> str:
-    """The CPU's model name: ``/proc/cpuinfo``'s ``model name`` (Linux), else
-    ``platform.processor()``, else ``platform.machine()``, else ``"unknown CPU"``."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                if key.strip() in ("model name", "Model", "Hardware") and value.strip():
-                    return " ".join(value.split())
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown CPU"
-
-
-def usable_cores() -> int:
-    """Cores this process may run on (its CPU affinity where the OS reports it, else all)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def _loadavg() -> float | None:
@@ -156,9 +132,9 @@ class MachineInfo:
     Attributes
     ----------
     cpu : str
-        CPU model name (:func:`cpu_model`).
+        CPU model name (``/proc/cpuinfo``, else :mod:`platform`).
     cores : int
-        Cores this process may use (:func:`usable_cores`).
+        Cores this process may use (its CPU affinity where the OS reports it).
     threads : int
         PyTorch intra-op threads (:func:`torch.get_num_threads`).
     omp_wait_policy, omp_num_threads : str

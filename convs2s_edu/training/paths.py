@@ -35,6 +35,8 @@ import contextlib
 import torch
 from torch import nn
 
+from .._machine import cpu_flags
+
 __all__ = [
     "PRECISIONS",
     "COMPILE_MODES",
@@ -106,17 +108,6 @@ PATHS = (
 )
 
 
-def _cpu_flags() -> set:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return set(line.partition(":")[2].split())
-    except OSError:
-        pass
-    return set()
-
-
 def cpu_bf16_support() -> tuple[bool, str]:
     """Whether this CPU multiplies bf16 matrices in hardware, and the evidence.
 
@@ -124,7 +115,7 @@ def cpu_bf16_support() -> tuple[bool, str]:
     :func:`torch.backends.cpu.get_cpu_capability` (``"AVX512_BF16"`` or
     ``"AMX..."`` mean yes; ``"AVX2"`` means no).
     """
-    flags = _cpu_flags() & set(_BF16_CPU_FLAGS)
+    flags = cpu_flags() & set(_BF16_CPU_FLAGS)
     try:
         capability = torch.backends.cpu.get_cpu_capability()
     except (AttributeError, RuntimeError):  # pragma: no cover - old torch

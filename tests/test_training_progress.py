@@ -1,4 +1,6 @@
-"""Training progress: one line per epoch in logs, a tqdm bar on a terminal, no warnings."""
+"""Tests of ``convs2s_edu.training.progress``: training reports one line per epoch in logs, a
+tqdm bar on a terminal (no warnings), nothing when switched off, and its lines go to the build
+log under sphinx-gallery."""
 
 import io
 import re
@@ -6,31 +8,11 @@ import sys
 import warnings
 
 import pytest
+from _tiny import tiny_config
 
-from convs2s_edu.training import TrainConfig, train
+from convs2s_edu.training import train
 
 pytestmark = pytest.mark.usefixtures("single_thread")
-
-TINY = {
-    "convs2s": {"embed_dim": 16, "hidden_dim": 16, "n_encoder_layers": 2, "n_decoder_layers": 2},
-    "gru": {"embed_dim": 16, "hidden_dim": 16, "attention_dim": 16},
-}
-
-
-def tiny(model, epochs=2):
-    return TrainConfig(
-        model=model,
-        vocab_size=10,
-        min_len=3,
-        max_len=6,
-        n_train=64,
-        n_valid=16,
-        n_test=16,
-        batch_size=16,
-        epochs=epochs,
-        device="cpu",
-        model_options=TINY[model],
-    )
 
 
 class Terminal(io.StringIO):
@@ -40,7 +22,9 @@ class Terminal(io.StringIO):
 
 @pytest.mark.parametrize("model", ["convs2s", "gru"])
 def test_one_line_per_epoch_when_stderr_is_not_a_terminal(model, capsys):
-    result = train(tiny(model, epochs=3), progress=None)  # pytest's stderr is not a tty
+    result = train(
+        tiny_config(model, n_train=64, epochs=3), progress=None
+    )  # pytest's stderr is not a tty
     captured = capsys.readouterr()
     assert captured.out == ""
     lines = captured.err.strip().splitlines()
@@ -58,7 +42,7 @@ def test_one_line_per_epoch_when_stderr_is_not_a_terminal(model, capsys):
 
 
 def test_nothing_when_progress_is_off(capsys):
-    train(tiny("gru", epochs=1), progress=False)
+    train(tiny_config("gru", n_train=64, epochs=1), progress=False)
     captured = capsys.readouterr()
     assert captured.err == "" and captured.out == ""
 
@@ -68,7 +52,7 @@ def test_a_bar_without_warnings_on_a_terminal(monkeypatch):
     monkeypatch.setattr(sys, "stderr", term)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # any warning from the progress reporting fails
-        train(tiny("convs2s", epochs=2), progress=None)
+        train(tiny_config("convs2s", n_train=64, epochs=2), progress=None)
     out = term.getvalue()
     assert "convs2s" in out and "\r" in out  # tqdm redraws its line
     assert "epoch 1/2, train loss" not in out  # no log lines on a terminal
@@ -80,7 +64,7 @@ def test_lines_go_to_the_build_log_under_sphinx_gallery(monkeypatch, capfd):
     tee_class = type("_LoggingTee", (io.StringIO,), {"__module__": "sphinx_gallery.gen_rst"})
     tee = tee_class()
     monkeypatch.setattr(sys, "stderr", tee)
-    train(tiny("gru", epochs=2), progress=None)
+    train(tiny_config("gru", n_train=64, epochs=2), progress=None)
     monkeypatch.undo()
     assert tee.getvalue() == ""
     err = capfd.readouterr().err

@@ -1,21 +1,21 @@
-"""The bench (issue 10): its arithmetic checked against independent counts."""
+"""Tests of ``convs2s_edu.lab.bench`` (issue 10): the bench's arithmetic checked against
+independent counts (FLOPs, the peak, the fraction of peak)."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from conftest import make_model
+from _tiny import tiny_model
 from torch.utils.flop_counter import FlopCounterMode
 
 from convs2s_edu import SortingDataset, sequence_loss
-from convs2s_edu.cli import main
 from convs2s_edu.lab.bench import BenchBudget, format_bench, gemm_shapes, measured_peak, run_bench
 
 
 @pytest.mark.parametrize("kind", ["convs2s", "gru"])
 def test_gemm_shapes_account_for_the_counted_flops(kind):
-    model = make_model(kind)
+    model = tiny_model(kind)
     ds = SortingDataset.generate(8, 3, 6, 10, seed=0)
     batch = ds.collate([ds[i] for i in range(8)])
     counter = FlopCounterMode(display=False)
@@ -59,12 +59,6 @@ def test_quick_bench_runs_and_is_consistent(tmp_path, single_thread):
     assert [x["target_len"] for x in r["models"]["convs2s"]["incremental"]] == [20]
     text = format_bench(r)
     assert "convs2s" in text and "gru" in text and "measured peak" in text
-
-
-def test_bench_cli_rejects_unknown_path(capsys):
-    assert main(["bench", "--quick", "--paths", "warp-speed"]) == 2
-    err = capsys.readouterr().err
-    assert "unknown path" in err and len(err.strip().splitlines()) == 1
 
 
 def test_full_budget_is_not_quick():

@@ -1,13 +1,15 @@
-"""Execution paths (issue 10): compiled and bf16 runs agree with eager fp32."""
+"""Tests of ``convs2s_edu.training.paths``, the execution paths (issue 10): compiled and bf16
+runs agree with eager fp32, a path this machine cannot run is refused with the reason, and
+``fastest_path`` picks one that can run."""
 
 from __future__ import annotations
 
 import pytest
 import torch
-from conftest import make_model
+from _tiny import KINDS, MODEL_SIZES, tiny_config, tiny_model
 
-from convs2s_edu import SortingDataset, TrainConfig
-from convs2s_edu.training import train
+from convs2s_edu import SortingDataset
+from convs2s_edu.training import build_model, train
 from convs2s_edu.training.paths import (
     ExecutionPath,
     apply_compile,
@@ -20,25 +22,10 @@ from convs2s_edu.training.paths import (
 )
 from convs2s_edu.training.step import make_train_step
 
-TINY = {
-    "embed_dim": 16,
-    "hidden_dim": 16,
-    "n_encoder_layers": 2,
-    "n_decoder_layers": 2,
-    "attention_dim": 12,
-    "dropout": 0.0,
-}
-
 
 def _batches(n=3, seed=0, fixed=False):
     ds = SortingDataset.generate(24 * n, 5 if fixed else 2, 6 if not fixed else 5, 10, seed=seed)
     return [ds.collate([ds[j] for j in range(24 * i, 24 * (i + 1))]) for i in range(n)]
-
-
-def _graph_count():
-    from torch._dynamo.utils import counters
-
-    return sum(counters["stats"].values()), dict(counters["stats"])
 
 
 @pytest.mark.parametrize("kind", ["convs2s", "gru"])
@@ -54,8 +41,8 @@ def test_compiled_logits_and_training_match_eager(kind, device, single_thread):
 
     torch._dynamo.reset()
     counters.clear()
-    eager = make_model(kind).to(device)
-    compiled = make_model(kind).to(device)
+    eager = tiny_model(kind).to(device)
+    compiled = tiny_model(kind).to(device)
     compiled.load_state_dict(eager.state_dict())
     apply_compile(compiled)
     batches = [b.to(device) for b in _batches(fixed=True)]
@@ -84,18 +71,14 @@ def test_compiled_train_run_trains_and_checkpoints_like_eager(tmp_path, single_t
 
     torch._dynamo.reset()
     counters.clear()
-    cfg = TrainConfig(
-        model="gru",
-        vocab_size=10,
-        min_len=3,
-        max_len=6,
+    cfg = tiny_config(
+        "gru",
         n_train=96,
         n_valid=24,
         n_test=24,
         batch_size=32,
         epochs=2,
-        device="cpu",
-        model_options=dict(TINY, max_positions=16),
+        model_options=dict(MODEL_SIZES, max_positions=16),
     )
     fast = train(cfg.replace(compile=True), out_dir=tmp_path / "c", progress=False)
     assert counters["stats"]["unique_graphs"] > 0  # train() compiled the model, no fallback
@@ -114,11 +97,6 @@ def test_compiled_train_run_trains_and_checkpoints_like_eager(tmp_path, single_t
     assert loaded.model.state_dict().keys() == slow.model.state_dict().keys()
 
 
-def _bf16_reason(device):
-    ok, why = bf16_support(device)
-    return ok, why
-
-
 @pytest.mark.parametrize("kind", ["convs2s", "gru"])
 def test_bf16_run_close_to_fp32(kind, device, single_thread):
     ok, why = bf16_support(device)
@@ -129,7 +107,7 @@ def test_bf16_run_close_to_fp32(kind, device, single_thread):
     # the loss, weights and Adam stay in fp32
     results = {}
     for precision in ("fp32", "bf16"):
-        m = make_model(kind).to(device)
+        m = tiny_model(kind).to(device)
         step = make_train_step(m, torch.optim.Adam(m.parameters(), lr=3e-3), 1.0, precision)
         batches = [b.to(device) for b in _batches(4)]
         for _ in range(10):
@@ -163,36 +141,12 @@ def test_bf16_refused_with_the_reason_where_the_cpu_lacks_it():
 def test_cpu_flag_detection(monkeypatch):
     import convs2s_edu.training.paths as fast
 
-    monkeypatch.setattr(fast, "_cpu_flags", lambda: {"avx2", "amx_bf16"})
+    monkeypatch.setattr(fast, "cpu_flags", lambda: {"avx2", "amx_bf16"})
     assert fast.cpu_bf16_support()[0]
-    monkeypatch.setattr(fast, "_cpu_flags", lambda: {"avx2", "fma"})
+    monkeypatch.setattr(fast, "cpu_flags", lambda: {"avx2", "fma"})
     monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2")
     ok, why = fast.cpu_bf16_support()
     assert not ok and "AVX2" in why
-
-
-def test_config_fields_validated_and_every_path_cached_apart(monkeypatch):
-    import convs2s_edu.training.cache as cache_mod
-    from convs2s_edu.training import cache_key
-
-    with pytest.raises(ValueError, match="precision must be one of"):
-        TrainConfig(precision="fp8")
-    with pytest.raises(ValueError, match="compile_mode must be one of"):
-        TrainConfig(compile_mode="fastest")
-    with pytest.raises(TypeError, match="compile must be True or False"):
-        TrainConfig(compile="yes")
-    base = TrainConfig(device="cpu")
-    # a compiled run, another mode, another precision: each is cached apart
-    keys = {
-        cache_key(base),
-        cache_key(base.replace(compile=True)),
-        cache_key(base.replace(compile=True, compile_mode="max-autotune")),
-        cache_key(base.replace(precision="bf16")),
-    }
-    assert len(keys) == 4
-    # another version of the package trains again instead of reusing an old entry
-    monkeypatch.setattr(cache_mod, "__version__", "0.1.0")
-    assert cache_key(base) not in keys
 
 
 def test_paths_and_fastest_path():
@@ -224,51 +178,16 @@ def test_bf16_support_on_a_machine_without_cuda(monkeypatch):
     assert fastest_path("cuda").precision == "fp32"
 
 
-def test_cli_refuses_paths_this_machine_cannot_run(tmp_path, capsys):
-    from convs2s_edu.cli import main
+def test_compile_takes_the_encoder_and_the_decoder(monkeypatch):
+    compiled = []
 
-    base = [
-        "train",
-        "--model",
-        "gru",
-        "--out",
-        str(tmp_path),
-        "--device",
-        "cpu",
-        "--epochs",
-        "1",
-        "--n-train",
-        "64",
-        "--quiet",
-    ]
-    assert main(base + ["--compile-mode", "reduce-overhead"]) == 2
-    err = capsys.readouterr().err
-    assert "needs a CUDA device" in err and len(err.strip().splitlines()) == 1
-    if not cpu_bf16_support()[0]:
-        assert main(base + ["--precision", "bf16"]) == 2
-        err = capsys.readouterr().err
-        assert "no bf16 matrix instructions" in err and len(err.strip().splitlines()) == 1
-    assert not (tmp_path / "checkpoint.pt").exists()
+    def spy(fn, *args, **kwargs):  # nn.Module.compile calls torch.compile(self._call_impl)
+        compiled.append(fn.__self__)
+        return fn
 
-
-def test_cli_flags_reach_the_config():
-    from convs2s_edu.cli import _config, build_parser
-
-    args = build_parser().parse_args(
-        [
-            "train",
-            "--model",
-            "gru",
-            "--out",
-            "x",
-            "--compile-mode",
-            "max-autotune",
-            "--precision",
-            "bf16",
-        ]
-    )
-    cfg = _config(args, "gru")
-    assert (cfg.compile, cfg.compile_mode, cfg.precision) == (True, "max-autotune", "bf16")
-    args = build_parser().parse_args(["train", "--model", "gru", "--out", "x"])
-    cfg = _config(args, "gru")
-    assert (cfg.compile, cfg.compile_mode, cfg.precision) == (False, None, "fp32")
+    monkeypatch.setattr(torch, "compile", spy)
+    for kind in KINDS:
+        compiled.clear()
+        model = build_model(tiny_config(kind))
+        apply_compile(model)
+        assert [id(m) for m in compiled] == [id(model.encoder), id(model.decoder)], kind

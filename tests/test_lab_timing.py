@@ -1,4 +1,5 @@
-"""Interleaved timing and the speed verdict, checked on synthetic window timings.
+"""Tests of ``convs2s_edu.lab.timing``: interleaved timing and the speed verdict, checked on
+synthetic window timings; the machine line; training and decoding timed on tiny models.
 
 A fake clock makes every window take a chosen number of seconds, so the
 throughputs, ratios and verdicts can be computed by hand. Speed itself is never
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from _tiny import KINDS, decoding_model
 
 from convs2s_edu import ConvS2S, RNNSeq2Seq, collate_batch
 from convs2s_edu.lab import timing as speed
@@ -20,6 +22,7 @@ from convs2s_edu.lab.timing import (
     WindowStats,
     measure_training,
     speed_verdict,
+    time_incremental_vs_full,
     time_interleaved,
 )
 
@@ -254,3 +257,20 @@ def test_measure_training_counts_the_real_target_tokens(tiny_convs2s_cfg, tiny_r
         measure_training(models, batches, steps_per_window=0)
     with pytest.raises(ValueError, match="at least one batch"):
         measure_training(models, [])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_time_incremental_vs_full_records(kind):
+    model = decoding_model(kind, 0)
+    was_training = model.training
+    records = time_incremental_vs_full(model, target_lengths=(3, 6), batch_size=2, repeats=1)
+    assert [r["target_len"] for r in records] == [3, 6]
+    for r in records:
+        assert set(r) >= {"target_len", "seconds_full", "seconds_incremental", "speedup"}
+        assert r["seconds_full"] > 0 and r["seconds_incremental"] > 0
+        assert r["speedup"] == pytest.approx(r["seconds_full"] / r["seconds_incremental"])
+    assert model.training == was_training
+    with pytest.raises(ValueError, match="max_positions"):
+        time_incremental_vs_full(model, target_lengths=(3, 25), batch_size=1, repeats=1)
+    with pytest.raises(ValueError, match="repeats"):
+        time_incremental_vs_full(model, target_lengths=(3,), repeats=0)

@@ -1,0 +1,140 @@
+"""Tests of ``convs2s_edu.training.cache``: ``train_or_load`` trains a config once and then loads
+it (resuming an interrupted run, on the asked device, a damaged entry named with what to do),
+``cache_key`` tells apart every config, execution path, device kind and package version, and
+``cache_dir`` follows the environment."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from _reference import state_equal
+from _tiny import SIX_STEPS, tiny_config
+
+from convs2s_edu import training as train_mod
+from convs2s_edu.training import CheckpointError, TrainConfig, cache_key, train, train_or_load
+from convs2s_edu.training import cache as cache_mod
+
+pytestmark = pytest.mark.usefixtures("single_thread")
+
+
+# --------------------------------------------------------------------------
+# train_or_load
+# --------------------------------------------------------------------------
+
+
+def test_train_or_load_trains_once_then_reuses(tmp_path, monkeypatch):
+    cfg = tiny_config(**SIX_STEPS, epochs=2)
+    first = train_or_load(cfg, progress=False, directory=tmp_path)
+
+    def must_not_train(*args, **kwargs):
+        raise AssertionError("train() called although the cache holds the run")
+
+    monkeypatch.setattr(cache_mod, "train", must_not_train)
+    again = train_or_load(cfg, progress=False, directory=tmp_path)
+    state_equal(first.model, again.model)
+    assert again.history.epochs == first.history.epochs
+
+
+def test_cache_resumes_an_interrupted_run_and_loads_on_the_asked_device(tmp_path, capsys):
+    cfg = tiny_config(epochs=2)
+    entry = tmp_path / f"convs2s-{train_mod.cache_key(cfg)}"
+    first = train(cfg, out_dir=entry, progress=False, stop_after=1)  # interrupted after 1 epoch
+    resumed = train_or_load(cfg, progress=True, directory=tmp_path)
+    assert [e["epoch"] for e in resumed.history.epochs] == [1, 2]
+    assert resumed.history.epochs[0] == first.history.epochs[0]  # epoch 1 kept, not redone
+    assert capsys.readouterr().err  # progress=True reaches the progress bar
+    # on this CPU machine "auto" and "cpu" share the cached run; the result says what was asked
+    loaded = train_or_load(cfg.replace(device="auto"), progress=False, directory=tmp_path)
+    assert loaded.config.device == "auto"
+
+
+def test_cache_default_config_is_the_seeds(tmp_path, monkeypatch):
+    seen = []
+    monkeypatch.setattr(cache_mod, "train", lambda cfg, **kwargs: seen.append(cfg))
+    train_or_load(None, directory=tmp_path)
+    assert seen == [TrainConfig()]
+
+
+def test_damaged_cache_entry_says_how_to_recover(tmp_path):
+    cfg = tiny_config()
+    entry = tmp_path / f"convs2s-{train_mod.cache_key(cfg)}"
+    entry.mkdir()
+    (entry / "checkpoint.pt").write_bytes(b"garbage")
+    with pytest.raises(CheckpointError) as info:
+        train_or_load(cfg, directory=tmp_path)
+    assert str(info.value).endswith(f"(a damaged cache entry: delete {entry} to train again)")
+
+
+# --------------------------------------------------------------------------
+# cache_key
+# --------------------------------------------------------------------------
+
+
+def test_cache_key_depends_on_config():
+    tiny = tiny_config("convs2s", **SIX_STEPS, epochs=2)
+    gru = tiny_config("gru", **SIX_STEPS, epochs=2)
+    assert cache_key(tiny) == cache_key(tiny.replace())
+    assert cache_key(tiny) != cache_key(tiny.replace(epochs=3))
+    assert cache_key(tiny) != cache_key(gru)
+    assert cache_key(tiny.replace(model_options={"embed_dim": 8})) != cache_key(tiny)
+    assert cache_key(tiny.replace(paper_normalisation=False)) != cache_key(tiny)
+    # the GRU ignores the ConvS2S switch, so both spellings share one cached run
+    assert cache_key(gru.replace(paper_normalisation=False)) == cache_key(gru)
+
+
+def test_cache_key_keeps_cpu_and_gpu_runs_apart(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert train_mod.cache_key(tiny_config(device="auto")) == train_mod.cache_key(
+        tiny_config(device="cpu")
+    )
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert train_mod.cache_key(tiny_config(device="auto")) == train_mod.cache_key(
+        tiny_config(device="cuda")
+    )
+    assert train_mod.cache_key(tiny_config(device="cuda")) == train_mod.cache_key(
+        tiny_config(device="cuda:1")
+    )
+    assert train_mod.cache_key(tiny_config(device="cuda")) != train_mod.cache_key(
+        tiny_config(device="cpu")
+    )
+
+
+def test_config_fields_validated_and_every_path_cached_apart(monkeypatch):
+    with pytest.raises(ValueError, match="precision must be one of"):
+        TrainConfig(precision="fp8")
+    with pytest.raises(ValueError, match="compile_mode must be one of"):
+        TrainConfig(compile_mode="fastest")
+    with pytest.raises(TypeError, match="compile must be True or False"):
+        TrainConfig(compile="yes")
+    base = TrainConfig(device="cpu")
+    # a compiled run, another mode, another precision: each is cached apart
+    keys = {
+        cache_key(base),
+        cache_key(base.replace(compile=True)),
+        cache_key(base.replace(compile=True, compile_mode="max-autotune")),
+        cache_key(base.replace(precision="bf16")),
+    }
+    assert len(keys) == 4
+    # another version of the package trains again instead of reusing an old entry
+    monkeypatch.setattr(cache_mod, "__version__", "0.1.0")
+    assert cache_key(base) not in keys
+
+
+# --------------------------------------------------------------------------
+# cache_dir
+# --------------------------------------------------------------------------
+
+
+def test_cache_dir_from_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("CONVS2S_EDU_CACHE", str(tmp_path / "c"))
+    assert train_mod.cache_dir() == tmp_path / "c"
+    monkeypatch.delenv("CONVS2S_EDU_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert train_mod.cache_dir() == tmp_path / "xdg" / "convs2s_edu"
+
+
+def test_cache_dir_falls_back_to_home_dot_cache(tmp_path, monkeypatch):
+    monkeypatch.delenv("CONVS2S_EDU_CACHE", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert train_mod.cache_dir() == tmp_path / ".cache" / "convs2s_edu"
