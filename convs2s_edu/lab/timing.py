@@ -132,7 +132,7 @@ class MachineInfo:
     Attributes
     ----------
     cpu : str
-        CPU model name (``/proc/cpuinfo``, else :mod:`platform`).
+        CPU model name (``/proc/cpuinfo``, else ``platform``).
     cores : int
         Cores this process may use (its CPU affinity where the OS reports it).
     threads : int
