@@ -203,8 +203,8 @@ def run_experiment(
     quick : bool, optional
         The quick build's budget (default: ``CONVS2S_EDU_QUICK``).
     progress : bool, optional
-        ``None``: a bar across runs when stderr is a terminal, else one line per run on
-        stderr; ``True``: always lines or the bar; ``False``: silent.
+        ``None`` or ``True``: a bar across runs when stderr is a terminal, else one line per
+        run (:class:`~convs2s_edu.training.progress.Progress`); ``False``: silent.
     directory : str or Path, optional
         The training cache (default :func:`~convs2s_edu.training.cache_dir`).
     custom_budget : Budget, optional
