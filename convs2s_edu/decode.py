@@ -15,7 +15,7 @@ Both take any :class:`~convs2s_edu.EncoderDecoder` (ConvS2S, the GRU model and
 the hybrids) and drive it through the common interface only: ``model.encode``
 once, then ``model.decoder.start`` / ``step`` / ``reorder``
 (:mod:`convs2s_edu.seq2seq`). For ConvS2S the decoder state is a
-:class:`~convs2s_edu.DecoderCache` (every causal convolution keeps its last
+:class:`~convs2s_edu.convs2s.DecoderCache` (every causal convolution keeps its last
 :math:`k-1` inputs), so one step costs one column of every layer; for the GRU
 it holds the recurrent state :math:`s_{t-1}`.
 
@@ -132,7 +132,7 @@ def greedy_decode(
         the input), capped at ``max_positions``.
     incremental : bool, default True
         ``True``: one ``model.decoder.step`` per token (ConvS2S reuses its
-        :class:`~convs2s_edu.DecoderCache`). ``False``: run ``model.decoder``
+        :class:`~convs2s_edu.convs2s.DecoderCache`). ``False``: run ``model.decoder``
         (teacher forcing) over the whole prefix at every step and keep the last
         position (the slow reference, same tokens).
     return_attention : bool, default False

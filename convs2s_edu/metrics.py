@@ -257,6 +257,9 @@ def evaluate(
     examples = list(zip(sources, targets))
     if not examples:
         raise ValueError("need at least one example to evaluate, got 0")
+    for i, (x, y) in enumerate(examples):
+        if not x or not y:
+            raise ValueError(f"example {i} is empty; sequences need length >= 1")
     predictions = decode_all(model, sources, beam_size, batch_size, max_len)
     references = [y for _, y in examples]
     return {

@@ -286,6 +286,10 @@ def test_evaluate_messages_and_pass_through(monkeypatch):
     with pytest.raises(ValueError) as info:
         metrics_mod.evaluate(model, [([1], [1.5])])
     assert str(info.value).startswith("references[0] holds 1.5")
+    for empty in (([3, 1, 2], []), ([], [1])):  # an empty reference or source, at index 1
+        with pytest.raises(ValueError) as info:
+            metrics_mod.evaluate(model, [([3, 1], [1, 3]), empty])
+        assert str(info.value) == "example 1 is empty; sequences need length >= 1"
     examples = generate_dataset(5, 3, 5, 9, seed=4)
     # max_len reaches the decoders: one step means at most one token, greedy and beam alike
     for beam in (1, 2):

@@ -292,6 +292,39 @@ def test_a_failed_write_keeps_the_last_good_checkpoint(tiny_runs, tmp_path, full
     assert load_checkpoint(run).history.epochs[-1]["epoch"] == 1
 
 
+def test_a_failed_first_write_keeps_an_older_runs_checkpoint_and_says_so(
+    tiny_runs, tmp_path, full_disk
+):
+    run = copy_run(tiny_runs, "convs2s", tmp_path)
+    before = (run / "checkpoint.pt").read_bytes()
+    with full_disk:  # a new run (no resume) into a folder that holds an older one
+        with pytest.raises(OSError) as info:
+            train(tiny_config(epochs=2, seed=1), out_dir=run, progress=False)
+    assert str(info.value).endswith("the checkpoint that was there before this run is kept")
+    assert (run / "checkpoint.pt").read_bytes() == before
+
+
+def test_a_failed_write_is_one_line_even_when_the_cleanup_fails(
+    tiny_runs, tmp_path, full_disk, monkeypatch
+):
+    import pathlib
+
+    real_unlink = pathlib.Path.unlink
+
+    def read_only(self, *args, **kwargs):  # the file system went read-only after the error
+        if self.name.endswith(".tmp"):
+            raise OSError(30, "Read-only file system")
+        return real_unlink(self, *args, **kwargs)
+
+    run = copy_run(tiny_runs, "convs2s", tmp_path)
+    monkeypatch.setattr(pathlib.Path, "unlink", read_only)
+    with full_disk:
+        with pytest.raises(OSError) as info:
+            train(tiny_config(epochs=2), out_dir=run, resume=True, progress=False)
+    assert str(info.value).startswith(f"cannot write the checkpoint {run / 'checkpoint.pt'}")
+    assert str(info.value).endswith("the checkpoint of epoch 1 is kept")
+
+
 @pytest.mark.parametrize(
     "layout", ["out is a file", "checkpoint is a directory", "parent is a file"]
 )

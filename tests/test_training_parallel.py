@@ -13,7 +13,7 @@ import torch
 import torch.distributed as dist
 from _tiny import TINY_OPTIONS, tiny_config
 
-from convs2s_edu import SortingDataset, load_checkpoint, train
+from convs2s_edu import SortingDataset, TrainConfig, load_checkpoint, train
 from convs2s_edu.training import build_model, spawn_train
 from convs2s_edu.training import loop as loop_mod
 from convs2s_edu.training.parallel import DataParallelContext, free_port
@@ -78,6 +78,17 @@ def test_only_rank_0_reports_progress(tmp_path, capfd):
     lines = [ln for ln in err.splitlines() if ": epoch " in ln]
     assert [ln.split(":")[1].split(",")[0].strip() for ln in lines] == ["epoch 1/2", "epoch 2/2"]
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["checkpoint.pt"]
+
+
+def test_the_job_file_carries_every_value_exactly(tmp_path):
+    from convs2s_edu.training.launch import _read_jobs, _write_jobs
+
+    cfg = tiny_config("convs2s", model_options={"attention_layers": (1, 2)})  # a tuple
+    kwargs = {"out_dir": tmp_path / "run", "stop_after": 1, "progress": None}
+    _write_jobs(tmp_path / "jobs", [1234], [(cfg.to_dict(), kwargs)], 1)
+    ports, [(cfg_dict, back)], threads = _read_jobs(tmp_path / "jobs")
+    assert (ports, threads, back) == ([1234], 1, kwargs)
+    assert TrainConfig.from_dict(cfg_dict) == cfg  # resumable in the parent: the same config
 
 
 def test_batch_must_split_evenly():

@@ -12,6 +12,7 @@ the cache.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import shutil
@@ -126,7 +127,8 @@ def _atomic_write(data, path: Path, kept: str) -> None:
             f.write(data)
         os.replace(tmp, path)
     except OSError as err:
-        tmp.unlink(missing_ok=True)  # first, so that the free space below is the real one
+        with contextlib.suppress(OSError):  # first, so that the free space below is the real one
+            tmp.unlink(missing_ok=True)
         try:
             free = f"; {_megabytes(shutil.disk_usage(path.parent).free)} free there"
         except OSError:
@@ -136,7 +138,8 @@ def _atomic_write(data, path: Path, kept: str) -> None:
             f"this run needs {_megabytes(len(data))}{free}); {kept}"
         ) from None
     finally:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # a file system gone read-only: nothing to clean
+            tmp.unlink(missing_ok=True)
 
 
 def save_checkpoint(
@@ -172,11 +175,12 @@ def save_checkpoint(
     }
     buffer = io.BytesIO()
     torch.save(state, buffer)  # in memory first: the file is written in one piece
-    kept = (
-        f"the checkpoint of epoch {epoch - 1} is kept"
-        if path.is_file()
-        else "no checkpoint was written"
-    )
+    if not path.is_file():
+        kept = "no checkpoint was written"
+    elif epoch > 1:  # this run wrote epoch - 1 (or resumed from it)
+        kept = f"the checkpoint of epoch {epoch - 1} is kept"
+    else:  # an older run's file, which this run would have replaced
+        kept = "the checkpoint that was there before this run is kept"
     _atomic_write(buffer.getbuffer(), path, kept)
 
 

@@ -7,8 +7,8 @@ runs :func:`~convs2s_edu.train` with the variables ``torchrun`` would set
 
 from __future__ import annotations
 
-import json
 import os
+import pickle
 import subprocess
 import sys
 import tempfile
@@ -22,10 +22,22 @@ from .parallel import free_port
 __all__ = ["spawn_train"]
 
 
+def _write_jobs(path: str, ports: list, jobs: list, threads: int) -> None:
+    """The job file of :func:`spawn_train` (pickle: every value arrives exactly as given,
+    tuples and NumPy numbers included)."""
+    with open(path, "wb") as f:
+        pickle.dump((ports, jobs, threads), f)
+
+
+def _read_jobs(path: str) -> tuple[list, list, int]:
+    """What :func:`_write_jobs` wrote (a file of spawn_train's own temporary folder)."""
+    with open(path, "rb") as f:
+        return pickle.load(f)
+
+
 def _worker_main(job_file: str) -> None:
     """Body of one process started by :func:`spawn_train` (``RANK`` etc. are set)."""
-    with open(job_file, encoding="utf-8") as f:
-        ports, jobs, threads = json.load(f)
+    ports, jobs, threads = _read_jobs(job_file)
     torch.set_num_threads(threads)
     for port, (cfg_dict, kwargs) in zip(ports, jobs):
         os.environ["MASTER_PORT"] = str(port)  # a fresh rendezvous for every job
@@ -45,9 +57,8 @@ def spawn_train(jobs, nprocs: int, threads: int = 1, timeout: float = 600) -> No
     jobs = [(cfg.to_dict(), dict(kwargs)) for cfg, kwargs in jobs]
     ports = [free_port() for _ in jobs]
     with tempfile.TemporaryDirectory() as tmp:
-        job_file = os.path.join(tmp, "jobs.json")
-        with open(job_file, "w", encoding="utf-8") as f:
-            json.dump([ports, jobs, threads], f, default=str)  # paths as strings
+        job_file = os.path.join(tmp, "jobs.pkl")
+        _write_jobs(job_file, ports, jobs, threads)
         procs = []
         for rank in range(nprocs):
             env = {

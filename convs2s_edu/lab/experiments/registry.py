@@ -152,7 +152,7 @@ def budget(
     Parameters
     ----------
     quick : bool, optional
-        Default: :func:`~convs2s_edu.is_quick_mode` (``CONVS2S_EDU_QUICK=1``).
+        Default: :func:`~convs2s_edu.lab.site.is_quick_mode` (``CONVS2S_EDU_QUICK=1``).
     seeds, epochs : int, optional
         Override the number of seeds per arm or of epochs per run (``>= 1``).
 
