@@ -14,7 +14,10 @@ gallery
     and the linked files exist.
 images and links
     on every page, every ``<img>`` points to an existing file and every
-    relative link points to an existing file.
+    relative link points to an existing file, and to an existing ``#anchor`` of
+    that page when it names one (but for the ``[docs]`` links of viewcode's
+    ``_modules/`` source pages, whose anchors Sphinx writes itself: it points
+    those of objects documented under a module to anchors that do not exist).
 math
     no page loads a script or stylesheet from another host (no CDN), MathJax is
     loaded from ``_static/mathjax`` on every page with math, every math
@@ -255,7 +258,7 @@ class Checker:
     # -- images and links on every page -------------------------------------
 
     def check_images_and_links(self, pages: list[Page]) -> None:
-        n_img = n_links = 0
+        n_img = n_links = n_anchors = 0
         for page in pages:
             for img in page.root.iter("img"):
                 src = img.attrs.get("src", "")
@@ -277,11 +280,23 @@ class Checker:
                     continue
                 if is_external(href):
                     continue
-                target, _ = page.resolve(href)
+                target, fragment = page.resolve(href)
                 n_links += 1
                 if target is None or not target.exists():
                     self.fail(page.rel, f"link points to a missing file: {href}")
-        self.notes.append(f"images: {n_img} checked; relative links: {n_links} checked")
+                elif (
+                    fragment
+                    and target.suffix == ".html"
+                    # viewcode's source pages: Sphinx writes their "[docs]" anchors itself
+                    and not page.rel.startswith("_modules/")
+                ):
+                    n_anchors += 1
+                    if fragment not in self.page(target).ids:
+                        self.fail(page.rel, f"link points to a missing anchor: {href}")
+        self.notes.append(
+            f"images: {n_img} checked; relative links: {n_links} checked, "
+            f"{n_anchors} of them to an anchor"
+        )
 
     # -- math, MathJax and CDNs ----------------------------------------------
 
