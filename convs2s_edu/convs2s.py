@@ -389,6 +389,11 @@ class ConvBlock(nn.Module):
     :math:`A` pass. :func:`torch.nn.functional.glu` computes
     :math:`A \otimes \sigma(B)` from the first and second halves of the channels.
 
+    The causal padding puts :math:`k-1` zeros on the left. §3.2 words it as
+    :math:`k-1` zeros on both sides and :math:`k` outputs removed from the end,
+    which would leave :math:`T - 1` outputs for :math:`T` inputs; removing
+    :math:`k-1` gives exactly this left padding (see the departures page).
+
     References
     ----------
     Gehring et al. (2017), §3.2 and §3.4; Dauphin et al. (2017), eq. 1.
@@ -612,6 +617,10 @@ class MultiStepAttention(nn.Module):
     With ``scale_context`` the context is multiplied by :math:`m\sqrt{1/m} = \sqrt{m}`,
     :math:`m` the number of real source tokens, which restores the variance of a
     sum of :math:`m` vectors under uniform attention (§3.4).
+
+    The scores are plain dot products, not divided by :math:`\sqrt{f}` as in the
+    Transformer's later scaled dot-product attention: the initialisation and
+    weight normalisation keep their spread in range.
 
     References
     ----------

@@ -130,7 +130,7 @@ class BahdanauAttention(nn.Module):
 
     Notes
     -----
-    Section 6 of the seed article (eqs. of Bahdanau et al., 2014, appendix A.1.2):
+    The form of section 6 of the seed article, which the package follows:
 
     .. math::
 
@@ -141,9 +141,16 @@ class BahdanauAttention(nn.Module):
     :math:`W_a h_j` does not depend on :math:`t`: :meth:`keys` computes it once
     per source sequence and every decoder step reuses it.
 
+    Bahdanau et al. (2014, appendix A.1.2) write the same score with the letters
+    swapped and no bias, :math:`v_a^\top \tanh(W_a s_{i-1} + U_a h_j)`: their
+    :math:`U_a` (pre-computed, on the annotations) is this class's ``W_a``, their
+    :math:`W_a` (on the decoder state) is ``U_a``, and :math:`b_a` is the seed
+    article's.
+
     References
     ----------
-    Bahdanau, Cho & Bengio (2014), §3.1 and appendix A.1.2.
+    Shi (2023), section 6 (this form); Bahdanau, Cho & Bengio (2014), §3.1 and
+    appendix A.1.2 (letters swapped, no :math:`b_a`).
     """
 
     def __init__(self, enc_dim: int, dec_dim: int, attention_dim: int):

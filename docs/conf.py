@@ -245,6 +245,9 @@ sphinx_gallery_conf = {
     "examples_dirs": str(ROOT / "gallery"),
     "gallery_dirs": "auto_examples",
     "filename_pattern": r"/plot_",  # run every page
+    # the reading order: the lesson (gallery/ itself, by file name), then the speed
+    # chapter, the experiments and the appendix (paths relative to this folder)
+    "subsection_order": ["../gallery/speed", "../gallery/experiments", "../gallery/appendix"],
     "within_subsection_order": "FileNameSortKey",
     "plot_gallery": "True",
     "abort_on_example_error": True,  # a failing page fails the build
@@ -326,6 +329,8 @@ html_sidebars = {
     # gallery pages: code cells of up to 99 characters need the width (the page's
     # own table of contents and the downloads stay in the right-hand sidebar)
     "auto_examples/plot_*": [],
+    "auto_examples/speed/plot_*": [],
+    "auto_examples/appendix/plot_*": [],
     "paper_map": [],
     "departures": [],
 }

@@ -12,7 +12,11 @@ without peeking at the answer.
 
 This page measures both properties on untrained models: how far each output
 sees after :math:`l` layers (its receptive field), and that changing a future
-target token leaves the earlier outputs untouched.
+target token leaves the earlier outputs untouched. The models are built from
+``ConvS2SConfig`` (the seed's PyTorch initialisation), while the site trains
+``ConvS2SConfig.paper()``: both properties come from where the zeros go, not
+from the weights' values, and the build checks them for the paper's
+configuration too.
 """
 
 # %%
@@ -44,33 +48,17 @@ target token leaves the earlier outputs untouched.
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
+import torch.nn.functional as F
 
-from convs2s_edu import (
-    ConvDecoder,
-    ConvEncoder,
-    ConvS2S,
-    ConvS2SConfig,
-    sos_index,
-)
+from convs2s_edu import ConvBlock, ConvDecoder, ConvEncoder, ConvS2S, ConvS2SConfig, sos_index
 from convs2s_edu.lab import figures
 
 VOCAB_SIZE, LENGTH, CENTRE, MAX_LAYERS = 50, 31, 15, 7
-tiny = ConvS2SConfig(
-    vocab_size=VOCAB_SIZE,
-    embed_dim=16,
-    hidden_dim=16,
-    kernel_size=3,
-    dropout=0.0,
-)
+tiny = ConvS2SConfig(vocab_size=VOCAB_SIZE, embed_dim=16, hidden_dim=16, dropout=0.0)  # k = 3
 rng = torch.Generator().manual_seed(0)
 src = torch.randint(1, VOCAB_SIZE + 1, (1, LENGTH), generator=rng)  # no padding
-tgt_in = torch.cat(
-    [
-        torch.tensor([[sos_index(VOCAB_SIZE)]]),
-        torch.randint(1, VOCAB_SIZE + 1, (1, LENGTH - 1), generator=rng),
-    ],
-    dim=1,
-)
+tgt_in = torch.randint(1, VOCAB_SIZE + 1, (1, LENGTH), generator=rng)
+tgt_in[0, 0] = sos_index(VOCAB_SIZE)
 
 
 def encoder_field(n_layers: int) -> np.ndarray:
@@ -130,43 +118,17 @@ for l, ef, df in zip(depths, enc_fields, dec_fields):
 
 
 def draw_field(ax, fields, title, causal):
-    ax.imshow(
-        fields,
-        cmap="Blues",
-        vmin=-0.2,
-        vmax=1.3,
-        aspect="auto",
-        extent=(
-            -0.5,
-            fields.shape[1] - 0.5,
-            depths[-1] + 0.5,
-            depths[0] - 0.5,
-        ),
-    )
+    extent = (-0.5, fields.shape[1] - 0.5, depths[-1] + 0.5, depths[0] - 0.5)
+    ax.imshow(fields, cmap="Blues", vmin=-0.2, vmax=1.3, aspect="auto", extent=extent)
     reach = depths * (k - 1)
     left = CENTRE - (reach if causal else reach // 2)
     right = CENTRE + (0 * reach if causal else reach // 2)
-    ax.plot(
-        left - 0.5,
-        depths,
-        "o",
-        color="tab:orange",
-        markersize=4,
-        label="formula: edge of $1 + l(k-1)$",
-    )
-    ax.plot(right + 0.5, depths, "o", color="tab:orange", markersize=4)
-    ax.axvspan(
-        CENTRE - 0.5,
-        CENTRE + 0.5,
-        fill=False,
-        edgecolor="tab:red",
-        linewidth=1.5,
-        label=f"output position $i$ = {CENTRE}",
-    )
-    ax.set_title(title)
-    ax.set_xlabel("input position $j$")
-    ax.set_ylabel("layers $l$")
-    ax.set_yticks(depths)
+    edge = dict(color="tab:orange", markersize=4)
+    ax.plot(left - 0.5, depths, "o", **edge, label="formula: edge of $1 + l(k-1)$")
+    ax.plot(right + 0.5, depths, "o", **edge)
+    label = f"output position $i$ = {CENTRE}"
+    ax.axvspan(CENTRE - 0.5, CENTRE + 0.5, fill=False, edgecolor="tab:red", lw=1.5, label=label)
+    ax.set(title=title, xlabel="input position $j$", ylabel="layers $l$", yticks=depths)
 
 
 fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(12, 3.8), layout="constrained", sharey=True)
@@ -191,6 +153,35 @@ print(
     f"receptive field {field} tokens"
 )
 print(f"longest source: {SEED_MAX_LEN} tokens; covered by one output: {field >= SEED_MAX_LEN}")
+
+# %%
+# The decoder's padding, and the paper's wording
+# ----------------------------------------------
+# A convolution of width :math:`k` over :math:`n` inputs returns
+# :math:`n - k + 1` outputs. §3.2 of the paper pads the decoder's input "by
+# :math:`k-1` elements on both the left and right side by zero vectors, and
+# then remove[s] :math:`k` elements from the end of the convolution output".
+# Taken literally, that leaves one output too few; removing :math:`k - 1`
+# elements gives exactly the outputs of the code's left padding. The cell
+# counts both for :math:`T = 6` target positions, with a decoder block's own
+# convolution:
+
+T6 = 6
+blk = ConvBlock(4, k, causal=True).eval()
+x6 = torch.randn(1, 4, T6)  # (B, d, T)
+with torch.no_grad():
+    both = blk.conv(F.pad(x6, (k - 1, k - 1)))  # the paper's padding
+    left = blk.conv(F.pad(x6, blk.padding))  # the code's: (k - 1, 0)
+print(f"T = {T6}, k = {k}, padding of the code (left, right) = {blk.padding}")
+print(f"paper: {T6 + 2 * (k - 1)} inputs -> {both.shape[-1]} outputs, remove k -> ", end="")
+print(f"{both[..., :-k].shape[-1]} outputs")
+print(f"code : {T6 + k - 1} inputs -> {left.shape[-1]} outputs")
+same = torch.allclose(both[..., : -(k - 1)], left)
+print(f"paper's outputs with k - 1 removed == the code's: {same}")
+
+# sphinx_gallery_start_ignore
+assert both[..., :-k].shape[-1] == T6 - 1 and left.shape[-1] == T6 and same
+# sphinx_gallery_end_ignore
 
 # %%
 # Causality: a future token changes nothing before it
@@ -227,6 +218,10 @@ assert diff_tgt[j] > 0
 reach = model.cfg.n_decoder_layers * (model.cfg.kernel_size - 1)
 assert (diff_tgt[j : j + reach + 1] > 0).all() and (diff_tgt[j + reach + 1 :] == 0).all()
 assert (diff_src > 0).all()
+paper = ConvS2S(ConvS2SConfig.paper(vocab_size=VOCAB_SIZE)).eval()  # the site's configuration
+with torch.no_grad():
+    diff_paper = (paper(src, changed_tgt) - paper(src, tgt_in)).abs().amax(dim=-1)[0]
+assert diff_paper[:j].max() == 0.0 and diff_paper[j] > 0
 # sphinx_gallery_end_ignore
 
 # %%
@@ -238,31 +233,14 @@ assert (diff_src > 0).all()
 
 floor = 1e-9
 fig, ax = plt.subplots(figsize=(9, 3.4), layout="constrained")
-ax.semilogy(
-    np.arange(T),
-    np.maximum(diff_tgt.numpy(), floor),
-    "o-",
-    label=f"decoder input at position j = {j} changed",
-)
-ax.semilogy(
-    np.arange(T),
-    np.maximum(diff_src.numpy(), floor),
-    "s-",
-    alpha=0.7,
-    label="source token at position 3 changed",
-)
+changed = f"decoder input at position j = {j} changed"
+ax.semilogy(np.arange(T), np.maximum(diff_tgt.numpy(), floor), "o-", label=changed)
+changed = "source token at position 3 changed"
+ax.semilogy(np.arange(T), np.maximum(diff_src.numpy(), floor), "s-", alpha=0.7, label=changed)
 ax.axvline(j - 0.5, color="tab:red", linestyle="--", linewidth=1)
 ax.axhline(floor, color="k", linestyle=":", linewidth=0.8)
-ax.annotate(
-    "exactly 0",
-    (0, floor),
-    xytext=(0, 4),
-    textcoords="offset points",
-    fontsize=8,
-)
-ax.set_ylim(floor / 3, None)
-ax.set_xlabel("decoder position $i$")
-ax.set_ylabel(r"max$_v$ |$\Delta$ logit|")
+ax.annotate("exactly 0", (0, floor), xytext=(0, 4), textcoords="offset points", fontsize=8)
+ax.set(ylim=(floor / 3, None), xlabel="decoder position $i$", ylabel=r"max$_v$ |$\Delta$ logit|")
 ax.set_title("Causal decoder: no position sees a later target token")
 ax.legend(fontsize=8)
 plt.show()
@@ -275,7 +253,9 @@ plt.show()
 #   blocks an output sees a centred window of :math:`1 + l(k-1)` inputs.
 # * The decoder pads :math:`k-1` zeros on the left only: output :math:`i` sees
 #   inputs :math:`i - l(k-1), \dots, i` and nothing later, so training can
-#   compute every target position at once without seeing the answer.
+#   compute every target position at once without seeing the answer. The
+#   paper's "pad both sides, remove :math:`k`" leaves one output too few;
+#   removing :math:`k-1` is the same as left padding.
 # * Both facts were measured, not assumed: by gradients, and by changing a
 #   future token and watching the earlier outputs stay the same.
 #
@@ -290,11 +270,6 @@ plt.show()
 #
 # :math:`1 + 4 \cdot 4 = 17` inputs, 8 on each side, for the encoder; inputs
 # 4 to 20 for the decoder. Measured by gradients, as above:
-
-import torch
-import torch.nn.functional as F
-
-from convs2s_edu import ConvBlock
 
 
 def seen_by(blocks, position, length=41, d=8):

@@ -7,6 +7,7 @@ part of the site, not of the package) and needs no Sphinx for these functions.
 """
 
 import json
+from pathlib import Path
 
 import pytest
 from _files import load_module
@@ -34,8 +35,13 @@ INVENTORY = {
         (":meth:`~convs2s_edu.ConvDecoder.step`", "`step`"),
         (":func:`the metric <convs2s_edu.exact_match>`", "`the metric`"),
         (
-            "the `decoding page <sphx_glr_auto_examples_plot_08_decoding.py>` shows",
-            "the [decoding page](plot_08_decoding.ipynb) shows",
+            "the `decoding page <sphx_glr_auto_examples_plot_16_decoding.py>` shows",
+            "the [decoding page](plot_16_decoding.ipynb) shows",
+        ),
+        # a page of a subfolder: its notebook lies in that folder of the zip
+        (
+            "`speed <sphx_glr_auto_examples_speed_plot_01_training_speed.py>`",
+            "[speed](speed/plot_01_training_speed.ipynb)",
         ),
         ("see :doc:`paper_map`", "see the paper map"),
         ("see `the gallery <gallery>` first", "see the gallery first"),
@@ -61,14 +67,34 @@ def test_markdown_without_a_site_address(site, text, expected):
         # an object the inventory does not know stays code, never a broken link
         (":func:`~convs2s_edu.nowhere`", "`nowhere`"),
         (
-            "`decoding <sphx_glr_auto_examples_plot_08_decoding.py>`",
-            f"[decoding]({BASE}/auto_examples/plot_08_decoding.html)",
+            "`decoding <sphx_glr_auto_examples_plot_16_decoding.py>`",
+            f"[decoding]({BASE}/auto_examples/plot_16_decoding.html)",
+        ),
+        (
+            "`the bench <sphx_glr_auto_examples_speed_plot_04_bench.py>`",
+            f"[the bench]({BASE}/auto_examples/speed/plot_04_bench.html)",
         ),
         (":doc:`departures`", f"[departures from the paper]({BASE}/departures.html)"),
     ],
 )
 def test_markdown_with_a_site_address(site, text, expected):
     assert site.convert_markdown(text, BASE + "/", INVENTORY) == expected
+
+
+@pytest.mark.parametrize(
+    "here, expected",
+    [
+        ("", "[a](plot_16_decoding.ipynb) [b](speed/plot_04_bench.ipynb)"),
+        ("speed", "[a](../plot_16_decoding.ipynb) [b](plot_04_bench.ipynb)"),
+        ("appendix", "[a](../plot_16_decoding.ipynb) [b](../speed/plot_04_bench.ipynb)"),
+    ],
+)
+def test_links_between_notebooks_follow_their_folders(site, here, expected):
+    text = (
+        "`a <sphx_glr_auto_examples_plot_16_decoding.py>` "
+        "`b <sphx_glr_auto_examples_speed_plot_04_bench.py>`"
+    )
+    assert site.convert_markdown(text, None, {}, here) == expected
 
 
 def test_solution_markup_becomes_a_plain_line(site):
@@ -190,3 +216,101 @@ def test_test_pages_list_every_module_level_test_and_nothing_else(site, tmp_path
 )
 def test_what_counts_as_a_page_training_its_own_models(site, source, trains):
     assert (site.OWN_TRAINING.search(source) is not None) is trains
+
+
+# ---- the reading path and the old addresses (issue 17) ------------------------------
+
+
+def test_reading_path_covers_every_page_but_the_experiments_in_reading_order(site):
+    facts = site.page_facts()
+    paths = [page["path"] for page in facts]
+    gallery = site.GALLERY
+    expected = [
+        f"{folder}/{p.stem}" if folder else p.stem
+        for folder, _ in site.CHAPTERS
+        for p in sorted((gallery / folder).glob("plot_*.py"))
+    ]
+    assert paths == expected
+    assert [folder for folder, _ in site.CHAPTERS] == ["", "speed", "appendix"]
+    assert {p.parent.name for p in gallery.rglob("plot_*.py")} == {
+        "gallery",
+        "speed",
+        "experiments",
+        "appendix",
+    }
+    # one line per page, and no line for a page that is gone
+    assert set(site.TEACHES) == set(paths)
+    # the notebooks are matched to their page by file name
+    assert len({page["stem"] for page in facts}) == len(facts)
+    assert facts[0]["stem"] == "plot_00_sorting_task"
+    assert site.gallery_label("speed/plot_01_training_speed") == (
+        "sphx_glr_auto_examples_speed_plot_01_training_speed.py"
+    )
+
+
+def test_every_old_address_sends_to_pages_that_exist_and_is_no_page_itself(site):
+    pages = {
+        p.relative_to(site.GALLERY).with_suffix("").as_posix()
+        for p in site.GALLERY.rglob("plot_*.py")
+    }
+    for old, new in site.REDIRECTS.items():
+        assert old not in pages, old
+        assert new and set(new) <= pages, (old, new)
+
+
+def test_redirect_stub_refreshes_links_and_names_the_canonical_page(site):
+    titles = {"speed/plot_04_bench": "Speed & the bench", "plot_13_training": "Training"}
+    stub = site.redirect_stub("plot_12_speed", ("speed/plot_04_bench",), titles)
+    assert '<meta http-equiv="refresh" content="0; url=speed/plot_04_bench.html">' in stub
+    assert '<link rel="canonical" href="speed/plot_04_bench.html">' in stub
+    assert '<a href="speed/plot_04_bench.html">Speed &amp; the bench</a>' in stub
+    assert "<script" not in stub  # works without scripts, offline
+    # with the site's public address, the canonical link is absolute
+    stub = site.redirect_stub("plot_12_speed", ("speed/plot_04_bench",), titles, BASE + "/")
+    assert f'<link rel="canonical" href="{BASE}/auto_examples/speed/plot_04_bench.html">' in stub
+    # a page that was split lists where its other parts went
+    stub = site.redirect_stub(
+        "plot_05_training", ("plot_13_training", "speed/plot_04_bench"), titles
+    )
+    assert "url=plot_13_training.html" in stub
+    assert '<li><a href="speed/plot_04_bench.html">Speed &amp; the bench</a></li>' in stub
+
+
+def _gallery_page(stem: str) -> str:
+    return (
+        f'<html><body><article><a href="{stem}.ipynb">nb</a> <a href="{stem}.py">py</a>'
+        "</article></body></html>"
+    )
+
+
+def test_check_site_accepts_redirect_stubs_and_finds_the_broken_ones(site, tmp_path):
+    check = load_module("tools/check_site.py", "check_site_under_test")
+    gallery, html = tmp_path / "gallery", tmp_path / "html" / "auto_examples"
+    for rel in ("plot_01_a", "speed/plot_01_b"):
+        (gallery / rel).parent.mkdir(parents=True, exist_ok=True)
+        (gallery / f"{rel}.py").write_text('"""A page."""\n')
+        (html / rel).parent.mkdir(parents=True, exist_ok=True)
+        (html / f"{rel}.html").write_text(_gallery_page(Path(rel).name))
+        for ext in (".ipynb", ".py"):
+            (html / f"{rel}{ext}").write_text("")
+    titles = {"speed/plot_01_b": "B"}
+    (html / "plot_00_old.html").write_text(
+        site.redirect_stub("plot_00_old", ("speed/plot_01_b",), titles)
+    )
+    (html / "plot_02_to_nowhere.html").write_text(
+        site.redirect_stub("plot_02_to_nowhere", ("plot_09_missing",), titles)
+    )
+    (html / "plot_03_stale.html").write_text(_gallery_page("plot_03_stale"))
+    extension = tmp_path / "ext.py"
+    extension.write_text(
+        'REDIRECTS = {"plot_00_old": ("speed/plot_01_b",), "plot_04_gone": ("plot_01_a",)}\n'
+    )
+    checker = check.Checker(tmp_path / "html", gallery, tmp_path, tmp_path, extension)
+    checker.check_gallery()
+    failures = "\n".join(checker.failures)
+    assert "plot_00_old" not in failures  # a good stub: no notebook demanded from it
+    assert "auto_examples/plot_02_to_nowhere.html: redirect stub points to a missing" in failures
+    assert "auto_examples/plot_03_stale.html: a gallery page without a script" in failures
+    assert "auto_examples/plot_04_gone.html: no redirect stub" in failures
+    assert len(checker.failures) == 3, failures
+    assert "gallery: 2 pages, 1 redirect stubs" in checker.notes

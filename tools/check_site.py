@@ -8,10 +8,18 @@ Usage::
 Checks, and exits non-zero with a list of failures when one does not hold:
 
 gallery
-    every ``gallery/plot_*.py`` has its page ``auto_examples/plot_*.html``; a
-    page whose script draws with matplotlib shows at least one of its own
-    figures; every page links its notebook (``.ipynb``) and script (``.py``),
-    and the linked files exist.
+    every ``gallery/**/plot_*.py`` (subfolders included) has its page
+    ``auto_examples/**/plot_*.html``; a page whose script draws with matplotlib
+    shows at least one of its own figures; every page links its notebook
+    (``.ipynb``) and script (``.py``), and the linked files exist. Every other
+    ``auto_examples/**/plot_*.html`` must be a redirect stub (below).
+redirects
+    a page that moved keeps its old address: a stub there (a
+    ``<meta http-equiv="refresh">``) must send the reader to an existing gallery
+    page that is not itself a stub, and its ``<link rel="canonical">`` and its
+    visible link must name the same page; every old address of the table
+    ``REDIRECTS`` of ``docs/_ext/convs2s_site.py`` (read with :mod:`ast`) must
+    hold a stub that sends the reader to the table's page.
 images and links
     on every page, every ``<img>`` points to an existing file and every
     relative link points to an existing file, and to an existing ``#anchor`` of
@@ -84,6 +92,20 @@ LATEX_COMMAND = re.compile(r"\\(?:[A-Za-z]{2,}|[,;:!{}\[\]()])")
 LEFTOVER_MARKUP = re.compile(r"\.\. math::|:(?:math|class|func|meth|attr|ref|doc|obj|mod):`")
 QUICK_BANNER = "Built in quick mode"
 TEST_CITATION = re.compile(r"tests/(test_\w+\.py)::(test_\w+)")
+REFRESH_URL = re.compile(r"^\s*\d+\s*;\s*url\s*=\s*(\S+)\s*$", re.IGNORECASE)
+
+
+def redirect_table(extension: Path) -> dict[str, tuple] | None:
+    """``REDIRECTS`` of the site's Sphinx extension (old -> new pages), read with
+    :mod:`ast`; ``None`` when the file or the table is not there."""
+    if not extension.is_file():
+        return None
+    for node in ast.parse(extension.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "REDIRECTS" for t in node.targets
+        ):
+            return {old: tuple(new) for old, new in ast.literal_eval(node.value).items()}
+    return None
 
 
 # --------------------------------------------------------------------------
@@ -188,9 +210,16 @@ def skip_non_prose(node: Node) -> bool:
 
 
 class Checker:
-    def __init__(self, site: Path, gallery_dir: Path, tests_dir: Path, package_dir: Path):
+    def __init__(
+        self,
+        site: Path,
+        gallery_dir: Path,
+        tests_dir: Path,
+        package_dir: Path,
+        extension: Path = ROOT / "docs" / "_ext" / "convs2s_site.py",
+    ):
         self.site, self.gallery_dir, self.tests_dir = site, gallery_dir, tests_dir
-        self.package_dir = package_dir
+        self.package_dir, self.extension = package_dir, extension
         self.failures: list[str] = []
         self.notes: list[str] = []
         self._pages: dict[Path, Page] = {}
@@ -214,13 +243,25 @@ class Checker:
 
     # -- gallery -----------------------------------------------------------
 
+    def redirect_target(self, page: Page) -> str | None:
+        """The URL a stub's ``<meta http-equiv="refresh">`` sends to; ``None`` for a page
+        that is not a redirect stub."""
+        for meta in page.root.iter("meta"):
+            if meta.attrs.get("http-equiv", "").lower() == "refresh":
+                m = REFRESH_URL.match(meta.attrs.get("content", ""))
+                return m.group(1) if m else ""
+        return None
+
     def check_gallery(self) -> None:
-        scripts = sorted(self.gallery_dir.glob("plot_*.py"))
+        scripts = sorted(self.gallery_dir.rglob("plot_*.py"))
         if not scripts:
-            self.fail(str(self.gallery_dir), "no gallery/plot_*.py scripts found")
+            self.fail(str(self.gallery_dir), "no gallery/**/plot_*.py scripts found")
+        expected = set()
         for script in scripts:
-            html = self.site / "auto_examples" / f"{script.stem}.html"
-            where = f"auto_examples/{script.stem}.html"
+            rel = script.relative_to(self.gallery_dir).with_suffix(".html").as_posix()
+            html = self.site / "auto_examples" / rel
+            expected.add(html.resolve())
+            where = f"auto_examples/{rel}"
             if not html.is_file():
                 self.fail(where, f"missing: no page for {script.name}")
                 continue
@@ -253,7 +294,62 @@ class Checker:
                     target, _ = page.resolve(href)
                     if target is None or not target.is_file():
                         self.fail(where, f"download link {href!r} points to a missing file")
-        self.notes.append(f"gallery: {len(scripts)} pages")
+        stubs = self.check_redirects(expected)
+        self.notes.append(f"gallery: {len(scripts)} pages, {stubs} redirect stubs")
+
+    def check_redirects(self, pages: set[Path]) -> int:
+        """Every ``auto_examples/**/plot_*.html`` that no script made is a redirect stub to
+        one of ``pages``, and every old address of the site's table holds one."""
+        gallery = self.site / "auto_examples"
+        stubs: dict[str, Path] = {}
+        for html in sorted(gallery.rglob("plot_*.html")):
+            if html.resolve() in pages:
+                continue
+            page = self.page(html)
+            url = self.redirect_target(page)
+            if url is None:
+                self.fail(
+                    page.rel,
+                    "a gallery page without a script in the gallery and not a redirect "
+                    "stub (a stale page of an older build?)",
+                )
+                continue
+            target, _ = page.resolve(url) if url else (None, "")
+            if target is None or not target.is_file():
+                self.fail(page.rel, f"redirect stub points to a missing page: {url!r}")
+                continue
+            if target.resolve() not in pages:
+                self.fail(page.rel, f"redirect stub points to {url!r}, not to a gallery page")
+            canonical = [
+                link.attrs.get("href", "")
+                for link in page.root.iter("link")
+                if link.attrs.get("rel", "") == "canonical"
+            ]
+            if not canonical:
+                self.fail(page.rel, 'redirect stub without <link rel="canonical">')
+            for href in canonical:
+                same = (
+                    href.endswith("/" + target.relative_to(self.site).as_posix())
+                    if is_external(href)
+                    else page.resolve(href)[0] == target
+                )
+                if not same:
+                    self.fail(page.rel, f"canonical link {href!r} is not {url!r}")
+            links = [a.attrs["href"] for a in page.root.iter("a") if a.attrs.get("href")]
+            if not any(page.resolve(href)[0] == target for href in links):
+                self.fail(page.rel, f"redirect stub has no visible link to {url!r}")
+            stubs[html.relative_to(gallery).with_suffix("").as_posix()] = target.resolve()
+        table = redirect_table(self.extension)
+        if table is None:
+            self.notes.append(f"redirect table: not checked ({self.extension} has none)")
+        else:
+            for old, new in table.items():
+                want = (gallery / f"{new[0]}.html").resolve()
+                if old not in stubs:
+                    self.fail(f"auto_examples/{old}.html", f"no redirect stub (to {new[0]})")
+                elif stubs[old] != want:
+                    self.fail(f"auto_examples/{old}.html", f"redirects elsewhere than {new[0]}")
+        return len(stubs)
 
     # -- images and links on every page -------------------------------------
 
@@ -574,6 +670,13 @@ def main(argv=None) -> int:
         default=ROOT / "convs2s_edu",
         help="the package whose __all__ names need API pages (default: %(default)s)",
     )
+    parser.add_argument(
+        "--site-extension",
+        type=Path,
+        default=ROOT / "docs" / "_ext" / "convs2s_site.py",
+        help="the Sphinx extension whose REDIRECTS table lists the old addresses "
+        "(default: %(default)s)",
+    )
     args = parser.parse_args(argv)
     if not (args.html_dir / "index.html").is_file():
         print(
@@ -587,6 +690,7 @@ def main(argv=None) -> int:
         args.gallery_dir.resolve(),
         args.tests_dir.resolve(),
         args.package_dir.resolve(),
+        args.site_extension.resolve(),
     ).run()
 
 

@@ -3,7 +3,7 @@
 
 Usage::
 
-    python tools/run_notebooks.py docs/_build/html-quick plot_01_sorting_task plot_02_glu_block
+    python tools/run_notebooks.py docs/_build/html-quick plot_00_sorting_task plot_02_glu_block
 
 For each named page, the script copies the page's notebook, as the site offers it
 for download (``_downloads/*/<page>.ipynb``), into an empty folder together with
@@ -42,7 +42,7 @@ def find_notebook(site: Path, page: str) -> Path:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("site", type=Path, help="the built site, e.g. docs/_build/html-quick")
-    parser.add_argument("pages", nargs="+", help="page names, e.g. plot_01_sorting_task")
+    parser.add_argument("pages", nargs="+", help="page names, e.g. plot_00_sorting_task")
     parser.add_argument("--timeout", type=int, default=600, help="seconds per cell")
     parser.add_argument(
         "--allow-installed",

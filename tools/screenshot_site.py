@@ -8,7 +8,8 @@ Usage::
 
 The site is served from ``127.0.0.1`` by a local :mod:`http.server` that logs
 every request and its status; Chromium may reach no other host. For each page
-(by default the landing page, the paper map and one gallery page), in each
+(by default the landing page, the paper map, the first two gallery pages and one
+gallery page with figures and math), in each
 theme (``--themes``, default light and dark) and at each width (``--width``
 for a desktop, ``--phone-width`` for a phone), the script
 
@@ -383,9 +384,20 @@ def check_page(
     return report
 
 
+def is_redirect_stub(page_file: Path) -> bool:
+    """A page left at an old address that sends the reader to the new one."""
+    text = page_file.read_text(encoding="utf-8")
+    return re.search(r'<meta\s+http-equiv="refresh"', text, flags=re.I) is not None
+
+
 def default_pages(site: Path) -> list[str]:
+    """The landing page, the paper map, the first two gallery pages (where a reader
+    starts) and one gallery page with both figures and math."""
     pages = ["index.html", "paper_map.html"]
-    gallery = sorted((site / "auto_examples").glob("plot_*.html"))
+    gallery = [
+        p for p in sorted((site / "auto_examples").glob("plot_*.html")) if not is_redirect_stub(p)
+    ]
+    pages += [p.relative_to(site).as_posix() for p in gallery[:2]]
     # prefer a gallery page with both figures and math
     rich = [
         p
@@ -393,7 +405,9 @@ def default_pages(site: Path) -> list[str]:
         if "<img" in (text := p.read_text(encoding="utf-8")) and 'class="math' in text
     ]
     if rich or gallery:
-        pages.append((rich or gallery)[0].relative_to(site).as_posix())
+        extra = (rich or gallery)[0].relative_to(site).as_posix()
+        if extra not in pages:
+            pages.append(extra)
     return pages
 
 
@@ -404,8 +418,8 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--pages",
         nargs="+",
-        help="pages relative to html_dir "
-        "(default: index.html, paper_map.html and one gallery page)",
+        help="pages relative to html_dir (default: index.html, paper_map.html, the "
+        "first two gallery pages and one with figures and math)",
     )
     parser.add_argument("--chromium", help="path of the browser (default: /usr/bin/chromium)")
     parser.add_argument("--width", type=int, default=1400)

@@ -10,6 +10,7 @@ command line)::
     experiments  the paper's ablations and the seed article's claims, over seeds
     site         the site's configurations (quick mode) and the numbers it records
     figures      the gallery's figure helpers: capture what modules compute, heatmaps
+    schematic    Figure 1 of each model as boxes and arrows, shapes from a forward pass
 
 Import them from here: ``from convs2s_edu.lab import experiments, site``.
 """

@@ -1,19 +1,33 @@
-"""The documentation site's plumbing: its configurations (quick mode) and the numbers it records.
+"""The documentation site's plumbing: its configurations (quick mode), the numbers it records,
+and the sentences that compare them.
 
 The gallery pages call :func:`site_config` for every model they train, so
 that ``CONVS2S_EDU_QUICK=1`` shrinks the whole site at once; a page that
-measures a number the landing page states hands it to :func:`record`.
+measures a number the landing page states hands it to :func:`record`. A page
+never types which of two measured numbers is larger: :func:`comparison` and
+:func:`trend` write that sentence from the numbers (``tests/test_gallery.py``
+flags a typed one).
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..training.config import TrainConfig
 
-__all__ = ["QUICK_ENV", "SITE_DATA_ENV", "is_quick_mode", "site_config", "record"]
+__all__ = [
+    "QUICK_ENV",
+    "SITE_DATA_ENV",
+    "is_quick_mode",
+    "site_config",
+    "record",
+    "record_svg",
+    "comparison",
+    "trend",
+]
 
 #: Environment variable: ``1`` makes :func:`site_config` small (quick docs builds).
 QUICK_ENV = "CONVS2S_EDU_QUICK"
@@ -40,16 +54,118 @@ def site_config(model: str, **changes) -> TrainConfig:
     return cfg.replace(**changes)
 
 
+def _site_data(filename: str) -> Path | None:
+    folder = os.environ.get(SITE_DATA_ENV)
+    if not folder:
+        return None
+    path = Path(folder) / filename
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def record(name: str, numbers: dict) -> Path | None:
     """Write ``numbers`` as ``<name>.json`` for the site's build (``docs/_ext`` makes the
     landing page's tables from them); nothing outside a docs build (no ``$CONVS2S_EDU_SITE_DATA``).
 
     Returns the file written, or ``None``.
     """
-    folder = os.environ.get(SITE_DATA_ENV)
-    if not folder:
-        return None
-    path = Path(folder) / f"{name}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(numbers, indent=2), encoding="utf-8")
+    path = _site_data(f"{name}.json")
+    if path is not None:
+        path.write_text(json.dumps(numbers, indent=2), encoding="utf-8")
     return path
+
+
+def record_svg(name: str, svg: str) -> Path | None:
+    """Write a figure drawn as SVG text as ``<name>.svg`` for the site's build (the landing page
+    shows it); nothing outside a docs build. Returns the file written, or ``None``."""
+    if not svg.lstrip().startswith("<svg"):
+        raise ValueError(f"record_svg needs the text of an <svg> element, got {svg[:40]!r}")
+    path = _site_data(f"{name}.svg")
+    if path is not None:
+        path.write_text(svg, encoding="utf-8")
+    return path
+
+
+def comparison(
+    quantity: str,
+    values: Mapping[str, float],
+    *,
+    fmt: str = "{:.1%}",
+    tie: float = 0.0,
+    higher: str = "higher",
+    lower: str = "lower",
+) -> str:
+    """One sentence that compares two measured numbers, its direction read off them.
+
+    Parameters
+    ----------
+    quantity : str
+        What was measured, e.g. ``"exact match"``.
+    values : mapping of str to float
+        Exactly two entries, label -> value, in the order the sentence names them.
+    fmt : str
+        How a value is printed.
+    tie : float
+        Differences up to this (absolute) are "about the same" (default: only equal values).
+    higher, lower : str
+        The comparative words (``"faster"``/``"slower"`` for speeds, ...).
+
+    Returns
+    -------
+    str
+        E.g. ``"The exact match of ConvS2S (97.0%) is higher than that of GRU (92.5%)."``
+
+    Examples
+    --------
+    >>> comparison("exact match", {"ConvS2S": 0.97, "GRU": 0.925})
+    'The exact match of ConvS2S (97.0%) is higher than that of GRU (92.5%).'
+    >>> comparison("loss", {"a": 0.50, "b": 0.51}, fmt="{:.2f}", tie=0.02)
+    'The loss of a (0.50) and that of b (0.51) are about the same (within 0.02).'
+    """
+    if len(values) != 2:
+        raise ValueError(f"comparison needs exactly two values, got {len(values)}")
+    if not isinstance(tie, (int, float)) or tie < 0:
+        raise ValueError(f"tie must be a number >= 0, got {tie!r}")
+    (la, a), (lb, b) = values.items()
+    fa, fb = fmt.format(a), fmt.format(b)
+    if abs(a - b) <= tie:
+        within = f" (within {fmt.format(tie)})" if tie else ""
+        return f"The {quantity} of {la} ({fa}) and that of {lb} ({fb}) are about the same{within}."
+    word = higher if a > b else lower
+    return f"The {quantity} of {la} ({fa}) is {word} than that of {lb} ({fb})."
+
+
+def trend(
+    quantity: str,
+    xs: Sequence[float],
+    ys: Sequence[float],
+    *,
+    along: str = "length",
+    fmt: str = "{:.1%}",
+    tie: float = 0.0,
+) -> str:
+    """One sentence on how a measured quantity moves from the first point to the last.
+
+    ``"Token accuracy falls from 99.0% at length 8 to 91.0% at length 20."``; "rises"
+    when it grows; "stays about the same" within ``tie``. Only the two ends are
+    compared: the sentence names them, and the page shows the rest.
+
+    Examples
+    --------
+    >>> trend("token accuracy", [8, 14, 20], [0.99, 0.97, 0.91])
+    'Token accuracy falls from 99.0% at length 8 to 91.0% at length 20.'
+    """
+    xs, ys = list(xs), list(ys)
+    if len(xs) != len(ys) or len(xs) < 2:
+        raise ValueError(
+            f"trend needs two or more (x, y) points of equal count, got {len(xs)} and {len(ys)}"
+        )
+    first, last = ys[0], ys[-1]
+    if abs(last - first) <= tie:
+        verb = "stays about the same"
+    else:
+        verb = "rises" if last > first else "falls"
+    return (
+        f"{quantity[:1].upper()}{quantity[1:]} {verb} from {fmt.format(first)} at {along} "
+        f"{xs[0]:g} to {fmt.format(last)} at {along} {xs[-1]:g}."
+    )

@@ -9,10 +9,13 @@ What it adds to a build (each step is a function below):
    a page into such a link (``doctree-resolved``).
 2. :func:`after_gallery` (``builder-inited``, after sphinx-gallery ran the pages):
    the landing page's include files, made from what the build measured: the
-   headline numbers (``headline.json``, written by ``gallery/plot_00``) and the
-   reading path (every page's title, one line on what it teaches and its running
-   time from sphinx-gallery's ``*.cost.json``); and a note at the top of every
-   page that trains models, saying what it trains and how long that took.
+   headline numbers (``headline.json``, written by ``gallery/plot_13_training``,
+   and ``speed.json``, written by ``gallery/speed/plot_01_training_speed``) and
+   the reading path (every page of the lesson, the speed chapter and the
+   appendix, in reading order and by chapter: its title, one line on what it
+   teaches and its running time from sphinx-gallery's ``*.cost.json``); and a
+   note at the top of every page that trains models, saying what it trains and
+   how long that took.
 3. :func:`fix_notebooks` (``build-finished``): the notebooks the site offers for
    download run as downloaded. Each gets a first markdown cell saying what it
    trains and how long that takes; Sphinx roles (``:func:`~convs2s_edu.x```)
@@ -21,11 +24,18 @@ What it adds to a build (each step is a function below):
    their notebooks (next to this one when the notebooks were downloaded as the
    zip) or pages; the ``<details>`` markup of the exercises' solutions becomes
    a plain "Solution" line (Jupyter cannot nest a code cell in a ``<details>``).
+4. :func:`write_redirects` (``build-finished``): the pages that moved when the
+   gallery was reordered (:data:`REDIRECTS`) keep their old addresses: a small
+   HTML page at each old address sends the reader to the new one (a
+   ``<meta http-equiv="refresh">``, a ``<link rel="canonical">`` and a visible
+   link, so that it works offline and without scripts). ``tools/check_site.py``
+   checks that every stub is there and points to an existing page.
 """
 
 from __future__ import annotations
 
 import ast
+import html
 import json
 import os
 import re
@@ -41,29 +51,94 @@ TEST_PAGES = DOCS / "tests"  # generated test pages (not in git)
 AUTO = DOCS / "auto_examples"
 MARK = ".. convs2s-site-note"
 
-#: One line per gallery page: what it teaches. The title and the running time
-#: come from the build. A page missing here gets its docstring's first sentence.
+#: The chapters of the reading path, in reading order: a folder of ``gallery/``
+#: ("" for the pages of the lesson) and its heading. The experiments
+#: (``gallery/experiments``) are not on it: their section of the gallery says what
+#: they are.
+CHAPTERS = (
+    ("", "The lesson: from the task to decoding"),
+    ("speed", "Speed"),
+    ("appendix", "Appendix"),
+)
+
+#: One line per page of the reading path, by its path under ``gallery/``: what it
+#: teaches. The title and the running time come from the build. A page missing here
+#: gets its docstring's first sentence.
 TEACHES = {
-    "plot_00_architecture": "both models on one example, every box with its numbers",
-    "plot_01_sorting_task": "the task, the special tokens, padding and teacher forcing",
-    "plot_02_glu_block": "one convolution block: GLU, residual, the √0.5 scaling, "
-    "receptive fields",
-    "plot_03_encoder_decoder": "the encoder and the causal decoder; why nothing leaks "
-    "from the future",
-    "plot_04_attention": "ConvS2S's multi-step attention next to Bahdanau's additive "
-    "attention, checked by hand",
-    "plot_05_training": "both models trained on the same data: loss, time per epoch, "
-    "tokens per second",
-    "plot_06_evaluation": "exact match and token accuracy, per length; sample outputs",
-    "plot_07_attention_heatmaps": "what the trained attentions look at, against the ideal "
+    "plot_00_sorting_task": "the task, the special tokens, padding and teacher forcing",
+    "plot_01_two_models": "both trained models as boxes and arrows (Figure 1), their "
+    "critical paths, and what every box computed on one example",
+    "plot_02_glu_block": "the embeddings and one convolution block: GLU, residual, the "
+    "√0.5 scaling",
+    "plot_03_encoder_decoder": "the encoder and the causal decoder: receptive fields, and "
+    "why nothing leaks from the future",
+    "plot_04_multistep_attention": "ConvS2S's multi-step attention, checked by hand",
+    "plot_05_convs2s_by_hand": "one forward step of ConvS2S with tiny sizes, every number "
+    "written out and checked against the module",
+    "plot_06_bahdanau_attention": "the GRU baseline: Bahdanau's additive attention and one "
+    "decoder step, checked by hand",
+    "plot_07_weight_normalisation": "the paper's weight normalisation: a length and a "
+    "direction per output unit",
+    "plot_08_initialisation": "the paper's initialisation against PyTorch's default, "
+    "measured on a fresh model",
+    "plot_09_activation_variance": "what the initialisation does to the activations "
+    "through the stacks",
+    "plot_10_encoder_gradient_scaling": "the paper's encoder gradient scaling, and what "
+    "Adam makes of it",
+    "plot_11_context_scaling": "the m·√(1/m) context scaling and how the context joins "
+    "the decoder state",
+    "plot_12_seed_against_paper": "a short training run of the seed's ConvS2S against the paper's",
+    "plot_13_training": "both models trained on the same data: parameters and loss curves",
+    "plot_14_evaluation": "exact match and token accuracy, per length; sample outputs",
+    "plot_15_attention_heatmaps": "what the trained attentions look at, against the ideal "
     "alignment",
-    "plot_08_decoding": "greedy and beam search; ConvS2S's incremental decoding",
-    "plot_09_length_scaling": "how time per step grows with the sequence length",
-    "plot_10_paper_normalisation": "the paper's weight normalisation and initialisation "
-    "against the seed's defaults",
-    "plot_11_gradient_context_scaling": "the paper's encoder gradient scaling and the "
-    "m·√(1/m) context scaling",
+    "plot_16_decoding": "greedy and beam search; ConvS2S's incremental decoding",
+    "speed/plot_01_training_speed": "both models timed in interleaved windows: tokens "
+    "per second, loss against the clock, the speed table",
+    "speed/plot_02_what_makes_one_faster": "arithmetic per token and dependent steps "
+    "of the two models",
+    "speed/plot_03_length_scaling": "how time per step grows with the sequence length",
+    "speed/plot_04_bench": "both models against this machine's own limit (``convs2s-edu bench``)",
+    "appendix/plot_01_data_parallel": "several processes training one model "
+    "(DistributedDataParallel)",
 }
+
+#: Pages that moved when the gallery was reordered into one idea per page (issue 17):
+#: old address under ``auto_examples/`` -> the new pages that hold its content, the
+#: first being where the old address now sends a reader. Addresses without
+#: ``.html``; a literal, so that ``tools/check_site.py`` can read it with :mod:`ast`.
+REDIRECTS = {
+    "plot_00_architecture": ("plot_01_two_models",),
+    "plot_01_sorting_task": ("plot_00_sorting_task",),
+    "plot_04_attention": ("plot_04_multistep_attention", "plot_06_bahdanau_attention"),
+    "plot_05_training": (
+        "plot_13_training",
+        "speed/plot_01_training_speed",
+        "speed/plot_02_what_makes_one_faster",
+    ),
+    "plot_06_evaluation": ("plot_14_evaluation",),
+    "plot_07_attention_heatmaps": ("plot_15_attention_heatmaps",),
+    "plot_08_decoding": ("plot_16_decoding",),
+    "plot_09_length_scaling": ("speed/plot_03_length_scaling",),
+    "plot_10_paper_normalisation": (
+        "plot_07_weight_normalisation",
+        "plot_08_initialisation",
+        "plot_09_activation_variance",
+    ),
+    "plot_11_gradient_context_scaling": (
+        "plot_10_encoder_gradient_scaling",
+        "plot_11_context_scaling",
+        "plot_12_seed_against_paper",
+    ),
+    "plot_12_speed": ("speed/plot_04_bench",),
+    "plot_13_data_parallel": ("appendix/plot_01_data_parallel",),
+}
+
+
+def gallery_label(path: str) -> str:
+    """The sphinx-gallery label of a page, by its path under ``gallery/``:
+    ``speed/plot_01_x`` -> ``sphx_glr_auto_examples_speed_plot_01_x.py``."""
+    return "sphx_glr_auto_examples_" + path.replace("/", "_") + ".py"
 
 
 # --------------------------------------------------------------------------
@@ -177,29 +252,38 @@ OWN_TRAINING = re.compile(r"(?<![\w.])train\(|torch\.optim\.")
 
 
 def page_facts() -> list[dict]:
-    """Every gallery page: stem, title, what it teaches, seconds it ran, what it trains."""
+    """Every page of the reading path (:data:`CHAPTERS`), in reading order: stem, path
+    under ``gallery/``, chapter, title, what it teaches, seconds it ran, what it trains."""
     facts = []
-    for script in sorted(GALLERY.glob("plot_*.py")):
-        source = script.read_text(encoding="utf-8")
-        doc = ast.get_docstring(ast.parse(source)) or ""
-        lines = [line.strip() for line in doc.strip().splitlines()]
-        title = lines[0] if lines else script.stem
-        body = " ".join(lines[2:]).split(". ")[0].rstrip(".") + "."
-        cost = AUTO / f"{script.stem}.cost.json"
-        seconds = json.loads(cost.read_text())["time"] if cost.is_file() else None
-        facts.append(
-            {
-                "stem": script.stem,
-                "title": title,
-                "teaches": TEACHES.get(script.stem, body),
-                "seconds": seconds,
-                # pages that use the two models trained with the site's configuration
-                "site_models": "train_or_load(" in source,
-                # pages that train models of their own (or time their training steps) when run;
-                # a gradient alone (``.backward()``, e.g. to measure receptive fields) is not that
-                "own_training": OWN_TRAINING.search(source) is not None,
-            }
-        )
+    for folder, chapter in CHAPTERS:
+        for script in sorted((GALLERY / folder).glob("plot_*.py")):
+            source = script.read_text(encoding="utf-8")
+            doc = ast.get_docstring(ast.parse(source)) or ""
+            lines = [line.strip() for line in doc.strip().splitlines()]
+            title = lines[0] if lines else script.stem
+            body = " ".join(lines[2:]).split(". ")[0].rstrip(".") + "."
+            path = f"{folder}/{script.stem}" if folder else script.stem
+            cost = AUTO / f"{path}.cost.json"
+            seconds = json.loads(cost.read_text())["time"] if cost.is_file() else None
+            site_models = "train_or_load(" in source and "site_config(" in source
+            facts.append(
+                {
+                    "stem": script.stem,
+                    "path": path,
+                    "folder": folder,
+                    "chapter": chapter,
+                    "title": title,
+                    "teaches": TEACHES.get(path, body),
+                    "seconds": seconds,
+                    # pages that use the two models trained with the site's configuration
+                    "site_models": site_models,
+                    # pages that train models of their own (or time their training steps)
+                    # when run, cached or not; a gradient alone (``.backward()``, e.g. to
+                    # measure receptive fields) is not that
+                    "own_training": OWN_TRAINING.search(source) is not None
+                    or ("train_or_load(" in source and not site_models),
+                }
+            )
     return facts
 
 
@@ -255,33 +339,42 @@ def after_gallery(app) -> None:
     facts = page_facts()
     training = training_summary()
 
-    # reading path
-    rows = [
-        ".. list-table::",
-        "   :header-rows: 1",
-        "   :widths: 5 30 45 20",
-        "   :class: reading-path",
-        "",
-        "   * - #",
-        "     - page",
-        "     - what it teaches",
-        "     - time to run",
-    ]
-    for page in facts:
-        label = f"sphx_glr_auto_examples_{page['stem']}.py"
-        time = _duration(page["seconds"]) if page["seconds"] is not None else "not run"
-        if page["site_models"] and training:
-            time += "; uses the trained models"
+    # reading path: one table per chapter
+    rows = []
+    for folder, chapter in CHAPTERS:
+        pages = [page for page in facts if page["folder"] == folder]
+        if not pages:
+            continue
         rows += [
-            f"   * - {page['stem'][5:7]}",
-            f"     - :ref:`{page['title']} <{label}>`",
-            f"     - {page['teaches']}",
-            f"     - {time}",
+            chapter,
+            "~" * len(chapter),
+            "",
+            ".. list-table::",
+            "   :header-rows: 1",
+            "   :widths: 5 30 45 20",
+            "   :class: reading-path",
+            "",
+            "   * - #",
+            "     - page",
+            "     - what it teaches",
+            "     - time to run",
         ]
-    _write_if_changed(GENERATED / "reading_path.inc", "\n".join(rows) + "\n")
+        for page in pages:
+            time = _duration(page["seconds"]) if page["seconds"] is not None else "not run"
+            if page["site_models"] and training:
+                time += "; uses the trained models"
+            rows += [
+                f"   * - {page['stem'][5:7]}",
+                f"     - :ref:`{page['title']} <{gallery_label(page['path'])}>`",
+                f"     - {page['teaches']}",
+                f"     - {time}",
+            ]
+        rows.append("")
+    _write_if_changed(GENERATED / "reading_path.inc", "\n".join(rows))
 
-    # headline numbers: accuracy and training cost from plot_00, speed from plot_05's
-    # interleaved measurement (never from the training runs' own clocks)
+    # headline numbers: accuracy and training cost from plot_13_training, speed from
+    # speed/plot_01_training_speed's interleaved measurement (never from the training
+    # runs' own clocks)
     speed_path = GENERATED / "speed.json"
     speed = json.loads(speed_path.read_text()) if speed_path.is_file() else None
     if training:
@@ -325,7 +418,8 @@ def after_gallery(app) -> None:
                 + " "
             )
         summary += (
-            ":ref:`The training page <sphx_glr_auto_examples_plot_05_training.py>` "
+            ":ref:`The training speed page "
+            "<sphx_glr_auto_examples_speed_plot_01_training_speed.py>` "
             "says how the times were taken and how much to trust them."
         )
         lines += [""]
@@ -336,15 +430,15 @@ def after_gallery(app) -> None:
     else:
         lines = [
             (
-                "The headline numbers are written by the first gallery page; "
-                "this build did not run it."
+                "The headline numbers are written by the gallery page "
+                "'Training both models'; this build did not run it."
             )
         ]
     _write_if_changed(GENERATED / "headline.inc", "\n".join(lines) + "\n")
 
     # a note at the top of every page that trains
     for page in facts:
-        rst = AUTO / f"{page['stem']}.rst"
+        rst = AUTO / f"{page['path']}.rst"
         if not rst.is_file() or not (page["site_models"] or page["own_training"]):
             continue
         text = rst.read_text(encoding="utf-8")
@@ -373,8 +467,9 @@ ROLE_WITH_TEXT = re.compile(
     r"<([^`>]+)>`"
 )
 DOC_ROLE = re.compile(r":doc:`(?:([^`<]+?)\s*<([^`>]+)>|([^`]+))`")
-# sphinx-gallery already turned :ref:`text <label>` into `text <label>`
-PAGE_REF = re.compile(r"`([^`<]+?)\s*<sphx_glr_auto_examples_(plot_\w+?)\.py>`")
+# sphinx-gallery already turned :ref:`text <label>` into `text <label>`; a page of a
+# subfolder has the folder in its label (sphx_glr_auto_examples_speed_plot_01_x.py)
+PAGE_REF = re.compile(r"`([^`<]+?)\s*<sphx_glr_auto_examples_(?:(\w+?)_)?(plot_\w+?)\.py>`")
 OTHER_REF = re.compile(r"`([^`<]+?)\s*<([\w\-:.]+)>`(?!_)")
 RAW_HTML = re.compile(r"^\.\. raw:: html\n\n((?:[ \t]+.*(?:\n|$)|\n)+)", flags=re.MULTILINE)
 DOC_TITLES = {
@@ -389,8 +484,19 @@ def _site_link(base: str | None, page: str, text: str) -> str:
     return f"[{text}]({base.rstrip('/')}/{page})" if base else text
 
 
-def convert_markdown(text: str, base: str | None, inventory: dict) -> str:
-    """Sphinx markup left in a notebook's markdown -> plain markdown (see the module doc)."""
+def _notebook_link(folder: str, stem: str, here: str) -> str:
+    """Relative path from a notebook in gallery folder ``here`` to the notebook ``stem``
+    of folder ``folder``, as they lie in the site's zip of all notebooks."""
+    if folder == here:
+        return f"{stem}.ipynb"
+    return ("../" if here else "") + (f"{folder}/" if folder else "") + f"{stem}.ipynb"
+
+
+def convert_markdown(text: str, base: str | None, inventory: dict, here: str = "") -> str:
+    """Sphinx markup left in a notebook's markdown -> plain markdown (see the module doc).
+
+    ``here`` is the gallery folder of the notebook ("" for the main gallery), for the
+    relative links to other notebooks."""
 
     def obj(name: str, shown: str) -> str:
         name = name.strip().lstrip("~").lstrip(".")
@@ -409,14 +515,15 @@ def convert_markdown(text: str, base: str | None, inventory: dict) -> str:
         return _site_link(base, f"{target}.html", shown)
 
     text = DOC_ROLE.sub(doc, text)
-    text = PAGE_REF.sub(
-        lambda m: (
-            f"[{m.group(1).strip()}]({m.group(2)}.ipynb)"
-            if not base
-            else _site_link(base, f"auto_examples/{m.group(2)}.html", m.group(1).strip())
-        ),
-        text,
-    )
+
+    def page(m):
+        shown, folder, stem = m.group(1).strip(), m.group(2) or "", m.group(3)
+        if not base:
+            return f"[{shown}]({_notebook_link(folder, stem, here)})"
+        sub = f"{folder}/" if folder else ""
+        return _site_link(base, f"auto_examples/{sub}{stem}.html", shown)
+
+    text = PAGE_REF.sub(page, text)
     text = OTHER_REF.sub(lambda m: m.group(1).strip(), text)
 
     def raw(m):
@@ -459,14 +566,23 @@ def notebook_header(stem: str, facts: dict, training: dict | None) -> str:
     return "\n\n".join(lines)
 
 
+def _folders() -> dict:
+    """Stem of every gallery page -> its folder under ``gallery/`` ("" for the main one)."""
+    return {
+        p.stem: "" if p.parent == GALLERY else p.parent.relative_to(GALLERY).as_posix()
+        for p in GALLERY.rglob("plot_*.py")
+    }
+
+
 def process_notebook(nb: dict, stem: str, base, inventory, facts, training) -> bool:
     meta = nb.setdefault("metadata", {})
     if meta.get("convs2s_edu", {}).get("processed"):
         return False
+    here = _folders().get(stem, "")
     for cell in nb["cells"]:
         if cell["cell_type"] == "markdown":
             src = "".join(cell["source"])
-            cell["source"] = convert_markdown(src, base, inventory)
+            cell["source"] = convert_markdown(src, base, inventory, here)
     nb["cells"].insert(
         0,
         {
@@ -510,6 +626,84 @@ def fix_notebooks(app, exception) -> None:
             os.replace(tmp, path)
 
 
+# --------------------------------------------------------------------------
+# 4. The old addresses of pages that moved
+# --------------------------------------------------------------------------
+
+REDIRECT_PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="robots" content="noindex">
+<title>Moved: {title}</title>
+<meta http-equiv="refresh" content="0; url={url}">
+<link rel="canonical" href="{canonical}">
+</head>
+<body>
+<p>This page has moved to <a href="{url}">{title}</a>.</p>{more}
+</body>
+</html>
+"""
+
+
+def _relative(old: str, new: str) -> str:
+    """URL of page ``new`` from page ``old`` (both under ``auto_examples/``, no .html)."""
+    up = "../" * old.count("/")
+    return f"{up}{new}.html"
+
+
+def redirect_stub(old: str, new: tuple, titles: dict, base: str | None = None) -> str:
+    """The HTML at old address ``old``: it sends the reader to ``new[0]`` and lists the
+    other pages its content moved to. ``titles`` maps a new page to its title; ``base``
+    is the site's public address, for an absolute canonical link."""
+    url = _relative(old, new[0])
+    canonical = f"{base.rstrip('/')}/auto_examples/{new[0]}.html" if base else url
+    more = ""
+    if len(new) > 1:
+        items = "".join(
+            f'\n<li><a href="{_relative(old, page)}">'
+            f"{html.escape(titles.get(page, page))}</a></li>"
+            for page in new[1:]
+        )
+        more = f"\n<p>Parts of it are now on:</p>\n<ul>{items}\n</ul>"
+    return REDIRECT_PAGE.format(
+        title=html.escape(titles.get(new[0], new[0])),
+        url=html.escape(url, quote=True),
+        canonical=html.escape(canonical, quote=True),
+        more=more,
+    )
+
+
+def write_redirects(app, exception) -> None:
+    """A stub at every old address of :data:`REDIRECTS` (see the module doc)."""
+    if exception is not None or app.builder.format != "html":
+        return
+    from sphinx.util import logging  # here, so that the helpers import without Sphinx
+
+    logger = logging.getLogger(__name__)
+    docs = app.env.found_docs
+    titles = {
+        p.relative_to(GALLERY).with_suffix("").as_posix(): (
+            (ast.get_docstring(ast.parse(p.read_text(encoding="utf-8"))) or p.stem)
+            .strip()
+            .splitlines()[0]
+        )
+        for p in GALLERY.rglob("plot_*.py")
+    }
+    out = Path(app.outdir) / "auto_examples"
+    base = app.config.html_baseurl or None
+    for old, new in REDIRECTS.items():
+        if f"auto_examples/{old}" in docs:
+            logger.warning(f"redirect: auto_examples/{old} is a page of this build again")
+            continue
+        missing = [page for page in new if f"auto_examples/{page}" not in docs]
+        if missing:
+            logger.warning(f"redirect: auto_examples/{old} -> {', '.join(missing)}: no such page")
+            continue
+        _write_if_changed(out / f"{old}.html", redirect_stub(old, new, titles, base))
+
+
 def matplotlib_defaults(gallery_conf, fname):
     """Before every gallery page (after sphinx-gallery's reset): 150 dpi figures on white.
 
@@ -534,4 +728,5 @@ def setup(app):
     app.connect("builder-inited", after_gallery, priority=900)  # sphinx-gallery runs at 500
     app.connect("doctree-resolved", link_test_ids)
     app.connect("build-finished", fix_notebooks)
+    app.connect("build-finished", write_redirects)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -178,7 +178,7 @@ print(experiments.verdict([0.90], [0.10]))
 # units (a GPU) that makes the GRU decoder the slower one; on a small CPU,
 # where there is little to run in parallel, the GRU's fewer operations can win
 # (see :ref:`the length-scaling page
-# <sphx_glr_auto_examples_plot_09_length_scaling.py>`). The cell reads the two
+# <sphx_glr_auto_examples_speed_plot_03_length_scaling.py>`). The cell reads the two
 # differences from the table above; if they have the same sign and a similar
 # size, the decoder's cost does not depend much on the encoder in front of it.
 

@@ -19,9 +19,9 @@ the right place.
 # One test example
 # ----------------
 # Both models come from the cache filled by the
-# :ref:`training page <sphx_glr_auto_examples_plot_05_training.py>` (run on its
+# :ref:`training page <sphx_glr_auto_examples_plot_13_training.py>` (run on its
 # own, this page trains them first). The example is the first test example of
-# length 10, short enough for every cell to be read.
+# the length printed below, short enough for every cell to be read.
 #
 # The models are **teacher-forced with the reference**: the decoder reads
 # ``<sos>`` followed by the correct sorted sequence, exactly as in training,
@@ -34,9 +34,16 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from convs2s_edu import collate_batch, eos_index, greedy_decode, make_datasets, train_or_load
+from convs2s_edu import (
+    build_model,
+    collate_batch,
+    eos_index,
+    greedy_decode,
+    make_datasets,
+    train_or_load,
+)
 from convs2s_edu.lab import figures
-from convs2s_edu.lab.site import is_quick_mode, site_config
+from convs2s_edu.lab.site import comparison, is_quick_mode, site_config
 
 MODELS = ("convs2s", "gru")
 results = {name: train_or_load(site_config(name)) for name in MODELS}
@@ -49,18 +56,23 @@ for name in MODELS:
     print(f"{name:8s} trained for {len(h.epochs)} epochs on {h.device}")
 if is_quick_mode():
     print(
-        "\nNOTE: quick build (CONVS2S_EDU_QUICK=1): small data and few epochs. The models\n"
-        "are far from trained, and the attention below shows it."
+        "\nNOTE: quick build (CONVS2S_EDU_QUICK=1): small data and few epochs; the\n"
+        "attention below is that of models early in training."
     )
 
-LENGTH = 10
-src_tokens, ref_tokens = next((x, y) for x, y in test_set if len(x) == LENGTH)
-batch = collate_batch([(src_tokens, ref_tokens)], cfg.vocab_size)
-batch = batch.to(device)
+# teacher-forced attention of every test example (padding is masked), then one of them
+examples = list(test_set)
+full = collate_batch(examples, cfg.vocab_size)
+src, tgt_in, tgt_out = full.src, full.tgt_in, full.tgt_out  # (B, S), (B, T), (B, T)
 with torch.no_grad():
-    _, conv_attn = conv(batch.src, batch.tgt_in, return_attention=True)  # (1, L, T, S)
-    _, gru_attn = gru(batch.src, batch.tgt_in, return_attention=True)  # (1, T, S)
-conv_attn, gru_attn = conv_attn[0].cpu().numpy(), gru_attn[0].cpu().numpy()
+    _, conv_all = conv(src.to(device), tgt_in.to(device), return_attention=True)  # (B, L, T, S)
+    _, gru_all = gru(src.to(device), tgt_in.to(device), return_attention=True)  # (B, T, S)
+conv_all, gru_all = conv_all.cpu(), gru_all.cpu()
+LENGTH = 10
+i = next(i for i, (x, _) in enumerate(examples) if len(x) == LENGTH)
+src_tokens, ref_tokens = examples[i]
+conv_attn = conv_all[i, :, : LENGTH + 1, :LENGTH].numpy()  # (L, T, S)
+gru_attn = gru_all[i, : LENGTH + 1, :LENGTH].numpy()  # (T, S)
 print("source   :", src_tokens)
 print("reference:", ref_tokens)
 print("ConvS2S attention:", conv_attn.shape, "(layers, output steps, source positions)")
@@ -70,19 +82,23 @@ print("GRU attention    :", gru_attn.shape, "(output steps, source positions)")
 assert conv_attn.shape == (conv.cfg.n_decoder_layers, LENGTH + 1, LENGTH)
 assert gru_attn.shape == (LENGTH + 1, LENGTH)
 assert np.allclose(conv_attn.sum(-1), 1, atol=1e-5) and np.allclose(gru_attn.sum(-1), 1, atol=1e-5)
+one = collate_batch([examples[i]], cfg.vocab_size).to(device)  # batching changes nothing
+with torch.no_grad():
+    one_attn = conv(one.src, one.tgt_in, return_attention=True)[1][0].cpu().numpy()
+assert np.allclose(one_attn, conv_attn, atol=1e-5)
 # sphinx_gallery_end_ignore
 
 # %%
 # ConvS2S: one attention per decoder layer
 # ----------------------------------------
 # ConvS2S has an attention in each of its decoder layers, computed from that
-# layer's state, so the panels below are separate decisions about where to
-# look, one per layer. Darker means more weight; every row sums to one. The red squares
-# mark the right answer: the source positions holding the token that row
-# outputs (none for ``<eos>``).
+# layer's state: the panels are separate decisions about where to look. Darker
+# means more weight; every row sums to one. The red squares mark the right
+# answer: the source positions holding the token that row outputs (none for
+# ``<eos>``).
 
-out_labels = figures.token_labels(batch.tgt_out[0], cfg.vocab_size)  # the reference, <eos>
-src_labels = figures.token_labels(batch.src[0], cfg.vocab_size)
+out_labels = figures.token_labels(tgt_out[i, : LENGTH + 1], cfg.vocab_size)  # reference, <eos>
+src_labels = figures.token_labels(src[i, :LENGTH], cfg.vocab_size)
 right = np.array([[s == y for s in src_tokens] for y in ref_tokens + [None]])  # (T, S)
 
 
@@ -98,15 +114,12 @@ def heatmap(ax, attn, title):
 
 
 n_layers = conv_attn.shape[0]
-ncols = 2 if n_layers % 2 == 0 else n_layers
-fig, axes = plt.subplots(
-    int(np.ceil(n_layers / ncols)), ncols, figsize=(8, 7.6), layout="constrained", squeeze=False
-)
+fig, axes = plt.subplots((n_layers + 1) // 2, 2, figsize=(8, 7.6), layout="constrained")
 for layer, ax in enumerate(axes.flat):
-    if layer >= n_layers:
+    if layer < n_layers:
+        im = heatmap(ax, conv_attn[layer], f"ConvS2S decoder layer {layer + 1}")
+    else:
         ax.remove()
-        continue
-    im = heatmap(ax, conv_attn[layer], f"ConvS2S decoder layer {layer + 1}")
 fig.colorbar(im, ax=axes, shrink=0.6, label="attention weight")
 fig.suptitle("ConvS2S attention, teacher-forced with the reference", fontsize=11)
 plt.show()
@@ -115,13 +128,12 @@ plt.show()
 # The GRU's attention, next to the ideal one
 # ------------------------------------------
 # The GRU model has one Bahdanau attention, computed before each decoder step
-# from the previous decoder state :math:`s_{t-1}`. That state has not read the
-# token written last, :math:`y_{t-1}` (it is fed in together with the context,
-# after the attention): the query knows :math:`y_{t-1}` only through the
-# previous context :math:`c_{t-1}`, that is, through where it looked at the
-# previous step. The right panel is the attention of a
-# perfect sorter: all the weight of row :math:`i` on the position(s) holding
-# the :math:`i`-th smallest value, split evenly when the value repeats.
+# from the previous state :math:`s_{t-1}`, which has not read the token
+# written last, :math:`y_{t-1}` (fed in with the context, after the
+# attention): the query knows :math:`y_{t-1}` only through where it looked at
+# the previous step. The right panel is the attention of a perfect sorter: all
+# the weight of row :math:`i` on the position(s) holding the :math:`i`-th
+# smallest value, split evenly when the value repeats.
 
 ideal = right / np.maximum(right.sum(axis=1, keepdims=True), 1)
 fig, axes = plt.subplots(1, 2, figsize=(8, 4.2), layout="constrained")
@@ -158,22 +170,13 @@ def argmax_hits(attn, src, wanted):
     return picked.eq(wanted)
 
 
-examples = list(test_set)
-full = collate_batch(examples, cfg.vocab_size)
-src, tgt_in, tgt_out = full.src, full.tgt_in, full.tgt_out  # (B, S), (B, T), (B, T)
 steps = tgt_out.ne(0) & tgt_out.ne(eos_index(cfg.vocab_size))  # (B, T): real tokens, no <eos>
-after_first = steps.clone()
-after_first[:, 0] = False
+after_first = steps & (torch.arange(steps.shape[1]) > 0)  # (B, T): from the second step on
 holds_ref = src.unsqueeze(1).eq(tgt_out.unsqueeze(2))  # (B, T, S): position j holds y_t
-with torch.no_grad():
-    _, conv_all = conv(src.to(device), tgt_in.to(device), return_attention=True)  # (B, L, T, S)
-    _, gru_all = gru(src.to(device), tgt_in.to(device), return_attention=True)  # (B, T, S)
-conv_all, gru_all = conv_all.cpu(), gru_all.cpu()
 # greedy decoding moves the sources to the model's device itself
 greedy = {name: greedy_decode(results[name].model, src, return_attention=True) for name in MODELS}
 
-# chance: share of real source positions that hold the reference token
-src_len = src.ne(0).sum(1, keepdim=True)  # (B, 1)
+src_len = src.ne(0).sum(1, keepdim=True)  # (B, 1); chance: share of them holding y_t
 chance = (holds_ref.sum(-1) / src_len)[steps].float().mean().item()
 
 
@@ -188,37 +191,34 @@ def greedy_hit_rate(tokens, attentions, layer=None):
     return hits / max(n, 1)
 
 
-table = []
-attn_sets = [
-    (f"ConvS2S layer {l + 1}", conv_all[:, l], "convs2s", l) for l in range(conv_all.shape[1])
-]
-attn_sets.append(("GRU", gru_all, "gru", None))
-for label, attn, name, layer in attn_sets:
-    table.append(
-        (
-            label,
-            argmax_hits(attn, src, tgt_out)[steps].float().mean().item(),
-            greedy_hit_rate(*greedy[name], layer),
-            argmax_hits(attn, src, tgt_in)[after_first].float().mean().item(),
-            (attn * holds_ref).sum(-1)[steps].mean().item(),
-        )
+attn_sets = [(f"ConvS2S layer {l + 1}", conv_all[:, l], "convs2s", l) for l in range(n_layers)]
+table = [
+    (
+        label,
+        argmax_hits(attn, src, tgt_out)[steps].float().mean().item(),
+        greedy_hit_rate(*greedy[name], layer),
+        argmax_hits(attn, src, tgt_in)[after_first].float().mean().item(),
+        (attn * holds_ref).sum(-1)[steps].mean().item(),
     )
+    for label, attn, name, layer in attn_sets + [("GRU", gru_all, "gru", None)]
+]
 
 print(f"{len(examples):,} test examples, {int(steps.sum()):,} output steps\n")
 header = ("attention", "-> reference", "-> emitted", "-> previous", "weight on ref.")
 print(f"{header[0]:16s}" + "".join(f"{h:>15s}" for h in header[1:]))
 for label, *vals in table:
     print(f"{label:16s}" + "".join(f"{v:>15.1%}" for v in vals))
-print(f"{'chance':16s}{chance:>15.1%}")
+print(f"{'chance':16s}{chance:>15.1%}\n")
+tie = (0.5 / int(steps.sum())) ** 0.5  # the largest standard error of a difference of shares
+for label, to_ref, *_ in table:  # the -> reference column against chance
+    print(comparison("share at the reference", {label: to_ref, "chance": chance}, tie=tie))
+best = max(table[:-1], key=lambda row: row[1])
+print(comparison("share", {f"{best[0]} (best)": best[1], "GRU": table[-1][1]}, tie=tie))
 
 # sphinx_gallery_start_ignore
 for _, *vals in table:
     assert all(0.0 <= v <= 1.0 for v in vals)
 assert 0 < chance < 0.5
-# batched teacher forcing gives the single example's attention
-i = examples.index((src_tokens, ref_tokens))
-assert np.allclose(conv_all[i, :, : LENGTH + 1, :LENGTH].numpy(), conv_attn, atol=1e-5)
-assert np.allclose(gru_all[i, : LENGTH + 1, :LENGTH].numpy(), gru_attn, atol=1e-5)
 # sphinx_gallery_end_ignore
 
 # %%
@@ -227,16 +227,11 @@ assert np.allclose(gru_all[i, : LENGTH + 1, :LENGTH].numpy(), gru_attn, atol=1e-
 # chance as a dashed line.
 
 fig, ax = plt.subplots(figsize=(7, 3.4), layout="constrained")
-labels = [row[0] for row in table]
-vals = [100 * row[1] for row in table]
-colours = ["C0"] * (len(table) - 1) + ["C1"]
-bars = ax.bar(range(len(table)), vals, color=colours)
+bars = ax.bar(range(len(table)), [100 * row[1] for row in table], color=["C0"] * n_layers + ["C1"])
 ax.bar_label(bars, fmt="%.0f%%", fontsize=9, padding=2)
 ax.axhline(100 * chance, color="k", ls="--", lw=1, label="chance")
 fig.legend(loc="outside right upper", fontsize=9, frameon=False)
-ax.set_xticks(
-    range(len(table)), [label.replace("ConvS2S ", "ConvS2S\n") for label in labels], fontsize=9
-)
+ax.set_xticks(range(len(table)), [row[0].replace("ConvS2S ", "ConvS2S\n") for row in table])
 ax.set_ylabel("% of output steps")
 ax.set_ylim(0, 108)
 ax.set_title("Most attended source position holds the reference token")
@@ -247,20 +242,15 @@ plt.show()
 # How to read it
 # --------------
 # An attention whose argmax lands on the reference token far more often than
-# chance has learned the sorting alignment: it finds the next value to
-# write. For ConvS2S the layers need not agree. The multi-step attention of
-# the paper lets each layer look somewhere else, and a lower layer can gather
-# information (for example about the token just written, the **→ previous**
-# column) that a higher layer uses to find the next one; compare the layers'
-# rows in the table above. The GRU has a single attention, so it has to do
-# the whole search in one look, from the decoder state alone.
-#
-# The **→ emitted** column tells a slightly different story from the
-# **→ reference** one: when a model writes a wrong token, does its attention
-# point at the token it wrote (it found a value and copied it, but the wrong
-# one), or somewhere else? With a well-trained model the two columns are close
-# because most emitted tokens are right.
-
+# chance has learned the sorting alignment: it finds the next value to write.
+# For ConvS2S the layers need not agree: the paper's multi-step attention lets
+# each layer look somewhere else, and a lower layer can gather information
+# (about the token just written, say: the **→ previous** column) that a higher
+# layer uses to find the next one; compare the layers' rows in the table. The
+# GRU has a single attention, so it does the whole search in one look, from
+# the decoder state alone. The **→ emitted** column asks, when a model writes
+# a wrong token, whether its attention points at the token it wrote (it found
+# a value and copied it, but the wrong one) or somewhere else.
 
 # %%
 # What you saw
@@ -268,8 +258,8 @@ plt.show()
 # * For sorting there is a right answer: output position :math:`i` should
 #   look at the source position that holds the :math:`i`-th smallest value
 #   (shared among the positions that hold it when it repeats).
-# * ConvS2S has one attention per decoder layer, and the layers differ; the
-#   GRU has one attention, computed before each step.
+# * ConvS2S has one attention per decoder layer, each deciding separately
+#   where to look; the GRU has one attention, computed before each step.
 # * Counted over the test set, the share of steps whose most attended position
 #   holds the right value says how much each attention "points".
 #
@@ -283,17 +273,6 @@ plt.show()
 #    <details class="solution"><summary>Solution</summary>
 #
 # At positions 1, 0 and 2 (values 3, 5, 9): the argsort of the source.
-
-import numpy as np
-import torch
-
-from convs2s_edu import (
-    ConvS2S,
-    ConvS2SConfig,
-    collate_batch,
-    eos_index,
-    generate_dataset,
-)
 
 source = [5, 3, 9]
 print(np.argsort(source, kind="stable").tolist())
@@ -330,20 +309,17 @@ print(row / row.sum())
 #
 #    <details class="solution"><summary>Solution</summary>
 #
-# About chance: the share of source positions that hold the value, about one
-# in the sequence's length, far below what the trained layers reach above.
+# Near chance (the share of source positions holding the value, about one in
+# the sequence's length): untrained weights carry no alignment. A fresh model
+# of the same configuration, on the test set as above:
 
 torch.manual_seed(0)
-untrained = ConvS2S(ConvS2SConfig(vocab_size=50)).eval()
-pairs = generate_dataset(200, 8, 20, 50, seed=5)
-b = collate_batch(pairs, 50)
+untrained = build_model(cfg).to(device).eval()
 with torch.no_grad():
-    _, attn = untrained(b.src, b.tgt_in, return_attention=True)  # (B, L, T, S)
-top = attn[:, -1].argmax(-1)  # (B, T): last layer's most attended position
-holds = b.src.gather(1, top).eq(b.tgt_out)  # does it hold the target value?
-real = b.tgt_out.ne(0) & b.tgt_out.ne(eos_index(50))  # no PAD, no <eos>
-chance = b.src.unsqueeze(1).eq(b.tgt_out.unsqueeze(2)).sum(-1) / b.src.ne(0).sum(1, keepdim=True)
-print(f"untrained: {holds[real].float().mean():.1%}, chance: {chance[real].float().mean():.1%}")
+    _, fresh = untrained(src.to(device), tgt_in.to(device), return_attention=True)
+hit = argmax_hits(fresh[:, -1].cpu(), src, tgt_out)[steps].float().mean().item()
+print(comparison("share", {"untrained last layer": hit, "chance": chance}, tie=tie))
+print(comparison("share", {"untrained last layer": hit, "trained": table[-2][1]}, tie=tie))
 
 # %%
 # .. raw:: html

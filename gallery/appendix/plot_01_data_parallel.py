@@ -6,7 +6,7 @@ When one device is not enough, the simplest way to use several is *data
 parallelism*: every process holds a full copy of the model, takes a different
 share of every batch, and the processes add up their gradients before each
 update, so that all copies take the same step. This is how the paper trained
-its largest model: Gehring et al. (2017, §5.1) write that for WMT'14
+its largest model: Gehring et al. (2017, §4.2) write that for WMT'14
 English-French they "use a multi-GPU setup on a single machine", training "on
 up to eight GPUs synchronously by maintaining copies of the model on each card
 and split the batch so that each worker computes 1/8-th of the gradients; at
@@ -73,10 +73,11 @@ checkpoint; the output directory must be shared between machines).
 
 import os
 import tempfile
+import textwrap
 from pathlib import Path
 
 from convs2s_edu import load_checkpoint
-from convs2s_edu.lab.site import is_quick_mode, site_config
+from convs2s_edu.lab.site import comparison, is_quick_mode, site_config
 from convs2s_edu.lab.timing import machine_info
 from convs2s_edu.training import spawn_train
 
@@ -93,25 +94,33 @@ info = machine_info("cpu")
 info.load_before = os.getloadavg()[0]
 print(info.describe())
 print(f"ConvS2S, {cfg.n_train} training examples, global batch {cfg.batch_size}, 1 epoch")
+runs = {}
 with tempfile.TemporaryDirectory() as tmp:
     for n in (1, 2):
         out = Path(tmp) / f"n{n}"
         spawn_train([(cfg, {"out_dir": out, "progress": False})], nprocs=n, threads=1)
-        h = load_checkpoint(out).history.epochs[-1]
+        h = runs[f"{n} process" + "es" * (n > 1)] = load_checkpoint(out).history.epochs[-1]
         print(
             f"{n} process(es): {h['seconds']:.1f} s, {h['tokens_per_second']:,.0f} tokens/s, "
-            f"train loss {h['train_loss']:.4f}"
+            f"train loss {h['train_loss']:.6f}"
         )
+for key, what, fmt, tie in (
+    ("train_loss", "training loss", "{:.6f}", 1e-5),
+    ("tokens_per_second", "throughput (tokens/s)", "{:,.0f}", 0),
+):
+    values = {label: h[key] for label, h in runs.items()}
+    print(textwrap.fill(comparison(what, values, fmt=fmt, tie=tie), 68))
 
 # %%
 # What you saw
 # ------------
-# * The two runs end with the same training loss (to the last digits printed):
-#   two processes with half a batch each take the one-process step.
-# * Their speeds tell you about this machine: with two cores shared by other
-#   jobs, two processes rarely beat one. On a machine with one GPU per process,
-#   each step's compute is divided by N and the gradient all-reduce (NCCL) is
-#   the added cost.
+# * Two processes with half a batch each take the one-process step, so the
+#   two training losses should agree to rounding; the first sentence above
+#   checks it on this run.
+# * Their speeds tell you about this machine: two processes need two free
+#   cores, and this one's two are shared with other jobs. On a machine with one
+#   GPU per process, each step's compute is divided by N and the gradient
+#   all-reduce (NCCL) is the added cost.
 #
 # Try it
 # ------

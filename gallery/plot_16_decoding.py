@@ -11,18 +11,19 @@ looks at two sides of that loop:
   the five most probable prefixes;
 * **how fast** one step is: ConvS2S can either recompute its decoder over the
   whole prefix at every step, or keep the last few inputs of every
-  convolution in a cache and compute only the new position.
+  convolution in a cache and compute only the new position; and what sets
+  the paper's measured generation speed (§5.3).
 """
 
 # %%
 # Greedy search against beam search
 # ---------------------------------
 # Both trained models are loaded from the cache filled by the
-# :ref:`training page <sphx_glr_auto_examples_plot_05_training.py>` (run on its
+# :ref:`training page <sphx_glr_auto_examples_plot_13_training.py>` (run on its
 # own, this page trains them first). Each decodes the whole test set with
 # :func:`~convs2s_edu.greedy_decode` and with :func:`~convs2s_edu.beam_search`
-# (``beam_size=5``), 250 sources at a time (:func:`~convs2s_edu.decode_all`);
-# a beam of width 1 is exactly greedy search. Beam search
+# (``beam_size=5``), in batches (:func:`~convs2s_edu.decode_all`); a beam of
+# width 1 is exactly greedy search. Beam search
 # ranks finished hypotheses by their log-probability divided by their length,
 # so that short outputs are not favoured just for having fewer factors. The
 # last column is the wall-clock time of decoding the whole test set.
@@ -45,9 +46,11 @@ from convs2s_edu import (
     token_accuracy,
     train_or_load,
 )
-from convs2s_edu.lab.site import is_quick_mode, site_config
+from convs2s_edu.lab.schematic import critical_path
+from convs2s_edu.lab.site import comparison, is_quick_mode, site_config, trend
 from convs2s_edu.lab.timing import time_incremental_vs_full
 from convs2s_edu.training import resolve_device
+from convs2s_edu.training.device import synchronize
 
 # sphinx_gallery_thumbnail_number = 2
 MODELS = ("convs2s", "gru")
@@ -71,20 +74,21 @@ if is_quick_mode():
         "smaller batches than the full build."
     )
 
-outputs, rows = {}, []
+outputs, scores = {}, {}  # (model, beam) -> output; -> (exact match, token accuracy, seconds)
 for name in MODELS:
     for k in (1, BEAM):
         start = time.perf_counter()
-        pred = decode_all(results[name].model, sources, beam_size=k, batch_size=250)
+        pred = outputs[name, k] = decode_all(results[name].model, sources, beam_size=k)
         seconds = time.perf_counter() - start
-        outputs[name, k] = pred
-        rows.append(
-            (name, k, exact_match(pred, references), token_accuracy(pred, references), seconds)
+        scores[name, k] = (
+            exact_match(pred, references),
+            token_accuracy(pred, references),
+            seconds,
         )
 
 print(f"\n{len(examples):,} test examples")
 print(f"{'model':16s} {'search':>10s} {'exact match':>12s} {'token acc.':>11s} {'seconds':>8s}")
-for name, k, em, tok, seconds in rows:
+for (name, k), (em, tok, seconds) in scores.items():
     search = "greedy" if k == 1 else f"beam {k}"
     print(f"{LABELS[name]:16s} {search:>10s} {em:>12.1%} {tok:>11.1%} {seconds:>8.2f}")
 
@@ -106,10 +110,11 @@ for name in MODELS:
     changed = [(gi == y, bi == y) for gi, bi, y in zip(g, b, references) if gi != bi]
     fixed = sum(not gr and br for gr, br in changed)
     broke = sum(gr and not br for gr, br in changed)
-    print(
-        f"{LABELS[name]:16s} {len(changed):>8d} {fixed:>6d} {broke:>7d} "
-        f"{len(changed) - fixed - broke:>17d}"
-    )
+    rest = len(changed) - fixed - broke
+    print(f"{LABELS[name]:16s} {len(changed):>8d} {fixed:>6d} {broke:>7d} {rest:>17d}")
+for name in MODELS:
+    em = {f"{LABELS[name]} with beam {BEAM}": scores[name, BEAM][0], "greedy": scores[name, 1][0]}
+    print(comparison("exact match", em))
 
 # %%
 # The same scores as a chart. Beam search pays off when the most probable token
@@ -118,61 +123,41 @@ for name in MODELS:
 # right at almost every step, the beam rarely finds anything better.
 
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
-width = 0.38
-for ax, col, title in ((axes[0], 2, "Exact match"), (axes[1], 3, "Token accuracy")):
-    for j, k in enumerate((1, BEAM)):
-        vals = [100 * r[col] for r in rows if r[1] == k]
-        bars = ax.bar(
-            np.arange(len(MODELS)) + (j - 0.5) * width,
-            vals,
-            width,
-            color=[COLOURS[n] for n in MODELS],
-            alpha=1.0 if k == 1 else 0.55,
-            hatch=None if k == 1 else "//",
-            edgecolor="white",
+for col, ax, title in ((0, axes[0], "Exact match"), (1, axes[1], "Token accuracy")):
+    for j, (k, alpha, hatch) in enumerate(((1, 1.0, None), (BEAM, 0.55, "//"))):
+        x, vals = (
+            np.arange(len(MODELS)) + (j - 0.5) * 0.38,
+            [100 * scores[n, k][col] for n in MODELS],
         )
+        kw = dict(color=[COLOURS[n] for n in MODELS], alpha=alpha, hatch=hatch, edgecolor="white")
+        bars = ax.bar(x, vals, 0.38, label=f"beam {k}" if k > 1 else "greedy (beam 1)", **kw)
         ax.bar_label(bars, fmt="%.1f%%", fontsize=8, padding=2)
     ax.set_xticks(range(len(MODELS)), [LABELS[n] for n in MODELS])
-    ax.set_ylim(0, 108)
-    ax.set_ylabel("% of the test set")
-    ax.set_title(title)
+    ax.set(ylim=(0, 108), ylabel="% of the test set", title=title)
     ax.grid(alpha=0.3, axis="y")
-handles = [
-    plt.Rectangle((0, 0), 1, 1, color="grey"),
-    plt.Rectangle((0, 0), 1, 1, color="grey", alpha=0.55, hatch="//", ec="white"),
-]
-fig.legend(
-    handles,
-    ["greedy (beam 1)", f"beam {BEAM}"],
-    loc="outside lower center",
-    ncol=2,
-    fontsize=9,
-    frameon=False,
-)
+fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=2, frameon=False)
 plt.show()
 
 # %%
 # Incremental decoding of ConvS2S
 # -------------------------------
-# A causal convolution of width :math:`k` computes position :math:`i` from
-# its inputs at positions :math:`i-k+1, \dots, i` only. To compute the next
-# position, a decoder therefore needs the last :math:`k-1` inputs of every
-# layer, not the whole prefix. ``greedy_decode(..., incremental=True)`` keeps
-# exactly those in a :class:`~convs2s_edu.convs2s.DecoderCache` and computes one new
-# column of every layer per step; ``incremental=False`` runs the whole decoder
-# over the whole prefix again at every step. Both give the same tokens, but
-# over :math:`T` steps the full recompute processes
-# :math:`1 + 2 + \dots + T = T(T+1)/2` positions per layer against :math:`T`.
+# A causal convolution of width :math:`k` computes position :math:`i` from its
+# inputs at positions :math:`i-k+1, \dots, i` only, so the next position needs
+# the last :math:`k-1` inputs of every layer, not the whole prefix.
+# ``greedy_decode(..., incremental=True)`` keeps exactly those in a
+# :class:`~convs2s_edu.convs2s.DecoderCache` and computes one new column of
+# every layer per step; ``incremental=False`` runs the whole decoder over the
+# whole prefix again at every step. Both give the same tokens, but over
+# :math:`T` steps the full recompute processes :math:`T(T+1)/2` positions per
+# layer against :math:`T`.
 #
 # :func:`~convs2s_edu.lab.timing.time_incremental_vs_full` times both on random
-# sources at the target lengths printed below, forcing exactly :math:`T`
-# steps. The longest of them is far beyond the task's sequences, and beyond
-# the position table of the trained model. The timing uses a fresh,
-# **untrained** model of the same architecture
-# (:func:`~convs2s_edu.build_model`) with a larger position table instead:
-# the amount of computation per step does not depend on the values of the
-# weights, so neither does the time. The GRU, timed alongside, is incremental by nature:
-# its state :math:`s_{t-1}` already summarises the prefix.
+# sources, forcing exactly :math:`T` steps at each length printed below, up to
+# far beyond the task's sequences: on a fresh, **untrained** model of the same
+# architecture (:func:`~convs2s_edu.build_model`) with a larger position
+# table, since the computation per step does not depend on the weights. The
+# GRU, timed alongside, is incremental by nature: :math:`s_{t-1}` already
+# summarises the prefix.
 
 device = resolve_device("auto")
 LENGTHS = (20, 50, 100)
@@ -191,12 +176,10 @@ def time_gru(T):
     src = torch.randint(1, cfg.vocab_size + 1, (BATCH, T), generator=gen).to(device)  # (B, T)
 
     def once():
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
+        synchronize(device)
         start = time.perf_counter()
         greedy_decode(gru_timing, src, max_len=T, stop_at_eos=False)
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
+        synchronize(device)
         return time.perf_counter() - start
 
     once()
@@ -204,36 +187,32 @@ def time_gru(T):
 
 
 gru_seconds = [time_gru(T) for T in LENGTHS]
+full = np.array([r["seconds_full"] for r in records])
+inc = np.array([r["seconds_incremental"] for r in records])
 print(f"device: {device}, batch of {BATCH} sources, fastest of {REPEATS} run(s) after a warm-up")
 print(
-    f"{'steps T':>8s} {'ConvS2S full (s)':>17s} {'ConvS2S cached (s)':>19s} {'speed-up':>9s} "
-    f"{'GRU (s)':>8s}"
+    f"{'steps T':>8s} {'ConvS2S full':>13s} {'ConvS2S cached':>15s} {'speed-up':>9s} {'GRU':>8s}"
 )
-for r, g in zip(records, gru_seconds):
-    print(
-        f"{r['target_len']:>8d} {r['seconds_full']:>17.3f} {r['seconds_incremental']:>19.3f} "
-        f"{r['speedup']:>8.1f}x {g:>8.3f}"
-    )
+for T, f, i, g in zip(LENGTHS, full, inc, gru_seconds):
+    print(f"{T:>8d} {f:>11.3f} s {i:>13.3f} s {f / i:>8.1f}x {g:>6.3f} s")
 
 # sphinx_gallery_start_ignore
 src = torch.randint(1, cfg.vocab_size + 1, (3, 30), generator=torch.Generator().manual_seed(1))
-assert greedy_decode(conv_timing, src, incremental=True) == greedy_decode(
-    conv_timing, src, incremental=False
-)
+assert greedy_decode(conv_timing, src) == greedy_decode(conv_timing, src, incremental=False)
+assert np.allclose(full / inc, [r["speedup"] for r in records])
 # sphinx_gallery_end_ignore
 
 # %%
 # Left: the time to decode :math:`T` steps, on log-log axes, where a cost
 # proportional to :math:`T` is a line of slope 1 and one proportional to
 # :math:`T^2` a line of slope 2 (the grey guides). Right: the speed-up of the
-# cache. The full recompute does quadratically many position-computations but
-# each of its calls processes many positions at once, so on small batches the
-# fixed cost per call hides part of the difference; the speed-up should still
-# grow with :math:`T`.
+# cache. The full recompute does quadratically many position-computations,
+# which predicts a speed-up that grows with :math:`T`; but each of its calls
+# processes many positions at once, so on small batches the fixed cost per
+# call hides part of the difference. The sentence under the figure says what
+# this run measured.
 
 T = np.array(LENGTHS, dtype=float)
-full = np.array([r["seconds_full"] for r in records])
-inc = np.array([r["seconds_incremental"] for r in records])
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
 ax = axes[0]
 ax.loglog(T, full, "o-", color="C0", label="ConvS2S, full recompute")
@@ -243,11 +222,9 @@ ax.loglog(T, inc[0] * T / T[0], ":", color="grey", lw=1, label=r"guide $\propto 
 ax.loglog(T, full[0] * (T / T[0]) ** 2, "--", color="grey", lw=0.8, label=r"guide $\propto T^2$")
 ax.set_xticks(T, [str(int(t)) for t in T])
 ax.minorticks_off()
-ax.set_xlabel("decoding steps T")
-ax.set_ylabel("seconds")
+ax.set(xlabel="decoding steps T", ylabel="seconds", title=f"Greedy decoding, batch of {BATCH}")
 ax.yaxis.set_major_locator(mticker.LogLocator(subs=(1, 2, 5)))
 ax.yaxis.set_major_formatter(mticker.FormatStrFormatter("%g"))
-ax.set_title(f"Greedy decoding, batch of {BATCH}")
 ax.legend(fontsize=8)
 ax.grid(alpha=0.3, which="both")
 ax = axes[1]
@@ -255,20 +232,43 @@ bars = ax.bar([str(int(t)) for t in T], full / inc, color="C0")
 ax.bar_label(bars, fmt="%.1fx", fontsize=9, padding=2)
 ax.axhline(1, color="k", lw=0.8)
 ax.set_ylim(0, 1.18 * max(full / inc))
-ax.set_xlabel("decoding steps T")
-ax.set_ylabel("full time / cached time")
-ax.set_title("Speed-up of the cache")
+ax.set(xlabel="decoding steps T", ylabel="full time / cached time", title="Speed-up of the cache")
 ax.grid(alpha=0.3, axis="y")
 plt.show()
+print(trend("the speed-up of the cache", LENGTHS, full / inc, along="T =", fmt="{:.1f}x"))
 
 # %%
-# Note what the cache does *not* change: with or without it, ConvS2S decodes
-# one token after the other, exactly like the GRU. The parallelism that makes
-# ConvS2S fast to train (all target positions at once, since teacher forcing
-# knows them in advance) is not available at inference, where each token
-# depends on the previous output. Only the encoder still runs over the whole
-# source at once.
+# Two speed claims, and where each holds
+# --------------------------------------
+# The paper's argument for convolutions (§1) is about *training*: teacher
+# forcing knows every target position in advance, so ConvS2S computes them all
+# at once. In *generation* that parallelism over the target is gone: with or
+# without the cache, ConvS2S writes one token after the other like the GRU,
+# and only its encoder still runs over the whole source at once. The chains of
+# dependent operations at the longest length above
+# (:func:`~convs2s_edu.lab.schematic.critical_path`, source as long as target):
 
+for name, model in zip(MODELS, (conv_timing, gru_timing)):
+    p = critical_path(model, LENGTHS[-1], LENGTHS[-1])
+    print(f"{LABELS[name]:16s} training {p['training']['worked']:>15s}")
+    print(f"{'':16s} generation {p['generation']['worked']:>13s}")
+
+# %%
+# Yet the speed the paper *measures* is generation (§5.3, Table 3, printed on
+# :ref:`the bench page <sphx_glr_auto_examples_speed_plot_04_bench.py>`),
+# against GNMT, an 8-layer LSTM encoder and decoder. That speed cannot come
+# from parallelism over time; the paper's set-up points to the cost of a step
+# and to batching: a ConvS2S decoder step is, per layer, one small convolution
+# over the :math:`k` latest inputs and a dot-product attention, against a step
+# of a deep LSTM stack; unchanged convolution states are shifted, not
+# recomputed (the cache above); and batches of up to 128 sentences *of equal
+# length* spend no step on padding. This page measures the cache and these two
+# small models on this machine: it says nothing about an 8-layer LSTM, since
+# the recurrent model here is a one-layer GRU.
+
+at_longest = {"ConvS2S (cached)": inc[-1], "the GRU": gru_seconds[-1]}
+time_T = f"time of {LENGTHS[-1]} greedy steps"
+print(comparison(time_T, at_longest, fmt="{:.3f} s", higher="longer", lower="shorter"))
 
 # %%
 # What you saw
@@ -278,6 +278,9 @@ plt.show()
 # * ConvS2S can decode incrementally: every causal convolution keeps its last
 #   :math:`k-1` inputs, so a step computes only the new position instead of
 #   the whole prefix. Both ways give the same output.
+# * Generating, ConvS2S too runs one step per token: the paper's measured
+#   generation speed (§5.3) comes from what a step costs and how steps are
+#   batched, not from the parallelism over positions that training has.
 #
 # Try it
 # ------
@@ -292,13 +295,8 @@ plt.show()
 # which is greedy search (length penalty aside, which cannot reorder a single
 # hypothesis).
 
-from convs2s_edu import beam_search, greedy_decode, make_datasets, train_or_load
-from convs2s_edu.lab.site import site_config
-
-cfg_08 = site_config("convs2s")
-model_08 = train_or_load(cfg_08).model
-sources = [x for x, _ in make_datasets(cfg_08)[2].examples[:32]]
-same = greedy_decode(model_08, sources) == beam_search(model_08, sources, beam_size=1)
+model_08 = results["convs2s"].model
+same = greedy_decode(model_08, sources[:32]) == beam_search(model_08, sources[:32], beam_size=1)
 print("beam 1 == greedy on 32 test sources:", same)
 
 # %%
@@ -318,18 +316,11 @@ print("beam 1 == greedy on 32 test sources:", same)
 # length of the output so far: :math:`L \cdot (k-1) \cdot d` numbers.
 
 # the decoder's state before its first step, for a batch of one source
-cache = model_08.decoder.start(model_08.encode(torch.tensor([[3, 1, 2]])))
+one_source = torch.tensor([[3, 1, 2]], device=next(model_08.parameters()).device)
+cache = model_08.decoder.start(model_08.encode(one_source))
 print([tuple(w.shape) for w in cache.windows])
-c = model_08.cfg
-print(
-    sum(w.numel() for w in cache.windows),
-    "=",
-    c.n_decoder_layers,
-    "x",
-    c.kernel_size - 1,
-    "x",
-    c.hidden_dim,
-)
+c, total = model_08.cfg, sum(w.numel() for w in cache.windows)
+print(f"{total} = {c.n_decoder_layers} x {c.kernel_size - 1} x {c.hidden_dim}")
 
 # %%
 # .. raw:: html

@@ -34,7 +34,7 @@ sequence length and prints a few outputs side by side.
 # (a missing token early on shifts, and usually spoils, every later position).
 #
 # Both models are loaded from the cache that the
-# :ref:`training page <sphx_glr_auto_examples_plot_05_training.py>` filled (run
+# :ref:`training page <sphx_glr_auto_examples_plot_13_training.py>` filled (run
 # on its own, this page trains them first), and decode greedily: at every step
 # the most probable next token, until ``<eos>`` (:func:`~convs2s_edu.decode_all`
 # decodes the whole test set, in batches).
@@ -51,13 +51,12 @@ from convs2s_edu import (
     evaluate,
     exact_match,
     generate_dataset,
-    greedy_decode,
     make_datasets,
     token_accuracy,
     train_or_load,
 )
 from convs2s_edu.lab.samples import format_samples, predict_samples
-from convs2s_edu.lab.site import is_quick_mode, site_config
+from convs2s_edu.lab.site import comparison, is_quick_mode, site_config, trend
 
 # sphinx_gallery_thumbnail_number = 2
 MODELS = ("convs2s", "gru")
@@ -108,8 +107,8 @@ for name in MODELS:  # the same numbers as the library's one-call evaluation (on
 
 # %%
 # The two scores side by side. A sequence with one wrong token fails exact
-# match but still earns token-accuracy credit for the others, so on this task
-# token accuracy usually sits above exact match.
+# match but still earns token-accuracy credit for the others; the sentences
+# under the chart say how the two scores came out for each model.
 
 fig, ax = plt.subplots(figsize=(6.5, 3.6), layout="constrained")
 metrics = ("exact match", "token accuracy")
@@ -127,15 +126,20 @@ ax.set_title("Greedy decoding on the test set")
 ax.grid(alpha=0.3, axis="y")
 plt.show()
 
+for name in MODELS:
+    both = {m: scores[name][m] for m in ("token accuracy", "exact match")}
+    print(comparison(f"{LABELS[name]} score", both))
+
 # %%
 # Accuracy by sequence length
 # ---------------------------
-# Longer sequences are harder: there are more tokens to get right, and each
-# output position must find its token among more candidates. The test set
-# holds every length of the training range, so it can be split by length. The
-# left panel shows exact match per length, the right one token accuracy; the
-# shaded band is one standard error of the share, :math:`\sqrt{p(1-p)/n}`,
-# with :math:`n` the number of test examples of that length (printed below).
+# A longer sequence has more tokens to get right, and each output position
+# must find its token among more candidates: does that show in the scores?
+# The test set holds every length of the training range, so it can be split
+# by length. The left panel shows exact match per length, the right one token
+# accuracy; the shaded band is one standard error of the share,
+# :math:`\sqrt{p(1-p)/n}`, with :math:`n` the number of test examples of that
+# length (printed below).
 #
 # The grey area extends the test beyond the training range with freshly drawn,
 # longer sequences. Both models accept them (the position table of ConvS2S
@@ -145,13 +149,8 @@ plt.show()
 
 EXTRA_LENGTHS = range(cfg.max_len + 1, cfg.max_len + (5 if is_quick_mode() else 9))
 N_PER_EXTRA = 20 if is_quick_mode() else 50
-extra = generate_dataset(
-    N_PER_EXTRA * len(EXTRA_LENGTHS),
-    EXTRA_LENGTHS[0],
-    EXTRA_LENGTHS[-1],
-    cfg.vocab_size,
-    seed=cfg.seed + 100,
-)
+lo, hi, n_extra = EXTRA_LENGTHS[0], EXTRA_LENGTHS[-1], N_PER_EXTRA * len(EXTRA_LENGTHS)
+extra = generate_dataset(n_extra, lo, hi, cfg.vocab_size, seed=cfg.seed + 100)
 extra_predictions = {name: decode_all(models[name], [x for x, _ in extra]) for name in MODELS}
 
 
@@ -166,6 +165,11 @@ def by_length(pairs, preds):
     }
 
 
+def se(p, n):
+    """One standard error of a share p over n examples (the figure's band)."""
+    return np.sqrt(p * (1 - p) / n)
+
+
 per_length = {
     name: {**by_length(examples, predictions[name]), **by_length(extra, extra_predictions[name])}
     for name in MODELS
@@ -176,9 +180,9 @@ for name in MODELS:
     lengths = np.array(list(per_length[name]))
     em, tok, n = (np.array(v, dtype=float) for v in zip(*per_length[name].values()))
     for ax, p in zip(axes, (em, tok)):
-        se = np.sqrt(p * (1 - p) / n)
+        band = 100 * (p - se(p, n)), 100 * (p + se(p, n))
         ax.plot(lengths, 100 * p, "o-", ms=3.5, color=COLOURS[name], label=LABELS[name])
-        ax.fill_between(lengths, 100 * (p - se), 100 * (p + se), color=COLOURS[name], alpha=0.2)
+        ax.fill_between(lengths, *band, color=COLOURS[name], alpha=0.2)
 for ax, title in zip(axes, ("Exact match", "Token accuracy")):
     ax.axvspan(cfg.max_len + 0.5, EXTRA_LENGTHS[-1] + 0.5, color="0.85", zorder=0)
     ax.set_xlabel("sequence length")
@@ -194,13 +198,25 @@ labels.append("longer than any training example")
 fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize=9, frameon=False)
 plt.show()
 
-print(
-    textwrap.fill(
-        "examples per length: "
-        + ", ".join(f"{n}: {v[2]}" for n, v in per_length["convs2s"].items()),
-        width=78,
-    )
-)
+counts = ", ".join(f"{n}: {v[2]}" for n, v in per_length["convs2s"].items())
+print(textwrap.fill(f"examples per length: {counts}", width=78))
+
+# %%
+# What the figure shows, computed from its points: for each model and score,
+# from the shortest to the longest training length, and from the longest
+# training length to the longest test length beyond it. A change within one
+# standard error of the difference (the two ends' errors combined) reads
+# "about the same".
+
+for name in MODELS:
+    print(f"{LABELS[name]}:")
+    pts = per_length[name]
+    for col, score in enumerate(("exact match", "token accuracy")):
+        for a, b in ((cfg.min_len, cfg.max_len), (cfg.max_len, EXTRA_LENGTHS[-1])):
+            (pa, na), (pb, nb) = ((pts[x][col], pts[x][2]) for x in (a, b))
+            tie = float(np.hypot(se(pa, na), se(pb, nb)))
+            sentence = trend(score, [a, b], [pa, pb], tie=tie)
+            print(textwrap.fill(sentence, 76, initial_indent="  ", subsequent_indent="    "))
 
 # sphinx_gallery_start_ignore
 for name in MODELS:
@@ -216,7 +232,7 @@ for name in MODELS:
 # --------------
 # :func:`~convs2s_edu.lab.samples.predict_samples` decodes the same sources with every
 # model, greedily and with a beam of five hypotheses (beam search is the
-# subject of the :ref:`decoding page <sphx_glr_auto_examples_plot_08_decoding.py>`),
+# subject of the :ref:`decoding page <sphx_glr_auto_examples_plot_16_decoding.py>`),
 # and :func:`~convs2s_edu.lab.samples.format_samples` prints them one block per
 # example; a ``*`` marks an output that differs from the reference. The
 # examples are the first test example of the shortest length, of a middle one
@@ -225,14 +241,8 @@ for name in MODELS:
 first_of_length = {}
 for x, y in examples:
     first_of_length.setdefault(len(x), (x, y))
-picked = [
-    first_of_length[n]
-    for n in (
-        min(first_of_length),
-        sorted(first_of_length)[len(first_of_length) // 2],
-        max(first_of_length),
-    )
-]
+lengths = sorted(first_of_length)
+picked = [first_of_length[n] for n in (lengths[0], lengths[len(lengths) // 2], lengths[-1])]
 rows = predict_samples(models, picked, beam_size=5)
 print(format_samples(rows, layout="blocks"))
 
@@ -246,8 +256,8 @@ assert [(row["source"], row["reference"]) for row in rows] == picked
 # ------------
 # * Exact match counts whole sequences; token accuracy counts positions. One
 #   wrong token fails exact match but costs little token accuracy.
-# * Accuracy falls with the length of the sequence, and beyond the lengths
-#   seen in training.
+# * How the scores move with length, within the training lengths and beyond
+#   them, is in the sentences printed under the figure, computed from it.
 # * Sample outputs show *where* the models go wrong (marked ``*``).
 #
 # Try it
@@ -260,9 +270,6 @@ assert [(row["source"], row["reference"]) for row in rows] == picked
 #    <details class="solution"><summary>Solution</summary>
 #
 # 0 and :math:`19/20 = 95\%`:
-
-from convs2s_edu import exact_match, make_datasets, token_accuracy, train_or_load
-from convs2s_edu.lab.site import site_config
 
 reference = list(range(1, 21))
 output = reference[:7] + [99] + reference[8:]
@@ -300,17 +307,13 @@ print(token_accuracy([reference + [5]], [reference]), exact_match([reference + [
 #
 #    <details class="solution"><summary>Solution</summary>
 #
-# Higher: every extra token is one more chance to go wrong, and a wrong token
-# changes every later decoder input.
+# Every extra token is one more chance to go wrong, and a wrong token changes
+# every later decoder input, which predicts the short ones doing better.
+# ConvS2S's answer, from the length buckets above:
 
-
-cfg_06 = site_config("convs2s")
-model_06 = train_or_load(cfg_06).model
-test_06 = make_datasets(cfg_06)[2].examples
-for n in (cfg_06.min_len, cfg_06.max_len):
-    part = [(x, y) for x, y in test_06 if len(x) == n]
-    out = greedy_decode(model_06, [x for x, _ in part])
-    print(f"length {n}: exact match {exact_match(out, [y for _, y in part]):.0%} of {len(part)}")
+short_long = {f"length {n}": per_length["convs2s"][n] for n in (cfg.min_len, cfg.max_len)}
+print(comparison("exact match", {k: v[0] for k, v in short_long.items()}, fmt="{:.0%}"))
+print("examples:", {k: v[2] for k, v in short_long.items()})
 
 # %%
 # .. raw:: html

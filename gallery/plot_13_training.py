@@ -1,0 +1,277 @@
+r"""
+Training both models
+====================
+
+The central experiment of the seed notebook: train ConvS2S and the GRU
+baseline on the *same* sorting examples, with the same optimiser, batch size
+and number of epochs.
+
+This page trains both models (or loads them from the cache, see below),
+counts their parameters and draws their loss curves against epochs. How fast
+each model trains is the subject of :ref:`the speed chapter
+<sphx_glr_auto_examples_speed_plot_01_training_speed.py>`.
+"""
+
+# %%
+# Train, or load from the cache
+# -----------------------------
+# :func:`~convs2s_edu.lab.site.site_config` is the configuration every gallery
+# page uses: the seed notebook's experiment, or a much smaller one
+# when the site is built in quick mode (``CONVS2S_EDU_QUICK=1``).
+# :func:`~convs2s_edu.train_or_load` trains a model once and stores the
+# checkpoint, with its timing history, in a cache keyed by the configuration,
+# so the pages after this one load the same two models instead of training
+# them again. If you run this page on its own, it trains the models itself
+# (which takes a while on a CPU) or reuses your cache.
+#
+# The device is chosen automatically: a CUDA GPU when there is one, the CPU
+# otherwise. The cache keeps CPU and GPU runs apart, since their timings are
+# not comparable.
+
+import matplotlib.pyplot as plt
+import matplotlib.ticker as mticker
+import numpy as np
+from torch import nn
+
+from convs2s_edu import train_or_load
+from convs2s_edu.lab.site import comparison, is_quick_mode, site_config
+from convs2s_edu.training import resolve_device
+from convs2s_edu.training.paths import fastest_path
+
+# sphinx_gallery_thumbnail_number = 1
+MODELS = ("convs2s", "gru")
+LABELS = {"convs2s": "ConvS2S", "gru": "GRU + attention"}
+COLOURS = {"convs2s": "C0", "gru": "C1"}
+
+configs = {name: site_config(name) for name in MODELS}
+results = {name: train_or_load(configs[name]) for name in MODELS}
+histories = {name: results[name].history for name in MODELS}
+
+cfg = configs["convs2s"]
+print(f"task: sort {cfg.min_len}-{cfg.max_len} integers from 1..{cfg.vocab_size}")
+print(f"data: {cfg.n_train:,} training, {cfg.n_valid:,} held-out, {cfg.n_test:,} test examples")
+print(f"schedule: {cfg.epochs} epochs, batches of {cfg.batch_size}, Adam with lr {cfg.lr:g},")
+print(f"          gradient norm clipped at {cfg.clip_norm}")
+print(f"ConvS2S with the paper's normalisation and initialisation: {cfg.paper_normalisation}")
+for name in MODELS:
+    c = configs[name]
+    print(
+        f"{LABELS[name]:16s} trained on: {histories[name].device}; execution path: "
+        f"{'compiled' if c.compile else 'eager'} {c.precision}"
+    )
+print(
+    "fastest correct path of this device (Speed page): "
+    f"{fastest_path(resolve_device(c.device)).name}"
+)
+if is_quick_mode():
+    print(
+        "\nNOTE: quick build (CONVS2S_EDU_QUICK=1): small data and few epochs.\n"
+        "The numbers on this page show how the pieces fit together, not the\n"
+        "full experiment's results."
+    )
+
+# sphinx_gallery_start_ignore
+for name in MODELS:
+    h = histories[name]
+    assert len(h.epochs) == configs[name].epochs
+    assert configs[name].replace(model="convs2s") == cfg  # only the model differs
+    assert all(np.isfinite(h.column("train_loss"))) and all(np.isfinite(h.column("valid_loss")))
+    assert np.allclose(np.cumsum(h.column("seconds")), h.column("elapsed"))
+# sphinx_gallery_end_ignore
+
+# %%
+# How big the two models are
+# --------------------------
+# Both models use the seed's sizes (printed below: embeddings and hidden states).
+# ConvS2S is trained with the paper's weight normalisation, initialisation and
+# gradient and context scaling when the flag printed above is on (see
+# :ref:`the pages on the paper's normalisation
+# <sphx_glr_auto_examples_plot_07_weight_normalisation.py>` and
+# :ref:`departures`); weight normalisation adds a length parameter per output
+# unit, which the counts below include. The
+# trainable parameters below include the embedding tables; the second column
+# leaves those out, since an embedding lookup costs almost nothing and every
+# other weight takes part in a multiply-add for every token it processes. That
+# column is a rough proxy for the arithmetic each model does per token.
+
+
+def n_weights(model, skip_embeddings=False):
+    return sum(
+        p.numel()
+        for m in model.modules()
+        for p in m.parameters(recurse=False)
+        if p.requires_grad and not (skip_embeddings and isinstance(m, nn.Embedding))
+    )
+
+
+print(
+    f"{'model':16s} {'embedding':>9s} {'hidden':>6s} {'parameters':>11s} {'w/o embeddings':>15s}"
+)
+for name in MODELS:
+    model = results[name].model
+    print(
+        f"{LABELS[name]:16s} {model.cfg.embed_dim:>9d} {model.cfg.hidden_dim:>6d} "
+        f"{n_weights(model):>11,} {n_weights(model, True):>15,}"
+    )
+ratio_params = histories["convs2s"].n_parameters / histories["gru"].n_parameters
+print(f"ConvS2S has {ratio_params:.1f}x the parameters of the GRU model.")
+no_emb = {LABELS[n]: n_weights(results[n].model, True) for n in MODELS}
+print(
+    comparison(
+        "weight count without embeddings", no_emb, fmt="{:,}", higher="larger", lower="smaller"
+    )
+)
+
+# sphinx_gallery_start_ignore
+for name in MODELS:
+    assert n_weights(results[name].model) == histories[name].n_parameters
+# sphinx_gallery_end_ignore
+
+# %%
+# Loss against epochs
+# -------------------
+# The figure shows the training loss of the optimiser steps (a running mean
+# over a quarter of an epoch, thin lines) and the loss on the held-out
+# examples after every epoch (dots). The loss is the cross-entropy per target
+# token, padding excluded, on a log scale. The training loss is measured with
+# dropout on and the held-out loss with dropout off, so the first can sit
+# above the second without any overfitting being involved.
+#
+# The figure asks *how much* each model learns per pass over the data;
+# :ref:`the training speed page
+# <sphx_glr_auto_examples_speed_plot_01_training_speed.py>` puts the same
+# curves on a clock.
+
+fig, ax = plt.subplots(figsize=(7.5, 4.2), layout="constrained")
+for name in MODELS:
+    h = histories[name]
+    steps = np.asarray(h.step_losses)
+    n_epochs = len(h.epochs)
+    per_epoch = len(steps) // n_epochs
+    frac = (np.arange(per_epoch) + 1) / per_epoch  # position of each step within its epoch
+    step_epoch = (np.arange(n_epochs)[:, None] + frac[None, :]).ravel()
+    window = max(1, per_epoch // 4)
+    smooth = np.convolve(steps, np.ones(window) / window, mode="valid")  # running mean
+    c = COLOURS[name]
+    ax.plot(step_epoch[window - 1 :], smooth, color=c, lw=0.9, alpha=0.6)
+    ax.plot(
+        h.column("epoch"),
+        h.column("valid_loss"),
+        "o-",
+        color=c,
+        ms=3.5,
+        lw=1.2,
+        label=f"{LABELS[name]}",
+    )
+ax.set_xlabel("epoch")
+ax.set_ylabel("cross-entropy per token")
+ax.set_yscale("log")
+ax.yaxis.set_major_locator(mticker.LogLocator(subs=(1, 2, 5)))
+ax.yaxis.set_major_formatter(mticker.FormatStrFormatter("%g"))
+ax.yaxis.set_minor_formatter(mticker.NullFormatter())
+ax.grid(alpha=0.3, which="both")
+handles = [
+    plt.Line2D([], [], color="grey", lw=0.9, alpha=0.7),
+    plt.Line2D([], [], color="grey", marker="o", ms=3.5, lw=1.2),
+]
+legend1 = ax.legend(
+    handles, ["training (running mean)", "held-out, end of epoch"], loc="lower left", fontsize=9
+)
+ax.add_artist(legend1)
+ax.legend(loc="upper right", fontsize=9)
+ax.set_title(
+    f"Loss per epoch, trained on {histories['convs2s'].device}"
+    + (" (quick build)" if is_quick_mode() else "")
+)
+plt.show()
+
+# %%
+# Where the two runs ended, computed from their histories (the dots of the last
+# epoch):
+
+final = {LABELS[n]: histories[n].epochs[-1]["valid_loss"] for n in MODELS}
+print(comparison("final held-out loss", final, fmt="{:.4f}"))
+
+# %%
+# Headline numbers of this build
+# ------------------------------
+# Exact match (every token right) and token accuracy on the test set with
+# greedy decoding, and how long training took, measured when this site was
+# built. The landing page shows the same numbers, next to the training speed
+# of the two models timed side by side in :ref:`the speed chapter
+# <sphx_glr_auto_examples_speed_plot_01_training_speed.py>` (a training run's
+# own clock also measures whatever else the machine was doing).
+# :ref:`The evaluation page <sphx_glr_auto_examples_plot_14_evaluation.py>`
+# takes the scores apart.
+
+from convs2s_edu import evaluate, make_datasets
+
+test_set = make_datasets(cfg)[2]
+headline = {"mode": "quick" if is_quick_mode() else "full", "models": {}}
+for name in MODELS:
+    scores = evaluate(results[name].model, test_set)
+    h = histories[name]
+    m = headline["models"][name] = {
+        "exact_match": scores["exact_match"],
+        "token_accuracy": scores["token_accuracy"],
+        "training_seconds": sum(h.column("seconds")),
+        "epochs": len(h.epochs),
+        "n_parameters": h.n_parameters,
+        "device": h.device,
+    }
+    print(
+        f"{LABELS[name]:16s} exact match {m['exact_match']:6.1%}  token accuracy "
+        f"{m['token_accuracy']:6.1%}  trained in {m['training_seconds']:.0f} s"
+    )
+headline.update(n_test=len(test_set), n_train=cfg.n_train, epochs=cfg.epochs)
+
+# sphinx_gallery_start_ignore
+# The site's build (docs/conf.py) sets CONVS2S_EDU_SITE_DATA: the landing page
+# includes a table made from these numbers.
+from convs2s_edu.lab.site import record
+
+record("headline", headline)
+# sphinx_gallery_end_ignore
+
+# %%
+# The loss curves above show how much each model learned *per epoch*. The next
+# pages look at how well each sorts after the same number of epochs:
+# :ref:`evaluation <sphx_glr_auto_examples_plot_14_evaluation.py>`,
+# :ref:`attention <sphx_glr_auto_examples_plot_15_attention_heatmaps.py>` and
+# :ref:`decoding <sphx_glr_auto_examples_plot_16_decoding.py>`;
+# :ref:`the speed chapter <sphx_glr_auto_examples_speed_plot_01_training_speed.py>`
+# times them.
+
+# %%
+# What you saw
+# ------------
+# * Both models trained on the same examples with the same optimiser, batch
+#   size and number of epochs; the loss curves compare what each learns per
+#   epoch.
+#
+# Try it
+# ------
+# **1. Twice the batch size.** How many optimiser steps does an epoch take
+# with batches of 256 instead of 128?
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# Half as many (rounded up): every step reads twice the examples. The
+# arithmetic per epoch stays the same, so an epoch gets faster only where the
+# hardware has idle parallel units for the larger batch (usually a GPU, rarely
+# a two-core CPU).
+
+import math
+
+from convs2s_edu.lab.site import site_config
+
+cfg_ex = site_config("convs2s")
+for size in (cfg_ex.batch_size, 2 * cfg_ex.batch_size):
+    print(f"batch {size}: {math.ceil(cfg_ex.n_train / size)} steps per epoch")
+
+# %%
+# .. raw:: html
+#
+#    </details>

@@ -1,0 +1,105 @@
+r"""
+What could make one model faster
+================================
+
+Two properties of the models bear on their speed. Both are facts about the
+architectures, computed below from the models themselves; they hold
+whichever model :ref:`the interleaved measurement
+<sphx_glr_auto_examples_speed_plot_01_training_speed.py>` found faster, and
+this page does not pick one of them to explain the result.
+"""
+
+# %%
+# Arithmetic and sequential steps
+# -------------------------------
+# * **Arithmetic per token.** A training step multiplies every token's
+#   activations by the weights of every layer, forward and backward. The
+#   count below is of the floating-point operations of matrix products and
+#   convolutions in one forward and backward pass over a batch of the training
+#   set (:func:`~convs2s_edu.lab.timing.training_flops_per_token`, through
+#   :class:`torch.utils.flop_counter.FlopCounterMode`), divided by its target
+#   tokens. When the hardware is busy doing arithmetic, as a CPU with a couple
+#   of cores usually is, time tends to follow this count.
+# * **Dependent operations.** The GRU decoder computes
+#   :math:`s_t = \mathrm{GRU}(s_{t-1}, [E y_{t-1}; c_t])`: step :math:`t` needs
+#   step :math:`t-1`, so :math:`T` decoder inputs are :math:`T` small
+#   operations in a row, each with its own attention, forward and again
+#   backward; the bidirectional encoder runs :math:`S` steps (the source
+#   length) in each direction, the two directions side by side: a chain of
+#   :math:`S + T`, in training and in generation alike. ConvS2S
+#   computes each layer for all positions at once, so in training its chain is
+#   :math:`L_{enc} + L_{dec}` layers, whatever :math:`S` and :math:`T` are.
+#   In generation the next token needs the previous one, so its decoder runs
+#   its :math:`L_{dec}` layers once per token: :math:`L_{enc} + T L_{dec}`.
+#   When the hardware has far more parallel units than one small operation
+#   can use, as a GPU has, time tends to follow this count, not the arithmetic.
+#
+# :func:`~convs2s_edu.lab.schematic.critical_path` counts these from each
+# model's configuration and one real example's lengths: the first training
+# example, with :math:`S` source tokens and :math:`T` decoder inputs
+# (``<sos>`` and the reference).
+
+import textwrap
+
+from convs2s_edu import make_datasets, train_or_load
+from convs2s_edu.lab.schematic import critical_path
+from convs2s_edu.lab.site import comparison, site_config
+from convs2s_edu.lab.timing import training_flops_per_token
+
+MODELS = ("convs2s", "gru")
+LABELS = {"convs2s": "ConvS2S", "gru": "GRU + attention"}
+cfg = site_config("convs2s")
+results = {name: train_or_load(site_config(name)) for name in MODELS}
+
+train_set = make_datasets(cfg)[0]
+flop_batch = train_set.collate(train_set.examples[: cfg.batch_size])  # the first batch, unshuffled
+flops = {n: training_flops_per_token(results[n].model, flop_batch) for n in MODELS}
+x, y = train_set.examples[0]
+S, T = len(x), len(y) + 1  # decoder inputs: <sos>, y_1, ..., y_n
+paths = {n: critical_path(results[n].model, S, T) for n in MODELS}
+print(f"arithmetic: one batch of {cfg.batch_size} training examples")
+print(f"dependent operations: one example, S = {S} source tokens, T = {T} decoder inputs\n")
+print(f"{'':16s} {'MFLOP per':>10s}  {'dependent operations':^42s}")
+print(f"{'model':16s} {'target tok':>10s}  {'training':^20s}  {'generation':^20s}")
+for n in MODELS:
+    cells = [
+        f"{p['formula']} = {p['count']}" for p in (paths[n]["training"], paths[n]["generation"])
+    ]
+    print(f"{LABELS[n]:16s} {flops[n] / 1e6:>10.2f}  {cells[0]:^20s}  {cells[1]:^20s}")
+for n in MODELS:
+    worked = (paths[n][phase]["worked"] for phase in ("training", "generation"))
+    print(f"{LABELS[n]}: training {next(worked)}, generation {next(worked)}")
+PHASES = ("training", "generation")
+counts = {phase: {LABELS[n]: paths[n][phase]["count"] for n in MODELS} for phase in PHASES}
+print(f"\nConvS2S does {flops['convs2s'] / flops['gru']:.2f}x the GRU's arithmetic per token.")
+for phase in PHASES:
+    chain = f"chain of dependent operations ({phase})"
+    print(
+        textwrap.fill(
+            comparison(chain, counts[phase], fmt="{:d}", higher="longer", lower="shorter"),
+            width=68,
+        )
+    )
+
+# sphinx_gallery_start_ignore
+assert all(f > 0 for f in flops.values())
+conv_cfg, gru_cfg = (results[n].model.cfg for n in MODELS)
+assert counts["training"]["ConvS2S"] == conv_cfg.n_encoder_layers + conv_cfg.n_decoder_layers
+assert counts["generation"]["ConvS2S"] == conv_cfg.n_encoder_layers + T * conv_cfg.n_decoder_layers
+assert gru_cfg.n_encoder_layers == gru_cfg.n_decoder_layers == 1
+assert counts["training"][LABELS["gru"]] == counts["generation"][LABELS["gru"]] == S + T
+# sphinx_gallery_end_ignore
+
+# %%
+# The training column is the paper's argument for convolutions (§1): its count
+# for ConvS2S does not grow with the length. The generation column is why that
+# argument does not carry over to decoding: there ConvS2S, too, runs one step
+# per token, and only its encoder keeps the parallelism over positions.
+#
+# Which of the two counts dominates the time is a property of the hardware, so
+# the result on this machine is not a verdict on the architectures in general:
+# the paper measured its speed on translation-sized models, mostly on GPUs.
+# What this machine measured is on :ref:`the training speed page
+# <sphx_glr_auto_examples_speed_plot_01_training_speed.py>`; the
+# :ref:`next page <sphx_glr_auto_examples_speed_plot_03_length_scaling.py>`
+# counts the same two quantities at growing sequence lengths and times them.
