@@ -29,11 +29,11 @@ each model trains is the subject of :ref:`the speed chapter
 # not comparable.
 
 import matplotlib.pyplot as plt
-import matplotlib.ticker as mticker
 import numpy as np
 from torch import nn
 
 from convs2s_edu import train_or_load
+from convs2s_edu.lab import figures
 from convs2s_edu.lab.site import comparison, is_quick_mode, site_config
 from convs2s_edu.training import resolve_device
 from convs2s_edu.training.paths import fastest_path
@@ -143,42 +143,10 @@ for name in MODELS:
 # curves on a clock.
 
 fig, ax = plt.subplots(figsize=(7.5, 4.2), layout="constrained")
-for name in MODELS:
-    h = histories[name]
-    steps = np.asarray(h.step_losses)
-    n_epochs = len(h.epochs)
-    per_epoch = len(steps) // n_epochs
-    frac = (np.arange(per_epoch) + 1) / per_epoch  # position of each step within its epoch
-    step_epoch = (np.arange(n_epochs)[:, None] + frac[None, :]).ravel()
-    window = max(1, per_epoch // 4)
-    smooth = np.convolve(steps, np.ones(window) / window, mode="valid")  # running mean
-    c = COLOURS[name]
-    ax.plot(step_epoch[window - 1 :], smooth, color=c, lw=0.9, alpha=0.6)
-    ax.plot(
-        h.column("epoch"),
-        h.column("valid_loss"),
-        "o-",
-        color=c,
-        ms=3.5,
-        lw=1.2,
-        label=f"{LABELS[name]}",
-    )
-ax.set_xlabel("epoch")
-ax.set_ylabel("cross-entropy per token")
-ax.set_yscale("log")
-ax.yaxis.set_major_locator(mticker.LogLocator(subs=(1, 2, 5)))
-ax.yaxis.set_major_formatter(mticker.FormatStrFormatter("%g"))
-ax.yaxis.set_minor_formatter(mticker.NullFormatter())
-ax.grid(alpha=0.3, which="both")
-handles = [
-    plt.Line2D([], [], color="grey", lw=0.9, alpha=0.7),
-    plt.Line2D([], [], color="grey", marker="o", ms=3.5, lw=1.2),
-]
-legend1 = ax.legend(
-    handles, ["training (running mean)", "held-out, end of epoch"], loc="lower left", fontsize=9
+figures.loss_curves(
+    ax, {LABELS[n]: histories[n] for n in MODELS}, {LABELS[n]: COLOURS[n] for n in MODELS}
 )
-ax.add_artist(legend1)
-ax.legend(loc="upper right", fontsize=9)
+ax.set_xlabel("epoch")
 ax.set_title(
     f"Loss per epoch, trained on {histories['convs2s'].device}"
     + (" (quick build)" if is_quick_mode() else "")

@@ -4,7 +4,8 @@ The pages explain the models; the code that only draws or records lives here,
 once: :func:`capture` keeps the outputs (or inputs) of named modules during a
 forward pass, :func:`attention_heatmap` draws an attention map
 :math:`a_{ij}` with its tokens, :func:`channel_heatmap` the first channels of
-a ``(positions, channels)`` tensor, :func:`token_labels` names token ids.
+a ``(positions, channels)`` tensor, :func:`token_labels` names token ids,
+:func:`loss_curves` draws training histories against epochs or a clock.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from torch import nn
 
 from ..data import eos_index, sos_index
 
-__all__ = ["capture", "token_labels", "attention_heatmap", "channel_heatmap"]
+__all__ = ["capture", "token_labels", "attention_heatmap", "channel_heatmap", "loss_curves"]
 
 
 @contextlib.contextmanager
@@ -148,3 +149,55 @@ def channel_heatmap(
     if title:
         ax.set_title(title, fontsize=fontsize + 2)
     return im
+
+
+def loss_curves(
+    ax,
+    histories: Mapping[str, object],
+    colours: Mapping[str, str],
+    seconds_per_epoch: Mapping[str, float] | None = None,
+):
+    """Draw training histories: each step's loss (a running mean over a quarter of an
+    epoch, thin lines) and the held-out loss after every epoch (dots), on a log scale.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+    histories : mapping of str to History
+        Label -> :class:`~convs2s_edu.History` of a run.
+    colours : mapping of str to str
+        Label -> a matplotlib colour.
+    seconds_per_epoch : mapping of str to float, optional
+        Label -> seconds per epoch: the x axis becomes a clock (epoch ``k`` ends at
+        ``k`` times it); by default it counts epochs.
+    """
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker as mticker
+
+    for label, h in histories.items():
+        steps = np.asarray(h.step_losses)
+        n_epochs = len(h.epochs)
+        per_epoch = len(steps) // n_epochs
+        frac = (np.arange(per_epoch) + 1) / per_epoch  # position of each step within its epoch
+        x = (np.arange(n_epochs)[:, None] + frac[None, :]).ravel()  # in epochs
+        x_epochs = np.asarray(h.column("epoch"), dtype=float)
+        if seconds_per_epoch is not None:  # epochs -> seconds
+            x, x_epochs = x * seconds_per_epoch[label], x_epochs * seconds_per_epoch[label]
+        window = max(1, per_epoch // 4)
+        smooth = np.convolve(steps, np.ones(window) / window, mode="valid")  # running mean
+        c = colours[label]
+        ax.plot(x[window - 1 :], smooth, color=c, lw=0.9, alpha=0.6)
+        ax.plot(x_epochs, h.column("valid_loss"), "o-", color=c, ms=3.5, lw=1.2, label=label)
+    ax.set_ylabel("cross-entropy per token")
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(mticker.LogLocator(subs=(1, 2, 5)))
+    ax.yaxis.set_major_formatter(mticker.FormatStrFormatter("%g"))
+    ax.yaxis.set_minor_formatter(mticker.NullFormatter())
+    ax.grid(alpha=0.3, which="both")
+    kinds = [
+        plt.Line2D([], [], color="grey", lw=0.9, alpha=0.7),
+        plt.Line2D([], [], color="grey", marker="o", ms=3.5, lw=1.2),
+    ]
+    names = ["training (running mean)", "held-out, end of epoch"]
+    ax.add_artist(ax.legend(kinds, names, loc="lower left", fontsize=9))
+    ax.legend(loc="upper right", fontsize=9)

@@ -27,10 +27,10 @@ replaces the comparison when it was too busy for them to mean anything.
 # (:func:`~convs2s_edu.lab.site.site_config`).
 
 import matplotlib.pyplot as plt
-import matplotlib.ticker as mticker
 import numpy as np
 
 from convs2s_edu import make_datasets, train_or_load
+from convs2s_edu.lab import figures
 from convs2s_edu.lab.compare import epoch_tokens, format_speed, format_table, summarise
 from convs2s_edu.lab.site import comparison, is_quick_mode, site_config
 from convs2s_edu.lab.timing import measure_config, speed_verdict
@@ -139,44 +139,13 @@ verdict
 # steps count; computing the held-out loss does not.
 
 fig, ax = plt.subplots(figsize=(7.5, 4.2), layout="constrained")
-for name in MODELS:
-    h = histories[name]
-    steps = np.asarray(h.step_losses)
-    n_epochs = len(h.epochs)
-    per_epoch = len(steps) // n_epochs
-    frac = (np.arange(per_epoch) + 1) / per_epoch  # position of each step within its epoch
-    step_epoch = (np.arange(n_epochs)[:, None] + frac[None, :]).ravel()
-    step_time = step_epoch * sec_per_epoch[name]  # the interleaved windows' clock
-    epoch_end_time = np.asarray(h.column("epoch")) * sec_per_epoch[name]
-    window = max(1, per_epoch // 4)
-    smooth = np.convolve(steps, np.ones(window) / window, mode="valid")  # running mean
-    c = COLOURS[name]
-    ax.plot(step_time[window - 1 :], smooth, color=c, lw=0.9, alpha=0.6)
-    ax.plot(
-        epoch_end_time,
-        h.column("valid_loss"),
-        "o-",
-        color=c,
-        ms=3.5,
-        lw=1.2,
-        label=f"{LABELS[name]}",
-    )
-ax.set_xlabel("training time (s): epochs x median s/epoch of the interleaved windows")
-ax.set_ylabel("cross-entropy per token")
-ax.set_yscale("log")
-ax.yaxis.set_major_locator(mticker.LogLocator(subs=(1, 2, 5)))
-ax.yaxis.set_major_formatter(mticker.FormatStrFormatter("%g"))
-ax.yaxis.set_minor_formatter(mticker.NullFormatter())
-ax.grid(alpha=0.3, which="both")
-handles = [
-    plt.Line2D([], [], color="grey", lw=0.9, alpha=0.7),
-    plt.Line2D([], [], color="grey", marker="o", ms=3.5, lw=1.2),
-]
-legend1 = ax.legend(
-    handles, ["training (running mean)", "held-out, end of epoch"], loc="lower left", fontsize=9
+figures.loss_curves(
+    ax,
+    {LABELS[n]: histories[n] for n in MODELS},
+    {LABELS[n]: COLOURS[n] for n in MODELS},
+    seconds_per_epoch={LABELS[n]: sec_per_epoch[n] for n in MODELS},  # the windows' clock
 )
-ax.add_artist(legend1)
-ax.legend(loc="upper right", fontsize=9)
+ax.set_xlabel("training time (s): epochs x median s/epoch of the interleaved windows")
 busy_note = "" if verdict.ok else ": UNRELIABLE, machine busy"
 ax.set_title("Loss against the clock" + busy_note, color="k" if verdict.ok else "C3")
 plt.show()
