@@ -331,6 +331,7 @@ html_sidebars = {
     "auto_examples/plot_*": [],
     "auto_examples/speed/plot_*": [],
     "auto_examples/appendix/plot_*": [],
+    "auto_examples/experiments/plot_*": [],
     "paper_map": [],
     "departures": [],
 }

@@ -8,8 +8,8 @@ Usage::
 
 The site is served from ``127.0.0.1`` by a local :mod:`http.server` that logs
 every request and its status; Chromium may reach no other host. For each page
-(by default the landing page, the paper map, the first two gallery pages and one
-gallery page with figures and math), in each
+(by default the landing page, the paper map, the first two gallery pages, one more
+gallery page with figures and math, and the first page of every chapter), in each
 theme (``--themes``, default light and dark) and at each width (``--width``
 for a desktop, ``--phone-width`` for a phone), the script
 
@@ -392,23 +392,23 @@ def is_redirect_stub(page_file: Path) -> bool:
 
 def default_pages(site: Path) -> list[str]:
     """The landing page, the paper map, the first two gallery pages (where a reader
-    starts) and one gallery page with both figures and math."""
+    starts), the next gallery page with both figures and math, and the first page of
+    every chapter in a subfolder (the speed chapter, the appendix, ...)."""
     pages = ["index.html", "paper_map.html"]
-    gallery = [
-        p for p in sorted((site / "auto_examples").glob("plot_*.html")) if not is_redirect_stub(p)
-    ]
-    pages += [p.relative_to(site).as_posix() for p in gallery[:2]]
+    auto = site / "auto_examples"
+    gallery = [p for p in sorted(auto.glob("plot_*.html")) if not is_redirect_stub(p)]
+    chosen = gallery[:2]
     # prefer a gallery page with both figures and math
     rich = [
         p
-        for p in gallery
+        for p in gallery[2:]
         if "<img" in (text := p.read_text(encoding="utf-8")) and 'class="math' in text
     ]
-    if rich or gallery:
-        extra = (rich or gallery)[0].relative_to(site).as_posix()
-        if extra not in pages:
-            pages.append(extra)
-    return pages
+    chosen += (rich or gallery[2:])[:1]
+    for chapter in sorted(d for d in auto.iterdir() if d.is_dir()):
+        first = [p for p in sorted(chapter.glob("plot_*.html")) if not is_redirect_stub(p)]
+        chosen += first[:1]
+    return pages + [p.relative_to(site).as_posix() for p in chosen]
 
 
 def main(argv=None) -> int:
@@ -419,7 +419,8 @@ def main(argv=None) -> int:
         "--pages",
         nargs="+",
         help="pages relative to html_dir (default: index.html, paper_map.html, the "
-        "first two gallery pages and one with figures and math)",
+        "first two gallery pages, one more with figures and math, the first page of every "
+        "chapter)",
     )
     parser.add_argument("--chromium", help="path of the browser (default: /usr/bin/chromium)")
     parser.add_argument("--width", type=int, default=1400)
