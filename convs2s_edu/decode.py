@@ -48,7 +48,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ._checks import check_int
-from .data import PAD, eos_index, sos_index
+from .data import PAD, LengthBucketSampler, eos_index, sos_index
 from .seq2seq import EncoderDecoder
 
 __all__ = ["Hypothesis", "greedy_decode", "beam_search", "decode_all"]
@@ -422,7 +422,12 @@ def beam_search(
 
 
 def decode_all(
-    model, sources, beam_size: int = 1, batch_size: int = 256, max_len: int | None = None
+    model,
+    sources,
+    beam_size: int = 1,
+    batch_size: int = 256,
+    max_len: int | None = None,
+    bucket: bool = True,
 ) -> list[list[int]]:
     """The outputs of ``model`` for many sources, decoded ``batch_size`` at a time.
 
@@ -437,6 +442,13 @@ def decode_all(
         Sources decoded together, ``>= 1``.
     max_len : int, optional
         Step limit (default: the source length + 1 per row).
+    bucket : bool, default True
+        Decode sources of equal length together
+        (:class:`~convs2s_edu.data.LengthBucketSampler`, in length order), as the
+        paper's timing of generation does (Table 3): a batch then has no padding and
+        no row waits for a longer one. ``False``: in the order given. The outputs are
+        returned in the order of ``sources`` either way, and are the same up to
+        floating-point rounding (every model is padding-invariant).
 
     Returns
     -------
@@ -446,11 +458,21 @@ def decode_all(
     beam_size = check_int("beam_size", beam_size)
     batch_size = check_int("batch_size", batch_size)
     sources = list(sources)
-    outputs: list[list[int]] = []
-    for i in range(0, len(sources), batch_size):
-        chunk = sources[i : i + batch_size]  # padded by as_token_batch inside the search
+    if bucket and sources:
+        lengths = [len(x) for x in sources]
+        batches = list(LengthBucketSampler(lengths, batch_size, shuffle=False))
+    else:
+        batches = [
+            list(range(i, min(i + batch_size, len(sources))))
+            for i in range(0, len(sources), batch_size)
+        ]
+    outputs: list = [None] * len(sources)
+    for idx in batches:
+        chunk = [sources[i] for i in idx]  # padded by as_token_batch inside the search
         if beam_size == 1:
-            outputs += greedy_decode(model, chunk, max_len=max_len)
+            decoded = greedy_decode(model, chunk, max_len=max_len)
         else:
-            outputs += beam_search(model, chunk, beam_size=beam_size, max_len=max_len)
+            decoded = beam_search(model, chunk, beam_size=beam_size, max_len=max_len)
+        for i, out in zip(idx, decoded):
+            outputs[i] = out
     return outputs

@@ -4,6 +4,8 @@ batches (``collate_batch``, ``Batch.to``), ``SortingDataset`` with a DataLoader,
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -269,3 +271,146 @@ def test_collate_and_dataset_messages_and_defaults():
         SortingDataset.generate(9, 1, 3, 5).examples
         == SortingDataset.generate(9, 1, 3, 5, seed=0).examples
     )
+
+
+# --------------------------------------------------------------------------
+# Tasks beside sorting
+# --------------------------------------------------------------------------
+
+
+def test_task_targets_are_sorted_reversed_and_copied():
+    from convs2s_edu.data import task_target
+
+    x = [5, 2, 9, 2]
+    assert task_target(x, "sort") == [2, 2, 5, 9]
+    assert task_target(x, "reverse") == [2, 9, 2, 5]
+    assert task_target(x, "copy") == [5, 2, 9, 2]
+    with pytest.raises(ValueError, match="'sort', 'reverse', 'copy'.*'shuffle'"):
+        task_target(x, "shuffle")
+
+
+def test_the_three_tasks_share_their_sources():
+    sort = generate_dataset(20, 3, 7, 9, seed=4)
+    rev = generate_dataset(20, 3, 7, 9, seed=4, task="reverse")
+    copy = generate_dataset(20, 3, 7, 9, seed=4, task="copy")
+    assert [x for x, _ in sort] == [x for x, _ in rev] == [x for x, _ in copy]
+    assert all(y == x[::-1] for x, y in rev) and all(y == x for x, y in copy)
+
+
+def test_dataset_checks_targets_against_its_task():
+    rev = generate_dataset(5, 3, 7, 9, seed=1, task="reverse")
+    ds = SortingDataset(rev, 9, task="reverse")
+    assert ds.task == "reverse" and len(ds) == 5
+    with pytest.raises(ValueError, match="not the sorted source"):
+        SortingDataset([([3, 1, 2], [2, 1, 3])], 9)  # reversed, but the task is sort
+    with pytest.raises(ValueError, match="not the reversed source"):
+        SortingDataset([([3, 1, 2], [1, 2, 3])], 9, task="reverse")
+    with pytest.raises(ValueError, match="task must be one of"):
+        SortingDataset(rev, 9, task="rotate")
+
+
+# --------------------------------------------------------------------------
+# Batches of equal length
+# --------------------------------------------------------------------------
+
+
+def _lengths(n=1000, lo=8, hi=20, seed=0):
+    return [len(x) for x, _ in generate_dataset(n, lo, hi, 50, seed=seed)]
+
+
+def test_bucket_sampler_deals_every_example_once_in_as_many_batches_as_random():
+    from convs2s_edu.data import LengthBucketSampler
+
+    lengths = _lengths(1003)
+    sampler = LengthBucketSampler(lengths, 64, generator=torch.Generator().manual_seed(0))
+    batches = list(sampler)
+    assert len(batches) == len(sampler) == math.ceil(1003 / 64)
+    assert sorted(i for b in batches for i in b) == list(range(1003))
+    assert all(1 <= len(b) <= 64 for b in batches)
+
+
+def test_bucket_sampler_batches_have_one_length_except_the_leftovers():
+    from convs2s_edu.data import LengthBucketSampler
+
+    lengths = _lengths(1003)
+    batches = list(LengthBucketSampler(lengths, 64, shuffle=False))
+    mixed = [b for b in batches if len({lengths[i] for i in b}) > 1]
+    full = sum(lengths.count(n) // 64 for n in set(lengths))
+    # the full batches of every length have one length; only the leftovers mix, in order
+    assert len(batches) - len(mixed) >= full
+    leftovers = sum(lengths.count(n) % 64 for n in set(lengths))
+    assert len(mixed) <= math.ceil(leftovers / 64)
+    spans = sorted((min(lengths[i] for i in b), max(lengths[i] for i in b)) for b in mixed)
+    for (_, hi), (lo, _) in zip(spans, spans[1:]):  # the leftovers, cut in length order:
+        assert hi <= lo  # each leftover batch holds a run of neighbouring lengths
+
+
+def test_bucket_sampler_cuts_the_padding_of_random_batches():
+    from convs2s_edu.data import LengthBucketSampler, padding_fraction
+
+    ds = SortingDataset(generate_dataset(10_000, 8, 20, 50, seed=0), 50)  # the seed's data
+    g = torch.Generator().manual_seed(0)
+    order = torch.randperm(len(ds), generator=g).tolist()
+    random_batches = [
+        ds.collate([ds[j] for j in order[i : i + 128]]) for i in range(0, 10_000, 128)
+    ]
+    buckets = LengthBucketSampler(ds.lengths, 128, generator=g)
+    bucket_batches = [ds.collate([ds[j] for j in b]) for b in buckets]
+    assert padding_fraction(random_batches) > 0.2  # the seed's data: ~29% padding
+    assert padding_fraction(bucket_batches) < 0.02
+
+
+def test_bucket_sampler_reshuffles_every_epoch_and_repeats_with_the_seed():
+    from convs2s_edu.data import LengthBucketSampler
+
+    lengths = _lengths(500)
+    a = LengthBucketSampler(lengths, 32, generator=torch.Generator().manual_seed(3))
+    b = LengthBucketSampler(lengths, 32, generator=torch.Generator().manual_seed(3))
+    first, second = list(a), list(a)
+    assert first != second  # a new order every epoch (every iteration)
+    assert first == list(b) and second == list(b)  # the same seed, the same epochs
+    plain = LengthBucketSampler(lengths, 32, shuffle=False)
+    assert list(plain) == list(plain)  # decoding: always the same batches, by length
+    assert [lengths[b[0]] for b in plain] == sorted(lengths[b[0]] for b in plain)
+
+
+def test_bucket_sampler_refuses_bad_input():
+    from convs2s_edu.data import LengthBucketSampler
+
+    with pytest.raises(ValueError, match="at least one example"):
+        LengthBucketSampler([], 4)
+    with pytest.raises(ValueError, match="batch_size"):
+        LengthBucketSampler([3, 4], 0)
+
+
+def test_padding_fraction_by_hand(ragged_batch):
+    from convs2s_edu.data import padding_fraction
+
+    _, batch = ragged_batch  # targets of 6, 3 and 5 tokens (with <eos>) padded to 6
+    assert padding_fraction([batch]) == pytest.approx((0 + 3 + 1) / 18)
+    with pytest.raises(ValueError, match="at least one batch"):
+        padding_fraction([])
+
+
+def test_pooled_batches_sort_each_pool_and_keep_every_example():
+    from convs2s_edu.data import LengthBucketSampler, length_batches
+
+    lengths = _lengths(1003)
+    g = torch.Generator().manual_seed(1)
+    sampler = LengthBucketSampler(lengths, 32, generator=g, pool=4)
+    batches = list(sampler)
+    assert len(batches) == len(sampler) == math.ceil(1003 / 32)
+    assert sorted(i for b in batches for i in b) == list(range(1003))
+    # a pool of 4 batches holds ~4/13 of the lengths: its batches span a few neighbouring
+    # lengths, but not one length each as buckets do
+    spans = [max(lengths[i] for i in b) - min(lengths[i] for i in b) for b in batches]
+    assert max(spans) <= 12 and sum(s > 0 for s in spans) > len(batches) // 2
+    width = lambda bs: sum(max(lengths[i] for i in b) * len(b) for b in bs)  # noqa: E731
+    order = torch.randperm(1003, generator=torch.Generator().manual_seed(1)).tolist()
+    random_batches = [order[i : i + 32] for i in range(0, 1003, 32)]
+    assert width(batches) < width(random_batches)  # less padding than random batches
+    assert length_batches(lengths, 32, "random") is None
+    assert length_batches(lengths, 32, "pooled").pool == 4
+    assert length_batches(lengths, 32, "bucket").pool is None
+    with pytest.raises(ValueError, match="batching must be 'random' or one of 'bucket', "):
+        length_batches(lengths, 32, "sorted")

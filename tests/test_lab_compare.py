@@ -12,34 +12,55 @@ from convs2s_edu.cli import main
 pytestmark = pytest.mark.usefixtures("single_thread")
 
 
-def test_compare_prints_the_speed_table_and_ratio(tmp_path, capsys, monkeypatch):
+def test_compare_prints_the_speed_table_threads_and_convergence(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("CONVS2S_EDU_CACHE", str(tmp_path / "cache"))
     rows_file = tmp_path / "rows.json"
-    assert (
-        main(["compare", *SMALL, "--rounds", "2", "--window-steps", "1", "--json", str(rows_file)])
-        == 0
-    )
+    args = ["compare", *SMALL, "--rounds", "2", "--window-steps", "1", "--eval-every", "1"]
+    assert main([*args, "--threads", "1", "--json", str(rows_file)]) == 0
     printed = capsys.readouterr().out
     assert "tokens/s (median)" in printed and "windows min-max" in printed
-    flat = " ".join(printed.split())
-    assert (
-        "speed, measured interleaved: 2 windows of 1 training steps per model, in the order "
-        "convs2s, gru, then back"
-    ) in flat
-    assert "on the same batches" in printed
-    assert "throughput ratio gru / convs2s" in printed
-    assert "load average" in printed and "machine:" in printed
+    assert "by PyTorch thread count, interleaved (2 rounds)" in printed
+    assert "1 thread: convs2s" in printed and "ratio gru/convs2s" in printed
+    assert "convergence speed (seconds: steps x median s/step" in printed
+    assert "seconds, 1 thread" in printed
     saved = json.loads(rows_file.read_text())
     rows, speed = saved["rows"], saved["speed"]
     assert [r["model"] for r in rows] == ["convs2s", "gru"]
     assert speed["order"] == ["convs2s", "gru", "gru", "convs2s"]
+    assert saved["threads"]["thread_counts"] == [1]
+    assert saved["config"]["eval_every"] == 1
     assert " ".join(saved["verdict"]["text"].split()) in " ".join(printed.split())
+    assert set(saved["verdict"]["by_threads"]) == {"1"}
     for r in rows:
         assert 0.0 <= r["exact_match"] <= 1.0 and 0.0 <= r["token_accuracy"] <= 1.0
         # the table's speed is the interleaved windows' median, not the training run's clock
         assert r["tokens_per_second"] == speed["throughput"][r["model"]]["median"]
         lo, hi = r["tokens_per_second_range"]
         assert lo <= r["tokens_per_second"] <= hi
+        assert r["timed_on"] == "1 thread"
+    conv = {c["model"]: c for c in saved["convergence"]}
+    assert set(conv) == {"convs2s", "gru"}
+    for name, c in conv.items():
+        assert set(c["levels"]) == {"0.5", "0.9", "0.95"}
+        per_step = speed["window_seconds"][name]
+        median = sorted(per_step)[len(per_step) // 2] if len(per_step) % 2 else None
+        for v in c["levels"].values():
+            if v is not None:  # seconds = steps x the windows' median seconds per step
+                assert v["seconds"]["1 thread"] > 0
+                if median is not None:
+                    assert v["seconds"]["1 thread"] == pytest.approx(v["step"] * median)
+
+
+def test_compare_at_every_thread_count_by_default(tmp_path, monkeypatch):
+    from _tiny import tiny_config
+
+    from convs2s_edu._machine import usable_cores
+    from convs2s_edu.lab.compare import compare
+
+    monkeypatch.setenv("CONVS2S_EDU_CACHE", str(tmp_path / "cache"))
+    result = compare(tiny_config(n_train=32), n_rounds=2, steps_per_window=1, warmup_steps=0)
+    assert result.threads.thread_counts == list(range(1, usable_cores() + 1))
+    assert result.convergence is None  # no learning curve without eval_every
 
 
 def test_compare_refuses_bad_window_settings_before_training(tmp_path, capsys, monkeypatch):
@@ -48,3 +69,6 @@ def test_compare_refuses_bad_window_settings_before_training(tmp_path, capsys, m
     err = capsys.readouterr().err
     assert "n_rounds must be an integer >= 2, got 1" in err
     assert not (tmp_path / "cache").exists()  # nothing was trained
+    assert main(["compare", *SMALL, "--threads", "0"]) == 2
+    assert "thread count must be an integer in 1.." in capsys.readouterr().err
+    assert not (tmp_path / "cache").exists()

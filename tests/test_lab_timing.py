@@ -274,3 +274,99 @@ def test_time_incremental_vs_full_records(kind):
         time_incremental_vs_full(model, target_lengths=(3, 25), batch_size=1, repeats=1)
     with pytest.raises(ValueError, match="repeats"):
         time_incremental_vs_full(model, target_lengths=(3,), repeats=0)
+
+
+# --------------------------------------------------------------------------
+# Thread counts: the same measurement on more parallel hardware
+# --------------------------------------------------------------------------
+
+
+def _scaling(monkeypatch, seconds, runnable=(0,)):
+    from convs2s_edu.lab.timing import ThreadScaling
+
+    m = synthetic(seconds, tokens=1000, runnable=runnable, monkeypatch=monkeypatch)
+    counts = sorted({int(k.split("@")[1]) for k in seconds})
+    return ThreadScaling(["convs2s", "gru"], counts, m)
+
+
+#: On 1 thread the GRU is twice as fast; on 2 threads ConvS2S is 1.5x as fast.
+CROSSING = {
+    "convs2s@1": [2.0, 2.0, 2.0, 2.0],
+    "gru@1": [1.0, 1.0, 1.0, 1.0],
+    "convs2s@2": [1.0, 1.0, 1.0, 1.0],
+    "gru@2": [1.5, 1.5, 1.5, 1.5],
+}
+
+
+def test_thread_scaling_splits_the_windows_by_count_and_pairs_them_by_round(monkeypatch):
+    s = _scaling(monkeypatch, {**CROSSING, "gru@2": [1.5, 3.0, 1.5, 1.5]})
+    one, two = s.at(1), s.at(2)
+    assert one.throughput["convs2s"].median == pytest.approx(500.0)
+    assert one.ratios["gru"].median == pytest.approx(2.0)  # gru / convs2s, per round
+    assert two.throughput["convs2s"].median == pytest.approx(1000.0)
+    # per round at 2 threads: (1000/1.5)/1000, (1000/3)/1000, ...
+    assert two.ratios["gru"].min == pytest.approx(1 / 3)
+    assert two.ratios["gru"].median == pytest.approx(2 / 3)
+    assert two.machine.threads == 2 and one.machine.threads == 1
+    assert two.order == ["convs2s", "gru", "gru", "convs2s"] * 2  # A B B A within the count
+    with pytest.raises(ValueError, match="no windows at 3 threads; measured: \\[1, 2\\]"):
+        s.at(3)
+    d = s.to_dict()
+    assert d["thread_counts"] == [1, 2]
+    assert d["points"]["1"]["ratio"]["gru"]["median"] == pytest.approx(2.0)
+    json.dumps(d)
+
+
+def test_thread_verdict_names_the_hardware_each_ranking_holds_for(monkeypatch):
+    from convs2s_edu.lab.timing import thread_verdict
+
+    s = _scaling(monkeypatch, CROSSING)
+    v = thread_verdict(s, labels={"convs2s": "ConvS2S", "gru": "GRU"})
+    assert v.ok and v.resolved and v.faster is None
+    assert v.by_threads[1].faster == "gru" and v.by_threads[2].faster == "convs2s"
+    assert "with 1 thread: GRU trained 2.00x as fast as ConvS2S" in v.text
+    assert "With 2 threads: ConvS2S trained 1.50x as fast as GRU" in v.text
+    assert v.text.startswith(f"On {s.measurement.machine.cpu} (2 cores usable")
+
+
+def test_thread_verdict_warns_when_the_machine_was_busy_at_two_threads(monkeypatch):
+    from convs2s_edu.lab.timing import thread_verdict
+
+    # another process's thread was runnable: nothing is left free for 2 threads on 2 cores
+    s = _scaling(monkeypatch, CROSSING, runnable=(1,))
+    v = thread_verdict(s)
+    assert v.by_threads[1].ok and not v.by_threads[2].ok and not v.ok
+    assert (
+        v.text.startswith("WARNING: ")
+        and "With 2 threads: this speed measurement is not reliable" in v.text
+    )
+
+
+def test_measure_threads_times_every_model_at_every_count():
+    from _tiny import tiny_config
+
+    from convs2s_edu.lab.timing import measure_threads
+
+    cfg = tiny_config(n_train=64)
+    before = torch.get_num_threads()
+    s = measure_threads(cfg, thread_counts=[1], steps_per_window=1, n_rounds=2, warmup_steps=0)
+    assert s.thread_counts == [1] and set(s.measurement.models) == {"convs2s@1", "gru@1"}
+    assert torch.get_num_threads() == before
+    with pytest.raises(ValueError, match="thread count must be an integer in 1.."):
+        measure_threads(cfg, thread_counts=[os.cpu_count() + 64])
+    with pytest.raises(ValueError, match="distinct"):
+        measure_threads(cfg, thread_counts=[1, 1])
+
+
+def test_training_batches_follow_the_configs_batching_and_span_its_widths():
+    from _tiny import tiny_config
+
+    from convs2s_edu.data import padding_fraction
+    from convs2s_edu.lab.timing import training_batches
+
+    cfg = tiny_config(n_train=400, batch_size=16, min_len=2, max_len=12)
+    bucket = training_batches(cfg.replace(batching="bucket"), 6)
+    widths = [b.src.shape[1] for b in bucket]
+    assert padding_fraction(bucket) < padding_fraction(training_batches(cfg, 6))
+    assert max(widths) - min(widths) >= 6  # short and long batches, not the first six
+    assert len(training_batches(cfg.replace(n_train=32), 5)) == 5  # two batches, cycled

@@ -169,18 +169,14 @@ def test_training_sentence_scales_the_quick_time_to_the_full_mode(site):
     from convs2s_edu import TrainConfig
 
     full = TrainConfig()
-    head = {
-        "mode": "quick",
-        "n_train": 2_000,
-        "epochs": 5,
-        "models": {"convs2s": {"training_seconds": 50.0}, "gru": {"training_seconds": 70.0}},
-    }
+    head = {"mode": "quick", "n_train": 2_000, "epochs": 5}
     ratio = (full.n_train * full.epochs) / (2_000 * 5)
     training = {"head": head, "seconds": 120.0, "ratio": ratio, "full": full}
     page = {"seconds": 4.0, "site_models": True, "own_training": False}
     text = site.training_sentence(page, training)
     assert "trained on 2,000 examples for 5 epochs" in text
-    assert "which took 2 min 00 s in this build (quick mode)" in text
+    assert "about 2 min 00 s of training on the machine that built this site with one " in text
+    assert "(quick mode; the epochs times the seconds per epoch timed on the speed" in text
     # by hand: 120 s x (10,000 x 30) / (2,000 x 5) = 120 s x 30 = 3600 s
     assert f"does {ratio:.1f} times as much work" in text and ratio == 30
     assert "about 60 min 00 s on the same machine" in text
@@ -190,6 +186,81 @@ def test_training_sentence_scales_the_quick_time_to_the_full_mode(site):
         {"seconds": 1.0, "site_models": False, "own_training": False}, training
     )
     assert plain == "Running it took 1.0 s when this site was built."
+
+
+def _generated(tmp_path, speed: bool = True):
+    head = {
+        "mode": "full",
+        "n_train": 10_000,
+        "epochs": 30,
+        "n_test": 1000,
+        "recipes": {
+            r: {
+                m: {
+                    "exact_match": 0.9,
+                    "token_accuracy": 0.99,
+                    "steps": 2370,
+                    "epochs": e,
+                    "n_train": n,
+                    "fresh_data": r == "fast",
+                    "n_parameters": 1000,
+                    "device": "cpu",
+                }
+                for m in ("convs2s", "gru")
+            }
+            for r, e, n in (("seed", 30, 10_000), ("fast", 8, 12_800))
+        },
+    }
+    (tmp_path / "headline.json").write_text(json.dumps(head))
+    level = {"step": 500, "examples": 64_000, "seconds": {"1 thread": 80.0, "2 threads": 60.0}}
+    conv = [
+        {
+            "model": m,
+            "steps": 800,
+            "timed_on": ["1 thread", "2 threads"],
+            "levels": {"0.5": level, "0.9": level, "0.95": None if m == "gru" else level},
+        }
+        for m in ("convs2s", "gru")
+    ]
+    per_epoch = {
+        "convs2s": {"1 thread": 10.0, "2 threads": 7.0},
+        "gru": {"1 thread": 5.0, "2 threads": 4.0},
+    }
+    if speed:
+        (tmp_path / "speed.json").write_text(
+            json.dumps(
+                {
+                    "ok": True,
+                    "text": "verdict text.",
+                    "cpu": "Test CPU",
+                    "recipes": {
+                        r: {"sec_per_epoch": per_epoch, "convergence": conv}
+                        for r in ("seed", "fast")
+                    },
+                }
+            )
+        )
+
+
+def test_training_cost_comes_from_the_interleaved_seconds_never_the_runs_clocks(
+    site, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(site, "GENERATED", tmp_path)
+    _generated(tmp_path)
+    t = site.training_summary()
+    assert t["seconds"] == pytest.approx(10.0 * 30 + 5.0 * 30)  # epochs x s/epoch, 1 thread
+    lines = "\n".join(site.headline_table(t["head"], t["speed"]))
+    assert "seconds per epoch (1 thread, 2 threads)" in lines
+    assert "10.0 / 7.0" in lines and "5.0 / 4.0" in lines
+    assert "500 / 500" in lines and "500 / not reached" in lines
+    assert "80 / 60" in lines and "not reached in 800 steps" in lines
+    assert "fast (fresh, 2,370 steps)" in lines and "seed (10,000 x 30 epochs)" in lines
+    _generated(tmp_path, speed=False)
+    (tmp_path / "speed.json").unlink()
+    t = site.training_summary()
+    assert t["seconds"] is None and "not measured" in "\n".join(
+        site.headline_table(t["head"], None)
+    )
 
 
 def test_test_pages_list_every_module_level_test_and_nothing_else(site, tmp_path):

@@ -138,3 +138,69 @@ def test_cache_dir_falls_back_to_home_dot_cache(tmp_path, monkeypatch):
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
     assert train_mod.cache_dir() == tmp_path / ".cache" / "convs2s_edu"
+
+
+# --------------------------------------------------------------------------
+# Two processes, one entry
+# --------------------------------------------------------------------------
+
+_CHILD = r"""
+import pickle, sys, time
+from pathlib import Path
+import torch
+import convs2s_edu
+from convs2s_edu.training import cache as cache_mod
+
+tmp = Path(sys.argv[1]); me = sys.argv[2]
+cfg = pickle.loads((tmp / "cfg.pkl").read_bytes())
+real_train = cache_mod.train
+
+def train(*args, **kwargs):
+    (tmp / f"trained-{me}").write_text("")
+    return real_train(*args, **kwargs)
+
+cache_mod.train = train
+(tmp / f"ready-{me}").write_text("")
+while not (tmp / "go").exists():
+    time.sleep(0.01)
+result = cache_mod.train_or_load(cfg, progress=False, directory=tmp / "cache")
+torch.save(result.model.state_dict(), tmp / f"state-{me}.pt")
+"""
+
+
+def test_two_processes_asking_for_one_entry_train_it_once(tmp_path):
+    import pickle
+    import subprocess
+    import sys
+    import time
+
+    cfg = tiny_config(**SIX_STEPS, epochs=6)  # long enough for the two to overlap
+    (tmp_path / "cfg.pkl").write_bytes(pickle.dumps(cfg))
+    env = {**__import__("os").environ, "OMP_NUM_THREADS": "1"}
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _CHILD, str(tmp_path), name], env=env)
+        for name in ("a", "b")
+    ]
+    deadline = time.time() + 120
+    while not all((tmp_path / f"ready-{n}").exists() for n in "ab"):
+        assert time.time() < deadline, "the child processes did not start"
+        time.sleep(0.05)
+    (tmp_path / "go").write_text("")  # both ask for the entry at the same moment
+    assert [p.wait(timeout=300) for p in procs] == [0, 0]
+    trained = sorted(p.name for p in tmp_path.glob("trained-*"))
+    assert len(trained) == 1, f"the entry was trained by {trained}"
+    a, b = (torch.load(tmp_path / f"state-{n}.pt") for n in "ab")
+    assert a.keys() == b.keys()
+    for k in a:  # the waiting process loaded what the other trained
+        torch.testing.assert_close(a[k], b[k], rtol=0, atol=0, msg=k)
+    assert train_mod.cache.is_cached(cfg, tmp_path / "cache")
+
+
+def test_is_cached_only_for_a_finished_run(tmp_path):
+    cfg = tiny_config(epochs=2)
+    assert not cache_mod.is_cached(cfg, tmp_path)
+    entry = cache_mod.run_dir(cfg, tmp_path)
+    train(cfg, out_dir=entry, progress=False, stop_after=1)
+    assert not cache_mod.is_cached(cfg, tmp_path)  # interrupted: one epoch of two
+    train_or_load(cfg, progress=False, directory=tmp_path)
+    assert cache_mod.is_cached(cfg, tmp_path)

@@ -5,6 +5,8 @@ ConvS2S by default, ``model_options`` reaching every kind of model)."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -44,6 +46,15 @@ pytestmark = pytest.mark.usefixtures("single_thread")
         ({"paper_normalisation": "yes"}, "paper_normalisation must be True or False"),
         ({"device": 0}, "device must be"),
         ({"model": None}, "model must be one of"),
+        ({"task": "rotate"}, "task must be one of .*'sort'.*got 'rotate'"),
+        ({"batching": "sorted"}, "batching must be one of .*'bucket'.*got 'sorted'"),
+        ({"lr_schedule": "cosine"}, "lr_schedule must be one of .*got 'cosine'"),
+        ({"warmup": 1.0}, r"warmup must be a fraction in \[0, 1\), got 1.0"),
+        ({"warmup": -0.1}, "warmup"),
+        ({"adam_betas": (0.9,)}, r"adam_betas must be two numbers in \[0, 1\)"),
+        ({"adam_betas": (0.9, 1.0)}, "adam_betas"),
+        ({"eval_every": 0}, "eval_every must be an integer in 1.."),
+        ({"fresh_data": 1}, "fresh_data must be True or False, got 1"),
     ],
 )
 def test_train_config_names_the_bad_field_and_the_allowed_values(changes, match):
@@ -61,6 +72,8 @@ def test_train_config_bounds_are_inclusive():
 def test_from_dict_refuses_unknown_fields():
     d = TrainConfig().to_dict()
     assert TrainConfig.from_dict(d) == TrainConfig()
+    fast = TrainConfig.recipe("fast")
+    assert TrainConfig.from_dict(json.loads(json.dumps(fast.to_dict()))) == fast  # betas
     with pytest.raises(ValueError, match="unknown TrainConfig field.*n_heads"):
         TrainConfig.from_dict({**d, "n_heads": 4})
     with pytest.raises(ValueError, match="from a dict, got list"):
@@ -171,3 +184,54 @@ def test_model_options_reach_every_kind_of_model(model):
     # the token embedding table of the encoder has the asked width, whatever the parts
     tables = [x for x in m.modules() if isinstance(x, torch.nn.Embedding)]
     assert tables and all(t.embedding_dim == 24 for t in tables), model
+
+
+# --------------------------------------------------------------------------
+# Recipes, and fresh examples every epoch
+# --------------------------------------------------------------------------
+
+
+def test_the_fast_recipe_is_the_pilots():
+    fast = TrainConfig.recipe("fast")
+    assert fast.total_steps == 800 and fast.steps_per_epoch == 100
+    assert fast.fresh_data and fast.lr == 3e-3 and fast.lr_schedule == "warmup-linear"
+    assert fast.warmup == 0.05 and fast.adam_betas == (0.9, 0.98)
+    assert fast.model_options == {"dropout": 0.0}
+    assert TrainConfig.recipe("seed") == TrainConfig()
+    assert TrainConfig().total_steps == 30 * 79  # the seed's 2,370 steps
+
+
+def test_recipe_changes_merge_model_options_and_unknown_names_are_refused():
+    cfg = TrainConfig.recipe("fast", model="gru", model_options={"hidden_dim": 64})
+    assert cfg.model == "gru" and cfg.model_options == {"dropout": 0.0, "hidden_dim": 64}
+    with pytest.raises(ValueError, match="unknown recipe 'slow'; allowed: seed, fast"):
+        TrainConfig.recipe("slow")
+
+
+def _sources(ds):
+    return {tuple(x) for x, _ in ds.examples}
+
+
+def test_fresh_data_draws_new_examples_every_epoch_never_a_held_out_one():
+    from convs2s_edu.training import training_set
+
+    cfg = tiny_config(fresh_data=True, n_train=64, n_valid=40, n_test=40, min_len=2, max_len=4)
+    train1, valid, test = make_datasets(cfg)
+    held_out = _sources(valid) | _sources(test)
+    assert not (_sources(valid) & _sources(test))
+    epochs = [training_set(cfg, e) for e in (1, 2, 3)]
+    assert _sources(epochs[0]) == _sources(train1)  # epoch 1 is make_datasets' training set
+    for ds in epochs:
+        assert len(ds) == 64 and not (_sources(ds) & held_out)
+    assert epochs[1].examples != epochs[0].examples != epochs[2].examples
+    assert training_set(cfg, 2).examples == epochs[1].examples  # the seed fixes every epoch
+    fixed = tiny_config(n_train=64)
+    assert training_set(fixed, 5).examples == make_datasets(fixed)[0].examples
+
+
+def test_tasks_reach_the_data_sets():
+    cfg = tiny_config(task="reverse")
+    for ds in make_datasets(cfg):
+        assert ds.task == "reverse" and all(y == x[::-1] for x, y in ds.examples)
+    sort = make_datasets(tiny_config())
+    assert [x for x, _ in sort[0].examples] == [x for x, _ in make_datasets(cfg)[0].examples]

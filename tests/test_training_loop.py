@@ -158,3 +158,133 @@ def test_non_finite_loss_names_epoch_and_step_and_keeps_last_good_checkpoint(
     kept = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
     assert kept["epoch"] == 1
     assert all(math.isfinite(v.float().sum()) for v in kept["model"].values())
+
+
+# --------------------------------------------------------------------------
+# The learning-rate schedule, the learning curve, fresh examples, equal-length batches
+# --------------------------------------------------------------------------
+
+
+def test_lr_factor_by_hand():
+    f = lambda s: train_mod.lr_factor(s, 10, "warmup-linear", 0.2)  # noqa: E731
+    # 2 warm-up steps: 1/2, 2/2; then (10 - s) / 8 for s = 2..9
+    assert [f(s) for s in range(10)] == [0.5, 1.0] + [(10 - s) / 8 for s in range(2, 10)]
+    assert train_mod.lr_factor(3, 10, "constant") == 1.0
+    assert train_mod.lr_factor(0, 800, "warmup-linear", 0.05) == 1 / 40  # 40 warm-up steps
+    with pytest.raises(ValueError, match="unknown lr_schedule"):
+        train_mod.lr_factor(0, 10, "cosine")
+
+
+def test_every_step_uses_the_schedules_learning_rate(monkeypatch):
+    seen = []
+    real_step = torch.optim.Adam.step
+
+    def spy(self, *args, **kwargs):
+        seen.append(self.param_groups[0]["lr"])
+        return real_step(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.optim.Adam, "step", spy)
+    cfg = tiny_config(**SIX_STEPS, epochs=2, lr=0.01, lr_schedule="warmup-linear", warmup=0.25)
+    train(cfg, progress=False)
+    total = 12
+    want = [0.01 * train_mod.lr_factor(s, total, "warmup-linear", 0.25) for s in range(total)]
+    assert seen == pytest.approx(want)
+    assert seen[2] == pytest.approx(0.01)  # the peak after 3 warm-up steps
+
+
+def test_adam_betas_reach_the_optimiser(monkeypatch):
+    made = []
+    real = torch.optim.Adam.__init__
+
+    def spy(self, params, **kwargs):
+        made.append(kwargs.get("betas"))
+        real(self, params, **kwargs)
+
+    monkeypatch.setattr(torch.optim.Adam, "__init__", spy)
+    train(tiny_config(adam_betas=(0.8, 0.95)), progress=False)
+    assert made == [(0.8, 0.95)]
+
+
+def test_learning_curve_is_recorded_every_eval_every_steps_and_at_the_end():
+    from convs2s_edu.metrics import evaluate
+
+    cfg = tiny_config(**SIX_STEPS, epochs=2, eval_every=5)
+    result = train(cfg, progress=False)
+    evals = result.history.evals
+    assert [e["step"] for e in evals] == [5, 10, 12]
+    assert [e["examples"] for e in evals] == [80, 160, 192]
+    assert result.history.steps == 12
+    valid = make_datasets(cfg)[1]
+    final = evaluate(result.model, valid)  # the last point is the trained model's score
+    assert evals[-1]["exact_match"] == final["exact_match"]
+    assert evals[-1]["token_accuracy"] == final["token_accuracy"]
+    assert evals[-1]["valid_loss"] == pytest.approx(result.history.epochs[-1]["valid_loss"])
+    assert train(tiny_config(**SIX_STEPS), progress=False).history.evals == []
+
+
+def test_the_epoch_clock_leaves_the_held_out_decoding_out(monkeypatch):
+    import time
+
+    def slow(*args):
+        time.sleep(2.0)
+        return {"valid_loss": 1.0, "exact_match": 0.0, "token_accuracy": 0.0}
+
+    monkeypatch.setattr(train_mod, "_held_out", slow)
+    cfg = tiny_config(**SIX_STEPS, eval_every=2)  # three decodings of 2 s in the epoch
+    h = train(cfg, progress=False).history
+    assert len(h.evals) == 3
+    assert h.epochs[0]["seconds"] < 2.0  # six tiny steps, without the 6 s of decoding
+
+
+def test_fresh_data_trains_every_epoch_on_its_own_draw(monkeypatch):
+    drawn = []
+    real = train_mod.training_set
+
+    def spy(cfg, epoch, held_out=None):
+        drawn.append(epoch)
+        return real(cfg, epoch, held_out)
+
+    monkeypatch.setattr(train_mod, "training_set", spy)
+    cfg = tiny_config(**SIX_STEPS, epochs=3, fresh_data=True)
+    train(cfg, progress=False)
+    assert drawn == [2, 3]  # epoch 1 is make_datasets' training set
+
+
+def test_bucketed_batches_reach_the_loop(monkeypatch):
+    widths = []
+    real = step_mod.RunContext.loader
+
+    def spy(self, dataset, batch_size, generator, batching="random"):
+        loader = real(self, dataset, batch_size, generator, batching)
+        widths.append(batching)
+        return loader
+
+    monkeypatch.setattr(step_mod.RunContext, "loader", spy)
+    cfg = tiny_config(**SIX_STEPS, batching="bucket", min_len=2)
+    h = train(cfg, progress=False).history
+    assert widths == ["bucket"] and len(h.step_losses) == 6
+
+
+@pytest.mark.parametrize("model", ["convs2s", "gru"])
+def test_resume_is_bit_for_bit_with_fresh_data_schedule_buckets_and_curve(tmp_path, model):
+    cfg = tiny_config(
+        model,
+        **SIX_STEPS,
+        epochs=3,
+        fresh_data=True,
+        batching="bucket",
+        lr_schedule="warmup-linear",
+        eval_every=4,
+        min_len=2,
+    )
+    whole = train(cfg, progress=False)
+    train(cfg, out_dir=tmp_path, progress=False, stop_after=1)
+    resumed = train(cfg, out_dir=tmp_path, resume=True, progress=False)
+    assert resumed.history.step_losses == whole.history.step_losses
+    assert resumed.history.evals == whole.history.evals
+    state_equal(resumed.model, whole.model)
+
+
+def test_shared_clock_is_recorded():
+    assert train(tiny_config(), progress=False, shared_clock=True).history.shared_clock
+    assert not train(tiny_config(), progress=False).history.shared_clock

@@ -1,4 +1,4 @@
-"""The GPU check (issue 10): one script, under 6 minutes on one H200.
+"""The GPU check (issues 10 and 18): one script, under 10 minutes on one H200.
 
 Usage, on the GPU machine, from a clone of the repository, with its own PyTorch::
 
@@ -18,7 +18,18 @@ Steps (each timed; a failing step is recorded and the next one still runs):
    of the last epoch, final losses, greedy exact match on the test set (the dry run:
    1 epoch on 256 examples, and only the GRU compiled);
 3. ``convs2s-edu bench`` on the paths of ``BENCH_PATHS`` (the dry run: ``--quick``);
-4. ``OUT_DIR/gpu_check.json``: the summary, with the machine described.
+4. **convergence**: both models trained with the fast recipe on the device
+   (:func:`convs2s_edu.lab.compare.compare`), the steps, examples and seconds to 50, 90 and
+   95% held-out exact match, the seconds from interleaved windows on the GPU (the dry run:
+   80 steps on the CPU);
+5. **threads**: training tokens/s of both models at 1, 2, 4, 8 and 16 threads of the
+   host's CPU (those it has), interleaved (:func:`convs2s_edu.lab.timing.measure_threads`),
+   and on the GPU, with the verdict at every count: the seed's training-speed question on
+   more parallel hardware;
+6. **generation**: both fast-recipe models decoding the test set greedily and with beam 5 in
+   batches of equal length, interleaved (:func:`convs2s_edu.lab.timing.measure_generation`):
+   the paper's generation-speed claim (Table 3) on a GPU;
+7. ``OUT_DIR/gpu_check.json``: the summary, with the machine described.
 
 Exit status 0 when every step passed, 1 otherwise.
 """
@@ -88,7 +99,7 @@ BENCH_PATHS = (
 )
 
 
-def train_all(device: str, dry: bool, budget_s: float = 150.0) -> dict:
+def train_all(device: str, dry: bool, budget_s: float = 120.0) -> dict:
     import torch
 
     from convs2s_edu import TrainConfig, evaluate, make_datasets, train
@@ -149,16 +160,77 @@ def bench(device: str, dry: bool, out: Path) -> dict:
     return {"table": format_bench(result, profile=False), "json": str(out / "bench.json")}
 
 
+def convergence(device: str, dry: bool) -> dict:
+    from convs2s_edu.lab.compare import compare, format_table
+    from convs2s_edu.lab.convergence import format_convergence
+    from convs2s_edu.training import TrainConfig
+
+    cfg = TrainConfig.recipe("fast", device=device, eval_every=20)
+    if dry:
+        cfg = cfg.replace(n_train=512, n_valid=64, n_test=64, epochs=2, eval_every=4)
+    result = compare(cfg, use_cache=False, progress=False, n_rounds=4, steps_per_window=4)
+    text = format_table(result.rows) + "\n" + format_convergence(result.convergence)
+    print(text)
+    return {"table": text, "convergence": result.convergence, "rows": result.rows}
+
+
+def threads(device: str, dry: bool) -> dict:
+    from convs2s_edu._machine import usable_cores
+    from convs2s_edu.lab.compare import format_threads
+    from convs2s_edu.lab.timing import measure_config, measure_threads, thread_verdict
+    from convs2s_edu.training import TrainConfig
+
+    cfg = TrainConfig.recipe("fast", device="cpu")
+    if dry:
+        cfg = cfg.replace(n_train=512)
+    counts = [t for t in (1, 2, 4, 8, 16) if t <= usable_cores()]
+    rounds = 2 if dry else 4
+    scaling = measure_threads(cfg, thread_counts=counts, steps_per_window=2, n_rounds=rounds)
+    verdict = thread_verdict(scaling)
+    out = {"cpu": scaling.to_dict(), "cpu_verdict": verdict.text}
+    print(format_threads(scaling, verdict=verdict))
+    if device != "cpu":
+        m = measure_config(cfg.replace(device=device), steps_per_window=4, n_rounds=6)
+        out["gpu"] = m.to_dict()
+        print(
+            f"on {m.machine.device}: "
+            + ", ".join(f"{n} {m.throughput[n].median:,.0f} tokens/s" for n in m.models)
+        )
+    return out
+
+
+def generation(device: str, dry: bool) -> dict:
+    from convs2s_edu import make_datasets, train
+    from convs2s_edu.lab.timing import measure_generation, speed_verdict
+    from convs2s_edu.training import TrainConfig
+
+    cfg = TrainConfig.recipe("fast", device=device)
+    if dry:
+        cfg = cfg.replace(n_train=256, n_valid=32, n_test=64, epochs=1)
+    models = {m: train(cfg.replace(model=m), progress=False).model for m in ("convs2s", "gru")}
+    sources = [x for x, _ in make_datasets(cfg)[2].examples]
+    measured = measure_generation(models, sources, beam_sizes=(1, 5), n_rounds=2 if dry else 4)
+    out = {}
+    for k, m in measured.items():
+        v = speed_verdict(m)
+        out[f"beam{k}"] = {
+            "sentences_per_second": {n: m.throughput[n].median for n in m.models},
+            "verdict": v.text,
+        }
+        print(f"beam {k}: {out[f'beam{k}']}")
+    return out
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("out", help="directory for gpu_check.json, bench.json, bench.txt")
     parser.add_argument(
         "--train-budget",
         type=float,
-        default=150.0,
+        default=120.0,
         dest="train_budget",
         help="seconds for the training step; runs not started by then are "
-        "recorded as skipped (default 150)",
+        "recorded as skipped (default 120)",
     )
     parser.add_argument(
         "--device",
@@ -186,8 +258,12 @@ def main(argv=None) -> int:
     _step(summary, "tests", lambda: run_tests(args.device))
     _step(summary, "train", lambda: train_all(args.device, dry, args.train_budget))
     _step(summary, "bench", lambda: bench(args.device, dry, out))
+    _step(summary, "convergence", lambda: convergence(args.device, dry))
+    _step(summary, "threads", lambda: threads(args.device, dry))
+    _step(summary, "generation", lambda: generation(args.device, dry))
     summary["seconds"] = time.perf_counter() - t0
-    summary["ok"] = all(summary[k]["ok"] for k in ("tests", "train", "bench"))
+    steps = ("tests", "train", "bench", "convergence", "threads", "generation")
+    summary["ok"] = all(summary[k]["ok"] for k in steps)
     (out / "gpu_check.json").write_text(json.dumps(summary, indent=2, default=str))
     print(
         f"gpu_check: {'ok' if summary['ok'] else 'FAILED'} in {summary['seconds']:.0f} s; "

@@ -28,6 +28,10 @@ What :func:`run_bench` measures, in one process, on the machine it runs on:
    50, 100, 200 (:func:`convs2s_edu.lab.timing.time_incremental_vs_full`).
 5. **Where the time goes**: a :mod:`torch.profiler` table of a few eager
    training steps per model (top rows by self CPU time, or CUDA time on a GPU).
+6. **Parallel hardware** (on a CPU): training throughput of both models at every
+   thread count from 1 to the usable cores, interleaved
+   (:func:`convs2s_edu.lab.timing.measure_threads`), with the verdict at each
+   (:func:`~convs2s_edu.lab.timing.thread_verdict`).
 
 Models are untrained (how long a step takes does not depend on the weights);
 the decoding rates of an untrained model decode to the length limit (source
@@ -51,6 +55,8 @@ from ..training.config import TrainConfig, build_model, make_datasets
 from ..training.device import resolve_device, synchronize
 from ..training.step import make_train_step
 from .timing import (
+    measure_threads,
+    thread_verdict,
     time_incremental_vs_full,
     time_interleaved,
     training_batches,
@@ -328,8 +334,9 @@ def run_bench(
         ``flops_per_token``, ``peak``, ``paths[path]`` (``tokens_per_second``
         median/min/max, ``fraction_of_peak``, ``warmup_seconds``,
         ``speedup_vs_eager``), decoding rates, ``incremental`` (ConvS2S) and
-        ``profile`` (text); ``fastest`` per model, and the raw
-        :class:`~convs2s_edu.lab.timing.SpeedMeasurement`.
+        ``profile`` (text); ``fastest`` per model, the raw
+        :class:`~convs2s_edu.lab.timing.SpeedMeasurement`, and on a CPU ``threads``
+        (:meth:`~convs2s_edu.lab.timing.ThreadScaling.to_dict` and its ``verdict``).
     """
     budget = budget or (BenchBudget.quick() if quick else BenchBudget())
     dev = resolve_device(device)
@@ -371,6 +378,17 @@ def run_bench(
     for name in models:
         _path_rows(result["models"][name], name, chosen, m, warm_seconds)
     result["measurement"] = m.to_dict()
+    if dev.type == "cpu" and len(models) >= 2:
+        cfg = TrainConfig(device="cpu", batch_size=budget.batch_size or 128)
+        scaling = measure_threads(
+            cfg,
+            models,
+            steps_per_window=budget.steps_per_window,
+            n_rounds=max(budget.n_rounds, 2),
+            warmup_steps=budget.warmup_steps,
+            n_batches=budget.n_batches,
+        )
+        result["threads"] = {**scaling.to_dict(), "verdict": thread_verdict(scaling).text}
     if out is not None:
         with open(out, "w") as f:
             json.dump(result, f, indent=2, default=str)
@@ -409,6 +427,20 @@ def format_bench(result: dict, profile: bool = True) -> str:
                 f"{r['seconds_full']:.3f} s, incremental {r['seconds_incremental']:.3f} s"
                 f" ({r['speedup']:.1f}x)"
             )
+    if result.get("threads"):
+        th = result["threads"]
+        lines.append("")
+        lines.append("training tokens/s by PyTorch thread count (interleaved, eager fp32):")
+        for t in th["thread_counts"]:
+            p = th["points"][str(t)]
+            cells = [
+                f"{n} {p['throughput'][n]['median']:,.0f} "
+                f"({p['throughput'][n]['min']:,.0f}-{p['throughput'][n]['max']:,.0f})"
+                for n in th["models"]
+            ]
+            ratios = [f"{n}/{th['models'][0]} {p['ratio'][n]['median']:.2f}" for n in p["ratio"]]
+            lines.append(f"  {t:>2} thread(s): " + "; ".join(cells) + "; " + ", ".join(ratios))
+        lines.append(th["verdict"])
     if result["skipped_paths"]:
         lines.append("")
         for p, why in result["skipped_paths"].items():

@@ -3,11 +3,15 @@
 :func:`compare` trains (or loads from the cache) a ConvS2S and a GRU model
 with one :class:`~convs2s_edu.TrainConfig` that differs only in
 ``model``, scores both on the same test set, and times both *interleaved*
-(:func:`convs2s_edu.lab.timing.measure_config`): the speed figures come from those
-alternating windows of training steps, measured in one process on the same
-batches, not from the two training runs, which ran at different times and may
-have shared the machine with different programs. :func:`format_table` prints
-the rows, :func:`format_speed` the measurement and its verdict.
+(:func:`convs2s_edu.lab.timing.measure_threads` on a CPU, at every thread count;
+:func:`~convs2s_edu.lab.timing.measure_config` on a GPU): the speed figures come
+from those alternating windows of training steps, measured in one process on the
+same batches, not from the two training runs, which ran at different times and
+may have shared the machine with different programs. With a learning curve
+(``TrainConfig.eval_every``) it also gives the convergence speed
+(:func:`convs2s_edu.lab.convergence.convergence`). :func:`format_table` prints
+the rows, :func:`format_speed` the measurement and its verdict,
+:func:`format_threads` the speed at every thread count.
 """
 
 from __future__ import annotations
@@ -16,15 +20,37 @@ import statistics
 import textwrap
 from dataclasses import dataclass, field
 
+import torch
+
 from .._checks import check_int
+from .._machine import usable_cores
 from ..metrics import evaluate
 from ..training.cache import train_or_load
 from ..training.checkpoint import TrainResult
 from ..training.config import MODEL_NAMES, TrainConfig, make_datasets
+from ..training.device import resolve_device
 from ..training.loop import train
-from .timing import SpeedMeasurement, SpeedVerdict, measure_config, speed_verdict
+from .convergence import convergence, hardware_label
+from .timing import (
+    SpeedMeasurement,
+    SpeedVerdict,
+    ThreadScaling,
+    measure_config,
+    measure_threads,
+    speed_verdict,
+    thread_verdict,
+)
 
-__all__ = ["Comparison", "summarise", "compare", "format_table", "format_speed", "epoch_tokens"]
+__all__ = [
+    "Comparison",
+    "summarise",
+    "compare",
+    "seconds_per_step",
+    "format_table",
+    "format_speed",
+    "format_threads",
+    "epoch_tokens",
+]
 
 #: Columns of :func:`format_table` when the rows carry an interleaved measurement.
 COLUMNS = [
@@ -105,6 +131,11 @@ def summarise(
         row["tokens_per_second"] = t.median
         row["tokens_per_second_range"] = (t.min, t.max)
         row["sec_per_epoch"] = epoch_tokens(result.config) / t.median
+        row["timed_on"] = (
+            hardware_label(measurement.machine.threads)
+            if measurement.machine.device == "cpu"
+            else measurement.machine.device
+        )
     return row
 
 
@@ -119,29 +150,51 @@ class Comparison:
     results : dict of str to TrainResult
         The trained models.
     speed : SpeedMeasurement or None
-        The interleaved measurement (``None`` when ``measure=False``).
+        The interleaved measurement at this process's thread count (``None`` when
+        ``measure=False``).
     verdict : SpeedVerdict or None
-        :func:`~convs2s_edu.lab.timing.speed_verdict` of ``speed``.
+        :func:`~convs2s_edu.lab.timing.thread_verdict` of ``threads`` (CPU) or
+        :func:`~convs2s_edu.lab.timing.speed_verdict` of ``speed`` (GPU).
+    threads : ThreadScaling or None
+        The measurement at every thread count (CPU only).
+    convergence : list of dict or None
+        :func:`~convs2s_edu.lab.convergence.convergence` of the runs, with seconds
+        from the interleaved windows (``None`` without a learning curve).
     """
 
     rows: list
     results: dict = field(repr=False, default_factory=dict)
     speed: SpeedMeasurement | None = None
     verdict: SpeedVerdict | None = None
+    threads: ThreadScaling | None = None
+    convergence: list | None = None
 
     def to_dict(self) -> dict:
-        """Rows, measurement and verdict as plain JSON-ready data."""
-        return {
-            "rows": self.rows,
-            "speed": None if self.speed is None else self.speed.to_dict(),
-            "verdict": None
-            if self.verdict is None
-            else {
+        """Rows, measurements, verdict and convergence as plain JSON-ready data."""
+        verdict = None
+        if self.verdict is not None:
+            verdict = {
                 "ok": self.verdict.ok,
                 "resolved": self.verdict.resolved,
                 "text": self.verdict.text,
                 "faster": self.verdict.faster,
-            },
+                "by_threads": {
+                    str(t): {
+                        "ok": v.ok,
+                        "resolved": v.resolved,
+                        "text": v.text,
+                        "faster": v.faster,
+                    }
+                    for t, v in self.verdict.by_threads.items()
+                },
+            }
+        return {
+            "config": next(iter(self.results.values())).config.to_dict() if self.results else None,
+            "rows": self.rows,
+            "speed": None if self.speed is None else self.speed.to_dict(),
+            "threads": None if self.threads is None else self.threads.to_dict(),
+            "verdict": verdict,
+            "convergence": self.convergence,
         }
 
 
@@ -155,21 +208,30 @@ def compare(
     n_rounds: int = 6,
     warmup_steps: int = 2,
     max_spread: float = 1.5,
+    threads=None,
 ) -> Comparison:
     """Train every model in ``models`` (default: ConvS2S and the GRU) with ``cfg`` (only
-    ``model`` changes), score each, and
-    time them interleaved.
+    ``model`` changes), score each, time them interleaved and read their convergence
+    speed.
 
     With ``use_cache`` the runs come from (and go to)
     :func:`~convs2s_edu.train_or_load`'s cache. The speed figures come from
-    :func:`~convs2s_edu.lab.timing.measure_config` (``steps_per_window``, ``n_rounds``,
-    ``warmup_steps``), measured afresh on every call; ``max_spread`` goes to
-    :func:`~convs2s_edu.lab.timing.speed_verdict`.
+    :func:`~convs2s_edu.lab.timing.measure_threads` at the thread counts ``threads``
+    (default every count from 1 to the usable cores) on a CPU, and from
+    :func:`~convs2s_edu.lab.timing.measure_config` on a GPU (``steps_per_window``,
+    ``n_rounds``, ``warmup_steps``), measured afresh on every call; ``max_spread`` goes
+    to the verdict. The rows' speed columns are those at this process's thread count
+    (:func:`torch.get_num_threads`) when it was measured, else at the first count.
     """
     cfg = cfg if cfg is not None else TrainConfig()
     check_int("n_rounds", n_rounds, 2)  # before any training
     check_int("steps_per_window", steps_per_window, 1)
     check_int("warmup_steps", warmup_steps, 0)
+    on_cpu = resolve_device(cfg.device).type == "cpu"
+    if threads is not None and not on_cpu:
+        raise ValueError("threads are a CPU setting: leave them out with a GPU device")
+    if threads is not None:  # checked before anything trains
+        threads = [check_int("thread count", t, 1, usable_cores()) for t in threads]
     test_set = make_datasets(cfg)[2]
     results = {}
     for name in models:
@@ -177,18 +239,41 @@ def compare(
         results[name] = (
             train_or_load(run_cfg, progress) if use_cache else train(run_cfg, progress=progress)
         )
-    m = verdict = None
+    m = verdict = scaling = None
+    per_step = {}
     if measure and len(models) >= 2:
-        m = measure_config(
-            cfg,
-            models,
-            steps_per_window=steps_per_window,
-            n_rounds=n_rounds,
-            warmup_steps=warmup_steps,
-        )
-        verdict = speed_verdict(m, max_spread=max_spread)
+        budget = {"steps_per_window": steps_per_window, "n_rounds": n_rounds}
+        if on_cpu:
+            scaling = measure_threads(cfg, models, threads, warmup_steps=warmup_steps, **budget)
+            now = torch.get_num_threads()
+            m = scaling.at(now if now in scaling.thread_counts else scaling.thread_counts[0])
+            verdict = thread_verdict(scaling, max_spread=max_spread)
+            per_step = seconds_per_step(scaling)
+        else:
+            m = measure_config(cfg, models, warmup_steps=warmup_steps, **budget)
+            verdict = speed_verdict(m, max_spread=max_spread)
+            per_step = seconds_per_step(m)
     rows = [summarise(results[name], test_set, measurement=m) for name in models]
-    return Comparison(rows, results, m, verdict)
+    curves = all(r.history.evals for r in results.values())
+    conv = convergence(results, per_step) if curves else None
+    return Comparison(rows, results, m, verdict, scaling, conv)
+
+
+def seconds_per_step(measured: SpeedMeasurement | ThreadScaling) -> dict:
+    """Per model, the median seconds per training step of an interleaved measurement, by the
+    hardware it ran on (:func:`~convs2s_edu.lab.convergence.hardware_label`): what
+    :func:`~convs2s_edu.lab.convergence.convergence` turns steps into seconds with."""
+    if isinstance(measured, ThreadScaling):
+        return {
+            n: {
+                hardware_label(t): measured.at(t).seconds_per_step(n).median
+                for t in measured.thread_counts
+            }
+            for n in measured.models
+        }
+    mach = measured.machine
+    where = hardware_label(mach.threads) if mach.device == "cpu" else mach.device
+    return {n: {where: measured.seconds_per_step(n).median} for n in measured.models}
 
 
 def format_table(rows: list[dict]) -> str:
@@ -260,4 +345,37 @@ def format_speed(
             "    ",
         )
     )
+    return "\n".join(out)
+
+
+def format_threads(
+    scaling: ThreadScaling, labels: dict | None = None, verdict: SpeedVerdict | None = None
+) -> str:
+    """Throughput at every thread count: one line per count with each model's median and
+    window range and the ratio of every model to the first (median and range over rounds),
+    then the verdict."""
+    labels = labels or {}
+    lab = lambda n: labels.get(n, n)  # noqa: E731
+    ref = scaling.models[0]
+    out = [
+        f"training throughput (target tokens/s, padding excluded) by PyTorch thread count, "
+        f"interleaved ({scaling.measurement.n_rounds} rounds):"
+    ]
+    for t in scaling.thread_counts:
+        m = scaling.at(t)
+        cells = [
+            f"{lab(n)} {m.throughput[n].median:,.0f} ({m.throughput[n].min:,.0f}-"
+            f"{m.throughput[n].max:,.0f})"
+            for n in scaling.models
+        ]
+        ratios = [
+            f"{lab(n)}/{lab(ref)} {m.ratios[n].median:.2f} ({m.ratios[n].min:.2f}-"
+            f"{m.ratios[n].max:.2f})"
+            for n in scaling.models[1:]
+        ]
+        out.append(
+            f"  {hardware_label(t):>10s}: " + "; ".join(cells) + "; ratio " + ", ".join(ratios)
+        )
+    if verdict is not None:
+        out.append(textwrap.fill(verdict.text, 99))
     return "\n".join(out)

@@ -21,6 +21,8 @@ from ..training.config import TrainConfig
 __all__ = [
     "QUICK_ENV",
     "SITE_DATA_ENV",
+    "SITE_RECIPES",
+    "SITE_BATCHING",
     "is_quick_mode",
     "site_config",
     "record",
@@ -41,16 +43,41 @@ def is_quick_mode() -> bool:
     return os.environ.get(QUICK_ENV, "").strip().lower() in ("1", "true", "yes")
 
 
-def site_config(model: str, **changes) -> TrainConfig:
-    """The configuration the gallery pages train: the seed's, or a small one in quick mode.
+#: The recipes the site trains both models with (:data:`~convs2s_edu.training.config.RECIPES`).
+SITE_RECIPES = ("seed", "fast")
 
-    Quick mode (``CONVS2S_EDU_QUICK=1``) keeps the task and the models and
-    shrinks the data to 2,000 training examples and the schedule to 6 epochs,
-    so the whole site builds in a few minutes on two CPU cores.
+#: How the site batches its training examples (``TrainConfig.batching``): the seed's random
+#: batches; equal-length ones cost the GRU accuracy (tools/measure_bucketing.py, departures).
+SITE_BATCHING = "random"
+
+#: Optimiser steps between held-out decodings (the learning curve), per recipe and mode:
+#: about 50 points over a run.
+_EVAL_EVERY = {("seed", False): 50, ("fast", False): 20, ("seed", True): 8, ("fast", True): 8}
+
+#: What quick mode changes, per recipe: small data and few steps, so the whole site builds
+#: in a few minutes on two CPU cores.
+_QUICK = {
+    "seed": {"n_train": 2_000, "n_valid": 300, "n_test": 300, "epochs": 6},
+    "fast": {"n_train": 1_280, "n_valid": 300, "n_test": 300, "epochs": 8},
+}
+
+
+def site_config(model: str, recipe: str = "seed", **changes) -> TrainConfig:
+    """The configuration the gallery pages train: a recipe's (the seed's by default), or a
+    small one in quick mode.
+
+    Every site configuration records its learning curve (``eval_every``: about 50
+    held-out decodings per run) and batches as :data:`SITE_BATCHING` says. Quick mode
+    (``CONVS2S_EDU_QUICK=1``) keeps the task and the models and shrinks the data and
+    the schedule (the seed recipe: 2,000 training examples, 6 epochs; the fast one: 80
+    steps), so the whole site builds in a few minutes on two CPU cores.
     """
-    cfg = TrainConfig(model=model)
-    if is_quick_mode():
-        cfg = cfg.replace(n_train=2_000, n_valid=300, n_test=300, epochs=6)
+    quick = is_quick_mode()
+    cfg = TrainConfig.recipe(
+        recipe, model=model, batching=SITE_BATCHING, eval_every=_EVAL_EVERY[(recipe, quick)]
+    )
+    if quick:
+        cfg = cfg.replace(**_QUICK[recipe])
     return cfg.replace(**changes)
 
 

@@ -61,6 +61,7 @@ from torch import nn
 
 from .._checks import check_int
 from .._machine import cpu_model, usable_cores
+from ..data import length_batches
 from ..decode import greedy_decode
 from ..loss import sequence_loss
 from ..seq2seq import EncoderDecoder
@@ -80,8 +81,12 @@ __all__ = [
     "measure_training",
     "training_batches",
     "measure_config",
+    "ThreadScaling",
+    "measure_threads",
     "speed_verdict",
+    "thread_verdict",
     "training_flops_per_token",
+    "measure_generation",
     "time_incremental_vs_full",
 ]
 
@@ -444,16 +449,33 @@ def measure_training(
 
 
 def training_batches(cfg, n_batches: int) -> list:
-    """The first ``n_batches`` batches of ``cfg``'s training set, shuffled with ``cfg.seed``
-    (cycling through the set when it holds fewer): the data every timing of a config uses."""
+    """``n_batches`` batches of ``cfg``'s first epoch, as its training loop draws them: the
+    data every timing of a config uses.
+
+    The epoch's batches are made the way :func:`~convs2s_edu.train` makes them (random
+    or equal-length batches, ``cfg.batching``, shuffled with ``cfg.seed``); of those,
+    ``n_batches`` are taken at evenly spaced ranks of their padded width, so that a few
+    batches cost, on average, what the epoch's batches cost (with equal-length batches,
+    the first few could all be short or all long). Fewer batches in the epoch than asked
+    for: they are cycled.
+    """
+    check_int("n_batches", n_batches, 1)
     train_ds = make_datasets(cfg)[0]
     g = torch.Generator().manual_seed(cfg.seed)
-    order = torch.randperm(len(train_ds), generator=g).tolist()
-    batches = []
-    for i in range(n_batches):
-        idx = order[(i * cfg.batch_size) % len(order) :][: cfg.batch_size]
-        batches.append(train_ds.collate([train_ds[j] for j in idx]))
-    return batches
+    sampler = length_batches(train_ds.lengths, cfg.batch_size, cfg.batching, g)
+    if sampler is not None:
+        epoch = list(sampler)
+    else:
+        order = torch.randperm(len(train_ds), generator=g).tolist()
+        epoch = [order[i : i + cfg.batch_size] for i in range(0, len(order), cfg.batch_size)]
+    if n_batches >= len(epoch):
+        chosen = [epoch[i % len(epoch)] for i in range(n_batches)]
+    else:
+        width = lambda idx: max(len(train_ds[j][0]) for j in idx)  # noqa: E731
+        ranked = sorted(range(len(epoch)), key=lambda k: (width(epoch[k]), k))
+        picks = sorted(ranked[int((i + 0.5) * len(epoch) / n_batches)] for i in range(n_batches))
+        chosen = [epoch[k] for k in picks]
+    return [train_ds.collate([train_ds[j] for j in idx]) for idx in chosen]
 
 
 def measure_config(
@@ -490,6 +512,159 @@ def measure_config(
 
 
 # --------------------------------------------------------------------------
+# Parallel hardware: the same measurement at every thread count
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class ThreadScaling:
+    """Training throughput of the same models at several thread counts, all interleaved.
+
+    Attributes
+    ----------
+    models : list of str
+        The models; the first is the reference of the ratios.
+    thread_counts : list of int
+    measurement : SpeedMeasurement
+        Every window, keyed ``"<model>@<threads>"`` (e.g. ``"gru@2"``): in every round
+        each model ran one window at each thread count.
+    """
+
+    models: list
+    thread_counts: list
+    measurement: SpeedMeasurement
+
+    def at(self, threads: int) -> SpeedMeasurement:
+        """The windows of ``threads`` threads as a measurement of its own (the models' keys,
+        ratios within each round, ``machine.threads`` set to ``threads``): what
+        :func:`speed_verdict` reads."""
+        if threads not in self.thread_counts:
+            raise ValueError(f"no windows at {threads} threads; measured: {self.thread_counts}")
+        raw = self.measurement
+        key = {m: f"{m}@{threads}" for m in self.models}
+        seconds = {m: raw.window_seconds[key[m]] for m in self.models}
+        tokens = {m: raw.window_tokens[key[m]] for m in self.models}
+        tput = {m: [t / s for t, s in zip(tokens[m], seconds[m])] for m in self.models}
+        ref = self.models[0]
+        ratios = {
+            m: WindowStats.of([a / b for a, b in zip(tput[m], tput[ref])]) for m in self.models
+        }
+        suffix = f"@{threads}"
+        order = [k.removesuffix(suffix) for k in raw.order if k.endswith(suffix)]
+        machine = MachineInfo(**{**asdict(raw.machine), "threads": threads})
+        return SpeedMeasurement(
+            models=list(self.models),
+            steps_per_window=raw.steps_per_window,
+            n_rounds=raw.n_rounds,
+            warmup_steps=raw.warmup_steps,
+            order=order,
+            window_seconds=seconds,
+            window_tokens=tokens,
+            throughput={m: WindowStats.of(tput[m]) for m in self.models},
+            ratios=ratios,
+            machine=machine,
+        )
+
+    def to_dict(self) -> dict:
+        """Per thread count: each model's throughput (median, min, max), the ratio of
+        every model to the first (median, min, max over rounds); and the raw windows."""
+        points = {}
+        for t in self.thread_counts:
+            m = self.at(t)
+            points[str(t)] = {
+                "throughput": {n: asdict(m.throughput[n]) for n in self.models},
+                "ratio": {n: asdict(m.ratios[n]) for n in self.models[1:]},
+            }
+        return {
+            "models": list(self.models),
+            "thread_counts": list(self.thread_counts),
+            "points": points,
+            "measurement": self.measurement.to_dict(),
+        }
+
+
+def _with_threads(threads: int, run: Callable):
+    def call():
+        torch.set_num_threads(threads)
+        return run()
+
+    return call
+
+
+def measure_threads(
+    cfg,
+    models: Sequence[str] = ("convs2s", "gru"),
+    thread_counts: Sequence[int] | None = None,
+    steps_per_window: int = 4,
+    n_rounds: int = 6,
+    warmup_steps: int = 2,
+    n_batches: int | None = None,
+) -> ThreadScaling:
+    """:func:`measure_config` at every thread count, in one interleaved measurement.
+
+    Parameters
+    ----------
+    cfg : TrainConfig
+        The configuration (on the CPU: threads are a CPU matter).
+    models : sequence of str
+    thread_counts : sequence of int, optional
+        PyTorch intra-op thread counts (:func:`torch.set_num_threads`), each in
+        ``1..usable cores``; default every count from 1 to the usable cores.
+    steps_per_window, n_rounds, warmup_steps, n_batches
+        As :func:`measure_config`. Every round runs one window of every model at
+        every thread count, the order reversed every other round; each count gets
+        its own warm-up steps.
+
+    Returns
+    -------
+    ThreadScaling
+
+    Notes
+    -----
+    The process's thread count is restored afterwards. ``OMP_WAIT_POLICY``
+    stays what the process started with (PASSIVE by default: waiting threads
+    sleep); :attr:`MachineInfo.omp_wait_policy` records it.
+    """
+    cores = usable_cores()
+    counts = list(range(1, cores + 1)) if thread_counts is None else list(thread_counts)
+    if not counts:
+        raise ValueError("thread_counts must hold at least one count, got none")
+    counts = [check_int("thread count", t, 1, cores) for t in counts]
+    if len(set(counts)) != len(counts):
+        raise ValueError(f"thread_counts must be distinct, got {counts}")
+    dev = resolve_device(cfg.device)
+    if dev.type != "cpu":
+        raise ValueError(f"thread counts are measured on the CPU, got device {dev}")
+    n_batches = steps_per_window if n_batches is None else check_int("n_batches", n_batches, 1)
+    check_int("steps_per_window", steps_per_window, 1)
+    check_int("warmup_steps", warmup_steps, 0)
+    batches = training_batches(cfg, n_batches)
+    windows, warmups = {}, {}
+    for name in models:
+        torch.manual_seed(cfg.seed)
+        model = build_model(cfg.replace(model=name)).to(dev).train()
+        optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr, betas=cfg.adam_betas)
+        step = make_train_step(model, optimizer, cfg.clip_norm)
+        for t in counts:
+            key = f"{name}@{t}"
+            windows[key] = _with_threads(t, window_runner(step, batches, steps_per_window))
+            warmups[key] = _with_threads(t, warmup_runner(step, batches, warmup_steps))
+    before = torch.get_num_threads()
+    try:
+        raw = time_interleaved(
+            windows,
+            n_rounds,
+            dev,
+            warmup=warmups,
+            steps_per_window=steps_per_window,
+            warmup_steps=warmup_steps,
+        )
+    finally:
+        torch.set_num_threads(before)
+    return ThreadScaling(list(models), counts, raw)
+
+
+# --------------------------------------------------------------------------
 # The verdict
 # --------------------------------------------------------------------------
 
@@ -511,6 +686,9 @@ class SpeedVerdict:
         Why it is not ``ok`` (empty when it is).
     faster : str or None
         The faster model when ``resolved``, else ``None``.
+    by_threads : dict of int to SpeedVerdict
+        For a verdict over thread counts (:func:`thread_verdict`): the verdict at
+        each count; empty otherwise.
     """
 
     ok: bool
@@ -518,6 +696,7 @@ class SpeedVerdict:
     text: str
     reasons: list = field(default_factory=list)
     faster: str | None = None
+    by_threads: dict = field(default_factory=dict)
 
     def _repr_html_(self) -> str:
         """A warning box when not ``ok`` (notebooks, and gallery pages that end a cell with
@@ -641,6 +820,42 @@ def speed_verdict(
     return SpeedVerdict(True, True, text, faster=faster)
 
 
+def thread_verdict(
+    scaling: ThreadScaling,
+    max_spread: float = 1.5,
+    labels: Mapping[str, str] | None = None,
+) -> SpeedVerdict:
+    """:func:`speed_verdict` at every thread count of ``scaling``, in one statement that
+    names the hardware each holds for.
+
+    Returns
+    -------
+    SpeedVerdict
+        ``by_threads`` holds the verdict at every count; ``text`` says, for each,
+        which model was faster and by how much (or why nothing can be said), after
+        the CPU and its usable cores; ``ok`` and ``resolved`` when every count's
+        verdict is. ``faster`` is ``None``: which model is faster depends on the
+        hardware, and the point of the measurement is to say how.
+    """
+    by = {t: speed_verdict(scaling.at(t), max_spread, labels) for t in scaling.thread_counts}
+    mach = scaling.measurement.machine
+    parts = []
+    for t, v in by.items():
+        what = v.text.removeprefix("WARNING: ")
+        if what.startswith(("The ", "This ")):  # not a model's name: lower-case it
+            what = what[:1].lower() + what[1:]
+        parts.append(f"with {t} thread{'s' if t > 1 else ''}: {what}")
+    head = f"On {mach.cpu} ({mach.cores} cores usable, device {mach.device}), "
+    ok = all(v.ok for v in by.values())
+    text = (
+        ("" if ok else "WARNING: ")
+        + head
+        + " ".join(p if i == 0 else p[:1].upper() + p[1:] for i, p in enumerate(parts))
+    )
+    reasons = [f"{t} threads: {r}" for t, v in by.items() for r in v.reasons]
+    return SpeedVerdict(ok, ok and all(v.resolved for v in by.values()), text, reasons, None, by)
+
+
 # --------------------------------------------------------------------------
 # Arithmetic per token
 # --------------------------------------------------------------------------
@@ -666,6 +881,82 @@ def training_flops_per_token(model: nn.Module, batch) -> float:
     model.zero_grad(set_to_none=True)
     model.train(was_training)
     return counter.get_total_flops() / batch.n_target_tokens
+
+
+# --------------------------------------------------------------------------
+# Generation, as the paper times it (Table 3)
+# --------------------------------------------------------------------------
+
+
+def measure_generation(
+    models: Mapping[str, nn.Module],
+    sources: Sequence[Sequence[int]],
+    beam_sizes: Sequence[int] = (1, 5),
+    batch_size: int = 128,
+    n_rounds: int = 4,
+) -> dict:
+    """Generation throughput of ``models`` on the same ``sources``, interleaved, per beam size.
+
+    As Gehring et al. time generation (§5.3, Table 3): the sources decoded in batches
+    of up to ``batch_size`` sentences of equal length
+    (:func:`~convs2s_edu.decode.decode_all` with ``bucket=True``), greedily
+    (``beam_sizes`` 1) and with beam search (5), the incremental decoder state of
+    each model (ConvS2S shifts its convolution windows, it does not recompute them).
+    For every beam size, every model decodes all the sources once per window
+    (:func:`time_interleaved`: A B, B A, ...), after an untimed warm-up decoding of
+    the first batch.
+
+    Parameters
+    ----------
+    models : mapping of str to EncoderDecoder
+        At least two models, on one device.
+    sources : sequence of sequence of int
+        The sentences every model decodes.
+    beam_sizes : sequence of int
+    batch_size : int
+        Sentences per batch.
+    n_rounds : int
+        Windows per model and beam size (>= 2).
+
+    Returns
+    -------
+    dict of int to SpeedMeasurement
+        Per beam size; a window's "tokens" are the sentences it decoded, so the
+        throughput is in sentences per second.
+    """
+    from ..decode import decode_all
+
+    if len(models) < 2:
+        raise ValueError(f"need at least two models to interleave, got {list(models)}")
+    sources = [list(x) for x in sources]
+    if not sources:
+        raise ValueError("need at least one source sentence, got none")
+    check_int("batch_size", batch_size)
+    devices = {next(m.parameters()).device for m in models.values()}
+    if len(devices) != 1:
+        raise ValueError(f"all models must be on one device, got {sorted(map(str, devices))}")
+    device = devices.pop()
+    out = {}
+    for k in beam_sizes:
+        k = check_int("beam size", k)
+
+        def window(model, k=k):
+            def run() -> int:
+                decode_all(model, sources, beam_size=k, batch_size=batch_size)
+                return len(sources)
+
+            return run
+
+        def warm(model, k=k):
+            return lambda: decode_all(model, sources[:batch_size], beam_size=k)
+
+        out[k] = time_interleaved(
+            {n: window(m) for n, m in models.items()},
+            n_rounds,
+            device,
+            warmup={n: warm(m) for n, m in models.items()},
+        )
+    return out
 
 
 # --------------------------------------------------------------------------

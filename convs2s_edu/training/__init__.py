@@ -4,13 +4,15 @@ Modules, bottom to top (a module imports only those above it in this list)::
 
     device      resolve_device, device_label, synchronize: the one device helper
     paths       execution paths: eager or compiled, fp32 or bf16, CUDA graphs
-    config      TrainConfig (the seed's hyperparameters), make_datasets, build_model
+    config      TrainConfig (the seed's hyperparameters and RECIPES), make_datasets,
+                training_set, build_model
     step        make_train_step: the one training step; RunContext: where it runs
     parallel    DataParallelContext: the step's context for one rank under torchrun
     progress    Progress: a bar on a terminal, one line per epoch in a log
     checkpoint  History, TrainResult, save/read/load a checkpoint
     loop        train(): the timed loop
-    cache       train_or_load(): train once, load afterwards
+    cache       train_or_load(): train once, load afterwards (locked per entry)
+    schedule    run_jobs(): independent jobs concurrently, one process per core
     launch      spawn_train(): torchrun's job, from Python
 
 The learner's names (``train``, ``train_or_load``, ``TrainConfig``, ...) are
@@ -26,16 +28,19 @@ from .checkpoint import (
     load_checkpoint,
     read_checkpoint,
 )
-from .config import MODEL_NAMES, TrainConfig, build_model, make_datasets
+from .config import MODEL_NAMES, RECIPES, TrainConfig, build_model, make_datasets, training_set
 from .device import device_label, resolve_device, synchronize
 from .launch import spawn_train
-from .loop import TrainingDivergedError, train
+from .loop import TrainingDivergedError, lr_factor, train
+from .schedule import Job, JobResult, run_jobs, train_job
 from .step import RunContext, make_train_step
 
 __all__ = [
     "MODEL_NAMES",
+    "RECIPES",
     "TrainConfig",
     "make_datasets",
+    "training_set",
     "build_model",
     "resolve_device",
     "device_label",
@@ -49,9 +54,14 @@ __all__ = [
     "read_checkpoint",
     "load_checkpoint",
     "TrainingDivergedError",
+    "lr_factor",
     "train",
     "cache_dir",
     "cache_key",
     "train_or_load",
     "spawn_train",
+    "Job",
+    "JobResult",
+    "run_jobs",
+    "train_job",
 ]

@@ -60,16 +60,39 @@ class History:
         Where it trained, e.g. ``"cpu"`` or ``"cuda (NVIDIA H200)"``.
     n_parameters : int
         Trainable parameters of the model.
+    steps : int
+        Optimiser steps taken.
+    evals : list of dict
+        The learning curve (``TrainConfig.eval_every``): one record per held-out
+        decoding, with ``step``, ``examples`` (steps x batch size), ``valid_loss``,
+        ``exact_match`` and ``token_accuracy`` (greedy decoding of the held-out set).
+    shared_clock : bool
+        True when (part of) the run trained beside other runs, so that its
+        ``seconds`` measured the sharing as much as the model: never a speed.
     """
 
     epochs: list = field(default_factory=list)
     step_losses: list = field(default_factory=list)
     device: str = ""
     n_parameters: int = 0
+    steps: int = 0
+    evals: list = field(default_factory=list)
+    shared_clock: bool = False
 
     def column(self, name: str) -> list:
         """One field of every epoch record, e.g. ``history.column("seconds")``."""
         return [e[name] for e in self.epochs]
+
+    def reached(self, level: float, metric: str = "exact_match") -> dict | None:
+        """The first held-out evaluation (of :attr:`evals`) at which ``metric`` was at
+        least ``level``, or ``None`` when none was (the run never reached it).
+
+        >>> h = History(evals=[{"step": 50, "exact_match": 0.4},
+        ...                    {"step": 100, "exact_match": 0.7}])
+        >>> h.reached(0.5)["step"], h.reached(0.9)
+        (100, None)
+        """
+        return next((e for e in self.evals if e[metric] >= level), None)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -150,6 +173,7 @@ def save_checkpoint(
     history: History,
     generator: torch.Generator,
     epoch: int,
+    scheduler=None,
 ) -> None:
     """Write the checkpoint of ``epoch`` to ``path`` (atomically; see the module's notes).
 
@@ -166,6 +190,7 @@ def save_checkpoint(
         "model_config": model.cfg.to_dict(),
         "model": {k: v.detach().cpu() for k, v in model.state_dict().items()},
         "optimizer": optimizer.state_dict(),
+        "scheduler": None if scheduler is None else scheduler.state_dict(),
         "history": history.to_dict(),
         "rng": {
             "torch": torch.get_rng_state(),

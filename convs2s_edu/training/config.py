@@ -3,9 +3,20 @@ r"""What determines a training run: :class:`TrainConfig`, its data and its model
 The seed notebook's experiment (sections 10-11): Adam with learning rate
 :math:`10^{-3}`, batches of 128, 30 epochs over 10,000 sorting examples of
 length 8-20 drawn from a vocabulary of 50. :class:`TrainConfig` holds those
-numbers; :func:`make_datasets` draws the run's three data sets and
-:func:`build_model` builds its freshly initialised model. Both depend on the
-config alone, so that two runs with the same seed see the same data.
+numbers; :func:`make_datasets` draws the run's three data sets,
+:func:`training_set` the examples of one epoch and :func:`build_model` builds
+its freshly initialised model. All depend on the config alone, so that two runs
+with the same seed see the same data.
+
+Two recipes
+-----------
+:data:`RECIPES` names two ways to train the same models
+(:meth:`TrainConfig.recipe`): ``"seed"``, the seed notebook's (the defaults), and
+``"fast"``, a recipe of the kind transformer training made standard: a fresh
+batch of never-seen examples every step, Adam with :math:`\beta_2 = 0.98`, a
+linear warm-up over the first 5% of the steps to a peak learning rate of
+:math:`3 \cdot 10^{-3}`, then a linear decay to 0, no dropout, 800 steps.
+What the recipe is worth, in steps and in accuracy, is measured on the site.
 """
 
 from __future__ import annotations
@@ -18,13 +29,23 @@ from torch import nn
 
 from .._checks import check_int
 from ..convs2s import ConvS2S, ConvS2SConfig
-from ..data import SortingDataset, generate_dataset
+from ..data import TASKS, SortingDataset, generate_dataset
 from ..hybrid import HYBRID_NAMES, HybridConfig, HybridSeq2Seq
 from ..rnn import RNNSeq2Seq, RNNSeq2SeqConfig
 from .device import resolve_device
 from .paths import PRECISIONS, check_compile_mode
 
-__all__ = ["MODEL_NAMES", "LIMITS", "TrainConfig", "make_datasets", "build_model"]
+__all__ = [
+    "MODEL_NAMES",
+    "LIMITS",
+    "BATCHINGS",
+    "LR_SCHEDULES",
+    "RECIPES",
+    "TrainConfig",
+    "make_datasets",
+    "training_set",
+    "build_model",
+]
 
 #: Model names accepted by :class:`TrainConfig` and the command line: the two models, then
 #: the hybrids ``"<encoder>+<decoder>"`` (:mod:`convs2s_edu.hybrid`).
@@ -44,6 +65,33 @@ LIMITS = {
     "seed": 2**32 - 1,
 }
 
+#: How the training examples are put into batches: ``"random"`` (the seed's shuffled
+#: batches), ``"bucket"`` (:class:`~convs2s_edu.data.LengthBucketSampler`: equal lengths) or
+#: ``"pooled"`` (sorted pools of 4 batches: neighbouring lengths).
+BATCHINGS = ("random", "bucket", "pooled")
+
+#: Learning-rate schedules: ``"constant"`` (the seed's) or ``"warmup-linear"`` (a linear
+#: warm-up over the first ``warmup`` fraction of the steps, then a linear decay to 0).
+LR_SCHEDULES = ("constant", "warmup-linear")
+
+#: The named recipes of :meth:`TrainConfig.recipe`: the fields each sets.
+RECIPES = {
+    # the seed notebook's: 10,000 fixed examples, 30 epochs, Adam at 1e-3, dropout 0.1
+    "seed": {},
+    # a fresh batch of 128 every step (an "epoch" is 12,800 new examples, 100 steps),
+    # 8 epochs = 800 steps; Adam beta2 0.98, 5% warm-up to 3e-3, linear decay to 0; no dropout
+    "fast": {
+        "fresh_data": True,
+        "n_train": 12_800,
+        "epochs": 8,
+        "lr": 3e-3,
+        "lr_schedule": "warmup-linear",
+        "warmup": 0.05,
+        "adam_betas": (0.9, 0.98),
+        "model_options": {"dropout": 0.0},
+    },
+}
+
 
 @dataclass
 class TrainConfig:
@@ -60,51 +108,51 @@ class TrainConfig:
         model, or a hybrid ``"<encoder>+<decoder>"`` (:class:`~convs2s_edu.HybridSeq2Seq`).
     vocab_size, min_len, max_len : int
         The sorting task: tokens ``1..vocab_size``, lengths ``min_len..max_len``.
+    task : {"sort", "reverse", "copy"}
+        What the target is (:data:`~convs2s_edu.data.TASKS`; seed: sorting).
     n_train, n_valid, n_test : int
         Sizes of the training, held-out and test sets. All three depend only on
         ``seed`` and the task, never on the model, so both models see the same data.
+        With ``fresh_data``, ``n_train`` is the number of new examples per epoch.
     batch_size : int
         Examples per optimiser step (seed: 128).
     lr : float
-        Adam's learning rate (seed: 1e-3).
+        Adam's learning rate (seed: 1e-3); the peak of a ``"warmup-linear"`` schedule.
     epochs : int
-        Passes over the training set (seed: 30).
-    clip_norm : float or None
-        Clip the gradient's global norm to this value (not in the seed; a
-        standard safeguard for recurrent models, applied to both models alike).
-        ``None`` disables clipping.
-    paper_normalisation : bool
-        The convolutional parts only (the GRU model ignores it): train the paper's
-        ConvS2S, with weight normalisation and the paper's initialisation, encoder
-        gradient scaling
-        and the :math:`m\sqrt{1/m}` context scaling
-        (:meth:`ConvS2SConfig.paper <convs2s_edu.ConvS2SConfig.paper>`). ``False``
-        trains the seed's simplified ConvS2S (PyTorch's default initialisation,
-        none of the three). On by default: the package measures the paper's
-        model; ``convs2s-edu compare --seed-convs2s`` measures the seed's.
-    seed : int
-        Seeds the data, the model's initialisation, dropout and the shuffling.
-    device : str
-        ``"auto"`` (CUDA when present, else CPU), ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
-    model_options : dict
-        Extra fields of :class:`~convs2s_edu.ConvS2SConfig` or
-        :class:`~convs2s_edu.RNNSeq2SeqConfig` (e.g. ``{"weight_norm": True}``);
-        for a hybrid, a field goes to every part's config that has it.
-    compile : bool
-        :func:`torch.compile` the encoder and decoder (:mod:`convs2s_edu.training.paths`); same
-        parameters, same checkpoint. Default ``False`` (eager).
-    compile_mode : {None, "default", "reduce-overhead", "max-autotune"}
-        ``torch.compile``'s mode; ``"reduce-overhead"`` uses CUDA graphs (CUDA only).
-    precision : {"fp32", "bf16"}
-        ``"bf16"``: mixed precision (autocast) on CUDA or on a CPU with bf16 matrix
-        instructions; refused with a ``ValueError`` elsewhere
-        (:func:`convs2s_edu.training.paths.check_precision`).
+        Passes over the training set (seed: 30); with ``fresh_data``, rounds of
+        ``n_train`` new examples.
+    fresh_data : bool
+        ``False`` (seed): the same ``n_train`` examples every epoch. ``True``: every
+        epoch draws ``n_train`` examples never used before (none of them a held-out
+        or test source), so no example is seen twice.
+    batching : {"random", "bucket", "pooled"}
+        Random batches (seed), batches of equal length, or of neighbouring lengths
+        (:func:`~convs2s_edu.data.length_batches`, :data:`BATCHINGS`).
+    lr_schedule : {"constant", "warmup-linear"}
+        :data:`LR_SCHEDULES`; ``"warmup-linear"`` raises the learning rate
+        linearly over the first ``warmup`` fraction of the steps, then lowers it
+        linearly to 0 at the last step.
+    warmup : float
+        The warm-up fraction of ``"warmup-linear"``, in ``[0, 1)`` (ignored otherwise).
+    adam_betas : tuple of float
+        Adam's :math:`(\beta_1, \beta_2)` (seed: PyTorch's ``(0.9, 0.999)``).
+    eval_every : int or None
+        Every this many optimiser steps (and after the last one), decode the
+        held-out set greedily and record its loss, exact match and token accuracy
+        in :attr:`History.evals <convs2s_edu.training.History>`: the learning curve
+        that convergence speed is read from. ``None``: only the held-out loss after
+        every epoch. Its time is not part of the epoch's clock.
+
 
     Raises
     ------
     ValueError
         For a field of the wrong type or out of range; the message names the
         field, the value and the allowed range.
+
+    See Also
+    --------
+    TrainConfig.recipe : the named recipes (:data:`RECIPES`).
 
     Notes
     -----
@@ -123,12 +171,19 @@ class TrainConfig:
     vocab_size: int = 50
     min_len: int = 8
     max_len: int = 20
+    task: str = "sort"
     n_train: int = 10_000
     n_valid: int = 1_000
     n_test: int = 1_000
     batch_size: int = 128
     lr: float = 1e-3
     epochs: int = 30
+    fresh_data: bool = False  # the fast recipe: True
+    batching: str = "random"  # "bucket": equal-length batches
+    lr_schedule: str = "constant"  # the fast recipe: "warmup-linear"
+    warmup: float = 0.05  # fraction of the steps (warmup-linear only)
+    adam_betas: tuple = (0.9, 0.999)  # PyTorch's default; the fast recipe: (0.9, 0.98)
+    eval_every: int | None = None  # steps between held-out decodings (None: none)
     clip_norm: float | None = 1.0
     paper_normalisation: bool = True
     seed: int = 0
@@ -147,6 +202,37 @@ class TrainConfig:
             )
         if self.min_len > self.max_len:
             raise ValueError(f"min_len must be <= max_len, got {self.min_len} > {self.max_len}")
+        if self.task not in TASKS:
+            raise ValueError(f"task must be one of {TASKS}, got {self.task!r}")
+        for name in ("fresh_data",):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        if self.batching not in BATCHINGS:
+            raise ValueError(f"batching must be one of {BATCHINGS}, got {self.batching!r}")
+        if self.lr_schedule not in LR_SCHEDULES:
+            raise ValueError(
+                f"lr_schedule must be one of {LR_SCHEDULES}, got {self.lr_schedule!r}"
+            )
+        if (
+            isinstance(self.warmup, bool)
+            or not isinstance(self.warmup, numbers.Real)
+            or not 0 <= self.warmup < 1
+        ):
+            raise ValueError(f"warmup must be a fraction in [0, 1), got {self.warmup!r}")
+        betas = self.adam_betas
+        if (
+            isinstance(betas, (str, bytes))
+            or not hasattr(betas, "__len__")
+            or len(betas) != 2
+            or not all(
+                not isinstance(b, bool) and isinstance(b, numbers.Real) and 0 <= b < 1
+                for b in betas
+            )
+        ):
+            raise ValueError(f"adam_betas must be two numbers in [0, 1), got {betas!r}")
+        self.adam_betas = (float(betas[0]), float(betas[1]))
+        if self.eval_every is not None:
+            self.eval_every = check_int("eval_every", self.eval_every, 1, 10**9)
         if not _positive_real(self.lr):
             raise ValueError(f"lr must be a positive finite number, got {self.lr!r}")
         if self.clip_norm is not None and not _positive_real(self.clip_norm):
@@ -180,6 +266,35 @@ class TrainConfig:
         """A copy with some fields changed (validated again)."""
         return replace(self, **changes)
 
+    @classmethod
+    def recipe(cls, name: str, **changes) -> TrainConfig:
+        """The config of a named recipe (:data:`RECIPES`), with ``changes`` on top.
+
+        ``model_options`` of ``changes`` are merged into the recipe's (so
+        ``recipe("fast", model_options={"hidden_dim": 64})`` keeps its
+        ``dropout=0``).
+
+        >>> TrainConfig.recipe("fast").total_steps
+        800
+        """
+        if name not in RECIPES:
+            raise ValueError(f"unknown recipe {name!r}; allowed: {', '.join(RECIPES)}")
+        fields_ = {**RECIPES[name], **changes}
+        options = {**RECIPES[name].get("model_options", {}), **changes.get("model_options", {})}
+        if options:
+            fields_["model_options"] = options
+        return cls(**fields_)
+
+    @property
+    def steps_per_epoch(self) -> int:
+        r"""Optimiser steps of one epoch in one process: :math:`\lceil n_{train} / B \rceil`."""
+        return -(-self.n_train // self.batch_size)
+
+    @property
+    def total_steps(self) -> int:
+        """Optimiser steps of the whole run in one process (epochs x steps per epoch)."""
+        return self.epochs * self.steps_per_epoch
+
     def to_dict(self) -> dict:
         return asdict(self)
 
@@ -188,6 +303,9 @@ class TrainConfig:
         """The inverse of ``to_dict()``; unknown field names are a ``ValueError``."""
         if not isinstance(d, dict):
             raise ValueError(f"a TrainConfig is read from a dict, got {type(d).__name__}")
+        d = dict(d)
+        if isinstance(d.get("adam_betas"), list):  # JSON has no tuples
+            d["adam_betas"] = tuple(d["adam_betas"])
         names = [f.name for f in fields(cls)]
         unknown = sorted(str(k) for k in d if k not in names)
         if unknown:
@@ -201,6 +319,34 @@ def _positive_real(x) -> bool:
     return not isinstance(x, bool) and isinstance(x, numbers.Real) and math.isfinite(x) and x > 0
 
 
+def _draw(cfg: TrainConfig, n: int, seed, exclude: set, what: str) -> list:
+    """``n`` examples of ``cfg``'s task drawn with ``seed``, none of whose sources is in
+    ``exclude``: a clashing draw is replaced by one of a fresh draw (seeded with ``seed``
+    and a counter) whose source is new."""
+    examples = generate_dataset(n, cfg.min_len, cfg.max_len, cfg.vocab_size, seed, cfg.task)
+    if not exclude:
+        return examples
+    examples = [e for e in examples if tuple(e[0]) not in exclude]
+    kept = {tuple(x) for x, _ in examples}
+    refill = 0
+    while len(examples) < n:
+        refill += 1
+        if refill > 100:
+            raise ValueError(
+                f"cannot draw {n} {what} examples disjoint from the other sets: lengths "
+                f"{cfg.min_len}..{cfg.max_len} over {cfg.vocab_size} tokens give too few "
+                "distinct sequences"
+            )
+        seeds = [*seed, refill] if isinstance(seed, list) else [seed, refill]
+        more = generate_dataset(n, cfg.min_len, cfg.max_len, cfg.vocab_size, seeds, cfg.task)
+        for e in more:
+            key = tuple(e[0])
+            if len(examples) < n and key not in exclude and key not in kept:
+                examples.append(e)
+                kept.add(key)
+    return examples
+
+
 def make_datasets(cfg: TrainConfig) -> tuple[SortingDataset, SortingDataset, SortingDataset]:
     """The training, held-out and test sets of ``cfg`` (seeds ``seed``, ``seed+1``, ``seed+2``).
 
@@ -212,34 +358,50 @@ def make_datasets(cfg: TrainConfig) -> tuple[SortingDataset, SortingDataset, Sor
     seed's task, 10,000 sequences of length 8-20 over 50 tokens, a repeat is
     so unlikely that the sets are exactly the three independent draws).
     ``ValueError`` when the task has too few distinct sequences for that.
+
+    With ``fresh_data`` the held-out and test sets are drawn first (the same
+    seeds) and the training set returned is the first epoch's
+    (:func:`training_set`); every epoch's examples avoid their sources.
     """
+    if cfg.fresh_data:
+        valid = _draw(cfg, cfg.n_valid, cfg.seed + 1, set(), "held-out")
+        test = _draw(cfg, cfg.n_test, cfg.seed + 2, {tuple(x) for x, _ in valid}, "test")
+        held_out = (SortingDataset(valid, cfg.vocab_size, cfg.task),)
+        held_out += (SortingDataset(test, cfg.vocab_size, cfg.task),)
+        return (training_set(cfg, 1, held_out), *held_out)
     seen: set[tuple[int, ...]] = set()
+    sets = []
+    for n, offset, what in ((cfg.n_train, 0, "training"), (cfg.n_valid, 1, "held-out")):
+        sets.append(_draw(cfg, n, cfg.seed + offset, seen, what))
+        seen.update(tuple(x) for x, _ in sets[-1])
+    sets.append(_draw(cfg, cfg.n_test, cfg.seed + 2, seen, "test"))
+    return tuple(SortingDataset(e, cfg.vocab_size, cfg.task) for e in sets)
 
-    def make(n, offset):
-        examples = generate_dataset(n, cfg.min_len, cfg.max_len, cfg.vocab_size, cfg.seed + offset)
-        if offset > 0:  # the training set may repeat itself; the others must not meet it
-            examples = [e for e in examples if tuple(e[0]) not in seen]
-            refill = 0
-            while len(examples) < n:
-                refill += 1
-                if refill > 100:
-                    raise ValueError(
-                        f"cannot draw {cfg.n_valid} held-out and {cfg.n_test} test examples "
-                        f"disjoint from the training set: lengths {cfg.min_len}..{cfg.max_len} "
-                        f"over {cfg.vocab_size} tokens give too few distinct sequences"
-                    )
-                more = generate_dataset(
-                    n, cfg.min_len, cfg.max_len, cfg.vocab_size, [cfg.seed + offset, refill]
-                )
-                kept = {tuple(x) for x, _ in examples}
-                for e in more:
-                    if len(examples) < n and tuple(e[0]) not in seen and tuple(e[0]) not in kept:
-                        examples.append(e)
-                        kept.add(tuple(e[0]))
-        seen.update(tuple(x) for x, _ in examples)
-        return SortingDataset(examples, cfg.vocab_size)
 
-    return make(cfg.n_train, 0), make(cfg.n_valid, 1), make(cfg.n_test, 2)
+def training_set(cfg: TrainConfig, epoch: int, held_out=None) -> SortingDataset:
+    """The training examples of ``epoch`` (1-based).
+
+    Without ``fresh_data``: the one training set of :func:`make_datasets`, every
+    epoch. With it: ``n_train`` examples drawn with the seed ``[seed, 3, epoch]``
+    (apart from the held-out and test seeds ``seed + 1`` and ``seed + 2``), none of
+    whose sources is a held-out or test source.
+
+    Parameters
+    ----------
+    cfg : TrainConfig
+    epoch : int
+        ``>= 1``.
+    held_out : tuple of SortingDataset, optional
+        The held-out and test sets, when the caller has them already.
+    """
+    epoch = check_int("epoch", epoch)
+    if not cfg.fresh_data:
+        return make_datasets(cfg)[0]
+    if held_out is None:
+        held_out = make_datasets(cfg.replace(n_train=1))[1:]
+    exclude = {tuple(x) for ds in held_out for x, _ in ds.examples}
+    examples = _draw(cfg, cfg.n_train, [cfg.seed, 3, epoch], exclude, "training")
+    return SortingDataset(examples, cfg.vocab_size, cfg.task)
 
 
 def build_model(cfg: TrainConfig) -> nn.Module:

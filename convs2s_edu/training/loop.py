@@ -5,7 +5,21 @@ What is timed
 An epoch's wall-clock time (:func:`time.perf_counter`) covers the training
 steps only: batching, forward, backward and the optimiser. On a GPU the clock
 is read after :func:`torch.cuda.synchronize`, otherwise it would stop while
-kernels are still queued. The held-out loss is computed after the clock stops.
+kernels are still queued. The held-out loss is computed after the clock stops,
+and the held-out decodings of ``eval_every`` are left out of it too.
+
+That clock measures the machine as much as the model: a run trained beside
+other runs (the scheduler's, :mod:`convs2s_edu.training.schedule`) says so in
+:attr:`History.shared_clock`, and the site's speed figures come from
+interleaved measurements instead (:mod:`convs2s_edu.lab.timing`).
+
+The learning curve
+------------------
+With ``eval_every``, the held-out set is decoded greedily every that many
+optimiser steps and after the last one; :attr:`History.evals` keeps the loss,
+exact match and token accuracy of each, and :meth:`History.reached` reads
+convergence speed off them (the first evaluated step at which a level was
+reached: an upper bound with the resolution ``eval_every``).
 
 One process or many
 -------------------
@@ -24,6 +38,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from ..loss import sequence_loss
+from ..metrics import evaluate
 from .checkpoint import (
     History,
     TrainResult,
@@ -31,14 +46,14 @@ from .checkpoint import (
     read_checkpoint,
     save_checkpoint,
 )
-from .config import TrainConfig, build_model, make_datasets
+from .config import TrainConfig, build_model, make_datasets, training_set
 from .device import device_label, synchronize
 from .parallel import setup
 from .paths import apply_compile, check_compile_mode, check_precision
 from .progress import Progress
 from .step import RunContext, make_train_step
 
-__all__ = ["VALID_BATCH_SIZE", "TrainingDivergedError", "train"]
+__all__ = ["VALID_BATCH_SIZE", "TrainingDivergedError", "lr_factor", "train"]
 
 #: Batch size of the held-out loss (evaluation only: no activations kept for backward).
 VALID_BATCH_SIZE = 512
@@ -62,12 +77,38 @@ def _mean_loss(model, loader, device) -> float:
     return total / n
 
 
+def lr_factor(step: int, total: int, schedule: str = "constant", warmup: float = 0.05) -> float:
+    r"""The learning rate of optimiser step ``step`` (0-based) as a fraction of the peak.
+
+    ``"constant"``: 1. ``"warmup-linear"``, with :math:`w = \max(1, \lfloor
+    \text{warmup} \cdot \text{total} \rceil)` warm-up steps:
+
+    .. math:: f(s) = \begin{cases} (s + 1) / w & s < w \\
+              (\text{total} - s) / (\text{total} - w) & s \ge w \end{cases}
+
+    so it rises linearly to 1 at step :math:`w - 1` and falls linearly to
+    :math:`1 / (\text{total} - w)` at the last step (0 after it).
+
+    >>> [round(lr_factor(s, 10, "warmup-linear", 0.2), 3) for s in range(10)]
+    [0.5, 1.0, 1.0, 0.875, 0.75, 0.625, 0.5, 0.375, 0.25, 0.125]
+    """
+    if schedule == "constant":
+        return 1.0
+    if schedule != "warmup-linear":
+        raise ValueError(f"unknown lr_schedule {schedule!r}")
+    warm = max(1, round(warmup * total))
+    if step < warm:
+        return (step + 1) / warm
+    return max(0.0, (total - step) / max(1, total - warm))
+
+
 def train(
     cfg: TrainConfig | None = None,
     out_dir=None,
     resume: bool = False,
     progress: bool | None = None,
     stop_after: int | None = None,
+    shared_clock: bool = False,
 ) -> TrainResult:
     """Train ``cfg.model`` on the sorting task.
 
@@ -86,6 +127,10 @@ def train(
         one line per epoch).
     stop_after : int, optional
         Stop after this epoch (as if interrupted), checkpoint included.
+    shared_clock : bool
+        This run shares the machine with other runs (the scheduler's workers):
+        recorded in :attr:`History.shared_clock`, so that nobody reads its
+        seconds as a speed.
 
     Returns
     -------
@@ -109,12 +154,22 @@ def train(
     cfg = cfg if cfg is not None else TrainConfig()
     context = setup(cfg.device)  # one process, unless started by torchrun
     try:
-        return _train(cfg, out_dir, resume, progress, stop_after, context)
+        return _train(cfg, out_dir, resume, progress, stop_after, context, shared_clock)
     finally:
         context.close()
 
 
-def _resume(ckpt_path, cfg, model, optimizer, shuffle, context: RunContext, dev):
+def _held_out(model, valid_loader, valid_ds, dev) -> dict:
+    """The held-out loss, exact match and token accuracy (greedy decoding) now."""
+    scores = evaluate(model, valid_ds, batch_size=VALID_BATCH_SIZE)
+    return {
+        "valid_loss": _mean_loss(model, valid_loader, dev),
+        "exact_match": scores["exact_match"],
+        "token_accuracy": scores["token_accuracy"],
+    }
+
+
+def _resume(ckpt_path, cfg, model, optimizer, scheduler, shuffle, context: RunContext, dev):
     """Load the checkpoint's model, optimiser and random states; return its history and
     epoch. A checkpoint of another configuration, or of more epochs, is a ``ValueError``."""
     state = read_checkpoint(ckpt_path)
@@ -135,6 +190,8 @@ def _resume(ckpt_path, cfg, model, optimizer, shuffle, context: RunContext, dev)
         )
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
+    if state.get("scheduler") is not None:
+        scheduler.load_state_dict(state["scheduler"])
     torch.set_rng_state(state["rng"]["torch"])
     if dev.type == "cuda" and state["rng"]["cuda"]:
         torch.cuda.set_rng_state_all(state["rng"]["cuda"])
@@ -143,22 +200,29 @@ def _resume(ckpt_path, cfg, model, optimizer, shuffle, context: RunContext, dev)
     return History.from_dict(state["history"]), state["epoch"]
 
 
-def _train(cfg, out_dir, resume, progress, stop_after, context: RunContext) -> TrainResult:
+def _train(
+    cfg, out_dir, resume, progress, stop_after, context: RunContext, shared_clock=False
+) -> TrainResult:
     dev = context.device
     check_precision(cfg.precision, dev)
     check_compile_mode(cfg.compile_mode, dev)
     ckpt_path = prepare_out_dir(out_dir)
     writes = ckpt_path is not None and context.is_main  # only rank 0 writes files
 
-    train_ds, valid_ds, _ = make_datasets(cfg)
+    train_ds, valid_ds, test_ds = make_datasets(cfg)
     torch.manual_seed(cfg.seed)
     model = build_model(cfg).to(dev)
     if cfg.compile:
         apply_compile(model, cfg.compile_mode)
-    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr, betas=cfg.adam_betas)
     shuffle = torch.Generator().manual_seed(cfg.seed)
     context.seed_ranks(cfg.seed)
-    loader = context.loader(train_ds, cfg.batch_size, shuffle)
+    loader = context.loader(train_ds, cfg.batch_size, shuffle, cfg.batching)
+    total_steps = cfg.epochs * len(loader)  # every epoch has as many batches
+    # lr_t = lr * f(t): the warm-up and decay of "warmup-linear" (f = 1: constant)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda t: lr_factor(t, total_steps, cfg.lr_schedule, cfg.warmup)
+    )
     train_step = make_train_step(
         context.wrap(model), optimizer, cfg.clip_norm, cfg.precision, context
     )
@@ -169,23 +233,42 @@ def _train(cfg, out_dir, resume, progress, stop_after, context: RunContext) -> T
     )
     start_epoch = 0
     if resume and ckpt_path is not None and ckpt_path.is_file():
-        history, start_epoch = _resume(ckpt_path, cfg, model, optimizer, shuffle, context, dev)
+        history, start_epoch = _resume(
+            ckpt_path, cfg, model, optimizer, scheduler, shuffle, context, dev
+        )
+    history.shared_clock = history.shared_clock or shared_clock
+    evaluates = cfg.eval_every is not None and context.is_main
 
     last = cfg.epochs if stop_after is None else min(cfg.epochs, stop_after)
     shown = progress if context.is_main else False
     with Progress((last - start_epoch) * len(loader), cfg.model, shown) as bar:
         for epoch in range(start_epoch + 1, last + 1):
             model.train()
+            if cfg.fresh_data and epoch > 1:  # n_train examples never seen before
+                epoch_ds = training_set(cfg, epoch, (valid_ds, test_ds))
+                loader = context.loader(epoch_ds, cfg.batch_size, shuffle, cfg.batching)
             context.start_epoch(loader, epoch)
-            step_losses, n_tokens = [], 0
+            step_losses, n_tokens, paused = [], 0, 0.0
             synchronize(dev)
             t0 = time.perf_counter()
             for batch in loader:
                 n_tokens += batch.n_target_tokens  # on the CPU: no device sync in the loop
                 step_losses.append(train_step(batch.to(dev)))
+                scheduler.step()
+                history.steps += 1
                 bar.update()
+                if evaluates and (
+                    history.steps % cfg.eval_every == 0 or history.steps == total_steps
+                ):
+                    synchronize(dev)
+                    t_eval = time.perf_counter()  # the decoding is not part of the clock
+                    scores = _held_out(model, valid_loader, valid_ds, dev)
+                    examples = history.steps * cfg.batch_size
+                    history.evals.append({"step": history.steps, "examples": examples, **scores})
+                    model.train()
+                    paused += time.perf_counter() - t_eval
             synchronize(dev)
-            seconds = time.perf_counter() - t0
+            seconds = time.perf_counter() - t0 - paused
 
             # every rank: the global losses and tokens, so that all agree on stopping
             losses = context.all_sum(torch.stack(step_losses).float()).cpu()  # one transfer
@@ -204,15 +287,22 @@ def _train(cfg, out_dir, resume, progress, stop_after, context: RunContext) -> T
                 }
             )
             loss, speed = history.epochs[-1]["train_loss"], n_tokens / seconds
+            scored = (
+                f", held-out exact match {history.evals[-1]['exact_match']:.1%}"
+                if evaluates and history.evals
+                else ""
+            )
             bar.note(
-                f"{cfg.model}: epoch {epoch}/{last}, train loss {loss:.4f}, {seconds:.1f} s "
-                f"({speed:,.0f} tokens/s)",
+                f"{cfg.model}: epoch {epoch}/{last}, train loss {loss:.4f}{scored}, "
+                f"{seconds:.1f} s ({speed:,.0f} tokens/s)",
                 epoch=epoch,
                 loss=f"{loss:.3f}",
                 tok_s=f"{speed:,.0f}",
             )
             if writes:
-                save_checkpoint(ckpt_path, model, optimizer, cfg, history, shuffle, epoch)
+                save_checkpoint(
+                    ckpt_path, model, optimizer, cfg, history, shuffle, epoch, scheduler
+                )
     model.eval()
     return TrainResult(model, cfg, history, ckpt_path)
 

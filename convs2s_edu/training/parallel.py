@@ -58,10 +58,38 @@ import torch.distributed as dist
 from torch import nn
 from torch.utils.data import DataLoader, DistributedSampler
 
+from ..data import length_batches
 from .device import resolve_device
 from .step import RunContext
 
-__all__ = ["DataParallelContext", "is_launched", "setup", "free_port"]
+__all__ = ["DataParallelContext", "ShardedBatches", "is_launched", "setup", "free_port"]
+
+
+class ShardedBatches:
+    """One rank's share of every batch of a batch sampler: examples ``rank, rank + N, ...``.
+
+    A batch of fewer than ``world_size`` examples is repeated so that every rank gets
+    at least one (:class:`~torch.utils.data.DistributedSampler` evens the ranks out the
+    same way).
+
+    Parameters
+    ----------
+    batches : iterable of list of int
+        The global batches (every rank must draw the same ones).
+    rank, world_size : int
+    """
+
+    def __init__(self, batches, rank: int, world_size: int):
+        self.batches, self.rank, self.world_size = batches, rank, world_size
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __iter__(self):
+        for batch in self.batches:
+            if len(batch) < self.world_size:
+                batch = [batch[i % len(batch)] for i in range(self.world_size)]
+            yield batch[self.rank :: self.world_size]
 
 
 def is_launched() -> bool:
@@ -106,9 +134,21 @@ class DataParallelContext(RunContext):
         ids = [self.device.index] if self.device.type == "cuda" else None
         return nn.parallel.DistributedDataParallel(model, device_ids=ids)
 
-    def loader(self, dataset, batch_size: int, generator: torch.Generator) -> DataLoader:
+    def loader(
+        self, dataset, batch_size: int, generator: torch.Generator, batching: str = "random"
+    ) -> DataLoader:
         """This rank's share of ``dataset``: ``batch_size / world_size`` examples per step,
-        from one permutation per epoch (seeded with ``generator``'s seed) dealt to the ranks."""
+        from one permutation per epoch (seeded with ``generator``'s seed) dealt to the ranks.
+
+        With ``batching="bucket"`` (or ``"pooled"``) every rank draws the same global batches
+        of (nearly) equal length (:func:`~convs2s_edu.data.length_batches` with
+        ``generator``, whose state is the same on every rank) and takes every
+        ``world_size``-th example of each."""
+        self.local_batch_size(batch_size)  # checks that it divides
+        global_batches = length_batches(dataset.lengths, batch_size, batching, generator)
+        if global_batches is not None:
+            shards = ShardedBatches(global_batches, self.rank, self.world_size)
+            return DataLoader(dataset, batch_sampler=shards, collate_fn=dataset.collate)
         sampler = DistributedSampler(
             dataset,
             num_replicas=self.world_size,
@@ -125,8 +165,10 @@ class DataParallelContext(RunContext):
         )
 
     def start_epoch(self, loader: DataLoader, epoch: int) -> None:
-        """A new permutation every epoch, the same on every rank."""
-        loader.sampler.set_epoch(epoch)
+        """A new permutation every epoch, the same on every rank (equal-length batches draw
+        theirs from the generator, the same on every rank)."""
+        if isinstance(loader.sampler, DistributedSampler):
+            loader.sampler.set_epoch(epoch)
 
     def seed_ranks(self, seed: int, resumed_epoch: int = 0) -> None:
         """Other dropout masks on every rank: ``seed + rank``; on resuming, rank 0 has the

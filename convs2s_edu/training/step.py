@@ -29,6 +29,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader
 
+from ..data import length_batches
 from ..loss import sequence_loss
 from .paths import autocast
 
@@ -68,9 +69,16 @@ class RunContext:
         """The module the step calls: ``model`` itself in one process."""
         return model
 
-    def loader(self, dataset, batch_size: int, generator: torch.Generator) -> DataLoader:
+    def loader(
+        self, dataset, batch_size: int, generator: torch.Generator, batching: str = "random"
+    ) -> DataLoader:
         """Shuffled batches of ``dataset``, drawn with ``generator`` (its state is saved in
-        checkpoints, so a resumed run draws the same batches as an uninterrupted one)."""
+        checkpoints, so a resumed run draws the same batches as an uninterrupted one):
+        random batches, or batches of (nearly) equal length with ``batching="bucket"``
+        or ``"pooled"`` (:func:`~convs2s_edu.data.length_batches`)."""
+        sampler = length_batches(dataset.lengths, batch_size, batching, generator)
+        if sampler is not None:
+            return DataLoader(dataset, batch_sampler=sampler, collate_fn=dataset.collate)
         return DataLoader(
             dataset,
             batch_size=batch_size,
@@ -111,7 +119,6 @@ def make_train_step(
         optimiser in float32.
     context : RunContext, optional
         Default: one process on the model's device.
-
     Returns
     -------
     callable

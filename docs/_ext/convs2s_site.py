@@ -288,38 +288,53 @@ def page_facts() -> list[dict]:
 
 
 def training_summary() -> dict | None:
-    """What training the two site models costs, from the build's ``headline.json``."""
+    """What training the two site models costs, from the build's ``headline.json`` (written by
+    the training page) and ``speed.json`` (the speed page's interleaved seconds per epoch):
+    the seconds are epochs x the windows' median seconds per epoch with one thread, never
+    the training runs' own clocks (they shared the machine when the site was built)."""
     path = GENERATED / "headline.json"
     if not path.is_file():
         return None
     head = json.loads(path.read_text())
+    speed_path = GENERATED / "speed.json"
+    speed = json.loads(speed_path.read_text()) if speed_path.is_file() else None
+    seed = head["recipes"]["seed"]
+    seconds = None
+    if speed:
+        per_epoch = speed["recipes"]["seed"]["sec_per_epoch"]
+        seconds = sum(per_epoch[m]["1 thread"] * seed[m]["epochs"] for m in seed)
     from convs2s_edu import TrainConfig
 
     full = TrainConfig()
-    seconds = sum(m["training_seconds"] for m in head["models"].values())
     ratio = (full.n_train * full.epochs) / (head["n_train"] * head["epochs"])
-    return {"head": head, "seconds": seconds, "ratio": ratio, "full": full}
+    return {"head": head, "seconds": seconds, "ratio": ratio, "full": full, "speed": speed}
 
 
 def training_sentence(page: dict, training: dict | None) -> str:
-    """What running ``page`` trains and how long it took in this build, in one paragraph."""
+    """What running ``page`` trains and what that costs, in one paragraph."""
     parts = []
     if page["site_models"] and training:
         head = training["head"]
         parts.append(
             f"This page needs ConvS2S and the GRU baseline trained on {head['n_train']:,} "
-            f"examples for {head['epochs']} epochs. They are trained once and cached; when "
-            f"they are not in the cache yet, this page trains both first, which took "
-            f"{_duration(training['seconds'])} in this build ({head['mode']} mode)"
+            f"examples for {head['epochs']} epochs. They are trained once and cached (the "
+            "site's build trains every model before the pages run, one process per core)"
         )
-        if head["mode"] == "quick":
+        if training["seconds"] is not None:
             parts[-1] += (
-                f"; the full mode ({training['full'].n_train:,} examples, "
-                f"{training['full'].epochs} epochs) does {training['ratio']:.1f} times "
-                f"as much work, about "
-                f"{_duration(training['seconds'] * training['ratio'])} on the same "
-                f"machine"
+                f"; run on its own with an empty cache, this page trains both first, about "
+                f"{_duration(training['seconds'])} of training on the machine that built "
+                f"this site with one thread ({head['mode']} mode; the epochs times the "
+                "seconds per epoch timed on the speed page)"
             )
+            if head["mode"] == "quick":
+                parts[-1] += (
+                    f"; the full mode ({training['full'].n_train:,} examples, "
+                    f"{training['full'].epochs} epochs) does {training['ratio']:.1f} times "
+                    f"as much work, about "
+                    f"{_duration(training['seconds'] * training['ratio'])} on the same "
+                    f"machine"
+                )
         parts[-1] += "."
     if page["own_training"] and not page["site_models"]:
         parts.append(
@@ -332,6 +347,64 @@ def training_sentence(page: dict, training: dict | None) -> str:
             f"Running it took {_duration(page['seconds'])}{cached} when this site was built."
         )
     return " ".join(parts)
+
+
+def headline_table(head: dict, speed: dict | None) -> list[str]:
+    """The landing page's table: per model and recipe, the test scores, the seconds per epoch
+    and the convergence speed (steps and seconds to 90% and 95% held-out exact match) at
+    every thread count the speed page measured."""
+    names = {"convs2s": "ConvS2S", "gru": "GRU + attention"}
+    labels = []
+    if speed:
+        first = next(iter(speed["recipes"].values()))["sec_per_epoch"]
+        labels = list(next(iter(first.values())))
+    lines = [
+        ".. list-table::",
+        "   :header-rows: 1",
+        "   :class: headline",
+        "",
+        "   * - model",
+        "     - recipe",
+        "     - exact match",
+        "     - token accuracy",
+        "     - seconds per epoch (" + ", ".join(labels or ["not measured"]) + ")",
+        "     - steps to 90% / 95% held-out exact match",
+        "     - seconds to 95% (" + ", ".join(labels or ["not measured"]) + ")",
+        "     - parameters",
+    ]
+    for recipe, models in head["recipes"].items():
+        rec = (speed or {}).get("recipes", {}).get(recipe)
+        conv = {r["model"]: r for r in rec["convergence"]} if rec else {}
+        for key, m in models.items():
+            per_epoch = "not measured"
+            steps = seconds = "not measured"
+            if rec:
+                per_epoch = " / ".join(f"{rec['sec_per_epoch'][key][t]:.1f}" for t in labels)
+                lv = conv[key]["levels"]
+                steps = " / ".join(
+                    f"{lv[x]['step']:,}" if lv[x] else "not reached" for x in ("0.9", "0.95")
+                )
+                seconds = (
+                    " / ".join(f"{lv['0.95']['seconds'][t]:,.0f}" for t in labels)
+                    if lv["0.95"]
+                    else f"not reached in {conv[key]['steps']:,} steps"
+                )
+            data = (
+                f"fresh, {m['steps']:,} steps"
+                if m["fresh_data"]
+                else (f"{m['n_train']:,} x {m['epochs']} epochs")
+            )
+            lines += [
+                f"   * - {names.get(key, key)}",
+                f"     - {recipe} ({data})",
+                f"     - {m['exact_match']:.1%}",
+                f"     - {m['token_accuracy']:.1%}",
+                f"     - {per_epoch}",
+                f"     - {steps}",
+                f"     - {seconds}",
+                f"     - {m['n_parameters']:,}",
+            ]
+    return lines
 
 
 def after_gallery(app) -> None:
@@ -372,51 +445,22 @@ def after_gallery(app) -> None:
         rows.append("")
     _write_if_changed(GENERATED / "reading_path.inc", "\n".join(rows))
 
-    # headline numbers: accuracy and training cost from plot_13_training, speed from
+    # headline numbers: accuracy from plot_13_training; speed and convergence from
     # speed/plot_01_training_speed's interleaved measurement (never from the training
     # runs' own clocks)
-    speed_path = GENERATED / "speed.json"
-    speed = json.loads(speed_path.read_text()) if speed_path.is_file() else None
     if training:
-        head = training["head"]
-        names = {"convs2s": "ConvS2S", "gru": "GRU + attention"}
-        lines = [
-            ".. list-table::",
-            "   :header-rows: 1",
-            "   :class: headline",
-            "",
-            "   * - model",
-            "     - exact match",
-            "     - token accuracy",
-            "     - training tokens/s (interleaved, median and range)",
-            "     - training time",
-            "     - parameters",
-        ]
-        for key, m in head["models"].items():
-            tput = "not measured"
-            if speed and key in speed["tokens_per_second"]:
-                lo, hi = speed["tokens_per_second_range"][key]
-                tput = f"{speed['tokens_per_second'][key]:,.0f} ({lo:,.0f}-{hi:,.0f})"
-            lines += [
-                f"   * - {names.get(key, key)}",
-                f"     - {m['exact_match']:.1%}",
-                f"     - {m['token_accuracy']:.1%}",
-                f"     - {tput}",
-                f"     - {_duration(m['training_seconds'])}",
-                f"     - {m['n_parameters']:,}",
-            ]
-        conv = head["models"]["convs2s"]
+        head, speed = training["head"], training["speed"]
+        lines = headline_table(head, speed)
+        device = head["recipes"]["seed"]["convs2s"]["device"]
         summary = (
-            f"Measured by this build ({head['mode']} mode, {head['n_train']:,} training "
-            f"examples, {head['epochs']} epochs, greedy decoding of {head['n_test']:,} test "
-            f"examples, on {conv['device']}" + (f", {speed['cpu']}" if speed else "") + "). "
+            f"Measured by this build ({head['mode']} mode, greedy decoding of "
+            f"{head['n_test']:,} test examples, trained on {device}"
+            + (f", timed on {speed['cpu']}" if speed else "")
+            + "). Seconds are the steps times the median seconds per step of both models "
+            "timed in alternating windows of training steps, at every thread count. "
         )
         if speed:
-            summary += (
-                "Speed, from both models timed in alternating windows of training steps: "
-                + speed["text"].replace("\n", " ")
-                + " "
-            )
+            summary += "Speed: " + speed["text"].replace("\n", " ") + " "
         summary += (
             ":ref:`The training speed page "
             "<sphx_glr_auto_examples_speed_plot_01_training_speed.py>` "

@@ -103,3 +103,63 @@ assert counts["training"][LABELS["gru"]] == counts["generation"][LABELS["gru"]] 
 # <sphx_glr_auto_examples_speed_plot_01_training_speed.py>`; the
 # :ref:`next page <sphx_glr_auto_examples_speed_plot_03_length_scaling.py>`
 # counts the same two quantities at growing sequence lengths and times them.
+#
+# What a second thread can do
+# ---------------------------
+# PyTorch runs each operation (a matrix product, an element-wise function, a
+# softmax) on its intra-op threads: a second thread takes half of *one*
+# operation's work, and every operation ends with the threads waiting for
+# each other. A thread therefore helps an operation in proportion to its size,
+# and helps a model in proportion to how much of its time goes to large
+# operations. :class:`torch.profiler.profile` lists the operations of a few
+# training steps; the cell below counts them per step and divides the step's
+# arithmetic (the count above times its target tokens) among them, then
+# prints the profiler's time per operation at one thread and at every
+# thread of this machine. A model made of many small operations in a chain,
+# as the GRU's decoder is, has fewer floating-point operations to share per
+# operation; how much that costs it is the measured difference between the
+# two rows of a model.
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+from convs2s_edu import build_model
+from convs2s_edu._machine import usable_cores
+from convs2s_edu.training.step import make_train_step
+
+
+def operations_per_step(name: str, threads: int, steps: int = 3) -> dict:
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        torch.manual_seed(0)
+        model = build_model(site_config(name)).train()
+        step = make_train_step(model, torch.optim.Adam(model.parameters()), 1.0)
+        step(flop_batch)  # warm-up
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            for _ in range(steps):
+                step(flop_batch)
+    finally:
+        torch.set_num_threads(before)
+    events = [e for e in prof.key_averages() if e.key.startswith("aten::")]
+    n_ops = sum(e.count for e in events) / steps
+    seconds = sum(e.self_cpu_time_total for e in events) / 1e6 / steps
+    return {"ops": n_ops, "seconds": seconds}
+
+
+n_tokens = flop_batch.n_target_tokens
+thread_counts = sorted({1, usable_cores()})
+print(f"{'model':16s} {'threads':>7s} {'ops/step':>9s} {'kFLOP/op':>9s} {'us/op':>7s}")
+per_op = {}
+for n in MODELS:
+    for t in thread_counts:
+        p = operations_per_step(n, t)
+        kflop = flops[n] * n_tokens / p["ops"] / 1e3
+        per_op[(n, t)] = us = 1e6 * p["seconds"] / p["ops"]
+        print(f"{LABELS[n]:16s} {t:>7d} {p['ops']:>9,.0f} {kflop:>9,.0f} {us:>7.1f}")
+
+# %%
+# The first columns are facts about the models (the same on every machine); the
+# time per operation is this machine's, measured once, without the interleaving
+# of the speed page, so read it as a picture of where the time goes, not as a
+# speed measurement.

@@ -55,6 +55,26 @@ print("quick mode (small budgets)" if QUICK else "full budget")
 print(format_bench(result, profile=False))
 
 # %%
+# More threads
+# ------------
+# On a CPU the bench also times both models (eager, fp32) at every thread count
+# from one to the machine's cores, interleaved, and states the verdict at each
+# (the last lines of the table above; :ref:`the training speed page
+# <sphx_glr_auto_examples_speed_plot_01_training_speed.py>` draws the same
+# measurement for the site's models). The ratio at each count:
+
+if "threads" in result:
+    th = result["threads"]
+    for t in th["thread_counts"]:
+        r = th["points"][str(t)]["ratio"]["gru"]
+        print(
+            f"{t} thread(s): GRU / ConvS2S throughput {r['median']:.2f} "
+            f"(rounds {r['min']:.2f}-{r['max']:.2f})"
+        )
+else:
+    print(f"not measured on {device.type}: thread counts are a CPU setting")
+
+# %%
 # The path the gallery trains on
 # ------------------------------
 # :func:`~convs2s_edu.training.paths.fastest_path` gives the default path of a device (its

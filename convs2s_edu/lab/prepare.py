@@ -1,0 +1,81 @@
+r"""Train everything the site needs, concurrently, before its pages run.
+
+sphinx-gallery runs the pages one after another, and each page trains (or
+loads) the models it shows. :func:`prepare_site` trains all of them first, one
+process per usable core (:func:`convs2s_edu.training.schedule.run_jobs`), into
+the cache the pages then load from: the two main models of every recipe of the
+site (:data:`~convs2s_edu.lab.site.SITE_RECIPES`) and every run of the
+Experiments section. ``tox -e docs`` and ``tox -e docs-quick`` run it before
+``sphinx-build`` (``tools/prepare_site.py``).
+
+Nothing here is timed for the site: the runs share the machine, and the pages
+take their timings from interleaved measurements made afterwards, alone.
+"""
+
+from __future__ import annotations
+
+from ..training.schedule import Job, JobResult, run_jobs, train_job
+from .experiments.registry import EXPERIMENTS, budget
+from .site import SITE_RECIPES, is_quick_mode, site_config
+
+__all__ = ["site_jobs", "prepare_site"]
+
+#: The site's two models.
+MAIN_MODELS = ("convs2s", "gru")
+
+
+def site_jobs(quick: bool | None = None, directory=None) -> list[Job]:
+    """The training jobs of the site: the main models of every recipe, then every run of
+    every experiment (duplicates, e.g. an arm two experiments share, run once).
+
+    Parameters
+    ----------
+    quick : bool, optional
+        The quick site's configurations (default: :func:`~convs2s_edu.lab.site.is_quick_mode`).
+        Applied by setting nothing: the configurations read the mode themselves, so
+        ``quick`` must agree with it.
+    directory : str or Path, optional
+        The training cache (default :func:`~convs2s_edu.training.cache_dir`).
+    """
+    if quick is not None and bool(quick) != is_quick_mode():
+        raise ValueError(
+            f"quick={quick} but CONVS2S_EDU_QUICK says {is_quick_mode()}: the site's "
+            "configurations follow the environment variable; set it instead"
+        )
+    jobs = [
+        train_job(site_config(m, recipe), directory, f"{recipe} recipe: {m}")
+        for recipe in SITE_RECIPES
+        for m in MAIN_MODELS
+    ]
+    b = budget()
+    for exp in EXPERIMENTS.values():
+        for arm in exp.arms:
+            for seed in range(b.seeds):
+                label = f"experiment {exp.name}/{arm.name} seed {seed}"
+                jobs.append(train_job(b.train_config(arm, seed), directory, label))
+    return jobs
+
+
+def prepare_site(
+    workers: int | None = None,
+    threads: int = 1,
+    progress: bool | None = None,
+    directory=None,
+) -> list[JobResult]:
+    """Train every job of :func:`site_jobs` into the cache, ``workers`` at a time.
+
+    Parameters
+    ----------
+    workers : int, optional
+        Concurrent processes (default: the usable cores / ``threads``).
+    threads : int
+        PyTorch threads per process (default 1: on a small CPU one process per core
+        trains more per second than one process with every core).
+    progress : bool, optional
+        One line per finished job.
+    directory : str or Path, optional
+        The training cache.
+    """
+    return run_jobs(
+        site_jobs(directory=directory), workers, threads, progress, name="prepare site"
+    )

@@ -1,0 +1,21 @@
+"""Job functions for the scheduler's tests (``test_training_schedule.py``): its workers import
+this module by name, so they take ``PYTHONPATH`` = this folder."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+
+def sleep_and_record(folder: str, index: int, seconds: float) -> int:
+    """Sleep, recording when this job ran (``span-<index>.json``: start and end, wall clock)."""
+    start = time.time()
+    time.sleep(seconds)
+    Path(folder, f"span-{index}.json").write_text(json.dumps([start, time.time()]))
+    Path(folder, f"order-{index}.json").write_text(json.dumps([start, index]))
+    return index
+
+
+def fail(message: str) -> None:
+    raise ValueError(message)

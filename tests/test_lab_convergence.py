@@ -1,0 +1,59 @@
+"""Tests of ``convs2s_edu.lab.convergence``: the first evaluation at or above each level, its
+examples and its seconds (steps x the interleaved seconds per step), a level never reached
+reported as such, and a run without a learning curve refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from convs2s_edu.lab.convergence import convergence, format_convergence, hardware_label
+from convs2s_edu.training import History, TrainConfig, TrainResult
+
+
+def _run(model: str, curve: list[float], every: int = 10) -> TrainResult:
+    evals = [
+        {"step": every * (i + 1), "examples": every * (i + 1) * 128, "exact_match": em}
+        for i, em in enumerate(curve)
+    ]
+    h = History(steps=every * len(curve), evals=evals)
+    return TrainResult(None, TrainConfig(model=model, eval_every=every), h)
+
+
+def test_steps_examples_and_seconds_to_each_level():
+    results = {
+        "convs2s": _run("convs2s", [0.1, 0.55, 0.5, 0.92, 0.96]),  # 0.5 first at step 20
+        "gru": _run("gru", [0.0, 0.3, 0.6, 0.89, 0.93]),
+    }
+    per_step = {"convs2s": {"1 thread": 0.2, "2 threads": 0.1}, "gru": {"1 thread": 0.1}}
+    rows = convergence(results, per_step)
+    conv, gru = rows
+    assert conv["levels"]["0.5"] == {
+        "step": 20,
+        "examples": 2560,
+        "seconds": {"1 thread": pytest.approx(4.0), "2 threads": pytest.approx(2.0)},
+    }
+    assert conv["levels"]["0.9"]["step"] == 40 and conv["levels"]["0.95"]["step"] == 50
+    assert gru["levels"]["0.5"]["step"] == 30 and gru["levels"]["0.9"]["step"] == 50
+    assert gru["levels"]["0.95"] is None  # never reached: reported, not dropped
+    assert gru["final"] == 0.93 and gru["steps"] == 50 and gru["eval_every"] == 10
+    text = format_convergence(rows, {"gru": "GRU"})
+    assert "not reached in 50" in text and "seconds, 2 threads" in text
+    assert "evaluated every 10 steps" in text
+
+
+def test_levels_are_checked_and_a_run_needs_its_learning_curve():
+    with pytest.raises(ValueError, match=r"levels must lie in \(0, 1\], got 90"):
+        convergence({"convs2s": _run("convs2s", [0.5])}, levels=(90,))
+    bare = TrainResult(None, TrainConfig(), History(steps=10))
+    with pytest.raises(ValueError, match="no learning curve; train it with .*eval_every"):
+        convergence({"convs2s": bare})
+
+
+def test_without_timing_no_seconds_are_invented():
+    rows = convergence({"convs2s": _run("convs2s", [0.6])})
+    assert rows[0]["levels"]["0.5"]["seconds"] == {}
+
+
+def test_hardware_labels():
+    assert [hardware_label(t) for t in (1, 2, 16)] == ["1 thread", "2 threads", "16 threads"]
+    assert hardware_label(device="cuda (H200)") == "cuda (H200)"

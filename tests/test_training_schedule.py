@@ -1,0 +1,105 @@
+"""Tests of ``convs2s_edu.training.schedule``: jobs run in at most ``workers`` processes at once
+(and concurrently), each with its own thread count, longest first; duplicates run once; a job
+done already starts no process; a failed job is named with its error while the others finish;
+training jobs land in the cache and say whether they shared the machine."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from _tiny import SIX_STEPS, tiny_config
+
+from convs2s_edu.training import Job, cache, run_jobs, train_job
+from convs2s_edu.training import schedule as schedule_mod
+
+TESTS = Path(__file__).resolve().parent
+
+
+@pytest.fixture
+def helpers_importable(monkeypatch):
+    """Workers inherit the environment: let them import this folder's ``_jobs`` helpers."""
+    monkeypatch.setenv("PYTHONPATH", str(TESTS))
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+
+
+def _spans(folder: Path) -> list[tuple[float, float]]:
+    return [tuple(json.loads(p.read_text())) for p in sorted(folder.glob("span-*.json"))]
+
+
+def test_jobs_run_concurrently_but_never_more_than_the_workers(tmp_path, helpers_importable):
+    jobs = [
+        Job("_jobs:sleep_and_record", (str(tmp_path), i, 1.5), label=f"sleep {i}")
+        for i in range(5)
+    ]
+    results = run_jobs(jobs, workers=2, progress=False)
+    assert [r.value for r in results] == list(range(5))
+    spans = _spans(tmp_path)
+    assert len(spans) == 5
+    at_once = max(sum(a <= t < b for a, b in spans) for t, _ in spans)
+    assert at_once == 2  # two ran together, never three
+
+
+def test_every_worker_gets_its_thread_count(helpers_importable):
+    jobs = [Job("torch:get_num_threads", label=f"threads {i}") for i in range(2)]
+    assert [r.value for r in run_jobs(jobs, workers=2, threads=2, progress=False)] == [2, 2]
+    jobs = [Job("os:getpid", label=f"pid {i}") for i in range(2)]
+    pids = [r.value for r in run_jobs(jobs, workers=2, threads=1, progress=False)]
+    assert len(set(pids)) == 2  # separate processes
+
+
+def test_the_longest_job_starts_first_and_duplicates_run_once(tmp_path, helpers_importable):
+    jobs = [
+        Job("_jobs:sleep_and_record", (str(tmp_path), i, 0.2), label=f"job {i}", cost=c)
+        for i, c in enumerate([1.0, 5.0, 3.0])
+    ]
+    jobs.append(Job("_jobs:sleep_and_record", (str(tmp_path), 9, 0.2), label="job 1", cost=5.0))
+    results = run_jobs(jobs, workers=1, progress=False)  # one at a time: the order shows
+    assert [r.job.label for r in results] == ["job 0", "job 1", "job 2"]  # ``jobs``' order
+    order = [json.loads(p.read_text()) for p in sorted(tmp_path.glob("order-*.json"))]
+    assert [o[1] for o in sorted(order)] == [1, 2, 0]  # by cost, the duplicate not run
+
+
+def test_a_failed_job_is_named_and_the_others_finish(tmp_path, helpers_importable):
+    jobs = [
+        Job("_jobs:fail", ("no such thing",), label="the bad one"),
+        Job("_jobs:sleep_and_record", (str(tmp_path), 0, 0.1), label="the good one"),
+    ]
+    with pytest.raises(RuntimeError, match="1 of 2 jobs failed: the bad one: .*no such thing"):
+        run_jobs(jobs, workers=2, progress=False)
+    assert len(_spans(tmp_path)) == 1
+
+
+def test_bad_jobs_and_counts_are_refused():
+    with pytest.raises(ValueError, match="'module:function'"):
+        Job("print")
+    with pytest.raises(TypeError, match="Job objects"):
+        run_jobs(["convs2s_edu:train"], workers=1)
+    with pytest.raises(ValueError, match="workers"):
+        run_jobs([], workers=0)
+    assert schedule_mod.default_workers(1, cores=2) == 2
+    assert schedule_mod.default_workers(2, cores=2) == 1
+    assert schedule_mod.default_workers(4, cores=2) == 1
+
+
+def test_training_jobs_fill_the_cache_and_record_the_shared_clock(tmp_path, helpers_importable):
+    cfgs = [tiny_config(**SIX_STEPS, seed=s) for s in (0, 1)]
+    results = run_jobs([train_job(c, tmp_path) for c in cfgs], workers=2, progress=False)
+    for cfg, r in zip(cfgs, results):
+        assert r.value == str(cache.run_dir(cfg, tmp_path))
+        loaded = cache.train_or_load(cfg, progress=False, directory=tmp_path)
+        assert loaded.history.shared_clock  # trained beside another worker
+    # done before: no process is started (a job that would fail shows it)
+    again = run_jobs([train_job(c, tmp_path) for c in cfgs], workers=2, progress=False)
+    assert [r.seconds for r in again] == [0.0, 0.0]
+    alone = tiny_config(**SIX_STEPS, seed=2)
+    run_jobs([train_job(alone, tmp_path)], workers=1, progress=False)  # in this process
+    loaded = cache.train_or_load(alone, progress=False, directory=tmp_path)
+    assert not loaded.history.shared_clock
+
+
+def test_the_cost_estimate_orders_bigger_runs_first():
+    small = tiny_config(**SIX_STEPS)
+    assert train_job(small.replace(epochs=4)).cost > train_job(small).cost
+    assert train_job(small.replace(max_len=12)).cost > train_job(small).cost

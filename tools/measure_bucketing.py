@@ -1,0 +1,139 @@
+"""Equal-length batches against random ones: accuracy, convergence speed and tokens/s.
+
+The measurement behind the site's choice of ``TrainConfig.batching`` (see the departures
+page). Usage::
+
+    python tools/measure_bucketing.py                 # 3 seeds, the fast recipe, both models
+    python tools/measure_bucketing.py --seeds 5 --cache /tmp/bucket-cache
+
+1. Both models are trained with the fast recipe (:meth:`convs2s_edu.TrainConfig.recipe`,
+   a held-out decoding every 20 steps) for every seed, once with random batches and once with
+   batches of equal length, all runs concurrently, one process per usable core
+   (:func:`convs2s_edu.training.run_jobs`), into the training cache.
+2. Per run: test-set exact match and token accuracy (greedy), held-out loss, and the steps to
+   50/90/95% held-out exact match; per model, the paired difference bucket - random over the
+   seeds with its 90% interval (:func:`convs2s_edu.lab.experiments.inference.paired_test`).
+3. Tokens/s: the four (model, batching) training steps timed interleaved in this process
+   (alone, after the training), on batches drawn as each batching draws them, at this
+   process's thread count; and the padding fraction of an epoch of each batching.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+
+import convs2s_edu  # noqa: F401  (the OpenMP defaults, before torch)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--cache", help="training cache (default: the package's)")
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument(
+        "--batchings",
+        nargs="+",
+        default=["random", "bucket", "pooled"],
+        help="the first is the reference of the differences",
+    )
+    args = parser.parse_args(argv)
+
+    import torch
+
+    from convs2s_edu import evaluate, make_datasets, train_or_load
+    from convs2s_edu.data import padding_fraction
+    from convs2s_edu.lab.convergence import LEVELS
+    from convs2s_edu.lab.experiments.inference import paired_test
+    from convs2s_edu.lab.timing import (
+        machine_info,
+        time_interleaved,
+        training_batches,
+        warmup_runner,
+        window_runner,
+    )
+    from convs2s_edu.training import TrainConfig, build_model, make_train_step, run_jobs, train_job
+
+    models, batchings = ("convs2s", "gru"), tuple(args.batchings)
+    ref = batchings[0]
+    cfgs = {
+        (m, b, s): TrainConfig.recipe("fast", model=m, seed=s, batching=b, eval_every=20)
+        for m in models
+        for b in batchings
+        for s in range(args.seeds)
+    }
+    run_jobs([train_job(c, args.cache) for c in cfgs.values()], name="bucketing")
+
+    rows = {}
+    for key, cfg in cfgs.items():
+        r = train_or_load(cfg, progress=False, directory=args.cache)
+        scores = evaluate(r.model, make_datasets(cfg)[2])
+        hits = {x: r.history.reached(x) for x in LEVELS}
+        rows[key] = {
+            "exact_match": scores["exact_match"],
+            "token_accuracy": scores["token_accuracy"],
+            "valid_loss": r.history.epochs[-1]["valid_loss"],
+            **{f"steps_{x}": (h["step"] if h else None) for x, h in hits.items()},
+        }
+    print(f"fast recipe, {args.seeds} seeds; test set scores and held-out convergence")
+    for m in models:
+        for b in batchings:
+            runs = [rows[(m, b, s)] for s in range(args.seeds)]
+            em = [x["exact_match"] for x in runs]
+            steps = {x: [r[f"steps_{x}"] for r in runs] for x in LEVELS}
+            print(
+                f"  {m:8s} {b:7s} exact match {statistics.mean(em):.2%} (seeds "
+                + ", ".join(f"{v:.1%}" for v in em)
+                + "); steps to "
+                + "; ".join(f"{x:.0%}: {steps[x]}" for x in LEVELS)
+            )
+        for b in batchings[1:]:
+            for key, effect in (("exact_match", 0.005), ("token_accuracy", 0.002)):
+                t = paired_test(
+                    [rows[(m, b, s)][key] for s in range(args.seeds)],
+                    [rows[(m, ref, s)][key] for s in range(args.seeds)],
+                    effect,
+                )
+                lo, hi = t.interval(0.90)
+                print(
+                    f"  {m:8s} {b} - {ref} {key}: {t.mean:+.2%} (90% interval "
+                    f"{lo:+.2%} to {hi:+.2%})"
+                )
+
+    windows, warm, pads = {}, {}, {}
+    for m in models:
+        for b in batchings:
+            cfg = cfgs[(m, b, 0)]
+            batches = training_batches(cfg, 8)
+            torch.manual_seed(0)
+            model = build_model(cfg)
+            model.train()
+            step = make_train_step(model, torch.optim.Adam(model.parameters(), lr=cfg.lr))
+            windows[f"{m}/{b}"] = window_runner(step, batches, 8)
+            warm[f"{m}/{b}"] = warmup_runner(step, batches, 2)
+            epoch = training_batches(cfg.replace(), cfg.steps_per_epoch)
+            pads[b] = padding_fraction(epoch)
+    meas = time_interleaved(windows, args.rounds, "cpu", warmup=warm, steps_per_window=8)
+    print(
+        "padding of an epoch's target positions: "
+        + ", ".join(f"{b} {p:.1%}" for b, p in pads.items())
+    )
+    for m in models:
+        r = meas.throughput[f"{m}/{ref}"]
+        line = f"  {m:8s} real tokens/s {ref} {r.median:,.0f} ({r.min:,.0f}-{r.max:,.0f})"
+        for b in batchings[1:]:
+            t = meas.throughput[f"{m}/{b}"]
+            after = meas.window_throughputs(f"{m}/{b}")
+            ratio = [x / y for x, y in zip(after, meas.window_throughputs(f"{m}/{ref}"))]
+            line += (
+                f"; {b} {t.median:,.0f} ({t.min:,.0f}-{t.max:,.0f}), {b}/{ref} "
+                f"{statistics.median(ratio):.2f} (rounds {min(ratio):.2f}-{max(ratio):.2f})"
+            )
+        print(line)
+    print(f"machine: {machine_info('cpu').describe()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

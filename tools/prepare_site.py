@@ -1,0 +1,56 @@
+"""Train everything the docs site needs into the cache, one process per usable core.
+
+``tox -e docs`` and ``tox -e docs-quick`` run this before ``sphinx-build``::
+
+    python tools/prepare_site.py            # CONVS2S_EDU_QUICK decides full or quick
+    python tools/prepare_site.py --workers 1   # one run at a time, in this process
+
+sphinx-gallery runs the pages one after another; this trains their models and the
+Experiments section's runs concurrently first (:func:`convs2s_edu.lab.prepare.prepare_site`),
+so that the pages load them from the cache. It prints one line per run and, at the end,
+its wall-clock time with the CPU and how busy each core was (from ``/proc/stat``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+# before anything loads torch: the package's OpenMP settings (convs2s_edu._threads)
+import convs2s_edu  # noqa: F401
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workers", type=int, help="concurrent runs (default: cores / threads)")
+    parser.add_argument("--threads", type=int, default=1, help="PyTorch threads per run (1)")
+    args = parser.parse_args(argv)
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from timed import busy_fractions, cpu_times
+
+    from convs2s_edu._machine import cpu_model, usable_cores
+    from convs2s_edu.lab.prepare import prepare_site
+    from convs2s_edu.lab.site import is_quick_mode
+
+    before, t0 = cpu_times(), time.perf_counter()
+    try:
+        results = prepare_site(workers=args.workers, threads=args.threads)
+    except (RuntimeError, ValueError) as err:
+        print(f"prepare_site: error: {err}", file=sys.stderr)
+        return 1
+    seconds, busy = time.perf_counter() - t0, busy_fractions(before, cpu_times())
+    mode = "quick" if is_quick_mode() else "full"
+    print(
+        f"prepare_site ({mode} site): {len(results)} runs ready in {seconds:.0f} s on "
+        f"{cpu_model()}, {usable_cores()} cores usable; cores busy: "
+        + ", ".join(f"{b:.0%}" for b in busy),
+        flush=True,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
