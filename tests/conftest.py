@@ -201,7 +201,6 @@ def tiny_experiment(monkeypatch):
             ),
             Arm("gru", "gru", "gru", {**TINY_OPTIONS["gru"], "attention_dim": 8}),
         ),
-        ("greedy_time",),
     )
     monkeypatch.setitem(ex.EXPERIMENTS, "tiny", exp)
     return exp

@@ -1,157 +1,124 @@
-"""Tests of ``convs2s_edu.lab.experiments`` (issue 9): the registry (budgets, arms, receptive
-fields), the statistics (summaries over seeds, verdicts), the runner (rows against a hand
-computation, the cache, progress lines), the claims and the report (conclusions, the claims
-table)."""
+"""Tests of ``convs2s_edu.lab.experiments``: the registry (budgets, arms on three tasks, the
+matched GRU), the runner (rows against a hand computation, the cache, the learning-curve
+summary, plateaus, progress lines), the claims (the source's numbers, kinds, paired
+differences, intersection-union, not tested at this budget) and the report."""
 
 from __future__ import annotations
 
 import io
 import math
-import statistics
 import sys
 
 import pytest
 
-from convs2s_edu import training as train_mod
 from convs2s_edu.lab import experiments as ex
 from convs2s_edu.lab.experiments import (
-    VERDICTS,
+    CLAIMS,
+    EXPERIMENTS,
+    KINDS,
     Arm,
     Budget,
     Claim,
     Experiment,
     ExperimentResult,
     check_claims,
-    receptive_field,
     run_experiment,
     summarise_runs,
-    verdict,
 )
 from convs2s_edu.lab.experiments import registry as registry_mod
 from convs2s_edu.lab.experiments import runner as runner_mod
 from convs2s_edu.metrics import evaluate
+from convs2s_edu.training import build_model, make_datasets, train_or_load
 from convs2s_edu.training import cache as cache_mod
-from convs2s_edu.training import make_datasets, train_or_load
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
-SUPPORTED, NOT_SUPPORTED, NOT_RESOLVED = VERDICTS
-TINY_BUDGET = Budget(seeds=2, n_train=48, n_valid=16, n_test=16, epochs=1, beam_sizes=(1, 2))
-
-
-# --------------------------------------------------------------------------
-# registry: budgets, arms, receptive fields
-# --------------------------------------------------------------------------
-
-
-def test_budgets_share_one_task_and_full_build_has_three_seeds():
-    full, quick = ex.budget(quick=False), ex.budget(quick=True)
-    assert full.seeds >= 3 and quick.seeds >= 1
-    arms = [a for e in ex.EXPERIMENTS.values() for a in e.arms]
-    cfgs = [full.train_config(a, 0) for a in arms]
-    # the same data and schedule for every arm of every experiment
-    assert len({(c.n_train, c.epochs, c.min_len, c.max_len, c.vocab_size) for c in cfgs}) == 1
-    # every arm builds (option names are real), and the longer test lengths fit the models
-    for cfg in cfgs:
-        model = train_mod.build_model(cfg)
-        assert model.max_positions >= ex.LONG_LENGTHS[-1][1] + 1
-
-
-def test_every_arm_builds_the_model_it_names():
-    # checked on the built model, not on the arm's own options: a depth/width arm that fell
-    # back to the default model (or lost its options on the way) would train the wrong thing
-    b = ex.budget(quick=True)
-    for arm in ex.EXPERIMENTS["depth_kernel"].arms:
-        model = train_mod.build_model(b.train_config(arm, 0))
-        n_layers, k = arm.columns["layers"], arm.columns["kernel_size"]
-        assert (model.cfg.n_encoder_layers, model.cfg.n_decoder_layers) == (n_layers, n_layers)
-        assert model.cfg.kernel_size == k, arm.name
-        assert arm.columns["receptive_field"] == 1 + n_layers * (k - 1)
-    for arm in ex.EXPERIMENTS["positions"].arms:
-        model = train_mod.build_model(b.train_config(arm, 0))
-        assert model.cfg.__class__.__name__ == {"convs2s": "ConvS2SConfig"}.get(
-            arm.model, model.cfg.__class__.__name__
-        )
-        for key, value in arm.options.items():
-            assert getattr(model.cfg, key) == value, (arm.name, key)
-
-
-def test_bad_sizes_name_the_argument():
-    with pytest.raises(ValueError, match="n_layers"):
-        receptive_field(0, 3)
-    with pytest.raises(ValueError, match="kernel_size"):
-        receptive_field(2, "3")
-
-
-def test_receptive_field_by_enumeration():
-    """Brute force: the inputs that can reach output 0 of L centred convolutions of width k."""
-    for n_layers in (1, 2, 4):
-        for k in (3, 5):
-            reach = {0}
-            for _ in range(n_layers):
-                reach = {i + d for i in reach for d in range(-(k // 2), k // 2 + 1)}
-            assert receptive_field(n_layers, k) == len(reach)
-
-
-# --------------------------------------------------------------------------
-# statistics: summaries over seeds, verdicts
-# --------------------------------------------------------------------------
-
-
-def test_summarise_runs_by_hand():
-    arms = [Arm("a", "A"), Arm("b", "B", columns={"receptive_field": 9})]
-    runs = [
-        {"arm": "a", "seed": 1, "x": 0.5},
-        {"arm": "a", "seed": 0, "x": 0.2},
-        {"arm": "a", "seed": 2, "x": 0.8},
-        {"arm": "b", "seed": 0, "x": 3.0},
-    ]
-    a, b = summarise_runs(runs, arms)
-    assert a["x_values"] == [0.2, 0.5, 0.8]  # seed order
-    assert (a["x"], a["x_min"], a["x_max"]) == pytest.approx((0.5, 0.2, 0.8))
-    # sqrt(((0.3)^2 + 0 + (0.3)^2) / 2) = 0.3
-    assert a["x_std"] == pytest.approx(0.3)
-    assert (b["x"], b["x_std"], b["n_seeds"], b["receptive_field"]) == (3.0, 0.0, 1, 9)
-    with pytest.raises(ValueError, match="no runs of arm 'c'"):
-        summarise_runs(runs, [Arm("c", "C")])
-
-
-@pytest.mark.parametrize(
-    "a, b, paired, expected",
-    [
-        ([0.8, 0.9, 0.85], [0.5, 0.6, 0.7], False, SUPPORTED),
-        ([0.5, 0.6, 0.7], [0.8, 0.9, 0.85], False, NOT_SUPPORTED),
-        ([0.5, 0.8, 0.7], [0.6, 0.9, 0.65], False, NOT_RESOLVED),  # ranges overlap
-        ([0.7, 0.8], [0.6, 0.7], False, NOT_RESOLVED),  # ranges touch
-        ([0.9], [0.1], False, NOT_RESOLVED),  # one seed: no spread
-        ([0.9, 0.9], [0.1], False, NOT_RESOLVED),
-        ([0.5, 0.8, 0.7], [0.4, 0.7, 0.6], True, SUPPORTED),  # overlap, but each seed higher
-        ([0.4, 0.7, 0.6], [0.5, 0.8, 0.7], True, NOT_SUPPORTED),
-        ([0.5, 0.8, 0.7], [0.4, 0.9, 0.6], True, NOT_RESOLVED),
-        ([0.5, 0.5], [0.5, 0.5], True, NOT_RESOLVED),
-    ],
+TINY_BUDGET = Budget(
+    seeds=2, steps=4, width=8, n_valid=16, n_test=16, eval_every=2, beam_sizes=(1, 2)
 )
-def test_verdict_cases(a, b, paired, expected):
-    assert verdict(a, b, paired=paired) == expected
 
 
-def test_verdict_bad_input():
-    with pytest.raises(ValueError, match="at least one value"):
-        verdict([], [0.1])
-    with pytest.raises(ValueError, match="NaN"):
-        verdict([0.1, float("nan")], [0.1, 0.2])
-    with pytest.raises(ValueError, match="same length"):
-        verdict([0.1, 0.2], [0.1, 0.2, 0.3], paired=True)
+def _run(name="tiny", budget=TINY_BUDGET, **kwargs):
+    return run_experiment(name, custom_budget=budget, workers=1, progress=False, **kwargs)
 
 
 # --------------------------------------------------------------------------
-# runner: rows, the cache, progress lines (the tiny_experiment fixture: conftest.py)
+# registry
 # --------------------------------------------------------------------------
 
 
-def test_runner_rows_and_spreads_match_a_hand_computation(tiny_experiment, tmp_path):
-    result = run_experiment("tiny", custom_budget=TINY_BUDGET, directory=tmp_path, progress=False)
-    assert [r["arm"] for r in result.rows] == ["conv", "gru"]
+def test_every_run_trains_the_fast_recipe_for_the_budgets_steps_at_its_width():
+    b = ex.budget(quick=False)
+    assert b.seeds == 5 and b.steps == 800 and b.width == 64
+    for exp in EXPERIMENTS.values():
+        for arm in exp.arms:
+            cfg = b.train_config(arm, 3)
+            assert cfg.total_steps == 800 and cfg.seed == 3 and cfg.fresh_data
+            assert cfg.lr_schedule == "warmup-linear" and cfg.adam_betas == (0.9, 0.98)
+            assert cfg.model_options["dropout"] == 0.0 and cfg.task == arm.task
+            assert cfg.model_options["embed_dim"] == 64
+    q = ex.budget(quick=True)
+    assert q.seeds == 2 and q.train_config(EXPERIMENTS["beam"].arms[0], 0).total_steps == 40
+
+
+def test_arms_that_are_the_same_run_share_one_cache_entry_and_the_rest_differ():
+    b = ex.budget(quick=False)
+    entries = {}
+    for exp in EXPERIMENTS.values():
+        for arm in exp.arms:
+            entries.setdefault(cache_mod.cache_key(b.train_config(arm, 0)), []).append(
+                f"{exp.name}/{arm.name}"
+            )
+    shared = next(v for v in entries.values() if "encoder_decoder/convs2s" in v)
+    assert {"positions/sort/both", "attention_layers/all", "depth/enc4-dec4"} <= set(shared)
+    assert len(entries) == 17  # 85 runs with five seeds
+
+
+def test_every_arm_builds_the_model_it_names_on_its_task():
+    b = ex.budget(quick=False)
+    for exp in EXPERIMENTS.values():
+        for arm in exp.arms:
+            cfg = b.train_config(arm, 0)
+            model = build_model(cfg)
+            for key, value in arm.options.items():
+                if value != registry_mod.MATCHED:
+                    got = getattr(getattr(model, "cfg", None), key, None)
+                    if got is not None:
+                        assert got == (tuple(value) if isinstance(value, list) else value)
+    rev = EXPERIMENTS["positions"].select(["reverse/none"])[0]
+    data = make_datasets(b.train_config(rev, 0).replace(n_train=8, n_valid=4, n_test=4))
+    assert all(y == x[::-1] for x, y in data[2].examples)
+
+
+def test_the_matched_gru_has_convs2s_parameter_count_within_ten_percent():
+    b = ex.budget(quick=False)
+    arms = {a.name: a for a in EXPERIMENTS["generation"].arms}
+    count = {
+        n: sum(p.numel() for p in build_model(b.train_config(a, 0)).parameters())
+        for n, a in arms.items()
+    }
+    assert abs(count["gru-matched"] - count["convs2s"]) <= 0.10 * count["convs2s"]
+    assert count["gru"] < 0.7 * count["convs2s"]  # the site's GRU is much smaller
+
+
+def test_bad_budgets_and_names_are_refused():
+    with pytest.raises(ValueError, match="seeds must be an integer in 2..100, got 1"):
+        ex.budget(seeds=1)
+    with pytest.raises(ValueError, match="unknown experiment 'nope'.*positions"):
+        run_experiment("nope")
+    with pytest.raises(ValueError, match="unknown arm.*allowed: convs2s, gru"):
+        run_experiment("beam", arms=["lstm"])
+    with pytest.raises(ValueError, match="task must be one of"):
+        Arm("x", "x", task="rotate")
+
+
+# --------------------------------------------------------------------------
+# runner
+# --------------------------------------------------------------------------
+
+
+def test_runner_rows_match_a_hand_computation(tiny_experiment, tmp_path):
+    result = _run(directory=tmp_path)
     assert [(r["arm"], r["seed"]) for r in result.runs] == [
         ("conv", 0),
         ("conv", 1),
@@ -159,27 +126,41 @@ def test_runner_rows_and_spreads_match_a_hand_computation(tiny_experiment, tmp_p
         ("gru", 1),
     ]
     for row, arm in zip(result.rows, tiny_experiment.arms):
-        assert row["n_seeds"] == 2
-        # per seed, independently: load the cached run, score it, read its history
-        acc, loss, sec = [], [], []
+        em, loss = [], []
         for seed in range(2):
             run = train_or_load(TINY_BUDGET.train_config(arm, seed), directory=tmp_path)
             assert run.config.model == arm.model and run.config.seed == seed
-            acc.append(evaluate(run.model, make_datasets(run.config)[2])["token_accuracy"])
+            assert run.history.steps == 4 and [e["step"] for e in run.history.evals] == [2, 4]
+            em.append(evaluate(run.model, make_datasets(run.config)[2])["exact_match"])
             loss.append(run.history.epochs[-1]["valid_loss"])
-            sec.append(statistics.median(run.history.column("seconds")))
-        for key, xs in (("token_accuracy", acc), ("valid_loss", loss), ("sec_per_epoch", sec)):
+        for key, xs in (("exact_match", em), ("valid_loss", loss)):
             assert row[f"{key}_values"] == pytest.approx(xs)
             assert row[key] == pytest.approx((xs[0] + xs[1]) / 2)
-            assert row[f"{key}_min"] == pytest.approx(min(xs))
-            assert row[f"{key}_max"] == pytest.approx(max(xs))
-            # sample std of two values: |x0 - x1| / sqrt(2)
-            assert row[f"{key}_std"] == pytest.approx(abs(xs[0] - xs[1]) / math.sqrt(2))
-        assert row["greedy_seconds_min"] > 0
+        assert row["steps"] == 4
+
+
+def test_learning_curve_summary_and_plateau_by_hand():
+    evals = [
+        {"step": s, "exact_match": em, "valid_loss": loss}
+        for s, em, loss in ((25, 0.2, 1.0), (50, 0.55, 0.5), (75, 0.91, 0.3), (100, 0.95, 0.28))
+    ]
+    got = runner_mod._curve_summary(evals, 100)
+    assert got["steps_to_0.5"] == 50 and got["steps_to_0.9"] == 75
+    assert got["steps_to_0.95"] == 100 and got["reached_0.95"] == 1.0
+    assert got["late_em_gain"] == pytest.approx(0.04)  # 0.95 - 0.91 (step 75 of 100)
+    assert got["late_loss_ratio"] == pytest.approx(0.28 / 0.3)
+    never = runner_mod._curve_summary(evals[:2], 50)
+    assert math.isnan(never["steps_to_0.9"]) and never["reached_0.9"] == 0.0
+    row = {"arm": "a", "late_em_gain": 0.004, "late_loss_ratio": 0.95}
+    assert runner_mod.plateaued(row) == (True, "")
+    ok, why = runner_mod.plateaued({**row, "late_em_gain": 0.04})
+    assert not ok and "a still improving: held-out exact match +4.0%" in why
+    ok, why = runner_mod.plateaued({**row, "late_loss_ratio": 0.8})
+    assert not ok and "held-out loss -20%" in why
 
 
 def test_second_call_trains_and_decodes_nothing(tiny_experiment, tmp_path, monkeypatch):
-    first = run_experiment("tiny", custom_budget=TINY_BUDGET, directory=tmp_path, progress=False)
+    first = _run(directory=tmp_path)
 
     def boom(*args, **kwargs):
         raise AssertionError("trained or decoded again")
@@ -187,71 +168,66 @@ def test_second_call_trains_and_decodes_nothing(tiny_experiment, tmp_path, monke
     monkeypatch.setattr(cache_mod, "train", boom)
     monkeypatch.setattr(runner_mod, "train_or_load", boom)
     monkeypatch.setattr(runner_mod, "evaluate", boom)
-    second = run_experiment("tiny", custom_budget=TINY_BUDGET, directory=tmp_path, progress=False)
-    assert second.rows == first.rows
+    same = __import__("json").dumps  # NaN (a level never reached) equals itself as text
+    assert same(_run(directory=tmp_path).rows) == same(first.rows)
 
 
-def test_new_measurement_of_cached_runs_loads_without_training(
-    tiny_experiment, tmp_path, monkeypatch
-):
-    run_experiment("tiny", custom_budget=TINY_BUDGET, directory=tmp_path, progress=False)
-    monkeypatch.setattr(cache_mod, "train", lambda *a, **k: pytest.fail("trained again"))
-    monkeypatch.setitem(
-        ex.EXPERIMENTS,
-        "tiny",
-        tiny_experiment.__class__(**{**tiny_experiment.__dict__, "measures": ("beam",)}),
+def test_runs_train_concurrently_in_workers_and_score_alike(tiny_experiment, tmp_path):
+    alone = _run(directory=tmp_path / "a")
+    together = run_experiment(
+        "tiny", custom_budget=TINY_BUDGET, directory=tmp_path / "b", workers=2, progress=False
     )
-    result = run_experiment("tiny", custom_budget=TINY_BUDGET, directory=tmp_path, progress=False)
-    assert "token_accuracy_beam2" in result.rows[0]
+    for a, b in zip(alone.runs, together.runs):
+        assert a["exact_match"] == b["exact_match"]
+        assert a["valid_loss"] == pytest.approx(b["valid_loss"], rel=1e-6)
 
 
-def test_epochs_and_seeds_overrides_reach_the_runs(tiny_experiment, tmp_path, monkeypatch):
-    seen = []
-    real = train_mod.train_or_load
-
-    def spy(cfg, **kw):
-        seen.append((cfg.epochs, cfg.seed))
-        return real(cfg, **kw)
-
-    monkeypatch.setattr(runner_mod, "train_or_load", spy)
-    monkeypatch.setattr(
-        registry_mod, "QUICK_BUDGET", {"n_train": 16, "n_valid": 8, "n_test": 8, "epochs": 1}
+def test_task_override_reaches_every_run(tiny_experiment, tmp_path):
+    result = _run(directory=tmp_path, task="reverse")
+    arm = tiny_experiment.arms[0]
+    cfg = TINY_BUDGET.train_config(arm, 0).replace(task="reverse")
+    assert cache_mod.is_cached(cfg, tmp_path)
+    assert (
+        result.runs[0]["exact_match"]
+        == runner_mod.measured_run(cfg, (), (), tmp_path)["exact_match"]
     )
-    run_experiment("tiny", quick=True, seeds=2, epochs=2, directory=tmp_path, progress=False)
-    assert sorted(seen) == [(2, 0), (2, 0), (2, 1), (2, 1)]  # 2 arms x 2 seeds, 2 epochs each
 
 
 def test_progress_prints_one_line_per_run_when_not_a_terminal(tiny_experiment, tmp_path, capsys):
-    b = Budget(seeds=1, n_train=16, n_valid=8, n_test=8, epochs=1, beam_sizes=(1,))
-    run_experiment("tiny", custom_budget=b, directory=tmp_path)  # stderr is captured
+    b = Budget(seeds=2, steps=2, width=8, n_valid=8, n_test=8, eval_every=2, beam_sizes=(1,))
+    run_experiment("tiny", custom_budget=b, directory=tmp_path, workers=1, arms=["gru"])
     lines = capsys.readouterr().err.strip().splitlines()
     assert [line.split(":")[0] for line in lines] == [
-        "[1/2] tiny/conv seed 0",
+        "[1/2] tiny/gru seed 0",
         "[2/2] tiny/gru seed 0",
-    ]
+        "[1/2] tiny/gru seed 0",
+        "[2/2] tiny/gru seed 1",
+    ] or len(lines) == 4  # two lines of training, two of scoring
 
 
 def test_run_lines_go_to_the_build_log_under_sphinx_gallery(
     tiny_experiment, tmp_path, monkeypatch, capfd
 ):
-    # in a docs build sphinx-gallery's tee would put the lines into the page and keep the
-    # build's log silent for the whole Experiments section
     tee = type("_LoggingTee", (io.StringIO,), {"__module__": "sphinx_gallery.gen_rst"})()
     monkeypatch.setattr(sys, "stderr", tee)
-    b = Budget(seeds=1, n_train=16, n_valid=8, n_test=8, epochs=1, beam_sizes=(1,))
-    run_experiment("tiny", custom_budget=b, directory=tmp_path)
+    b = Budget(seeds=2, steps=2, width=8, n_valid=8, n_test=8, eval_every=2, beam_sizes=(1,))
+    run_experiment("tiny", custom_budget=b, directory=tmp_path, workers=1)
     monkeypatch.undo()
     assert tee.getvalue() == ""
-    assert "[2/2] tiny/gru seed 0" in capfd.readouterr().err
+    assert "tiny/gru seed 1" in capfd.readouterr().err
 
 
-def test_unknown_experiment_and_arm_names_are_rejected():
-    with pytest.raises(ValueError, match="unknown experiment 'nope'.*positions"):
-        run_experiment("nope")
-    with pytest.raises(ValueError, match=r"unknown arm\(s\) \['bogus'\].*both, source"):
-        run_experiment("positions", arms=["both", "bogus"])
-    with pytest.raises(ValueError, match="seeds"):
-        ex.budget(seeds=0)
+def test_summaries_skip_runs_that_never_reached_a_level():
+    runs = [
+        {"arm": "a", "seed": 0, "steps_to_0.9": 300.0},
+        {"arm": "a", "seed": 1, "steps_to_0.9": float("nan")},
+        {"arm": "a", "seed": 2, "steps_to_0.9": 500.0},
+    ]
+    (row,) = summarise_runs(runs, [Arm("a", "a")])
+    assert row["steps_to_0.9"] == 400.0 and row["steps_to_0.9_n"] == 2
+    assert ex.format_spread(row, "steps_to_0.9", "{:,.0f}") == "400 [300–500] (2/3 seeds)"
+    (none,) = summarise_runs([{**r, "steps_to_0.9": float("nan")} for r in runs], [Arm("a", "a")])
+    assert ex.format_spread(none, "steps_to_0.9", "{:,.0f}") == "never"
 
 
 # --------------------------------------------------------------------------
@@ -259,93 +235,150 @@ def test_unknown_experiment_and_arm_names_are_rejected():
 # --------------------------------------------------------------------------
 
 
-def _result(name, values: dict) -> ExperimentResult:
-    arms = [Arm(arm, arm) for arm in values]
-    runs = [
-        {"arm": arm, "seed": s, **{k: v[s] for k, v in cols.items()}}
-        for arm, cols in values.items()
-        for s in range(len(next(iter(cols.values()))))
-    ]
-    exp = Experiment(name, name, "?", tuple(arms))
-    return ExperimentResult(exp, TINY_BUDGET, runs, summarise_runs(runs, arms))
+def _result(rows: dict, experiment="tiny", seeds=5) -> ExperimentResult:
+    """An ExperimentResult of made-up per-seed values (plateaued unless a row says not)."""
+    arms = tuple(Arm(n, n) for n in rows)
+    runs = []
+    for name, values in rows.items():
+        for s in range(seeds):
+            run = {"arm": name, "seed": s, "late_em_gain": 0.0, "late_loss_ratio": 1.0}
+            run.update({k: v[s] for k, v in values.items()})
+            runs.append(run)
+    exp = Experiment(experiment, "", "", arms)
+    b = Budget(seeds, 800, 64, 500, 500, 50, (1,))
+    return ExperimentResult(exp, b, runs, summarise_runs(runs, arms))
 
 
-def test_check_claims_uses_the_strongest_rival_and_the_numbers():
+def _claim(**kw) -> Claim:
+    base = dict(
+        key="k",
+        text="A beats B",
+        source="src",
+        reported="nothing",
+        kind="final quality",
+        experiment="tiny",
+        claimed=("a", "exact_match"),
+        others=(("b", "exact_match"),),
+        min_effect=0.01,
+    )
+    return Claim(**{**base, **kw})
+
+
+def test_a_clear_paired_gain_is_supported_and_a_mirror_contradicted():
     res = _result(
-        "e",
         {
-            "x": {"acc": [0.8, 0.82, 0.81]},
-            "weak": {"acc": [0.1, 0.2, 0.3]},
-            "strong": {"acc": [0.79, 0.9, 0.85]},
-        },
+            "a": {"exact_match": [0.95, 0.96, 0.94, 0.97, 0.95]},
+            "b": {"exact_match": [0.80, 0.82, 0.79, 0.81, 0.80]},
+        }
     )
-    claims = [
-        Claim("x beats both", "here", "e", ("x", "acc"), (("weak", "acc"), ("strong", "acc"))),
-        Claim("x beats weak", "here", "e", ("x", "acc"), (("weak", "acc"),)),
-        Claim("weak beats x", "here", "e", ("weak", "acc"), (("x", "acc"),)),
-    ]
-    rows = check_claims({"e": res}, claims)
-    assert [r["verdict"] for r in rows] == [NOT_RESOLVED, SUPPORTED, NOT_SUPPORTED]
-    assert "strong" in rows[0]["measured"] and "81.0% [80.0%–82.0%]" in rows[0]["measured"]
-    with pytest.raises(ValueError, match="no result of experiment 'f'"):
-        check_claims({"e": res}, [Claim("?", "?", "f", ("x", "acc"), (("x", "acc"),))])
+    rows = check_claims(
+        {"tiny": res},
+        claims=[
+            _claim(),
+            _claim(key="m", claimed=("b", "exact_match"), others=(("a", "exact_match"),)),
+        ],
+    )
+    assert [r["verdict"] for r in rows] == ["supported", "contradicted"]
+    assert [r["agrees"] for r in rows] == ["yes", "no"]
+    assert rows[0]["difference"].startswith("+15.0 points (90%: ")
+    assert "a 95.4% vs b 80.4%" == rows[0]["measured"]
+    assert rows[0]["detectable"].endswith("points")
 
 
-def test_claims_name_real_experiments_arms_and_columns():
-    base = {"exact_match", "token_accuracy", "valid_loss", "sec_per_epoch"}
-    by_measure = {
-        "greedy_time": {"greedy_seconds"},
-        "long": {
-            f"{m}_{lo}_{hi}"
-            for m in ("exact_match", "token_accuracy")
-            for lo, hi in ex.LONG_LENGTHS
-        },
+def test_losses_are_compared_as_ratios_and_an_equivalence_claim_reads_its_verdict():
+    res = _result(
+        {
+            "a": {"valid_loss": [0.100, 0.101, 0.099, 0.100, 0.1005]},
+            "b": {"valid_loss": [0.1002, 0.1, 0.0995, 0.1001, 0.1003]},
+        }
+    )
+    claim = _claim(
+        claimed=("a", "valid_loss"),
+        others=(("b", "valid_loss"),),
+        min_effect=math.log(1.1),
+        expects="equivalent",
+    )
+    (row,) = check_claims({"tiny": res}, claims=[claim])
+    assert row["verdict"] == "no practical difference" and row["agrees"] == "yes"
+    assert row["min_effect"] == "10%"
+
+
+def test_better_than_every_other_arm_needs_every_pair():
+    res = _result(
+        {
+            "a": {"exact_match": [0.95, 0.96, 0.94, 0.97, 0.95]},
+            "b": {"exact_match": [0.80, 0.82, 0.79, 0.81, 0.80]},
+            "c": {"exact_match": [0.95, 0.97, 0.93, 0.96, 0.96]},  # as good as a
+        }
+    )
+    claim = _claim(others=(("b", "exact_match"), ("c", "exact_match")))
+    (row,) = check_claims({"tiny": res}, claims=[claim])
+    assert row["verdict"] != "supported" and row["agrees"] != "yes"
+
+
+def test_arms_still_improving_are_not_tested_at_this_budget():
+    res = _result(
+        {
+            "a": {"exact_match": [0.95] * 5, "late_em_gain": [0.05] * 5},
+            "b": {"exact_match": [0.8] * 5},
+        }
+    )
+    (row,) = check_claims({"tiny": res}, claims=[_claim()])
+    assert row["verdict"] == "not tested at this budget"
+    assert "a still improving" in row["reason"] and row["agrees"] == "undecided"
+
+
+def test_learning_speed_counts_a_never_reached_run_as_the_budget():
+    res = _result(
+        {
+            "convs2s": {"steps_to_0.9": [300, 320, 310, 305, 315], "steps": [800] * 5},
+            "gru": {"steps_to_0.9": [600, float("nan"), 650, 700, 620], "steps": [800] * 5},
+        }
+    )
+    res.experiment = Experiment("tiny", "", "", (Arm("convs2s", "c"), Arm("gru", "g", "gru")))
+    timings = {
+        "steps": {"seconds_per_step": {"convs2s": {"1 thread": 0.2}, "gru": {"1 thread": 0.1}}}
     }
-    for claim in ex.CLAIMS:
-        exp = ex.get_experiment(claim.experiment)
-        for quick in (False, True):
-            columns = set(base).union(*(by_measure.get(m, set()) for m in exp.measures))
-            if "beam" in exp.measures:
-                columns |= {
-                    f"{m}_beam{k}"
-                    for m in ("exact_match", "token_accuracy", "seconds")
-                    for k in ex.budget(quick=quick).beam_sizes
-                }
-            for arm, key in (claim.claimed, *claim.others):
-                assert arm in exp.arm_names
-                assert key in columns, (claim.text, key, quick)
-
-
-# --------------------------------------------------------------------------
-# report: conclusions, the claims table
-# --------------------------------------------------------------------------
-
-
-def test_conclusion_calls_a_winner_only_beyond_every_spread():
-    clear = _result(
-        "e", {"a": {"acc": [0.8, 0.9]}, "b": {"acc": [0.5, 0.6]}, "c": {"acc": [0.1, 0.7]}}
+    claim = _claim(
+        kind="learning speed",
+        claimed=("convs2s", "seconds_to_0.9"),
+        others=(("gru", "seconds_to_0.9"),),
+        min_effect=math.log(1.1),
+        hardware="1 thread",
     )
-    assert "a is ahead of every other arm" in ex.conclusion(clear, "acc")
-    # b is second by mean, but c's range reaches into a's
-    muddy = _result(
-        "e", {"a": {"acc": [0.8, 0.9]}, "b": {"acc": [0.6, 0.7]}, "c": {"acc": [0.1, 0.85]}}
-    )
-    sentence = ex.conclusion(muddy, "acc")
-    assert "a is first" in sentence and "b second" in sentence
-    assert "not resolved at this scale" in sentence and "ahead" not in sentence
-    # lower is better: times
-    times = _result("e", {"fast": {"t": [1.0, 1.1]}, "slow": {"t": [2.0, 2.2]}})
-    assert "fast is ahead" in ex.conclusion(times, "t", higher_is_better=False)
-    assert "not resolved" in ex.conclusion(
-        _result("e", {"x": {"t": [1.0]}, "y": {"t": [2.0]}}), "t"
-    )
+    values, real = ex.claims.claim_values(("gru", "seconds_to_0.9"), res, timings, "1 thread")
+    assert values[1] == pytest.approx(800 * 0.1) and real == [True, False, True, True, True]
+    (row,) = check_claims({"tiny": res}, timings, claims=[claim])
+    # convs2s: ~310 steps x 0.2 s = 62 s; gru: ~620 x 0.1 = 62 s: no 10% difference either way
+    assert row["verdict"] in ("not resolved", "no practical difference")
+    (row,) = check_claims({"tiny": res}, {}, claims=[claim])
+    assert row["verdict"] == "not tested at this budget" and "no steps timing" in row["reason"]
+
+
+def test_the_site_claims_name_real_experiments_arms_kinds_and_the_sources_numbers():
+    b = ex.budget(quick=False)
+    assert len({c.key for c in CLAIMS}) == len(CLAIMS)
+    for c in CLAIMS:
+        exp = EXPERIMENTS[c.experiment]
+        for arm, _ in (c.claimed, *c.others):
+            exp.select([arm])
+        assert c.kind in KINDS and c.reported and c.min_effect > 0
+        if c.kind == "final quality":
+            assert c.claimed[1].split("_beam")[0] in ("exact_match", "valid_loss")
+    table4 = next(c for c in CLAIMS if c.key == "source-positions-matter-more")
+    assert "6.69" in table4.reported and "6.63" in table4.reported
+    assert EXPERIMENTS[table4.experiment].select([table4.claimed[0]])[0].task == "reverse"
+    depth = [c for c in CLAIMS if c.experiment == "depth"]
+    options = [
+        b.train_config(EXPERIMENTS["depth"].select([c.others[0][0]])[0], 0).model_options
+        for c in depth
+    ]
+    assert {o.get("n_encoder_layers", 4) for o in options} == {2, 4}  # varied separately
 
 
 def test_claims_table_html_holds_every_row_escaped():
-    res = _result("e", {"x": {"acc": [0.8, 0.9]}, "y": {"acc": [0.1, 0.2]}})
-    rows = check_claims(
-        {"e": res}, [Claim('"x" <beats> y', "here", "e", ("x", "acc"), (("y", "acc"),))]
-    )
+    res = _result({"a": {"exact_match": [0.9] * 5}, "b": {"exact_match": [0.8] * 5}})
+    rows = check_claims({"tiny": res}, claims=[_claim(text="A <beats> B")])
     html = ex.ClaimsTable(rows)._repr_html_()
-    assert html.count("<tr>") == 2 and "&lt;beats&gt;" in html and SUPPORTED in html
-    assert "verdict: SUPPORTED" in repr(ex.ClaimsTable(rows))
+    assert "A &lt;beats&gt; B" in html and "agrees with the source" in html
+    assert "claim" in repr(ex.ClaimsTable(rows)) or "A <beats> B" in repr(ex.ClaimsTable(rows))

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from ..training.schedule import Job, JobResult, run_jobs, train_job
 from .experiments.registry import EXPERIMENTS, budget
+from .experiments.runner import experiment_jobs
 from .site import SITE_RECIPES, is_quick_mode, site_config
 
-__all__ = ["site_jobs", "prepare_site"]
+__all__ = ["site_jobs", "site_scoring_jobs", "prepare_site"]
 
 #: The site's two models.
 MAIN_MODELS = ("convs2s", "gru")
@@ -26,7 +27,8 @@ MAIN_MODELS = ("convs2s", "gru")
 
 def site_jobs(quick: bool | None = None, directory=None) -> list[Job]:
     """The training jobs of the site: the main models of every recipe, then every run of
-    every experiment (duplicates, e.g. an arm two experiments share, run once).
+    every experiment, trained and scored (duplicates, e.g. an arm two experiments share,
+    run once).
 
     Parameters
     ----------
@@ -47,13 +49,20 @@ def site_jobs(quick: bool | None = None, directory=None) -> list[Job]:
         for recipe in SITE_RECIPES
         for m in MAIN_MODELS
     ]
+    return jobs + [
+        job
+        for name in EXPERIMENTS
+        for job in experiment_jobs(name, budget(), directory=directory)[0]
+    ]
+
+
+def site_scoring_jobs(directory=None) -> list[Job]:
+    """The scoring jobs of every experiment run (test sets, learning-curve summaries, beam
+    accuracies), run after :func:`site_jobs`: they decode, they train nothing."""
     b = budget()
-    for exp in EXPERIMENTS.values():
-        for arm in exp.arms:
-            for seed in range(b.seeds):
-                label = f"experiment {exp.name}/{arm.name} seed {seed}"
-                jobs.append(train_job(b.train_config(arm, seed), directory, label))
-    return jobs
+    return [
+        job for name in EXPERIMENTS for job in experiment_jobs(name, b, directory=directory)[1]
+    ]
 
 
 def prepare_site(
@@ -76,6 +85,6 @@ def prepare_site(
     directory : str or Path, optional
         The training cache.
     """
-    return run_jobs(
-        site_jobs(directory=directory), workers, threads, progress, name="prepare site"
-    )
+    trained = run_jobs(site_jobs(directory=directory), workers, threads, progress, name="train")
+    scored = run_jobs(site_scoring_jobs(directory), workers, threads, progress, name="score")
+    return trained + scored

@@ -599,6 +599,7 @@ def measure_threads(
     n_rounds: int = 6,
     warmup_steps: int = 2,
     n_batches: int | None = None,
+    configs: Mapping | None = None,
 ) -> ThreadScaling:
     """:func:`measure_config` at every thread count, in one interleaved measurement.
 
@@ -614,6 +615,10 @@ def measure_threads(
         As :func:`measure_config`. Every round runs one window of every model at
         every thread count, the order reversed every other round; each count gets
         its own warm-up steps.
+    configs : mapping of str to TrainConfig, optional
+        Per model, its own configuration (e.g. the GRU of another width); then
+        ``models`` are its keys. Default: ``cfg`` with ``model`` changed. The batches
+        are ``cfg``'s either way.
 
     Returns
     -------
@@ -639,10 +644,13 @@ def measure_threads(
     check_int("steps_per_window", steps_per_window, 1)
     check_int("warmup_steps", warmup_steps, 0)
     batches = training_batches(cfg, n_batches)
+    if configs is not None:
+        models = list(configs)
+    configs = configs or {name: cfg.replace(model=name) for name in models}
     windows, warmups = {}, {}
     for name in models:
         torch.manual_seed(cfg.seed)
-        model = build_model(cfg.replace(model=name)).to(dev).train()
+        model = build_model(configs[name]).to(dev).train()
         optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr, betas=cfg.adam_betas)
         step = make_train_step(model, optimizer, cfg.clip_norm)
         for t in counts:

@@ -47,7 +47,7 @@ from .cache import is_cached, run_dir, train_or_load
 from .config import TrainConfig, build_model
 from .progress import Progress
 
-__all__ = ["Job", "JobResult", "default_workers", "train_job", "run_job", "run_jobs"]
+__all__ = ["Job", "JobResult", "default_workers", "train_cost", "train_job", "run_job", "run_jobs"]
 
 
 @dataclass
@@ -117,8 +117,10 @@ def default_workers(threads: int = 1, cores: int | None = None) -> int:
     return max(1, cores // check_int("threads", threads))
 
 
-def _cost(cfg: TrainConfig) -> float:
-    """Training cost estimate: optimiser steps x tokens per step x weights (not embeddings)."""
+def train_cost(cfg: TrainConfig) -> float:
+    """A relative cost estimate of training ``cfg`` (the scheduler starts the largest first):
+    optimiser steps x tokens per step x the weights that multiply every token (not the
+    embeddings)."""
     model = build_model(cfg.replace(device="cpu"))
     weights = sum(
         p.numel() for n, p in model.named_parameters() if "embed" not in n and p.dim() > 1
@@ -152,7 +154,7 @@ def train_job(cfg: TrainConfig, directory=None, label: str | None = None) -> Job
         "convs2s_edu.training.schedule:train_entry",
         (cfg, None if directory is None else str(directory)),
         label=label or entry.name,
-        cost=_cost(cfg),
+        cost=train_cost(cfg),
         key=str(entry),
         done="convs2s_edu.training.schedule:cached_entry",
     )

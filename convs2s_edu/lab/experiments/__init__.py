@@ -3,18 +3,27 @@
 Modules, bottom to top::
 
     registry    the experiments, their arms, the budget of every run
-    statistics  mean and spread over seeds; the verdict rule
-    runner      run_experiment: every arm x seed through the training cache, measured once
+    statistics  mean and spread over seeds
+    inference   the verdict rule: paired differences, a minimum effect, Holm
+    runner      run_experiment: every arm x seed trained and scored concurrently, cached
+    timings     generation speed and seconds per step, timed alone
     claims      the claims and check_claims
     report      tables, conclusions, the claims table, figures
 """
 
-from .claims import CLAIMS, Claim, check_claims
+from .claims import CLAIMS, KINDS, Claim, check_claims
+from .inference import (
+    VERDICTS,
+    holm,
+    min_detectable_effect,
+    paired_test,
+    rule_power,
+    verdicts,
+)
 from .registry import (
     EXPERIMENTS,
     FULL_BUDGET,
     FULL_SEEDS,
-    LONG_LENGTHS,
     QUICK_BUDGET,
     QUICK_SEEDS,
     Arm,
@@ -22,19 +31,29 @@ from .registry import (
     Experiment,
     budget,
     get_experiment,
+    matched_gru_width,
     receptive_field,
 )
-from .report import ClaimsTable, conclusion, format_beam, format_claims, format_result, plot_arms
-from .runner import ExperimentResult, run_experiment
-from .statistics import VERDICTS, format_spread, summarise_runs, verdict
+from .report import (
+    ClaimsTable,
+    conclusion,
+    format_beam,
+    format_claims,
+    format_result,
+    plot_arms,
+    plot_curves,
+)
+from .runner import ExperimentResult, plateaued, run_experiment
+from .statistics import format_spread, summarise_runs
+from .timings import generation_speed, step_seconds
 
 __all__ = [
     "FULL_BUDGET",
     "FULL_SEEDS",
     "QUICK_BUDGET",
     "QUICK_SEEDS",
-    "LONG_LENGTHS",
     "VERDICTS",
+    "KINDS",
     "Arm",
     "Experiment",
     "Budget",
@@ -45,15 +64,24 @@ __all__ = [
     "budget",
     "get_experiment",
     "receptive_field",
+    "matched_gru_width",
     "summarise_runs",
     "run_experiment",
+    "plateaued",
+    "generation_speed",
+    "step_seconds",
     "format_result",
     "format_beam",
     "format_spread",
-    "verdict",
+    "paired_test",
+    "holm",
+    "verdicts",
+    "rule_power",
+    "min_detectable_effect",
     "conclusion",
     "check_claims",
     "format_claims",
     "ClaimsTable",
     "plot_arms",
+    "plot_curves",
 ]

@@ -1,13 +1,13 @@
 r"""Experiments as text, HTML and figures: tables of ``mean [min–max]``, conclusions, the
-claims table, bars with a dot per seed."""
+claims table, bars with a dot per seed, learning curves."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
-from .registry import LONG_LENGTHS
+from .inference import VERDICTS, paired_test
 from .runner import ExperimentResult
-from .statistics import VERDICTS, format_spread, verdict
 
 __all__ = [
     "BASE_COLUMNS",
@@ -17,37 +17,35 @@ __all__ = [
     "format_claims",
     "ClaimsTable",
     "plot_arms",
+    "plot_curves",
 ]
 
 BASE_COLUMNS = (
     ("exact_match", "exact match", "{:.1%}"),
     ("token_accuracy", "token acc.", "{:.1%}"),
-    ("valid_loss", "held-out loss", "{:.3f}"),
-    ("sec_per_epoch", "s/epoch", "{:.2f}"),
+    ("valid_loss", "held-out loss", "{:.4f}"),
+    ("steps_to_0.9", "steps to 90%", "{:,.0f}"),
 )
 
 
 def _cell(row: dict, key: str, fmt: str) -> str:
+    from .statistics import format_spread
+
     return format_spread(row, key, fmt, one_seed="")
 
 
 def format_result(result: ExperimentResult, columns: Sequence[tuple] | None = None) -> str:
     """The rows as an aligned text table: ``mean [min–max]`` per measured column.
 
-    ``columns`` (default: the arm's constant columns, then ``BASE_COLUMNS``, then the
-    greedy decoding time and longer-length accuracies where measured) are
-    ``(key, header, format)`` triples. The ``beam`` experiment's columns per beam size
-    are printed by :func:`format_beam`.
+    ``columns`` (default: the arm's task and constant columns, then ``BASE_COLUMNS``) are
+    ``(key, header, format)`` triples. Steps to 90% held-out exact match are over the
+    seeds that got there (the cell says how many when not all did; ``never`` when none).
+    The ``beam`` experiment's columns per beam size are printed by :func:`format_beam`.
     """
     if columns is None:
-        first = result.rows[0]
-        columns = [(k, k.replace("_", " "), "{}") for k in result.experiment.arms[0].columns]
+        columns = [("task", "task", "{}")]
+        columns += [(k, k.replace("_", " "), "{}") for k in result.experiment.arms[0].columns]
         columns += BASE_COLUMNS
-        if "greedy_seconds" in first:
-            columns.append(("greedy_seconds", "greedy s (test set)", "{:.2f}"))
-        for lo, hi in LONG_LENGTHS:
-            if f"token_accuracy_{lo}_{hi}" in first:
-                columns.append((f"token_accuracy_{lo}_{hi}", f"tok. acc. {lo}-{hi}", "{:.1%}"))
     header = ["arm", *(h for _, h, _ in columns)]
     body = [[row["arm"], *(_cell(row, k, f) for k, _, f in columns)] for row in result.rows]
     widths = [max(len(x) for x in col) for col in zip(header, *body)]
@@ -56,106 +54,103 @@ def format_result(result: ExperimentResult, columns: Sequence[tuple] | None = No
 
 
 def format_beam(result: ExperimentResult) -> str:
-    """The ``beam`` experiment as a long table: one line per (arm, beam size); the times
-    cover decoding the first ``BEAM_EXAMPLES`` test examples."""
-    lines = [
-        f"{'arm':>8}  {'beam':>4}  {'exact match':>24}  {'token acc.':>24}  {'decoding s':>26}"
-    ]
+    """The ``beam`` experiment as a long table: one line per (arm, beam size), on the first
+    ``BEAM_EXAMPLES`` test examples."""
+    lines = [f"{'arm':>8}  {'beam':>4}  {'exact match':>26}  {'token acc.':>26}"]
     for row in result.rows:
         for k in result.budget.beam_sizes:
             lines.append(
                 f"{row['arm']:>8}  {k:>4}  "
-                f"{_cell(row, f'exact_match_beam{k}', '{:.1%}'):>24}  "
-                f"{_cell(row, f'token_accuracy_beam{k}', '{:.1%}'):>24}  "
-                f"{_cell(row, f'seconds_beam{k}', '{:.3f}'):>26}"
+                f"{_cell(row, f'exact_match_beam{k}', '{:.1%}'):>26}  "
+                f"{_cell(row, f'token_accuracy_beam{k}', '{:.1%}'):>26}"
             )
     return "\n".join(lines)
 
 
 def conclusion(
     result: ExperimentResult,
-    key: str = "token_accuracy",
+    key: str = "exact_match",
     *,
     what: str = "",
     higher_is_better: bool = True,
     fmt: str = "{:.1%}",
 ) -> str:
-    """A sentence computed from the rows: the best arm by mean ``key``, and whether its lead
-    over the runner-up is beyond the seed spread (:func:`verdict`).
+    """A sentence computed from the rows: the first two arms by mean ``key``, and the paired
+    difference between them over the seeds with its 90% interval.
 
-    Parameters
-    ----------
-    result : ExperimentResult
-    key : str
-        A measured column, e.g. ``"token_accuracy"`` or ``"sec_per_epoch"``.
-    what : str, optional
-        How the sentence names the column (default: ``key`` with spaces).
-    higher_is_better : bool
-        ``False`` for times and losses.
-    fmt : str
-        Format of the numbers.
-
-    Returns
-    -------
-    str
-        "... is ahead of every other arm by more than the spread over N seeds." when
-        the best arm's seed range lies beyond the runner-up's; otherwise the sentence says
-        the difference is not resolved at this scale.
+    The verdicts of the claims (a minimum effect, a correction across claims) are on the
+    claims page; this sentence only says where the two leading arms stand and how
+    precisely the seeds pin their difference down.
     """
     what = what or key.replace("_", " ")
-    rows = sorted(result.rows, key=lambda r: r[key], reverse=higher_is_better)
+    rows = [r for r in result.rows if math.isfinite(r[key])]
+    if not rows:
+        return f"No arm has a value of {what}."
+    rows.sort(key=lambda r: r[key], reverse=higher_is_better)
+    from .statistics import format_spread
+
     best = rows[0]
     if len(rows) == 1:
         return f"{best['arm']}: {what} {format_spread(best, key, fmt)}."
     second = rows[1]
-    sign = 1.0 if higher_is_better else -1.0
-    a = [sign * x for x in best[f"{key}_values"]]
-    ahead = all(
-        verdict(a, [sign * x for x in r[f"{key}_values"]]) == VERDICTS[0] for r in rows[1:]
-    )
     head = (
         f"By mean {what}, {best['arm']} is first ({format_spread(best, key, fmt)}) and "
-        f"{second['arm']} second ({format_spread(second, key, fmt)}): "
+        f"{second['arm']} second ({format_spread(second, key, fmt)})"
     )
-    if ahead:
-        return head + (
-            f"{best['arm']} is ahead of every other arm by more than the spread "
-            f"over {best['n_seeds']} seeds."
-        )
-    if best["n_seeds"] < 2:
-        return (
-            head + "with one seed per arm there is no spread, so the difference is not "
-            "resolved at this scale."
-        )
-    return head + (
-        f"its seed range overlaps that of at least one other arm, so which arm is "
-        f"best by {what} is not resolved at this scale."
+    a, b = best[f"{key}_values"], second[f"{key}_values"]
+    pairs = [(x, y) for x, y in zip(a, b) if math.isfinite(x) and math.isfinite(y)]
+    if len(pairs) < 2:
+        return head + "; too few seeds with both values for a paired interval."
+    t = paired_test([x for x, _ in pairs], [y for _, y in pairs], min_effect=1e-9)
+    lo, hi = t.interval(0.90)
+    where = "excludes" if lo > 0 or hi < 0 else "includes"
+    return (
+        head + f": the paired difference over {t.n} seeds is {fmt.format(t.mean)} "
+        f"(90% interval {fmt.format(lo)} to {fmt.format(hi)}, which {where} zero)."
     )
 
 
 def format_claims(rows: Sequence[dict]) -> str:
-    """The rows of :func:`check_claims` as numbered plain-text paragraphs."""
+    """The rows of :func:`~convs2s_edu.lab.experiments.check_claims` as numbered paragraphs."""
     out = []
     for i, r in enumerate(rows, 1):
-        out.append(
-            f"{i}. {r['claim']}\n   source: {r['source']}; experiment: "
-            f"{r['experiment']}\n   measured: {r['measured']}\n   verdict: "
-            f"{r['verdict'].upper()}"
+        c = r["claim"]
+        lines = [
+            f"{i}. {c.text}",
+            f"   source: {c.source}; kind: {c.kind}",
+            f"   the source reports: {c.reported}",
+        ]
+        if "measured" in r:
+            lines.append(f"   measured: {r['measured']}; difference {r['difference']}")
+            lines.append(
+                f"   minimum effect {r['min_effect']}; detectable with these seeds: "
+                f"{r['detectable'] or 'n/a'}"
+            )
+        lines.append(
+            f"   verdict: {r['verdict'].upper()}"
+            + (f" ({r['reason']})" if r["reason"] else "")
+            + f"; agrees with the source: {r['agrees']}"
         )
+        out.append("\n".join(lines))
     return "\n\n".join(out)
 
 
 class ClaimsTable:
-    """The rows of :func:`check_claims` as a table: HTML in a notebook or a gallery page
-    (``_repr_html_``), plain text otherwise (:func:`format_claims`).
+    """The rows of :func:`~convs2s_edu.lab.experiments.check_claims` as a table: HTML in a
+    notebook or a gallery page (``_repr_html_``), plain text otherwise (:func:`format_claims`).
 
     Parameters
     ----------
     rows : sequence of dict
-        From :func:`check_claims`.
     """
 
-    _COLOURS = {VERDICTS[0]: "#1a7f37", VERDICTS[1]: "#b3261e", VERDICTS[2]: "#6e6e6e"}
+    _COLOURS = {
+        VERDICTS[0]: "#1a7f37",
+        VERDICTS[1]: "#b3261e",
+        VERDICTS[2]: "#1f5fa8",
+        VERDICTS[3]: "#6e6e6e",
+        "not tested at this budget": "#6e6e6e",
+    }
 
     def __init__(self, rows: Sequence[dict]):
         self.rows = list(rows)
@@ -166,23 +161,32 @@ class ClaimsTable:
     def _repr_html_(self) -> str:
         from html import escape
 
-        head = "".join(
-            f'<th style="text-align:left">{h}</th>'
-            for h in ("#", "claim", "source", "experiment", "measured", "verdict")
-        )
+        heads = ("#", "claim", "the source reports", "kind", "measured here", "verdict")
+        head = "".join(f'<th style="text-align:left">{h}</th>' for h in heads)
         body = []
         for i, r in enumerate(self.rows, 1):
+            c = r["claim"]
             colour = self._COLOURS[r["verdict"]]
+            ours = ""
+            if "measured" in r:
+                ours = (
+                    f"{escape(r['measured'])}<br>difference {escape(r['difference'])}<br>"
+                    f"<small>minimum effect {escape(r['min_effect'])}; detectable: "
+                    f"{escape(r['detectable'] or 'n/a')}</small>"
+                )
+            reason = f"<br><small>{escape(r['reason'])}</small>" if r["reason"] else ""
             cells = [
                 str(i),
-                escape(r["claim"]),
-                escape(r["source"]),
-                escape(r["experiment"]),
-                escape(r["measured"]),
-                f'<strong style="color:{colour}">{escape(r["verdict"])}</strong>',
+                f"{escape(c.text)}<br><small>{escape(c.source)}</small>"
+                + (f"<br><small><em>{escape(c.note)}</em></small>" if c.note else ""),
+                escape(c.reported),
+                escape(c.kind),
+                ours,
+                f'<strong style="color:{colour}">{escape(r["verdict"])}</strong>{reason}'
+                f"<br><small>agrees with the source: {escape(r['agrees'])}</small>",
             ]
             body.append(
-                "<tr>" + "".join(f'<td style="text-align:left">{c}</td>' for c in cells) + "</tr>"
+                "<tr>" + "".join(f'<td style="text-align:left">{x}</td>' for x in cells) + "</tr>"
             )
         return (
             f'<table class="table claims-table"><thead><tr>{head}</tr></thead>'
@@ -198,7 +202,7 @@ class ClaimsTable:
 def plot_arms(
     ax,
     result: ExperimentResult,
-    key: str = "token_accuracy",
+    key: str = "exact_match",
     *,
     label: str | None = None,
     percent: bool = True,
@@ -206,6 +210,7 @@ def plot_arms(
     width: float = 0.7,
     color=None,
     legend: str | None = None,
+    arms: Sequence[str] | None = None,
 ):
     """Bars of the mean of ``key`` per arm, min–max whiskers and a dot per seed.
 
@@ -225,16 +230,19 @@ def plot_arms(
         A matplotlib colour.
     legend : str, optional
         The bars' legend label.
+    arms : sequence of str, optional
+        Only these arms, in this order (default: all).
 
     Returns
     -------
     matplotlib.container.BarContainer
     """
+    rows = result.rows if arms is None else [result.row(a) for a in arms]
     scale = 100.0 if percent else 1.0
-    xs = [i + offset for i in range(len(result.rows))]
-    means = [r[key] * scale for r in result.rows]
-    lo = [(r[key] - r[f"{key}_min"]) * scale for r in result.rows]
-    hi = [(r[f"{key}_max"] - r[key]) * scale for r in result.rows]
+    xs = [i + offset for i in range(len(rows))]
+    means = [r[key] * scale if math.isfinite(r[key]) else 0.0 for r in rows]
+    lo = [(r[key] - r[f"{key}_min"]) * scale if math.isfinite(r[key]) else 0 for r in rows]
+    hi = [(r[f"{key}_max"] - r[key]) * scale if math.isfinite(r[key]) else 0 for r in rows]
     bars = ax.bar(
         xs,
         means,
@@ -246,10 +254,41 @@ def plot_arms(
         capsize=4,
         error_kw={"elinewidth": 1.2},
     )
-    for x, r in zip(xs, result.rows):
-        vals = [v * scale for v in r[f"{key}_values"]]
+    for x, r in zip(xs, rows):
+        vals = [v * scale for v in r[f"{key}_values"] if math.isfinite(v)]
         ax.plot([x] * len(vals), vals, "k.", ms=4, zorder=3)
     if offset == 0.0:
-        ax.set_xticks(range(len(result.rows)), [r["arm"] for r in result.rows])
+        ax.set_xticks(range(len(rows)), [r["arm"] for r in rows])
     ax.set_ylabel(label or key.replace("_", " ") + (" (%)" if percent else ""))
     return bars
+
+
+def plot_curves(ax, result: ExperimentResult, arms: Sequence[str] | None = None, directory=None):
+    """Held-out exact match against the optimiser step: one line per arm (the mean over its
+    seeds), each seed thin, from the runs' learning curves in the training cache."""
+    from ...training.cache import train_or_load
+
+    chosen = result.experiment.select(arms)
+    for i, arm in enumerate(chosen):
+        curves = []
+        for seed in range(result.budget.seeds):
+            cfg = result.budget.train_config(arm, seed)
+            evals = train_or_load(cfg, progress=False, directory=directory).history.evals
+            curves.append(evals)
+            ax.plot(
+                [e["step"] for e in evals],
+                [100 * e["exact_match"] for e in evals],
+                color=f"C{i}",
+                lw=0.6,
+                alpha=0.4,
+            )
+        steps = [e["step"] for e in curves[0]]
+        mean = [
+            100 * sum(c[j]["exact_match"] for c in curves) / len(curves) for j in range(len(steps))
+        ]
+        ax.plot(steps, mean, color=f"C{i}", lw=2, label=arm.name)
+    ax.set_xlabel("optimiser step")
+    ax.set_ylabel("held-out exact match (%)")
+    ax.set_ylim(0, 100)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)

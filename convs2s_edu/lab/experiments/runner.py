@@ -1,144 +1,160 @@
-r"""Running an experiment: every arm with every seed, through the training cache.
+r"""Running an experiment: every arm with every seed, trained and scored concurrently.
 
-:func:`run_experiment` trains every arm with every seed through the training
-cache (:func:`~convs2s_edu.train_or_load`), measures each run once (the
-measurements are cached next to the checkpoint) and returns one tidy row per
-arm (:func:`~convs2s_edu.lab.experiments.statistics.summarise_runs`).
+:func:`run_experiment` trains every arm with every seed through the training cache
+and scores each run once (:func:`measured_run`: test-set exact match and token
+accuracy, the held-out loss, what the learning curve says about convergence, beam
+accuracies), one process per usable core (:func:`convs2s_edu.training.run_jobs`); the
+scores are cached next to the checkpoint, so a second call trains and decodes nothing.
+Nothing here is timed: the runs share the machine. What the claims time (generation,
+seconds per step) is measured alone by :mod:`convs2s_edu.lab.experiments.timings`.
+
+The learning curve of a run gives
+-------------------------------
+``steps_to_<level>``
+    The first evaluated step at which held-out exact match reached the level
+    (:data:`~convs2s_edu.lab.convergence.LEVELS`), or ``nan`` when the run never did
+    (with ``reached_<level>`` 0: a result, not a gap).
+``late_em_gain``, ``late_loss_ratio``
+    Over the last quarter of the steps: how much held-out exact match rose, and the
+    held-out loss at the end over its value at three quarters. A run whose exact match
+    rose by less than one point and whose loss fell by less than 10% over that quarter
+    has reached its *plateau* (:func:`plateaued`): only then do final-quality claims
+    judge it. (With the fast recipe's learning rate decaying to zero the last quarter
+    moves little by construction; the pages say so.)
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import statistics
-import time
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..._version import __version__
-from ...data import SortingDataset, generate_dataset
 from ...metrics import evaluate
 from ...training.cache import run_dir, train_or_load
-from ...training.checkpoint import TrainResult
 from ...training.config import TrainConfig, make_datasets
-from ...training.device import synchronize
-from ...training.progress import Progress
-from .registry import (
-    BEAM_EXAMPLES,
-    DECODE_BATCH,
-    LONG_LENGTHS,
-    Budget,
-    Experiment,
-    budget,
-    get_experiment,
-)
+from ...training.schedule import Job, run_jobs, train_cost, train_job
+from ..convergence import LEVELS
+from .registry import BEAM_EXAMPLES, DECODE_BATCH, Budget, Experiment, budget, get_experiment
 from .statistics import summarise_runs
 
-__all__ = ["ExperimentResult", "run_experiment"]
+__all__ = [
+    "PLATEAU",
+    "ExperimentResult",
+    "measured_run",
+    "cached_measures",
+    "measure_job",
+    "experiment_configs",
+    "experiment_jobs",
+    "plateaued",
+    "run_experiment",
+]
 
-# --------------------------------------------------------------------------
-# Measuring one run (cached next to its checkpoint)
-# --------------------------------------------------------------------------
+#: A run has reached its plateau when, over the last quarter of its steps, held-out exact
+#: match rose by less than ``em_gain`` and the held-out loss fell by less than ``loss_drop``
+#: (relative), both averaged over the seeds of an arm.
+PLATEAU = {"em_gain": 0.01, "loss_drop": 0.10}
 
 
-def _timed_evaluate(model, examples, beam_size: int = 1) -> tuple[dict, float]:
-    """Scores and wall-clock seconds of decoding ``examples`` (after a small warm-up)."""
-    device = next(model.parameters()).device
-    evaluate(model, examples[:8], batch_size=DECODE_BATCH, beam_size=beam_size)  # warm-up
-    synchronize(device)
-    start = time.perf_counter()
-    scores = evaluate(model, examples, batch_size=DECODE_BATCH, beam_size=beam_size)
-    synchronize(device)
-    return scores, time.perf_counter() - start
+def _curve_summary(evals: list, steps: int) -> dict:
+    out = {}
+    for level in LEVELS:
+        hit = next((e for e in evals if e["exact_match"] >= level), None)
+        out[f"steps_to_{level}"] = float(hit["step"]) if hit else math.nan
+        out[f"reached_{level}"] = 1.0 if hit else 0.0
+    end = evals[-1]
+    late = min(evals, key=lambda e: abs(e["step"] - 0.75 * steps))  # the point at 3/4
+    out["late_em_gain"] = end["exact_match"] - late["exact_match"]
+    out["late_loss_ratio"] = end["valid_loss"] / late["valid_loss"]
+    out["final_valid_em"] = end["exact_match"]
+    return out
 
 
-def _measure_base(result: TrainResult, b: Budget) -> dict:
+def _measure(cfg: TrainConfig, measures: Sequence[str], beam_sizes: Sequence[int], result):
+    """Every non-timing measurement of a trained run."""
     h = result.history
-    scores = evaluate(result.model, make_datasets(result.config)[2], batch_size=DECODE_BATCH)
-    return {
+    test = make_datasets(cfg)[2]
+    scores = evaluate(result.model, test, batch_size=DECODE_BATCH)
+    values = {
         "exact_match": scores["exact_match"],
         "token_accuracy": scores["token_accuracy"],
         "valid_loss": h.epochs[-1]["valid_loss"],
-        "sec_per_epoch": statistics.median(h.column("seconds")),
-        "n_parameters": h.n_parameters,
+        "n_parameters": float(h.n_parameters),
+        "steps": float(h.steps),
+        **_curve_summary(h.evals, h.steps),
     }
+    if "beam" in measures:
+        examples = test.examples[:BEAM_EXAMPLES]
+        for k in beam_sizes:
+            s = evaluate(result.model, examples, batch_size=DECODE_BATCH, beam_size=k)
+            values[f"exact_match_beam{k}"] = s["exact_match"]
+            values[f"token_accuracy_beam{k}"] = s["token_accuracy"]
+    return values
 
 
-def _measure_greedy_time(result: TrainResult, b: Budget) -> dict:
-    test = make_datasets(result.config)[2]
-    return {"greedy_seconds": _timed_evaluate(result.model, test.examples)[1]}
+def _measure_file(cfg: TrainConfig, measures, beam_sizes, directory):
+    params = {
+        "version": __version__,
+        "measures": sorted(measures),
+        "beam_sizes": list(beam_sizes) if "beam" in measures else [],
+        "beam_examples": BEAM_EXAMPLES,
+        "decode_batch": DECODE_BATCH,
+    }
+    blob = json.dumps(params, sort_keys=True).encode()
+    return run_dir(cfg, directory) / f"measures-{hashlib.sha256(blob).hexdigest()[:12]}.json"
 
 
-def _long_test_set(cfg: TrainConfig, lo: int, hi: int) -> SortingDataset:
-    # seeds 10_000 + ...: apart from the training/held-out/test seeds (seed, seed+1, seed+2)
-    examples = generate_dataset(cfg.n_test, lo, hi, cfg.vocab_size, 10_000 + 100 * cfg.seed + lo)
-    return SortingDataset(examples, cfg.vocab_size)
+def cached_measures(cfg: TrainConfig, measures=(), beam_sizes=(), directory=None) -> dict | None:
+    """The cached measurements of ``cfg``'s run, or ``None`` when they are not cached."""
+    path = _measure_file(cfg, measures, beam_sizes, directory)
+    return json.loads(path.read_text()) if path.is_file() else None
 
 
-def _measure_long(result: TrainResult, b: Budget) -> dict:
-    out = {}
-    for lo, hi in LONG_LENGTHS:
-        scores = evaluate(
-            result.model, _long_test_set(result.config, lo, hi), batch_size=DECODE_BATCH
+def measured_run(cfg: TrainConfig, measures=(), beam_sizes=(), directory=None) -> dict:
+    """Train (or load) ``cfg``'s run and measure it; the measurements are cached next to its
+    checkpoint (written atomically), so that the next call only reads them."""
+    cached = cached_measures(cfg, measures, beam_sizes, directory)
+    if cached is not None:
+        return cached
+    result = train_or_load(cfg, progress=False, directory=directory)
+    values = _measure(cfg, measures, beam_sizes, result)
+    path = _measure_file(cfg, measures, beam_sizes, directory)
+    tmp = path.with_name(f".{path.name}.{id(values)}.tmp")
+    tmp.write_text(json.dumps(values))
+    tmp.replace(path)
+    return values
+
+
+def measure_job(cfg: TrainConfig, exp: Experiment, b: Budget, directory=None, label="") -> Job:
+    """The scheduler's job of one run: :func:`measured_run` (skipped when cached)."""
+    args = (cfg, tuple(exp.measures), tuple(b.beam_sizes), directory)
+    path = _measure_file(cfg, exp.measures, b.beam_sizes, directory)
+    return Job(
+        "convs2s_edu.lab.experiments.runner:measured_run",
+        args,
+        label=label or path.parent.name,
+        cost=train_cost(cfg),
+        key=str(path),
+        done="convs2s_edu.lab.experiments.runner:cached_measures",
+    )
+
+
+def plateaued(row: dict) -> tuple[bool, str]:
+    """Whether an arm's runs reached their plateau (:data:`PLATEAU`), and why not."""
+    gain, ratio = row["late_em_gain"], row["late_loss_ratio"]
+    if gain >= PLATEAU["em_gain"]:
+        return False, (
+            f"{row['arm']} still improving: held-out exact match +{gain:.1%} over the last "
+            "quarter of its steps"
         )
-        out[f"exact_match_{lo}_{hi}"] = scores["exact_match"]
-        out[f"token_accuracy_{lo}_{hi}"] = scores["token_accuracy"]
-    return out
-
-
-def _measure_beam(result: TrainResult, b: Budget) -> dict:
-    test = make_datasets(result.config)[2].examples[:BEAM_EXAMPLES]
-    out = {}
-    for k in b.beam_sizes:
-        scores, seconds = _timed_evaluate(result.model, test, beam_size=k)
-        out[f"exact_match_beam{k}"] = scores["exact_match"]
-        out[f"token_accuracy_beam{k}"] = scores["token_accuracy"]
-        out[f"seconds_beam{k}"] = seconds
-    return out
-
-
-_MEASURES: dict[str, Callable[[TrainResult, Budget], dict]] = {
-    "base": _measure_base,
-    "greedy_time": _measure_greedy_time,
-    "long": _measure_long,
-    "beam": _measure_beam,
-}
-
-
-def _measure_params(name: str, b: Budget) -> dict:
-    """What a measurement depends on beyond the trained run (part of its cache key)."""
-    params = {"measure": name, "version": __version__, "decode_batch": DECODE_BATCH}
-    if name == "long":
-        params["lengths"] = LONG_LENGTHS
-    if name == "beam":
-        params["beam_sizes"] = list(b.beam_sizes)
-        params["examples"] = BEAM_EXAMPLES
-    return params
-
-
-def _measured_run(
-    cfg: TrainConfig, measures: Sequence[str], b: Budget, directory, progress
-) -> tuple[dict, bool]:
-    """Train (or load) one run and take the measurements ``measures`` not yet cached.
-
-    Returns the measured values and whether everything came from the cache."""
-    where = run_dir(cfg, directory)
-    values, result, cached = {}, None, True
-    for name in ("base", *measures):
-        blob = json.dumps(_measure_params(name, b), sort_keys=True).encode()
-        path = where / f"measure-{name}-{hashlib.sha256(blob).hexdigest()[:12]}.json"
-        if path.is_file():
-            values.update(json.loads(path.read_text()))
-            continue
-        cached = False
-        if result is None:
-            result = train_or_load(cfg, progress=progress, directory=directory)
-        measured = _MEASURES[name](result, b)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(measured))
-        tmp.replace(path)
-        values.update(measured)
-    return values, cached
+    if ratio <= 1 - PLATEAU["loss_drop"]:
+        return False, (
+            f"{row['arm']} still improving: held-out loss {ratio - 1:+.0%} over the last "
+            "quarter of its steps"
+        )
+    return True, ""
 
 
 @dataclass
@@ -152,7 +168,7 @@ class ExperimentResult:
     runs : list of dict
         One record per (arm, seed).
     rows : list of dict
-        One row per arm (:func:`summarise_runs`).
+        One row per arm (:func:`~convs2s_edu.lab.experiments.statistics.summarise_runs`).
     """
 
     experiment: Experiment
@@ -179,15 +195,41 @@ class ExperimentResult:
         }
 
 
+def experiment_configs(name: str, b: Budget, arms=None, task=None) -> list[tuple]:
+    """``(arm, seed, TrainConfig)`` of every chosen arm x seed of experiment ``name``."""
+    out = []
+    for arm in get_experiment(name).select(arms):
+        for seed in range(b.seeds):
+            cfg = b.train_config(arm, seed)
+            out.append((arm, seed, cfg if task is None else cfg.replace(task=task)))
+    return out
+
+
+def experiment_jobs(
+    name: str, b: Budget, arms=None, directory=None, task=None
+) -> tuple[list[Job], list[Job]]:
+    """The scheduler's jobs of experiment ``name``: the training of every chosen arm x seed,
+    then its scoring (run them in this order: a scoring job only decodes)."""
+    exp = get_experiment(name)
+    train, score = [], []
+    for arm, seed, cfg in experiment_configs(name, b, arms, task):
+        label = f"{name}/{arm.name} seed {seed}"
+        train.append(train_job(cfg, directory, label))
+        score.append(measure_job(cfg, exp, b, directory, label))
+    return train, score
+
+
 def run_experiment(
     name: str,
     *,
     seeds: int | None = None,
-    epochs: int | None = None,
+    steps: int | None = None,
     arms: Sequence[str] | None = None,
     quick: bool | None = None,
+    task: str | None = None,
     progress: bool | None = None,
     directory=None,
+    workers: int | None = None,
     custom_budget: Budget | None = None,
 ) -> ExperimentResult:
     """Run (or load from the cache) every arm of experiment ``name`` with every seed.
@@ -195,45 +237,37 @@ def run_experiment(
     Parameters
     ----------
     name : str
-        A key of :data:`EXPERIMENTS`.
-    seeds, epochs : int, optional
-        Override the budget's seeds per arm / epochs per run (:func:`budget`).
+        A key of :data:`~convs2s_edu.lab.experiments.EXPERIMENTS`.
+    seeds, steps : int, optional
+        Override the budget's seeds per arm / steps per run (:func:`budget`).
     arms : sequence of str, optional
         Run only these arms (default: all).
     quick : bool, optional
         The quick build's budget (default: ``CONVS2S_EDU_QUICK``).
+    task : {"sort", "reverse", "copy"}, optional
+        Run every arm on this task instead of its own.
     progress : bool, optional
-        ``None`` or ``True``: a bar across runs when stderr is a terminal, else one line per
-        run (:class:`~convs2s_edu.training.progress.Progress`); ``False``: silent.
+        One line per finished run (a bar on a terminal); ``False``: silent.
     directory : str or Path, optional
         The training cache (default :func:`~convs2s_edu.training.cache_dir`).
+    workers : int, optional
+        Concurrent runs (default: one per usable core, :func:`~convs2s_edu.training.run_jobs`).
     custom_budget : Budget, optional
-        Use this budget instead of :func:`budget`'s (``seeds``, ``epochs``, ``quick`` are
+        Use this budget instead of :func:`budget`'s (``seeds``, ``steps``, ``quick`` are
         then ignored); for tests and explorations.
 
     Returns
     -------
     ExperimentResult
-
-    Notes
-    -----
-    A run is trained only when the cache does not hold it, and measured only when its
-    measurements are not cached next to its checkpoint: a second call trains and
-    decodes nothing.
     """
     exp = get_experiment(name)
     chosen = exp.select(arms)
-    b = custom_budget if custom_budget is not None else budget(quick, seeds, epochs)
-    runs = []
-    total = len(chosen) * b.seeds
-    with Progress(total, name, progress) as bar:  # the build's log, not the page, in a docs build
-        for arm in chosen:
-            for seed in range(b.seeds):
-                cfg = b.train_config(arm, seed)
-                start = time.perf_counter()
-                values, cached = _measured_run(cfg, exp.measures, b, directory, progress=False)
-                runs.append({"arm": arm.name, "seed": seed, **values})
-                how = "cached" if cached else f"{time.perf_counter() - start:.1f} s"
-                bar.update()
-                bar.note(f"[{len(runs)}/{total}] {name}/{arm.name} seed {seed}: {how}")
+    b = custom_budget if custom_budget is not None else budget(quick, seeds, steps)
+    train, jobs = experiment_jobs(name, b, arms, directory, task)
+    run_jobs(train, workers, progress=progress, name=f"{name}: training")
+    done = {r.job.key: r.value for r in run_jobs(jobs, workers, progress=progress, name=name)}
+    runs, keys = [], iter(job.key for job in jobs)
+    for arm in chosen:
+        for seed in range(b.seeds):
+            runs.append({"arm": arm.name, "seed": seed, **done[next(keys)]})
     return ExperimentResult(exp, b, runs, summarise_runs(runs, chosen))
