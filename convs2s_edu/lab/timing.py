@@ -628,7 +628,7 @@ def measure_threads(
     -----
     The process's thread count is restored afterwards. ``OMP_WAIT_POLICY``
     stays what the process started with (PASSIVE by default: waiting threads
-    sleep); :attr:`MachineInfo.omp_wait_policy` records it.
+    sleep); ``MachineInfo.omp_wait_policy`` records it.
     """
     cores = usable_cores()
     counts = list(range(1, cores + 1)) if thread_counts is None else list(thread_counts)

@@ -84,7 +84,7 @@ class History:
         return [e[name] for e in self.epochs]
 
     def reached(self, level: float, metric: str = "exact_match") -> dict | None:
-        """The first held-out evaluation (of :attr:`evals`) at which ``metric`` was at
+        """The first held-out evaluation (of ``evals``) at which ``metric`` was at
         least ``level``, or ``None`` when none was (the run never reached it).
 
         >>> h = History(evals=[{"step": 50, "exact_match": 0.4},

@@ -10,14 +10,15 @@ and the held-out decodings of ``eval_every`` are left out of it too.
 
 That clock measures the machine as much as the model: a run trained beside
 other runs (the scheduler's, :mod:`convs2s_edu.training.schedule`) says so in
-:attr:`History.shared_clock`, and the site's speed figures come from
+``History.shared_clock``, and the site's speed figures come from
 interleaved measurements instead (:mod:`convs2s_edu.lab.timing`).
 
 The learning curve
 ------------------
 With ``eval_every``, the held-out set is decoded greedily every that many
-optimiser steps and after the last one; :attr:`History.evals` keeps the loss,
-exact match and token accuracy of each, and :meth:`History.reached` reads
+optimiser steps and after the last one; ``History.evals`` keeps the loss,
+exact match and token accuracy of each, and
+:meth:`History.reached <convs2s_edu.training.History.reached>` reads
 convergence speed off them (the first evaluated step at which a level was
 reached: an upper bound with the resolution ``eval_every``).
 
@@ -129,7 +130,7 @@ def train(
         Stop after this epoch (as if interrupted), checkpoint included.
     shared_clock : bool
         This run shares the machine with other runs (the scheduler's workers):
-        recorded in :attr:`History.shared_clock`, so that nobody reads its
+        recorded in ``History.shared_clock``, so that nobody reads its
         seconds as a speed.
 
     Returns

@@ -5,7 +5,7 @@ models of each recipe, every run of the experiments), and sphinx-gallery runs
 its pages one after another. :func:`run_jobs` runs such jobs concurrently
 *before* the pages run, so that they only load what the cache holds:
 
-* every job runs in a fresh Python process (not :mod:`multiprocessing`: a
+* every job runs in a fresh Python process (not ``multiprocessing``: a
   script, a notebook or a gallery page that calls this is never imported again
   by the workers), with ``OMP_NUM_THREADS`` and :func:`torch.set_num_threads`
   set to ``threads``;
@@ -147,8 +147,8 @@ def cached_entry(cfg: TrainConfig, directory=None) -> str | None:
 
 
 def train_job(cfg: TrainConfig, directory=None, label: str | None = None) -> Job:
-    """A :class:`Job` that trains ``cfg`` into the cache (``directory``, default
-    :func:`~convs2s_edu.training.cache_dir`), keyed by its cache entry."""
+    """A :class:`~convs2s_edu.training.Job` that trains ``cfg`` into the cache (``directory``,
+    default :func:`~convs2s_edu.training.cache_dir`), keyed by its cache entry."""
     entry = run_dir(cfg, directory)
     return Job(
         "convs2s_edu.training.schedule:train_entry",

@@ -278,7 +278,7 @@ def holm(pvalues: Sequence[float], alpha: float = ALPHA) -> list[bool]:
 
 
 def verdicts(tests: Sequence[PairedTest], alpha: float = ALPHA) -> list[str]:
-    """The verdict of every claim of a table (:data:`VERDICTS`), Holm-corrected across them.
+    """The verdict of every claim of a table (one of ``VERDICTS``), Holm-corrected across them.
 
     Parameters
     ----------
