@@ -383,29 +383,16 @@ def test_cli_experiment_prints_the_table_and_writes_json(
 ):
     monkeypatch.setenv("CONVS2S_EDU_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(
-        registry_mod, "QUICK_BUDGET", {"n_train": 24, "n_valid": 8, "n_test": 8, "epochs": 1}
+        registry_mod,
+        "QUICK_BUDGET",
+        {"steps": 4, "width": 8, "n_valid": 8, "n_test": 8, "eval_every": 2},
     )
     out = tmp_path / "rows.json"
-    assert (
-        main(
-            [
-                "experiment",
-                "tiny",
-                "--quick",
-                "--seeds",
-                "2",
-                "--arms",
-                "gru",
-                "--json",
-                str(out),
-                "--quiet",
-            ]
-        )
-        == 0
-    )
+    args = ["experiment", "tiny", "--quick", "--seeds", "2", "--arms", "gru", "--workers", "1"]
+    assert main([*args, "--task", "reverse", "--json", str(out), "--quiet"]) == 0
     printed = capsys.readouterr()
     assert printed.err == ""
-    assert "2 seed(s) per arm" in printed.out and "24 examples × 1 epochs" in printed.out
+    assert "2 seed(s) per arm" in printed.out and "trains 4 steps of 128" in printed.out
     assert [
         line.split()[0]
         for line in printed.out.splitlines()
@@ -414,3 +401,9 @@ def test_cli_experiment_prints_the_table_and_writes_json(
     saved = __import__("json").loads(out.read_text())
     assert [r["arm"] for r in saved["rows"]] == ["gru"]
     assert [(r["arm"], r["seed"]) for r in saved["runs"]] == [("gru", 0), ("gru", 1)]
+    from convs2s_edu.training import cache
+
+    arm = tiny_experiment.select(["gru"])[0]
+    cfg = registry_mod.budget(quick=True, seeds=2).train_config(arm, 0)
+    assert cache.is_cached(cfg.replace(task="reverse"), tmp_path / "cache")  # --task reached
+    assert not cache.is_cached(cfg, tmp_path / "cache")

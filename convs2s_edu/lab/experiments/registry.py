@@ -44,6 +44,7 @@ __all__ = [
     "QUICK_BUDGET",
     "QUICK_SEEDS",
     "BEAM_EXAMPLES",
+    "LONG_LENGTHS",
     "DECODE_BATCH",
     "Budget",
     "budget",
@@ -92,6 +93,10 @@ QUICK_BEAM_SIZES = (1, 2, 5, 10)
 #: Test examples decoded per beam size (the first ones of the test set): a beam of 10
 #: decodes ten hypotheses per source.
 BEAM_EXAMPLES = 200
+
+#: The longer test lengths of the ``positions`` experiment (trained on 8-20): they need a
+#: position table of at least 41 rows (40 tokens + ``<sos>``); the default has 64.
+LONG_LENGTHS = ((21, 30), (31, 40))
 
 #: Sources decoded together when a test set is decoded (in batches of equal length).
 DECODE_BATCH = 256
@@ -277,7 +282,8 @@ class Experiment:
     arms : tuple of Arm
     measures : tuple of str
         Measurements beyond the base ones (test exact match and token accuracy,
-        held-out loss, the learning curve): ``"beam"`` (accuracy at every beam size).
+        held-out loss, the learning curve): ``"beam"`` (accuracy at every beam size),
+        ``"long"`` (accuracy on sources longer than any in training, :data:`LONG_LENGTHS`).
     """
 
     name: str
@@ -390,6 +396,7 @@ def _experiments() -> dict:
                     options={"source_positions": False, "target_positions": False},
                 ),
             ),
+            ("long",),
         ),
         "attention_layers": Experiment(
             "attention_layers",

@@ -32,12 +32,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..._version import __version__
+from ...data import generate_dataset
 from ...metrics import evaluate
 from ...training.cache import run_dir, train_or_load
 from ...training.config import TrainConfig, make_datasets
 from ...training.schedule import Job, run_jobs, train_cost, train_job
 from ..convergence import LEVELS
-from .registry import BEAM_EXAMPLES, DECODE_BATCH, Budget, Experiment, budget, get_experiment
+from .registry import (
+    BEAM_EXAMPLES,
+    DECODE_BATCH,
+    LONG_LENGTHS,
+    Budget,
+    Experiment,
+    budget,
+    get_experiment,
+)
 from .statistics import summarise_runs
 
 __all__ = [
@@ -85,6 +94,14 @@ def _measure(cfg: TrainConfig, measures: Sequence[str], beam_sizes: Sequence[int
         "steps": float(h.steps),
         **_curve_summary(h.evals, h.steps),
     }
+    if "long" in measures:
+        for lo, hi in LONG_LENGTHS:
+            # seeds 10_000 + ...: apart from the training, held-out and test seeds
+            seed = 10_000 + 100 * cfg.seed + lo
+            longer = generate_dataset(cfg.n_test, lo, hi, cfg.vocab_size, seed, cfg.task)
+            s = evaluate(result.model, longer, batch_size=DECODE_BATCH)
+            values[f"exact_match_{lo}_{hi}"] = s["exact_match"]
+            values[f"token_accuracy_{lo}_{hi}"] = s["token_accuracy"]
     if "beam" in measures:
         examples = test.examples[:BEAM_EXAMPLES]
         for k in beam_sizes:
@@ -99,6 +116,7 @@ def _measure_file(cfg: TrainConfig, measures, beam_sizes, directory):
         "version": __version__,
         "measures": sorted(measures),
         "beam_sizes": list(beam_sizes) if "beam" in measures else [],
+        "long": [list(x) for x in LONG_LENGTHS] if "long" in measures else [],
         "beam_examples": BEAM_EXAMPLES,
         "decode_batch": DECODE_BATCH,
     }
