@@ -58,7 +58,7 @@ def test_every_run_trains_the_fast_recipe_for_the_budgets_steps_at_its_width():
             assert cfg.model_options["dropout"] == 0.0 and cfg.task == arm.task
             assert cfg.model_options["embed_dim"] == 64
     q = ex.budget(quick=True)
-    assert q.seeds == 2 and q.train_config(EXPERIMENTS["beam"].arms[0], 0).total_steps == 40
+    assert q.seeds == 2 and q.train_config(EXPERIMENTS["beam"].arms[0], 0).total_steps == 30
 
 
 def test_arms_that_are_the_same_run_share_one_cache_entry_and_the_rest_differ():
