@@ -286,7 +286,7 @@ headline.update(n_test=len(test_set), n_train=cfg.n_train, epochs=cfg.epochs)
 # includes a table made from these numbers.
 from convs2s_edu.lab.site import record
 
-record("headline", headline)
+_ = record("headline", headline)  # the path written: not shown
 # sphinx_gallery_end_ignore
 
 # %%

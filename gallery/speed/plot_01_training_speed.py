@@ -264,7 +264,7 @@ for name in MODELS:
     if len(got) == 2:
         print(
             f"{LABELS[name]}: "
-            + comparison("steps to 90%", got, fmt="{:,}", higher="more", lower="fewer")
+            + comparison("number of steps to 90%", got, fmt="{:,}", higher="more", lower="fewer")
         )
     else:
         print(
@@ -326,7 +326,7 @@ for recipe, run in runs.items():
 # states these measurements and their verdict, not the training runs' own clocks.
 from convs2s_edu.lab.site import record
 
-record(
+_ = record(  # the path it wrote: not shown
     "speed",
     {
         "ok": seed.verdict.ok,
