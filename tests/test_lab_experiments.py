@@ -197,12 +197,7 @@ def test_progress_prints_one_line_per_run_when_not_a_terminal(tiny_experiment, t
     b = Budget(seeds=2, steps=2, width=8, n_valid=8, n_test=8, eval_every=2, beam_sizes=(1,))
     run_experiment("tiny", custom_budget=b, directory=tmp_path, workers=1, arms=["gru"])
     lines = capsys.readouterr().err.strip().splitlines()
-    assert [line.split(":")[0] for line in lines] == [
-        "[1/2] tiny/gru seed 0",
-        "[2/2] tiny/gru seed 0",
-        "[1/2] tiny/gru seed 0",
-        "[2/2] tiny/gru seed 1",
-    ] or len(lines) == 4  # two lines of training, two of scoring
+    assert lines == ["[1/2] tiny/gru seed 0: done", "[2/2] tiny/gru seed 1: done"]
 
 
 def test_run_lines_go_to_the_build_log_under_sphinx_gallery(
@@ -382,3 +377,25 @@ def test_claims_table_html_holds_every_row_escaped():
     html = ex.ClaimsTable(rows)._repr_html_()
     assert "A &lt;beats&gt; B" in html and "agrees with the source" in html
     assert "claim" in repr(ex.ClaimsTable(rows)) or "A <beats> B" in repr(ex.ClaimsTable(rows))
+
+
+def test_one_measurement_file_serves_every_experiment_of_a_run(tiny_experiment, tmp_path):
+    arm = tiny_experiment.arms[1]
+    cfg = TINY_BUDGET.train_config(arm, 0)
+    base = runner_mod.measured_run(cfg, (), (1, 2), tmp_path)
+    assert runner_mod.cached_measures(cfg, ("beam",), (1, 2), tmp_path) is None  # not yet
+    both = runner_mod.measured_run(cfg, ("beam",), (1, 2), tmp_path)
+    assert both["exact_match"] == base["exact_match"] and "exact_match_beam2" in both
+    assert runner_mod.cached_measures(cfg, (), (), tmp_path) == base  # one file, both groups
+    files = sorted(p.name for p in cache_mod.run_dir(cfg, tmp_path).glob("measures*"))
+    assert files == ["measures.json"]
+
+
+def test_site_jobs_train_every_distinct_run_once_with_every_measure():
+    from convs2s_edu.lab.prepare import site_jobs
+
+    jobs = site_jobs(quick=False)
+    keys = [j.key.split(":")[0] for j in jobs]
+    assert len(keys) == len(set(keys)) == 4 + 17 * 5  # 4 main models, 85 experiment runs
+    conv = next(j for j in jobs if j.label == "encoder_decoder/convs2s seed 0")
+    assert set(conv.args[1]) == {"beam", "long"}  # the union of four experiments' measures

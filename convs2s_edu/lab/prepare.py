@@ -5,8 +5,9 @@ loads) the models it shows. :func:`prepare_site` trains all of them first, one
 process per usable core (:func:`convs2s_edu.training.schedule.run_jobs`), into
 the cache the pages then load from: the two main models of every recipe of the
 site (:data:`~convs2s_edu.lab.site.SITE_RECIPES`) and every run of the
-Experiments section. ``tox -e docs`` and ``tox -e docs-quick`` run it before
-``sphinx-build`` (``tools/prepare_site.py``).
+Experiments section, which is also scored there (test sets, learning-curve
+summaries, beam accuracies: decoding, not timing). ``tox -e docs`` and
+``tox -e docs-quick`` run it before ``sphinx-build`` (``tools/prepare_site.py``).
 
 Nothing here is timed for the site: the runs share the machine, and the pages
 take their timings from interleaved measurements made afterwards, alone.
@@ -14,21 +15,22 @@ take their timings from interleaved measurements made afterwards, alone.
 
 from __future__ import annotations
 
+from ..training.cache import run_dir
 from ..training.schedule import Job, JobResult, run_jobs, train_job
 from .experiments.registry import EXPERIMENTS, budget
-from .experiments.runner import experiment_jobs
+from .experiments.runner import experiment_configs, measure_groups_job
 from .site import SITE_RECIPES, is_quick_mode, site_config
 
-__all__ = ["site_jobs", "site_scoring_jobs", "prepare_site"]
+__all__ = ["site_jobs", "prepare_site"]
 
 #: The site's two models.
 MAIN_MODELS = ("convs2s", "gru")
 
 
 def site_jobs(quick: bool | None = None, directory=None) -> list[Job]:
-    """The training jobs of the site: the main models of every recipe, then every run of
-    every experiment, trained and scored (duplicates, e.g. an arm two experiments share,
-    run once).
+    """The jobs of the site: the main models of every recipe, then every distinct run of the
+    experiments, trained and measured once with the union of what every experiment measures
+    on it (ConvS2S on sorting serves four experiments).
 
     Parameters
     ----------
@@ -49,20 +51,16 @@ def site_jobs(quick: bool | None = None, directory=None) -> list[Job]:
         for recipe in SITE_RECIPES
         for m in MAIN_MODELS
     ]
-    return jobs + [
-        job
-        for name in EXPERIMENTS
-        for job in experiment_jobs(name, budget(), directory=directory)[0]
-    ]
-
-
-def site_scoring_jobs(directory=None) -> list[Job]:
-    """The scoring jobs of every experiment run (test sets, learning-curve summaries, beam
-    accuracies), run after :func:`site_jobs`: they decode, they train nothing."""
     b = budget()
-    return [
-        job for name in EXPERIMENTS for job in experiment_jobs(name, b, directory=directory)[1]
-    ]
+    runs: dict[str, list] = {}  # cache entry -> [config, measures, label]
+    for name, exp in EXPERIMENTS.items():
+        for arm, seed, cfg in experiment_configs(name, b):
+            entry = runs.setdefault(str(run_dir(cfg, directory)), [cfg, set(), ""])
+            entry[1].update(exp.measures)
+            entry[2] = entry[2] or f"{name}/{arm.name} seed {seed}"
+    for cfg, measures, label in runs.values():
+        jobs.append(measure_groups_job(cfg, measures, b.beam_sizes, directory, label))
+    return jobs
 
 
 def prepare_site(
@@ -71,7 +69,7 @@ def prepare_site(
     progress: bool | None = None,
     directory=None,
 ) -> list[JobResult]:
-    """Train every job of :func:`site_jobs` into the cache, ``workers`` at a time.
+    """Run every job of :func:`site_jobs`, ``workers`` at a time.
 
     Parameters
     ----------
@@ -85,6 +83,4 @@ def prepare_site(
     directory : str or Path, optional
         The training cache.
     """
-    trained = run_jobs(site_jobs(directory=directory), workers, threads, progress, name="train")
-    scored = run_jobs(site_scoring_jobs(directory), workers, threads, progress, name="score")
-    return trained + scored
+    return run_jobs(site_jobs(directory=directory), workers, threads, progress, name="prepare")

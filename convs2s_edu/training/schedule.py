@@ -5,10 +5,11 @@ models of each recipe, every run of the experiments), and sphinx-gallery runs
 its pages one after another. :func:`run_jobs` runs such jobs concurrently
 *before* the pages run, so that they only load what the cache holds:
 
-* every job runs in a fresh Python process (not ``multiprocessing``: a
-  script, a notebook or a gallery page that calls this is never imported again
-  by the workers), with ``OMP_NUM_THREADS`` and :func:`torch.set_num_threads`
-  set to ``threads``;
+* the jobs run in ``workers`` fresh Python processes, each taking the next job
+  when it finishes one (not ``multiprocessing``: a script, a notebook or a
+  gallery page that calls this is never imported again by the workers; and no
+  job pays for importing PyTorch again), with ``OMP_NUM_THREADS`` and
+  :func:`torch.set_num_threads` set to ``threads``;
 * at most ``workers`` processes run at a time, by default the usable cores
   divided by ``threads`` (:func:`default_workers`), so the machine is full and
   never oversubscribed;
@@ -32,12 +33,14 @@ from __future__ import annotations
 
 import os
 import pickle
+import select
 import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
 
@@ -174,18 +177,32 @@ def run_job(job: Job):
     return _call(job)
 
 
-def _worker_main(job_file: str, out_file: str, threads: int) -> None:
-    """Body of one worker process of :func:`run_jobs` (which runs several at once)."""
+def _serve(threads: int) -> None:
+    """Body of one worker process of :func:`run_jobs`: run jobs until stdin closes.
+
+    Each line on stdin names a job file and a result file (tab-separated); the worker
+    writes ``("ok", value)`` or ``("error", text)`` to the result file, then one line on
+    its protocol pipe (the original stdout; what the jobs print goes to stderr)."""
     import torch
 
     global _SHARED
-    _SHARED = True
+    _SHARED = True  # other workers run beside this one
     torch.set_num_threads(threads)
-    with open(job_file, "rb") as f:
-        job = pickle.load(f)
-    value = _call(job)
-    with open(out_file, "wb") as f:
-        pickle.dump(value, f)
+    protocol = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # a job's prints go to stderr, never into the protocol
+    sys.stdout = sys.stderr
+    for line in sys.stdin:
+        job_file, out_file = line.rstrip("\n").split("\t")
+        try:
+            with open(job_file, "rb") as f:
+                outcome = ("ok", _call(pickle.load(f)))
+        except BaseException as err:  # reported to the parent, the worker goes on
+            tail = traceback.format_exc().strip().splitlines()[-3:]
+            outcome = ("error", f"{type(err).__name__}: {err} | " + " | ".join(tail))
+        with open(out_file, "wb") as f:
+            pickle.dump(outcome, f)
+        protocol.write("done\n")
+        protocol.flush()
 
 
 def run_jobs(
@@ -264,55 +281,90 @@ def run_jobs(
     return [results[key] for key in unique]
 
 
-@dataclass
-class _Running:
-    job: Job
-    process: subprocess.Popen
-    out_file: Path
-    started: float
-    stderr: object = field(default=None)
+class _Worker:
+    """One long-lived worker process (:func:`_serve`): a job at a time, no import per job."""
+
+    def __init__(self, env: dict, threads: int, tmp: Path, n: int):
+        self.err = open(tmp / f"worker-{n}.err", "w+b")  # noqa: SIM115
+        code = f"from convs2s_edu.training.schedule import _serve; _serve({threads})"
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", code],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.err,
+            text=True,
+        )
+        self.job, self.out_file, self.started = None, None, 0.0
+
+    def start(self, job: Job, job_file: Path, out_file: Path) -> None:
+        self.job, self.out_file, self.started = job, out_file, time.perf_counter()
+        self.process.stdin.write(f"{job_file}\t{out_file}\n")
+        self.process.stdin.flush()
+
+    def tail(self) -> str:
+        self.err.seek(0)
+        return " | ".join(self.err.read().decode(errors="replace").strip().splitlines()[-4:])
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.stdin.close()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        self.err.close()
 
 
 def _run_parallel(order, workers, threads, timeout, done) -> None:
+    """Run ``order`` on ``workers`` long-lived processes, the next job to the first free one."""
     env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
     env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     pending = list(enumerate(order))
-    running: list[_Running] = []
     with tempfile.TemporaryDirectory(prefix="convs2s-jobs-") as tmp:
-        while pending or running:
-            while pending and len(running) < workers:
-                index, job = pending.pop(0)
-                job_file = Path(tmp) / f"job-{index}.pkl"
-                out_file = Path(tmp) / f"out-{index}.pkl"
-                with open(job_file, "wb") as f:
-                    pickle.dump(job, f)
-                code = (
-                    "from convs2s_edu.training.schedule import _worker_main; "
-                    f"_worker_main({str(job_file)!r}, {str(out_file)!r}, {threads})"
-                )
-                err = open(Path(tmp) / f"err-{index}.txt", "w+b")  # noqa: SIM115
-                proc = subprocess.Popen(
-                    [sys.executable, "-c", code], env=env, stdout=subprocess.DEVNULL, stderr=err
-                )
-                running.append(_Running(job, proc, out_file, time.perf_counter(), err))
-            time.sleep(0.1)
-            for r in list(running):
-                seconds = time.perf_counter() - r.started
-                code = r.process.poll()
-                if code is None and timeout is not None and seconds > timeout:
-                    r.process.kill()
-                    code = r.process.wait()
-                    r.stderr.write(f"\nkilled after {timeout:g} s".encode())
-                if code is None:
-                    continue
-                running.remove(r)
-                r.stderr.seek(0)
-                tail = r.stderr.read().decode(errors="replace").strip().splitlines()[-4:]
-                r.stderr.close()
-                if code == 0 and r.out_file.is_file():
-                    with open(r.out_file, "rb") as f:
-                        value = pickle.load(f)
-                    done(JobResult(r.job, value, seconds), f"{seconds:.1f} s (shared machine)")
-                else:
-                    error = f"exit status {code}: " + " | ".join(tail)
-                    done(JobResult(r.job, None, seconds, error), "FAILED")
+        tmp = Path(tmp)
+        pool = [_Worker(env, threads, tmp, n) for n in range(min(workers, len(order)))]
+        spawned = len(pool)
+        try:
+            while pending or any(w.job for w in pool):
+                for w in pool:
+                    if w.job is None and pending:
+                        index, job = pending.pop(0)
+                        job_file, out_file = tmp / f"job-{index}.pkl", tmp / f"out-{index}.pkl"
+                        with open(job_file, "wb") as f:
+                            pickle.dump(job, f)
+                        w.start(job, job_file, out_file)
+                busy = [w for w in pool if w.job is not None]
+                ready, _, _ = select.select([w.process.stdout for w in busy], [], [], 0.5)
+                for w in list(busy):
+                    seconds = time.perf_counter() - w.started
+                    late = timeout is not None and seconds > timeout
+                    if w.process.stdout not in ready and not late:
+                        continue
+                    line = "" if late else w.process.stdout.readline()
+                    if line.strip() == "done" and w.out_file.is_file():
+                        with open(w.out_file, "rb") as f:
+                            status, value = pickle.load(f)
+                        if status == "ok":
+                            done(
+                                JobResult(w.job, value, seconds),
+                                f"{seconds:.1f} s (shared machine)",
+                            )
+                        else:
+                            done(JobResult(w.job, None, seconds, value), "FAILED")
+                        w.job = None
+                        continue
+                    # the worker died (or ran past the timeout): report, replace it
+                    why = (
+                        f"killed after {timeout:g} s"
+                        if late
+                        else f"exit status {w.process.poll()}"
+                    )
+                    w.process.kill()
+                    done(JobResult(w.job, None, seconds, f"{why}: {w.tail()}"), "FAILED")
+                    w.stop()
+                    pool[pool.index(w)] = _Worker(env, threads, tmp, spawned)
+                    spawned += 1
+        finally:
+            for w in pool:
+                w.stop()

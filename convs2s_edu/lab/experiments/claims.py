@@ -1,8 +1,8 @@
 r"""The claims of the paper and of the seed article, and how the experiments check them.
 
 Every :class:`Claim` says what its source claims, with the source's own numbers
-(:attr:`Claim.reported`), which kind of claim it is, the arms and the metric that
-test it and the smallest difference that would matter (:attr:`Claim.min_effect`,
+(``Claim.reported``), which kind of claim it is, the arms and the metric that
+test it and the smallest difference that would matter (``Claim.min_effect``,
 stated here, before any run). :func:`check_claims` turns the experiments' runs into
 one row per claim, the verdict from :mod:`~convs2s_edu.lab.experiments.inference`
 (paired seeds, the minimum effect, Holm across the claims tested).

@@ -8,8 +8,8 @@ scores are cached next to the checkpoint, so a second call trains and decodes no
 Nothing here is timed: the runs share the machine. What the claims time (generation,
 seconds per step) is measured alone by :mod:`convs2s_edu.lab.experiments.timings`.
 
-The learning curve of a run gives
--------------------------------
+What the learning curve of a run gives
+--------------------------------------
 ``steps_to_<level>``
     The first evaluated step at which held-out exact match reached the level
     (:data:`~convs2s_edu.lab.convergence.LEVELS`), or ``nan`` when the run never did
@@ -25,18 +25,25 @@ The learning curve of a run gives
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
 import json
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
+
+try:  # POSIX; elsewhere the measurements are not safe for concurrent processes
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None
 
 from ..._version import __version__
 from ...data import generate_dataset
 from ...metrics import evaluate
 from ...training.cache import run_dir, train_or_load
 from ...training.config import TrainConfig, make_datasets
-from ...training.schedule import Job, run_jobs, train_cost, train_job
+from ...training.schedule import Job, run_jobs, train_cost
 from ..convergence import LEVELS
 from .registry import (
     BEAM_EXAMPLES,
@@ -55,6 +62,8 @@ __all__ = [
     "measured_run",
     "cached_measures",
     "measure_job",
+    "measure_groups_job",
+    "measure_lock",
     "experiment_configs",
     "experiment_jobs",
     "plateaued",
@@ -81,20 +90,22 @@ def _curve_summary(evals: list, steps: int) -> dict:
     return out
 
 
-def _measure(cfg: TrainConfig, measures: Sequence[str], beam_sizes: Sequence[int], result):
-    """Every non-timing measurement of a trained run."""
-    h = result.history
+def _measure(cfg: TrainConfig, group: str, result) -> dict:
+    """The values of one measure group (``"base"``, ``"long"``, ``"beam:1,2,5"``) of a run."""
     test = make_datasets(cfg)[2]
-    scores = evaluate(result.model, test, batch_size=DECODE_BATCH)
-    values = {
-        "exact_match": scores["exact_match"],
-        "token_accuracy": scores["token_accuracy"],
-        "valid_loss": h.epochs[-1]["valid_loss"],
-        "n_parameters": float(h.n_parameters),
-        "steps": float(h.steps),
-        **_curve_summary(h.evals, h.steps),
-    }
-    if "long" in measures:
+    if group == "base":
+        h = result.history
+        scores = evaluate(result.model, test, batch_size=DECODE_BATCH)
+        return {
+            "exact_match": scores["exact_match"],
+            "token_accuracy": scores["token_accuracy"],
+            "valid_loss": h.epochs[-1]["valid_loss"],
+            "n_parameters": float(h.n_parameters),
+            "steps": float(h.steps),
+            **_curve_summary(h.evals, h.steps),
+        }
+    values = {}
+    if group == "long":
         for lo, hi in LONG_LENGTHS:
             # seeds 10_000 + ...: apart from the training, held-out and test seeds
             seed = 10_000 + 100 * cfg.seed + lo
@@ -102,59 +113,103 @@ def _measure(cfg: TrainConfig, measures: Sequence[str], beam_sizes: Sequence[int
             s = evaluate(result.model, longer, batch_size=DECODE_BATCH)
             values[f"exact_match_{lo}_{hi}"] = s["exact_match"]
             values[f"token_accuracy_{lo}_{hi}"] = s["token_accuracy"]
-    if "beam" in measures:
-        examples = test.examples[:BEAM_EXAMPLES]
-        for k in beam_sizes:
-            s = evaluate(result.model, examples, batch_size=DECODE_BATCH, beam_size=k)
-            values[f"exact_match_beam{k}"] = s["exact_match"]
-            values[f"token_accuracy_beam{k}"] = s["token_accuracy"]
+        return values
+    examples = test.examples[:BEAM_EXAMPLES]
+    for k in (int(x) for x in group.removeprefix("beam:").split(",")):
+        s = evaluate(result.model, examples, batch_size=DECODE_BATCH, beam_size=k)
+        values[f"exact_match_beam{k}"] = s["exact_match"]
+        values[f"token_accuracy_beam{k}"] = s["token_accuracy"]
     return values
 
 
-def _measure_file(cfg: TrainConfig, measures, beam_sizes, directory):
-    params = {
-        "version": __version__,
-        "measures": sorted(measures),
-        "beam_sizes": list(beam_sizes) if "beam" in measures else [],
-        "long": [list(x) for x in LONG_LENGTHS] if "long" in measures else [],
-        "beam_examples": BEAM_EXAMPLES,
-        "decode_batch": DECODE_BATCH,
-    }
-    blob = json.dumps(params, sort_keys=True).encode()
-    return run_dir(cfg, directory) / f"measures-{hashlib.sha256(blob).hexdigest()[:12]}.json"
+def _groups(measures, beam_sizes) -> list[str]:
+    """The measure groups of an experiment's measures (``base`` always)."""
+    out = ["base"]
+    if "long" in measures:
+        out.append("long")
+    if "beam" in measures:
+        out.append("beam:" + ",".join(str(k) for k in beam_sizes))
+    return out
+
+
+def _measure_file(cfg: TrainConfig, directory) -> Path:
+    """Where a run's measurements live: next to its checkpoint, one file for every group."""
+    return run_dir(cfg, directory) / "measures.json"
+
+
+def _read(path: Path) -> dict:
+    """The groups measured so far (nothing when the file is missing or of another version)."""
+    if not path.is_file():
+        return {}
+    stored = json.loads(path.read_text())
+    same = stored.get("version") == __version__ and stored.get("params") == _PARAMS
+    return stored["groups"] if same else {}
+
+
+#: What the measurements depend on beyond the run (a change measures again).
+_PARAMS = {"beam_examples": BEAM_EXAMPLES, "decode_batch": DECODE_BATCH, "long": LONG_LENGTHS}
+_PARAMS = json.loads(json.dumps(_PARAMS))  # as read back from JSON (tuples become lists)
 
 
 def cached_measures(cfg: TrainConfig, measures=(), beam_sizes=(), directory=None) -> dict | None:
-    """The cached measurements of ``cfg``'s run, or ``None`` when they are not cached."""
-    path = _measure_file(cfg, measures, beam_sizes, directory)
-    return json.loads(path.read_text()) if path.is_file() else None
+    """The cached measurements of ``cfg``'s run (every group asked for), or ``None`` when
+    one of them is not cached."""
+    groups = _read(_measure_file(cfg, directory))
+    wanted = _groups(measures, beam_sizes)
+    if not all(g in groups for g in wanted):
+        return None
+    return {k: v for g in wanted for k, v in groups[g].items()}
 
 
 def measured_run(cfg: TrainConfig, measures=(), beam_sizes=(), directory=None) -> dict:
-    """Train (or load) ``cfg``'s run and measure it; the measurements are cached next to its
-    checkpoint (written atomically), so that the next call only reads them."""
+    """Train (or load) ``cfg``'s run and measure what is not measured yet; the measurements
+    are kept in one file next to its checkpoint (updated under a lock, written
+    atomically), so that the next call only reads them, whichever experiment asks."""
     cached = cached_measures(cfg, measures, beam_sizes, directory)
     if cached is not None:
         return cached
     result = train_or_load(cfg, progress=False, directory=directory)
-    values = _measure(cfg, measures, beam_sizes, result)
-    path = _measure_file(cfg, measures, beam_sizes, directory)
-    tmp = path.with_name(f".{path.name}.{id(values)}.tmp")
-    tmp.write_text(json.dumps(values))
-    tmp.replace(path)
-    return values
+    path = _measure_file(cfg, directory)
+    with measure_lock(path.parent):
+        groups = _read(path)
+        for group in _groups(measures, beam_sizes):
+            if group not in groups:
+                groups[group] = _measure(cfg, group, result)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"version": __version__, "params": _PARAMS, "groups": groups}))
+        tmp.replace(path)
+    return cached_measures(cfg, measures, beam_sizes, directory)
+
+
+@contextlib.contextmanager
+def measure_lock(where: Path):
+    """An exclusive lock on a run's measurements (its own lock file: the training holds the
+    cache entry's)."""
+    with open(Path(where) / ".measures.lock", "a") as handle:
+        if fcntl is not None:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            if fcntl is not None:
+                fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def measure_job(cfg: TrainConfig, exp: Experiment, b: Budget, directory=None, label="") -> Job:
     """The scheduler's job of one run: :func:`measured_run` (skipped when cached)."""
-    args = (cfg, tuple(exp.measures), tuple(b.beam_sizes), directory)
-    path = _measure_file(cfg, exp.measures, b.beam_sizes, directory)
+    return measure_groups_job(cfg, tuple(exp.measures), tuple(b.beam_sizes), directory, label)
+
+
+def measure_groups_job(cfg, measures, beam_sizes, directory=None, label="") -> Job:
+    """:func:`measure_job` for explicit ``measures`` (e.g. the union of every experiment's
+    measures of one run)."""
+    args = (cfg, tuple(sorted(measures)), tuple(beam_sizes), directory)
     return Job(
         "convs2s_edu.lab.experiments.runner:measured_run",
         args,
-        label=label or path.parent.name,
+        label=label or run_dir(cfg, directory).name,
         cost=train_cost(cfg),
-        key=str(path),
+        key=f"{run_dir(cfg, directory)}:{','.join(_groups(measures, beam_sizes))}",
         done="convs2s_edu.lab.experiments.runner:cached_measures",
     )
 
@@ -223,18 +278,14 @@ def experiment_configs(name: str, b: Budget, arms=None, task=None) -> list[tuple
     return out
 
 
-def experiment_jobs(
-    name: str, b: Budget, arms=None, directory=None, task=None
-) -> tuple[list[Job], list[Job]]:
-    """The scheduler's jobs of experiment ``name``: the training of every chosen arm x seed,
-    then its scoring (run them in this order: a scoring job only decodes)."""
+def experiment_jobs(name: str, b: Budget, arms=None, directory=None, task=None) -> list[Job]:
+    """The scheduler's jobs of experiment ``name``: every chosen arm x seed, trained and
+    measured (:func:`measured_run`)."""
     exp = get_experiment(name)
-    train, score = [], []
-    for arm, seed, cfg in experiment_configs(name, b, arms, task):
-        label = f"{name}/{arm.name} seed {seed}"
-        train.append(train_job(cfg, directory, label))
-        score.append(measure_job(cfg, exp, b, directory, label))
-    return train, score
+    return [
+        measure_job(cfg, exp, b, directory, f"{name}/{arm.name} seed {seed}")
+        for arm, seed, cfg in experiment_configs(name, b, arms, task)
+    ]
 
 
 def run_experiment(
@@ -281,8 +332,7 @@ def run_experiment(
     exp = get_experiment(name)
     chosen = exp.select(arms)
     b = custom_budget if custom_budget is not None else budget(quick, seeds, steps)
-    train, jobs = experiment_jobs(name, b, arms, directory, task)
-    run_jobs(train, workers, progress=progress, name=f"{name}: training")
+    jobs = experiment_jobs(name, b, arms, directory, task)
     done = {r.job.key: r.value for r in run_jobs(jobs, workers, progress=progress, name=name)}
     runs, keys = [], iter(job.key for job in jobs)
     for arm in chosen:
