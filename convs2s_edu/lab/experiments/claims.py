@@ -492,9 +492,9 @@ def check_claims(
             r["agrees"] = "yes" if v == VERDICTS[0] else "no"
         else:
             r["agrees"] = "yes" if v == VERDICTS[2] else "no"
-        if "test" in r and m:
+        if "test" in r and m and r["test"].sd > 0:
             mde = min_detectable_effect(r["n_seeds"], m) * r["test"].sd
             r["detectable"] = _fmt_diff(claim.claimed[1], mde).lstrip("+")
-        else:
+        else:  # not tested, or no spread over the seeds to scale the effect by
             r["detectable"] = ""
     return rows

@@ -316,11 +316,16 @@ def rule_power(effect_in_sd: float, n: int, m: int = 1, alpha: float = ALPHA) ->
     df = n - 1
     c = t_quantile(1.0 - alpha / m, df)
     lam = effect_in_sd * math.sqrt(n)
-    hi = df + 60.0 * math.sqrt(2.0 * df) + 60.0
-    v = np.linspace(1e-9, hi, 20001)
-    log_pdf = (df / 2 - 1) * np.log(v) - v / 2 - (df / 2) * math.log(2) - math.lgamma(df / 2)
-    phi = 0.5 * (1.0 + np.vectorize(math.erf)((lam - c * np.sqrt(v / df)) / math.sqrt(2.0)))
-    return float(np.trapezoid(phi * np.exp(log_pdf), v))
+    # V = W^2, W >= 0: the density of W, 2 w f_V(w^2), is finite at 0 even for df = 1
+    w = np.linspace(0.0, math.sqrt(df + 60.0 * math.sqrt(2.0 * df) + 60.0), 20001)
+    log_norm = math.log(2.0) - (df / 2) * math.log(2) - math.lgamma(df / 2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_pdf = log_norm + (df - 1) * np.log(w) - w**2 / 2
+    pdf = np.exp(log_pdf)
+    if df == 1:
+        pdf[0] = math.exp(log_norm)  # w^0 = 1 at w = 0
+    phi = 0.5 * (1.0 + np.vectorize(math.erf)((lam - c * w / math.sqrt(df)) / math.sqrt(2.0)))
+    return float(np.trapezoid(phi * pdf, w))
 
 
 def min_detectable_effect(n: int, m: int = 1, power: float = 0.8, alpha: float = ALPHA) -> float:
