@@ -402,6 +402,7 @@ def _cmd_experiment(args) -> int:
         workers=args.workers,
         quick=True if args.quick else None,
         progress=False if args.quiet else None,
+        every_arm=True,  # by hand: every arm, also those a CPU build of the site leaves out
     )
     print(result.budget.describe())
     print(format_beam(result) if args.name == "beam" else format_result(result))

@@ -10,6 +10,7 @@ import math
 import sys
 
 import pytest
+import torch
 
 from convs2s_edu.lab import experiments as ex
 from convs2s_edu.lab.experiments import (
@@ -30,6 +31,7 @@ from convs2s_edu.lab.experiments import runner as runner_mod
 from convs2s_edu.metrics import evaluate
 from convs2s_edu.training import build_model, make_datasets, train_or_load
 from convs2s_edu.training import cache as cache_mod
+from convs2s_edu.training import cache_key as run_key
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
@@ -311,6 +313,50 @@ def test_better_than_every_other_arm_needs_every_pair():
     assert row["verdict"] != "supported" and row["agrees"] != "yes"
 
 
+def test_an_arm_the_build_did_not_train_leaves_its_claim_not_tested():
+    res = _result({"a": {"exact_match": [0.95, 0.96, 0.94, 0.97, 0.95]}})
+    res.experiment = Experiment("tiny", "", "", (Arm("a", "a"), Arm("b", "b")))  # b not run
+    assert res.left_out == ("b",) and res.present(["b", "a"]) == ["a"]
+    assert "b. A build with a GPU trains them" in res.left_out_note()
+    (row,) = check_claims({"tiny": res}, claims=[_claim()])
+    assert row["verdict"] == "not tested at this budget" and row["agrees"] == "undecided"
+    assert "b not trained in this build" in row["reason"]
+    assert "convs2s-edu experiment tiny" in row["reason"]
+
+
+def test_a_contradiction_against_several_arms_is_corrected_for_their_number():
+    # a is worse than c in every seed by a little: against c alone, contradicted; against
+    # b and c, the smallest p-value is doubled (Bonferroni) and must still clear Holm
+    worse = {"exact_match": [0.90, 0.91, 0.89, 0.92, 0.90]}
+    res = _result(
+        {
+            "a": worse,
+            "b": {"exact_match": [0.90, 0.911, 0.889, 0.921, 0.899]},
+            "c": {"exact_match": [0.92, 0.935, 0.91, 0.945, 0.92]},
+        }
+    )
+    alone = _claim(others=(("c", "exact_match"),))
+    both = _claim(others=(("b", "exact_match"), ("c", "exact_match")))
+    (one,) = check_claims({"tiny": res}, claims=[alone])
+    (two,) = check_claims({"tiny": res}, claims=[both])
+    assert one["verdict"] == "contradicted"
+    assert two["test"].p_less == pytest.approx(min(1.0, 2 * one["test"].p_less))
+
+
+def test_equal_exact_match_differences_are_weighed_by_one_test_example():
+    # every seed 4 points better: without the resolution floor (sd = 0) nothing weighs it;
+    # with one test example in 500 it is supported
+    res = _result(
+        {
+            "a": {"exact_match": [0.94, 0.95, 0.96, 0.97, 0.98]},
+            "b": {"exact_match": [0.90, 0.91, 0.92, 0.93, 0.94]},
+        }
+    )
+    (row,) = check_claims({"tiny": res}, claims=[_claim()])
+    assert row["test"].sd == pytest.approx(1 / 500)
+    assert row["verdict"] == "supported"
+
+
 def test_arms_still_improving_are_not_tested_at_this_budget():
     res = _result(
         {
@@ -391,11 +437,34 @@ def test_one_measurement_file_serves_every_experiment_of_a_run(tiny_experiment, 
     assert files == ["measures.json"]
 
 
+def test_a_cpu_budget_trains_the_cpu_arms_and_every_arm_budget_all():
+    from convs2s_edu.lab.experiments import CPU_ARMS, budget, get_experiment
+    from convs2s_edu.lab.experiments.runner import experiment_configs
+
+    cpu, every = budget(quick=False, every_arm=False), budget(quick=False, every_arm=True)
+    for name, chosen in CPU_ARMS.items():
+        exp = get_experiment(name)
+        kept = [a.name for a, seed, _ in experiment_configs(name, cpu) if seed == 0]
+        assert kept == list(chosen or exp.arm_names)
+        assert cpu.left_out(name) == tuple(a for a in exp.arm_names if a not in kept)
+        assert [a.name for a in every.arms_of(name)] == list(exp.arm_names)
+        assert every.left_out(name) == ()
+    distinct = {
+        run_key(cfg)
+        for name in CPU_ARMS
+        for _, seed, cfg in experiment_configs(name, cpu)
+        if seed == 0
+    }
+    assert len(distinct) == 9  # what FULL_BUDGET's comment and the pages say
+
+
 def test_site_jobs_train_every_distinct_run_once_with_every_measure():
     from convs2s_edu.lab.prepare import site_jobs
 
     jobs = site_jobs(quick=False)
     keys = [j.key.split(":")[0] for j in jobs]
-    assert len(keys) == len(set(keys)) == 4 + 17 * 5  # 4 main models, 85 experiment runs
+    # 4 main models; without a GPU the 9 distinct runs of CPU_ARMS x 5 seeds, with one all 17
+    distinct = 17 if torch.cuda.is_available() else 9
+    assert len(keys) == len(set(keys)) == 4 + distinct * 5
     conv = next(j for j in jobs if j.label == "encoder_decoder/convs2s seed 0")
     assert set(conv.args[1]) == {"beam", "long"}  # the union of four experiments' measures

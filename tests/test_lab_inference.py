@@ -23,7 +23,7 @@ from convs2s_edu.lab.experiments.inference import (
 )
 
 #: Claims per table on the site (the family Holm corrects over).
-M_CLAIMS = 11
+M_CLAIMS = 16
 
 
 @pytest.mark.parametrize(
@@ -167,6 +167,42 @@ def test_an_effect_of_the_stated_size_is_supported_four_times_in_five(n_seeds):
         hits += verdicts([real, *nulls])[0] == "supported"
     assert hits / sims >= 0.8 - 0.03  # 80%, less the simulation's error (sd ~ 0.9 points)
     assert rule_power(effect / sd, n_seeds, M_CLAIMS) == pytest.approx(0.8, abs=0.01)
+
+
+@pytest.mark.parametrize("n_seeds", [3, 5])
+def test_the_power_counts_the_minimum_effect_as_the_rule_does(n_seeds):
+    # a true effect of 1.5 sd with a minimum effect of 1.4 sd: the mean difference falls
+    # short of the minimum effect about half the time, whatever the t statistic says
+    effect, floor = 1.5, 1.4
+    rng = np.random.default_rng(7 + n_seeds)
+    sims = 4000
+    hits = sum(
+        verdicts([paired_test(rng.normal(effect, 1.0, n_seeds), [0.0] * n_seeds, floor)])[0]
+        == "supported"
+        for _ in range(sims)
+    )
+    predicted = rule_power(effect, n_seeds, 1, min_effect_in_sd=floor)
+    assert hits / sims == pytest.approx(predicted, abs=0.025)  # simulation sd ~ 0.8 points
+    assert predicted < rule_power(effect, n_seeds, 1) - 0.05  # the floor costs power here
+    mde = min_detectable_effect(n_seeds, 1, min_effect_in_sd=floor)
+    assert rule_power(mde, n_seeds, 1, min_effect_in_sd=floor) == pytest.approx(0.8, abs=0.01)
+
+
+def test_equal_differences_are_weighed_by_the_resolution():
+    # five seeds that all gave the same difference: without a resolution nothing weighs the
+    # mean (not resolved); with one test example in 500 as the resolution it is a clear gain
+    same = [0.5] * 5
+    bare = paired_test(same, [0.0] * 5, min_effect=0.01)
+    assert (bare.p_greater, bare.p_less, bare.p_equivalent) == (1.0, 1.0, 1.0)
+    assert verdicts([bare]) == ["not resolved"]
+    floored = paired_test(same, [0.0] * 5, min_effect=0.01, resolution=1 / 500)
+    assert floored.sd == pytest.approx(1 / 500)
+    assert verdicts([floored]) == ["supported"]
+    # the floor only ever widens: a spread larger than the resolution is kept
+    spread = paired_test([0.1, 0.3, 0.2], [0.0] * 3, 0.01, resolution=1 / 500)
+    assert spread.sd == pytest.approx(0.1)
+    with pytest.raises(ValueError, match="resolution must be a number >= 0, got -1"):
+        paired_test(same, [0.0] * 5, 0.01, resolution=-1)
 
 
 def test_three_seeds_and_eleven_claims_detect_only_large_effects():

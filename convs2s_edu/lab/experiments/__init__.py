@@ -21,6 +21,7 @@ from .inference import (
     verdicts,
 )
 from .registry import (
+    CPU_ARMS,
     EXPERIMENTS,
     FULL_BUDGET,
     FULL_SEEDS,
@@ -62,6 +63,7 @@ __all__ = [
     "ExperimentResult",
     "Claim",
     "EXPERIMENTS",
+    "CPU_ARMS",
     "CLAIMS",
     "budget",
     "get_experiment",

@@ -204,10 +204,22 @@ class PairedTest:
 
 
 def _p_above(t: float, df: int) -> float:
-    return 1.0 - t_cdf(t, df)
+    # P(T >= t) = P(T <= -t): no cancellation in 1 - cdf for large t
+    return t_cdf(-t, df)
 
 
-def paired_test(claimed: Sequence[float], other: Sequence[float], min_effect: float) -> PairedTest:
+def _trapezoid(y: np.ndarray, x: np.ndarray) -> float:
+    """The trapezoidal rule (``np.trapezoid``; ``np.trapz`` before NumPy 2.0)."""
+    rule = getattr(np, "trapezoid", None) or np.trapz
+    return float(rule(y, x))
+
+
+def paired_test(
+    claimed: Sequence[float],
+    other: Sequence[float],
+    min_effect: float,
+    resolution: float = 0.0,
+) -> PairedTest:
     """The paired t statistics of ``claimed - other`` per seed.
 
     Parameters
@@ -218,11 +230,19 @@ def paired_test(claimed: Sequence[float], other: Sequence[float], min_effect: fl
     min_effect : float
         :math:`\\delta > 0`: the smallest difference that would matter, in the units
         of the values.
+    resolution : float
+        The smallest step the values can take (e.g. one test example in exact match,
+        ``1 / n_test``): the standard deviation of the differences is taken as at least
+        this, so that a few seeds that happen to give the same difference (a discrete
+        measure, or runs that all failed against runs that all learnt) do not pass for
+        a difference measured without error. With no spread at all and no resolution,
+        every p-value is 1 (*not resolved*): nothing weighs the mean.
 
     Raises
     ------
     ValueError
-        Different lengths, fewer than two seeds, NaN values or ``min_effect <= 0``.
+        Different lengths, fewer than two seeds, NaN values, ``min_effect <= 0`` or
+        ``resolution < 0``.
     """
     a, b = [float(x) for x in claimed], [float(x) for x in other]
     if len(a) != len(b):
@@ -233,15 +253,16 @@ def paired_test(claimed: Sequence[float], other: Sequence[float], min_effect: fl
         raise ValueError(f"paired_test got NaN values: {a} vs {b}")
     if not (isinstance(min_effect, (int, float)) and min_effect > 0):
         raise ValueError(f"min_effect must be a number > 0, got {min_effect!r}")
+    if not (isinstance(resolution, (int, float)) and resolution >= 0):
+        raise ValueError(f"resolution must be a number >= 0, got {resolution!r}")
     d = np.array(a) - np.array(b)
     n, df = len(d), len(d) - 1
     mean = float(d.mean())
-    sd = float(d.std(ddof=1))
+    # s_d, floored at the measure's resolution
+    sd = max(float(d.std(ddof=1)), float(resolution))
     se = sd / math.sqrt(n)
-    if se == 0.0:  # every seed gave the same difference: no spread to weigh it by
-        p_g = 0.0 if mean > 0 else 1.0
-        p_l = 0.0 if mean < 0 else 1.0
-        p_e = 0.0 if abs(mean) < min_effect else 1.0
+    if se == 0.0:  # every seed gave the same difference and no resolution weighs it
+        p_g = p_l = p_e = 1.0
     else:
         t = mean / se
         p_g, p_l = _p_above(t, df), t_cdf(t, df)
@@ -304,18 +325,33 @@ def verdicts(tests: Sequence[PairedTest], alpha: float = ALPHA) -> list[str]:
     return out
 
 
-def rule_power(effect_in_sd: float, n: int, m: int = 1, alpha: float = ALPHA) -> float:
-    """Probability that a true effect of ``effect_in_sd`` standard deviations of the paired
-    differences clears Holm's first step, :math:`\\alpha / m` (the hardest case: no other
-    claim of the family is rejected), with ``n`` seeds: the power of *supported*, when the
-    minimum effect is below the true one.
+def rule_power(
+    effect_in_sd: float,
+    n: int,
+    m: int = 1,
+    alpha: float = ALPHA,
+    min_effect_in_sd: float = 0.0,
+) -> float:
+    """Probability that the rule says *supported* for a true effect of ``effect_in_sd``
+    standard deviations of the paired differences, with ``n`` seeds: the t statistic
+    clears Holm's first step, :math:`\\alpha / m` (the hardest case: no other claim of
+    the family is rejected), **and** the mean difference reaches the minimum effect
+    ``min_effect_in_sd`` (in the same units).
 
-    Integrates the noncentral t: :math:`P(T' > c) = E_V[\\Phi(\\lambda - c\\sqrt{V/\\nu})]`,
-    :math:`V \\sim \\chi^2_\\nu`, :math:`\\lambda = \\text{effect}\\sqrt{n}`.
+    With :math:`\\bar d = \\mu + \\sigma Z/\\sqrt{n}` and :math:`s_d = \\sigma\\sqrt{V/\\nu}`
+    independent (:math:`V \\sim \\chi^2_\\nu`), both conditions hold when
+    :math:`Z > \\max(c\\sqrt{V/\\nu},\\ \\delta\\sqrt{n}/\\sigma) - \\lambda`, so
+
+    .. math::
+
+        P = E_V\\big[\\Phi\\big(\\lambda
+            - \\max(c\\sqrt{V/\\nu},\\ \\delta\\sqrt n/\\sigma)\\big)\\big],
+        \\qquad \\lambda = \\mu\\sqrt{n}/\\sigma.
     """
     df = n - 1
     c = t_quantile(1.0 - alpha / m, df)
     lam = effect_in_sd * math.sqrt(n)
+    floor = min_effect_in_sd * math.sqrt(n)
     # V = W^2, W >= 0: the density of W, 2 w f_V(w^2), is finite at 0 even for df = 1
     w = np.linspace(0.0, math.sqrt(df + 60.0 * math.sqrt(2.0 * df) + 60.0), 20001)
     log_norm = math.log(2.0) - (df / 2) * math.log(2) - math.lgamma(df / 2)
@@ -324,15 +360,22 @@ def rule_power(effect_in_sd: float, n: int, m: int = 1, alpha: float = ALPHA) ->
     pdf = np.exp(log_pdf)
     if df == 1:
         pdf[0] = math.exp(log_norm)  # w^0 = 1 at w = 0
-    phi = 0.5 * (1.0 + np.vectorize(math.erf)((lam - c * w / math.sqrt(df)) / math.sqrt(2.0)))
-    return float(np.trapezoid(phi * pdf, w))
+    bar = np.maximum(c * w / math.sqrt(df), floor)
+    phi = 0.5 * (1.0 + np.vectorize(math.erf)((lam - bar) / math.sqrt(2.0)))
+    return _trapezoid(phi * pdf, w)
 
 
-def min_detectable_effect(n: int, m: int = 1, power: float = 0.8, alpha: float = ALPHA) -> float:
+def min_detectable_effect(
+    n: int,
+    m: int = 1,
+    power: float = 0.8,
+    alpha: float = ALPHA,
+    min_effect_in_sd: float = 0.0,
+) -> float:
     """The smallest true effect, in standard deviations of the paired differences, that the
-    rule supports with probability ``power`` with ``n`` seeds among ``m`` claims
-    (:func:`rule_power`; multiply by the differences' standard deviation for the claim's
-    units).
+    rule supports with probability ``power`` with ``n`` seeds among ``m`` claims, given the
+    claim's minimum effect ``min_effect_in_sd`` (:func:`rule_power`; multiply by the
+    differences' standard deviation for the claim's units).
 
     >>> round(min_detectable_effect(5, m=1), 2)
     1.36
@@ -340,11 +383,11 @@ def min_detectable_effect(n: int, m: int = 1, power: float = 0.8, alpha: float =
     if n < 2:
         raise ValueError(f"need at least 2 seeds, got {n}")
     lo, hi = 0.0, 1.0
-    while rule_power(hi, n, m, alpha) < power:
+    while rule_power(hi, n, m, alpha, min_effect_in_sd) < power:
         hi *= 2.0
     for _ in range(50):
         mid = 0.5 * (lo + hi)
-        if rule_power(mid, n, m, alpha) < power:
+        if rule_power(mid, n, m, alpha, min_effect_in_sd) < power:
             lo = mid
         else:
             hi = mid

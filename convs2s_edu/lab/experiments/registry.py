@@ -46,6 +46,7 @@ __all__ = [
     "BEAM_EXAMPLES",
     "LONG_LENGTHS",
     "DECODE_BATCH",
+    "CPU_ARMS",
     "Budget",
     "budget",
     "receptive_field",
@@ -73,8 +74,9 @@ FULL_SEEDS = 5
 #: One run of the full build: 800 optimiser steps of 128 fresh examples (8 rounds of 100),
 #: embeddings and hidden states of 64, 500 held-out examples decoded every 50 steps, 500
 #: test examples. The pilot of the claims issue reached 97% held-out exact match with
-#: ConvS2S at this width and budget; 17 arms x 5 seeds = 85 runs, trained two at a time on
-#: two cores before the pages run (``tools/prepare_site.py``).
+#: ConvS2S at this width and budget; without a GPU, the 9 distinct runs of
+#: :data:`CPU_ARMS` x 5 seeds = 45 runs, trained two at a time on two cores before the
+#: pages run (``tools/prepare_site.py``).
 FULL_BUDGET = {"steps": 800, "width": 64, "n_valid": 500, "n_test": 500, "eval_every": 50}
 
 #: Seeds per arm in the quick build: two, the fewest a paired test needs (its verdicts
@@ -97,6 +99,26 @@ BEAM_EXAMPLES = 200
 #: The longer test lengths of the ``positions`` experiment (trained on 8-20): they need a
 #: position table of at least 41 rows (40 tokens + ``<sos>``); the default has 64.
 LONG_LENGTHS = ((21, 30), (31, 40))
+
+#: The arms a build without a GPU trains, per experiment (``None``: every arm). Five seeds
+#: of all 17 distinct runs cost about 1.7 hours of two cores on the site's AMD EPYC (about
+#: 140 s per ConvS2S run of the budget, two at a time), far over the Experiments section's
+#: 45 minutes; these 9 distinct runs (45 with five seeds) are what the claims the site can
+#: afford need: the four encoder-decoder pairs on sorting (the article's claims and the
+#: learning speed), ConvS2S and the GRU on copying and reversing (how much re-ordering
+#: costs), reversing without positions (the position claim where positions carry
+#: information). The other arms (source or target positions only, sorting without
+#: positions, attention in one layer, the shallower encoder and decoder, the GRU of
+#: ConvS2S's size) run in a build with a GPU (:func:`budget` with ``every_arm``) or by hand
+#: with ``convs2s-edu experiment NAME``; their claims read "not tested at this budget".
+CPU_ARMS = {
+    "encoder_decoder": None,
+    "positions": ("reverse/both", "reverse/none", "sort/both"),
+    "attention_layers": ("all",),
+    "depth": ("enc4-dec4",),
+    "generation": ("convs2s", "gru"),
+    "beam": None,
+}
 
 #: Sources decoded together when a test set is decoded (in batches of equal length).
 DECODE_BATCH = 256
@@ -129,6 +151,9 @@ class Budget:
         Beam sizes of the ``beam`` experiment.
     quick : bool
         True for the quick build's budget.
+    every_arm : bool
+        Every arm of every experiment (a build with a GPU, or a run by hand); ``False``:
+        only the arms of :data:`CPU_ARMS`.
     """
 
     seeds: int
@@ -139,6 +164,18 @@ class Budget:
     eval_every: int
     beam_sizes: tuple
     quick: bool = False
+    every_arm: bool = True
+
+    def arms_of(self, name: str) -> tuple:
+        """The arms of experiment ``name`` this budget trains (see :data:`CPU_ARMS`)."""
+        exp = get_experiment(name)
+        chosen = None if self.every_arm else CPU_ARMS.get(name)
+        return exp.arms if chosen is None else exp.select(chosen)
+
+    def left_out(self, name: str) -> tuple:
+        """The names of the arms of experiment ``name`` this budget does not train."""
+        kept = {a.name for a in self.arms_of(name)}
+        return tuple(a.name for a in get_experiment(name).arms if a.name not in kept)
 
     def train_config(self, arm: Arm, seed: int) -> TrainConfig:
         """The :class:`~convs2s_edu.TrainConfig` of ``arm`` with ``seed`` under this budget."""
@@ -188,7 +225,10 @@ def width_options(model: str, width: int) -> dict:
 
 
 def budget(
-    quick: bool | None = None, seeds: int | None = None, steps: int | None = None
+    quick: bool | None = None,
+    seeds: int | None = None,
+    steps: int | None = None,
+    every_arm: bool | None = None,
 ) -> Budget:
     """The experiments' budget: the full build's, or the quick build's.
 
@@ -199,6 +239,9 @@ def budget(
     seeds, steps : int, optional
         Override the number of seeds per arm (``>= 2``: the claims are paired tests) or
         of steps per run (``>= 1``).
+    every_arm : bool, optional
+        Train every arm of every experiment; default: only when a CUDA GPU is present
+        (without one, the arms of :data:`CPU_ARMS`).
 
     Returns
     -------
@@ -211,10 +254,15 @@ def budget(
     n_seeds = QUICK_SEEDS if quick else FULL_SEEDS
     if seeds is not None:
         n_seeds = check_int("seeds", seeds, 2, 100)
+    if every_arm is None:
+        import torch
+
+        every_arm = torch.cuda.is_available()
     return Budget(
         seeds=n_seeds,
         beam_sizes=QUICK_BEAM_SIZES if quick else FULL_BEAM_SIZES,
         quick=quick,
+        every_arm=bool(every_arm),
         **sizes,
     )
 

@@ -97,14 +97,14 @@ def generation_speed(
         [verdict text per seed]}, "ok": bool, "machine": str}``.
     """
     b = b if b is not None else budget()
-    exp = get_experiment("generation")
+    arms = b.arms_of("generation")
 
     def measure() -> dict:
-        out = {f"beam{k}": {a.name: [] for a in exp.arms} for k in beam_sizes}
+        out = {f"beam{k}": {a.name: [] for a in arms} for k in beam_sizes}
         verdicts = {f"beam{k}": [] for k in beam_sizes}
         ok, machine = True, machine_info("cpu").describe()
         for seed in range(b.seeds):
-            cfgs = {a.name: b.train_config(a, seed) for a in exp.arms}
+            cfgs = {a.name: b.train_config(a, seed) for a in arms}
             models = {
                 n: train_or_load(c, progress=False, directory=directory).model
                 for n, c in cfgs.items()
