@@ -276,6 +276,13 @@ sphinx_gallery_conf = {
 html_theme = "pydata_sphinx_theme"
 html_title = f"convs2s_edu {release}"
 html_static_path = ["_static"]
+# The "Try the models" page (try.rst): the trained models as ONNX graphs and the
+# onnxruntime-web files, written by tools/export_onnx.py (tox runs it before sphinx-build)
+# into _build/try-assets-<mode>/try/; they join _static/try/ next to the page's script.
+# A build without them still builds, and the page says that its models are missing.
+TRY_ASSETS = DOCS_DIR / "_build" / f"try-assets-{'quick' if QUICK else 'full'}"
+if (TRY_ASSETS / "try" / "models.json").is_file():
+    html_static_path.append(str(TRY_ASSETS))
 html_css_files = ["custom.css"]
 html_js_files = ["zoom.js"]  # click a figure to open it at full size
 html_show_sourcelink = False
@@ -290,6 +297,8 @@ html_theme_options = {
         "**": ["page-toc", "sg_download_links", "sg_launcher_links"],
         # the landing page's figures get the whole width
         "index": [],
+        # and so do the two models' panels of "Try the models"
+        "try": [],
     },
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version", "theme-version"],
@@ -301,7 +310,12 @@ if QUICK:
         "numbers are not the full experiment's. Run <code>tox -e docs</code> for the full site."
     )
 
-html_context = {"convs2s_edu_quick": QUICK}
+html_context = {
+    "convs2s_edu_quick": QUICK,
+    # a first visit (nothing in localStorage) follows the reader's system setting; without
+    # it the theme logs "Got invalid theme mode" as a console error on every page
+    "default_mode": "auto",
+}
 
 # -- The wheel the site offers for download ------------------------------------------
 
@@ -334,6 +348,8 @@ html_sidebars = {
     "auto_examples/experiments/plot_*": [],
     "paper_map": [],
     "departures": [],
+    # the two models' panels side by side need the width
+    "try": [],
 }
 
 rst_prolog = """

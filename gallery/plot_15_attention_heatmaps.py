@@ -12,7 +12,8 @@ positions that hold it, when the value occurs more than once).
 This page draws the attention of both trained models on one test example
 (every decoder layer of ConvS2S, the single Bahdanau attention of the GRU) and
 then measures, over the whole test set, how often each attention points at
-the right place.
+the right place. To watch both models' attention on a sequence of your own as
+they decode it, :doc:`try the models in your browser </try>`.
 """
 
 # %%

@@ -13,6 +13,9 @@ looks at two sides of that loop:
   whole prefix at every step, or keep the last few inputs of every
   convolution in a cache and compute only the new position; and what sets
   the paper's measured generation speed (§5.3).
+
+Both models also decode greedily, in your browser, any sequence you type on
+:doc:`the page that tries them </try>`.
 """
 
 # %%

@@ -45,12 +45,17 @@ API reference
 quick mode
     with ``CONVS2S_EDU_QUICK=1`` in the environment, the pages carry the
     quick-mode banner; without it, they do not.
+try page
+    ``try.html`` exists, and so do its script, the ``models.json`` that
+    ``tools/export_onnx.py`` wrote, every ONNX graph it names and the
+    onnxruntime-web files the page loads (``_static/try/``).
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import json
 import os
 import re
 import sys
@@ -624,6 +629,33 @@ class Checker:
             )
         self.notes.append(f"quick-mode banner: {'expected and present' if quick else 'absent'}")
 
+    # -- the "Try the models" page --------------------------------------------------
+
+    def check_try_page(self) -> None:
+        """The page's script, its models.json, every graph that names and the runtime's files
+        are in the site (tools/export_onnx.py writes them; a build without them would show
+        readers a page that cannot run)."""
+        if not (self.site / "try.html").is_file():
+            self.fail("try.html", "missing: the site has no 'Try the models' page")
+            return
+        folder = self.site / "_static" / "try"
+        manifest = folder / "models.json"
+        if not manifest.is_file():
+            self.fail(
+                "try.html",
+                f"{manifest.relative_to(self.site)} is missing: run "
+                "tools/export_onnx.py before sphinx-build",
+            )
+            return
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+        needed = ["try.js", "try.css", f"ort/{data['runtime']['script']}"]
+        needed += ["ort/ort-wasm-simd-threaded.wasm", "ort/ort-wasm-simd-threaded.mjs"]
+        needed += [f for m in data["models"].values() for f in m["files"].values()]
+        for rel in needed:
+            if not (folder / rel).is_file() or (folder / rel).stat().st_size == 0:
+                self.fail("try.html", f"_static/try/{rel} is missing or empty")
+        self.notes.append(f"try page: {len(needed)} files, {len(data['models'])} models")
+
     def run(self) -> int:
         pages = self.all_pages()
         if not pages:
@@ -635,6 +667,7 @@ class Checker:
             self.check_paper_map()
             self.check_api()
             self.check_quick_banner()
+            self.check_try_page()
         for note in self.notes:
             print(f"  {note}")
         self.failures = list(dict.fromkeys(self.failures))  # once each, in order

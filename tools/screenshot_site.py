@@ -8,10 +8,10 @@ Usage::
 
 The site is served from ``127.0.0.1`` by a local :mod:`http.server` that logs
 every request and its status; Chromium may reach no other host. For each page
-(by default the landing page, the paper map, the first two gallery pages, one more
-gallery page with figures and math, and the first page of every chapter), in each
-theme (``--themes``, default light and dark) and at each width (``--width``
-for a desktop, ``--phone-width`` for a phone), the script
+(by default the landing page, the paper map, the "Try the models" page, the first two
+gallery pages, one more gallery page with figures and math, and the first page of every
+chapter), in each theme (``--themes``, default light and dark) and at each width
+(``--width`` for a desktop, ``--phone-width`` for a phone), the script
 
 1. saves a screenshot ``<page>-<theme>[-phone].png`` and checks that it is a
    non-blank PNG of the requested size. The theme is chosen the way the
@@ -391,10 +391,13 @@ def is_redirect_stub(page_file: Path) -> bool:
 
 
 def default_pages(site: Path) -> list[str]:
-    """The landing page, the paper map, the first two gallery pages (where a reader
-    starts), the next gallery page with both figures and math, and the first page of
-    every chapter in a subfolder (the speed chapter, the appendix, ...)."""
+    """The landing page, the paper map, the "Try the models" page (when the site has it),
+    the first two gallery pages (where a reader starts), the next gallery page with both
+    figures and math, and the first page of every chapter in a subfolder (the speed
+    chapter, the appendix, ...)."""
     pages = ["index.html", "paper_map.html"]
+    if (site / "try.html").is_file():
+        pages.append("try.html")
     auto = site / "auto_examples"
     gallery = [p for p in sorted(auto.glob("plot_*.html")) if not is_redirect_stub(p)]
     chosen = gallery[:2]
@@ -418,9 +421,9 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--pages",
         nargs="+",
-        help="pages relative to html_dir (default: index.html, paper_map.html, the "
-        "first two gallery pages, one more with figures and math, the first page of every "
-        "chapter)",
+        help="pages relative to html_dir (default: index.html, paper_map.html, try.html, "
+        "the first two gallery pages, one more with figures and math, the first page of "
+        "every chapter)",
     )
     parser.add_argument("--chromium", help="path of the browser (default: /usr/bin/chromium)")
     parser.add_argument("--width", type=int, default=1400)

@@ -1,0 +1,812 @@
+#!/usr/bin/env python
+"""Export the site's two trained models to ONNX for the "Try the models" page, and check them.
+
+``tox -e docs`` and ``tox -e docs-quick`` run this after ``tools/prepare_site.py`` (which trained
+the models into the cache) and ``npm ci`` (which installed onnxruntime-web), and before
+``sphinx-build``::
+
+    python tools/export_onnx.py              # CONVS2S_EDU_QUICK decides full or quick
+    python tools/export_onnx.py --no-cache   # export and check again
+
+It loads the two models the gallery trains, ``site_config("convs2s")`` and
+``site_config("gru")``, with :func:`convs2s_edu.train_or_load` (from the training cache: it
+trains only what ``prepare_site`` did not), and writes ``docs/_build/try-assets-<mode>/try/``,
+which ``docs/conf.py`` adds to the site's static files (``_static/try/``):
+
+``convs2s.onnx``
+    ``(src (1, S), prefix (1, T)) -> log_probs (1, V), attention (1, L, S)``: the package's
+    own ``model.decoder(prefix, model.encode(src))`` over the whole prefix, kept at the last
+    position; ``attention`` holds one map per decoder layer. A step of the incremental
+    ``Decoder.step`` would not export faithfully: its position is a Python ``int`` that the
+    graph would freeze. The prefix graph is the ``incremental=False`` path of
+    :func:`~convs2s_edu.greedy_decode`.
+``gru_encoder.onnx``, ``gru_step.onnx``
+    ``src (1, S) -> h (1, S, 2n), keys (1, S, A), s (L, 1, n)`` (the encoder and
+    ``Decoder.start``) and ``(y_prev (1,), h, keys, s) -> log_probs (1, V), attention (1, 1, S),
+    s_next`` (``Decoder.step``). The GRU encoder packs its batch
+    (``pack_padded_sequence``), which does not export; a batch of one source has no padding,
+    so the graph runs the same ``nn.GRU`` without packing, and the check below proves the
+    two equal.
+``models.json``
+    what the page needs: the token ids, the vocabulary, the position table, the files.
+``ort/``
+    the onnxruntime-web files the page loads, copied from ``node_modules`` (``npm ci``).
+
+Checks; any failure exits with status 1 and writes nothing:
+
+* weight normalisation: the parametrizations are removed on a deep copy (the graph holds
+  the plain weights :math:`w = g v / \\lVert v \\rVert`); the cached model keeps them and its
+  parameters are unchanged afterwards;
+* the unpacked GRU encoder equals the packed one on every test source and at lengths 1, 2
+  and the longest allowed (``max_positions``): the same numbers, to
+  :data:`PACK_TOL`;
+* dynamic lengths: every graph, run by onnxruntime at source and prefix lengths 1, 2 and
+  ``max_positions``, gives PyTorch's numbers (log-probabilities, attention, the GRU state)
+  to :data:`TOL`, and so do whole greedy decodings of sources of ``max_positions`` tokens;
+  a length frozen at the example's would fail here, and so would the axes of the saved
+  graphs if they were not free (:func:`check_dynamic_axes`);
+* the GRU graphs keep ``linear_before_reset=1`` (PyTorch's GRU applies the reset gate after
+  the recurrent matrix product; a translation that drops it is off by ~0.1);
+* the whole test set: onnxruntime's greedy decoding gives PyTorch's
+  (:func:`~convs2s_edu.greedy_decode`) output on every test example, and at every step
+  of it the same log-probabilities of every token id, to :data:`TOL`, and the same
+  attention;
+* the runtime: the graphs' opset is :data:`OPSET` and onnxruntime (Python, pinned on the
+  release line of onnxruntime-web) loads them; the onnxruntime-web in ``node_modules`` is
+  on that release line.
+
+Cache: the exported and checked files are kept in ``$CONVS2S_EDU_CACHE/onnx-export/<key>``,
+the key a hash of both checkpoints, this file and the versions of torch, onnx, onnxscript
+and onnxruntime; a later build with the same key copies them instead of exporting and
+checking again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import hashlib
+import json
+import random
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# before anything loads torch: the package's OpenMP settings (convs2s_edu._threads)
+import convs2s_edu  # noqa: F401
+
+ROOT = Path(__file__).resolve().parents[1]
+NODE_ORT = ROOT / "node_modules" / "onnxruntime-web"
+#: The ONNX opset of every graph: one that onnxruntime 1.30 (Python and web) runs in full.
+OPSET = 18
+#: Most a log-probability (or an attention weight, or a GRU state) may differ between
+#: onnxruntime and PyTorch. Both compute in float32; what they differ by is the order of
+#: the sums (about 1e-6 here); a wrong graph differs by 1e-2 and more.
+TOL = 1e-4
+#: Most the unpacked GRU encoder may differ from the packed one (the same kernels, one
+#: sequence: in practice they agree exactly).
+PACK_TOL = 1e-6
+#: The onnxruntime-web files the page loads: the classic-script API (no bundler needed),
+#: the WebAssembly runtime without WebGPU (the smallest, 14 MB) and its ES-module loader.
+RUNTIME_FILES = (
+    "dist/ort.wasm.min.js",
+    "dist/ort-wasm-simd-threaded.wasm",
+    "dist/ort-wasm-simd-threaded.mjs",
+)
+MODELS = ("convs2s", "gru")
+LABELS = {"convs2s": "ConvS2S", "gru": "GRU + attention"}
+
+
+# --------------------------------------------------------------------------
+# The graphs: thin wrappers around the package's own modules
+# --------------------------------------------------------------------------
+
+
+def _wrappers():
+    """The three modules that are exported: ``(ConvS2SNext, GRUStart, GRUStep)``, each a thin
+    wrapper that calls the package's own modules (nothing of the models is re-implemented)."""
+    import torch
+    from torch import nn
+
+    from convs2s_edu.data import PAD
+    from convs2s_edu.rnn import GRUDecoderState
+    from convs2s_edu.seq2seq import EncoderOut
+
+    class ConvS2SNext(nn.Module):
+        """``(src (1, S), prefix (1, T)) -> log p(y_{T+1} | prefix, src) (1, V)``, and the
+        attention of every decoder layer for that position ``(1, L, S)``."""
+
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, src, prefix):
+            logits, attention = self.model.decoder(prefix, self.model.encode(src))
+            return torch.log_softmax(logits[:, -1], dim=-1), attention[:, :, -1]
+
+    class GRUStart(nn.Module):
+        """``src (1, S) -> h, keys, s_0``: the GRU encoder without packing, then
+        ``Decoder.start``. One source has no padding, so packing changes nothing."""
+
+        def __init__(self, model):
+            super().__init__()
+            self.encoder, self.decoder = model.encoder, model.decoder
+
+        def forward(self, src):
+            enc = self.encoder
+            x = enc.dropout(enc.embed(src))  # (1, S, E)
+            h, h_n = enc.gru(x)  # (1, S, 2n), (2 L_enc, 1, n)
+            out = EncoderOut(states=h, embedded=x, padding_mask=src.eq(PAD), summary=h_n[-1])
+            state = self.decoder.start(out)
+            return state.h, state.keys, state.s
+
+    class GRUStep(nn.Module):
+        """``(y_prev (1,), h, keys, s) -> log p(y_t) (1, V), attention (1, 1, S), s_t``:
+        ``Decoder.step`` on a state without padding."""
+
+        def __init__(self, model):
+            super().__init__()
+            self.decoder = model.decoder
+
+        def forward(self, y_prev, h, keys, s):
+            no_padding = torch.zeros(h.shape[:2], dtype=torch.bool, device=h.device)
+            state = GRUDecoderState(h=h, keys=keys, padding_mask=no_padding, s=s)
+            logits, attention, new = self.decoder.step(y_prev, state)
+            return torch.log_softmax(logits, dim=-1), attention, new.s
+
+    return ConvS2SNext, GRUStart, GRUStep
+
+
+def without_weight_norm(model):
+    """A plain copy of ``model`` in eval mode: every weight-normalised weight computed once,
+    :math:`w = g v / \\lVert v \\rVert`, into a model built without weight normalisation;
+    ``model`` is left alone.
+
+    Not ``remove_parametrizations`` on a ``copy.deepcopy``: the copy shares the original's
+    parametrized class (``ParametrizedLinear``), and removing the parametrization deletes the
+    ``weight`` property from that shared class, which breaks the original (the cached model
+    then fails with ``'ParametrizedLinear' object has no attribute 'weight'``).
+    """
+    import torch
+    from torch.nn.utils import parametrize
+
+    cfg = getattr(model, "cfg", None)
+    if not getattr(cfg, "weight_norm", False):
+        plain = copy.deepcopy(model)
+    else:
+        plain = type(model)(cfg.replace(weight_norm=False))
+        state = {k: v for k, v in model.state_dict().items() if ".parametrizations." not in k}
+        with torch.no_grad():
+            for name, module in model.named_modules():
+                if parametrize.is_parametrized(module):
+                    for p in module.parametrizations:
+                        state[f"{name}.{p}"] = getattr(module, p).detach().clone()
+        plain.load_state_dict(state)  # strict: every tensor of the plain model accounted for
+    left = [n for n, m in plain.named_modules() if parametrize.is_parametrized(m)]
+    if left:
+        raise CheckFailed(f"parametrizations left in the copy to export: {left}")
+    return plain.eval()
+
+
+def _state_fingerprint(model) -> dict:
+    """Every parameter and buffer of ``model`` (copied), and its parametrized modules."""
+    from torch.nn.utils import parametrize
+
+    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    names = [n for n, m in model.named_modules() if parametrize.is_parametrized(m)]
+    return {"state": state, "parametrized": names}
+
+
+def export_graph(module, args, path: Path, inputs, outputs, dynamic) -> None:
+    """``torch.onnx.export`` of ``module`` at :data:`OPSET`, one file, with the axes in
+    ``dynamic`` (``{input or output name: {axis: name}}``) left free.
+
+    The TorchScript exporter (``dynamo=False``), not the ``torch.export`` one: both give
+    the same numbers here (measured with torch 2.13 and onnxscript 0.7.2), but the latter
+    freezes the sequence length of the GRU's intermediate shapes at the example's, so that
+    onnxruntime warns at every run at another length, and it needs onnxscript. The
+    TorchScript exporter translates ``nn.GRU`` to one ONNX ``GRU`` node with free lengths.
+    """
+    import warnings
+
+    import torch
+
+    with torch.no_grad(), warnings.catch_warnings():
+        # What the TorchScript exporter says about this export, each checked below instead:
+        # it is deprecated (see the note in this docstring); the tracer freezes two Python
+        # checks of the package (the position-table bound, the embedding size), whose inputs
+        # the page checks first; constant folding skips a Slice; a GRU batch other than 1
+        # (ours is 1).
+        warnings.filterwarnings("ignore", message="You are using the legacy TorchScript")
+        warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
+        warnings.filterwarnings("ignore", message="Constant folding", category=UserWarning)
+        warnings.filterwarnings("ignore", message="Exporting a model to ONNX with a batch_size")
+        warnings.filterwarnings("ignore", message="The feature will be removed")
+        torch.onnx.export(
+            module,
+            args,
+            str(path),
+            input_names=list(inputs),
+            output_names=list(outputs),
+            dynamic_axes=dynamic,
+            opset_version=OPSET,
+            dynamo=False,
+        )
+    check_dynamic_axes(path, dynamic)
+
+
+def check_dynamic_axes(path: Path, dynamic: dict) -> None:
+    """Every axis of ``dynamic`` is a named (free) dimension of the saved graph, not the
+    example's length."""
+    import onnx
+
+    graph = onnx.load(str(path)).graph
+    declared = {v.name: v.type.tensor_type.shape.dim for v in [*graph.input, *graph.output]}
+    for name, axes in dynamic.items():
+        for axis, label in axes.items():
+            dim = declared[name][axis]
+            if dim.dim_param != label:
+                raise CheckFailed(
+                    f"{path.name}: axis {axis} of {name!r} is "
+                    f"{dim.dim_param or dim.dim_value}, not the free length {label!r}"
+                )
+
+
+# --------------------------------------------------------------------------
+# Decoding with onnxruntime and with PyTorch
+# --------------------------------------------------------------------------
+
+
+class OrtModel:
+    """The exported graphs of one model, run by onnxruntime (Python) the way the page runs
+    them in the browser: ``start(src)``, then ``step(y_prev)`` -> (log-probs, attention)."""
+
+    def __init__(self, kind: str, files: dict, ids: dict):
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1  # like the page (one WebAssembly thread)
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        self.kind, self.ids = kind, ids
+        self.sessions = {
+            role: ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+            for role, path in files.items()
+        }
+
+    def start(self, src):
+        import numpy as np
+
+        self.src = np.asarray([src], dtype=np.int64)
+        if self.kind == "prefix":
+            self.prefix = [self.ids["sos"]]
+        else:
+            self.h, self.keys, self.s = self.sessions["encoder"].run(None, {"src": self.src})
+            self.y = self.ids["sos"]
+
+    def step(self, y_prev):
+        import numpy as np
+
+        if self.kind == "prefix":
+            if y_prev is not None:
+                self.prefix.append(y_prev)
+            prefix = np.asarray([self.prefix], dtype=np.int64)
+            logp, attn = self.sessions["decoder"].run(None, {"src": self.src, "prefix": prefix})
+        else:
+            if y_prev is not None:
+                self.y = y_prev
+            feed = {
+                "y_prev": np.asarray([self.y], dtype=np.int64),
+                "h": self.h,
+                "keys": self.keys,
+                "s": self.s,
+            }
+            logp, attn, self.s = self.sessions["step"].run(None, feed)
+        return logp[0], attn[0]  # (V,), (L, S)
+
+
+def next_token(logp, ids) -> int:
+    """greedy_decode's rule: the most probable id that is neither PAD nor <sos>."""
+    import numpy as np
+
+    masked = np.array(logp, dtype=np.float64)
+    masked[[ids["pad"], ids["sos"]]] = -np.inf
+    return int(masked.argmax())
+
+
+def ort_greedy(model: OrtModel, src, max_positions: int):
+    """Greedy decoding with the exported graphs: tokens (``<eos>`` included when emitted),
+    and the log-probabilities and attention of every step."""
+    ids = model.ids
+    model.start(src)
+    tokens, logps, attns = [], [], []
+    for t in range(min(len(src) + 1, max_positions)):
+        logp, attn = model.step(tokens[-1] if t else None)
+        tokens.append(next_token(logp, ids))
+        logps.append(logp)
+        attns.append(attn)
+        if tokens[-1] == ids["eos"]:
+            break
+    return tokens, logps, attns
+
+
+def torch_greedy(model, src, ids):
+    """PyTorch's greedy decoding of ``src`` (:func:`~convs2s_edu.greedy_decode`), with the
+    log-probabilities of every step from teacher forcing on that output, and the attention.
+
+    Returns tokens (``<eos>`` included when emitted), log-probs ``(T, V)``, attention
+    ``(T, L, S)`` (numpy).
+    """
+    import torch
+
+    from convs2s_edu import greedy_decode
+
+    out, attn = greedy_decode(model, [src], return_attention=True)
+    tokens = list(out[0])
+    steps = attn[0].shape[-2]  # T_b: the tokens plus the step that emitted <eos>
+    if steps > len(tokens):
+        tokens.append(ids["eos"])
+    a = attn[0] if attn[0].dim() == 3 else attn[0].unsqueeze(0)  # (L, T, S)
+    modes = {m: m.training for m in model.modules()}
+    model.eval()  # no dropout in the reference (greedy_decode does the same); restored below
+    try:
+        with torch.no_grad():
+            tgt_in = torch.tensor([[ids["sos"], *tokens[:-1]]])
+            logits = model(torch.tensor([src]), tgt_in)  # (1, T, V)
+    finally:
+        for m, mode in modes.items():
+            m.training = mode
+    logp = torch.log_softmax(logits[0].double(), dim=-1).float()
+    return tokens, logp.numpy(), a.transpose(0, 1).numpy()
+
+
+# --------------------------------------------------------------------------
+# The checks
+# --------------------------------------------------------------------------
+
+
+class CheckFailed(RuntimeError):
+    """A check of the exported graphs failed: the message says which and by how much."""
+
+
+def _max_diff(a, b) -> float:
+    import numpy as np
+
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape:
+        return float("inf")
+    return float(np.abs(a - b).max()) if a.size else 0.0
+
+
+def check_packing(model, gru_start, sources, what: str) -> float:
+    """The unpacked encoder + ``Decoder.start`` against the package's (packed) ones."""
+    import torch
+
+    worst = 0.0
+    with torch.no_grad():
+        for src in sources:
+            x = torch.tensor([src])
+            ref = model.decoder.start(model.encode(x))
+            h, keys, s = gru_start(x)
+            for name, mine, theirs in (("h", h, ref.h), ("keys", keys, ref.keys), ("s", s, ref.s)):
+                d = _max_diff(mine.numpy(), theirs.numpy())
+                worst = max(worst, d)
+                if d > PACK_TOL:
+                    raise CheckFailed(
+                        f"GRU encoder without packing differs from the packed one on {what} "
+                        f"(length {len(src)}): {name} by {d:.2e} > {PACK_TOL:.0e}"
+                    )
+    return worst
+
+
+def check_lengths(name, model, wrappers, ort_model: OrtModel, ids, max_positions, rng) -> float:
+    """onnxruntime against PyTorch at source and prefix lengths 1, 2 and ``max_positions``."""
+    import numpy as np
+    import torch
+
+    vocab = model.vocab_size
+    lengths = sorted({1, 2, max_positions})
+    worst = 0.0
+    with torch.no_grad():
+        for S in lengths:
+            src = [rng.randint(1, vocab) for _ in range(S)]
+            x = torch.tensor([src])
+            if name == "convs2s":
+                (module,) = wrappers
+                for T in lengths:
+                    prefix = [ids["sos"]] + [rng.randint(1, vocab) for _ in range(T - 1)]
+                    ref = module(x, torch.tensor([prefix]))
+                    got = ort_model.sessions["decoder"].run(
+                        None, {"src": np.asarray([src]), "prefix": np.asarray([prefix])}
+                    )
+                    pairs = zip(("log_probs", "attention"), got, ref)
+                    worst = max(worst, _compare(name, pairs, f"S={S}, T={T}"))
+            else:
+                start, step = wrappers
+                ref_start = start(x)
+                got_start = ort_model.sessions["encoder"].run(None, {"src": np.asarray([src])})
+                worst = max(
+                    worst,
+                    _compare(name, zip(("h", "keys", "s"), got_start, ref_start), f"S={S}"),
+                )
+                # a few steps from s_0, each from the state PyTorch reached
+                h, keys, s = ref_start
+                y = ids["sos"]
+                for t in range(min(3, S + 1)):
+                    ref = step(torch.tensor([y]), h, keys, s)
+                    feed = {"y_prev": np.asarray([y]), "h": h.numpy(), "keys": keys.numpy()}
+                    got = ort_model.sessions["step"].run(None, {**feed, "s": s.numpy()})
+                    pairs = zip(("log_probs", "attention", "s_next"), got, ref)
+                    worst = max(worst, _compare(name, pairs, f"S={S}, step {t + 1}"))
+                    s, y = ref[2], rng.randint(1, vocab)
+    return worst
+
+
+def _compare(name, pairs, where: str) -> float:
+    worst = 0.0
+    for what, got, ref in pairs:
+        d = _max_diff(got, ref.numpy())
+        if d > TOL:
+            raise CheckFailed(
+                f"{name}: onnxruntime's {what} differs from PyTorch's at {where} by {d:.2e} "
+                f"(tolerance {TOL:.0e}); shapes {tuple(got.shape)} and {tuple(ref.shape)}"
+            )
+        worst = max(worst, d)
+    return worst
+
+
+def check_test_set(name, model, ort_model: OrtModel, sources, ids, max_positions) -> dict:
+    """onnxruntime's greedy decoding against PyTorch's on every source of ``sources``."""
+    worst_lp, worst_att, ties, exact = 0.0, 0.0, 0, 0
+    for i, src in enumerate(sources):
+        ref_tokens, ref_logp, ref_attn = torch_greedy(model, src, ids)
+        tokens, logps, attns = ort_greedy(ort_model, src, max_positions)
+        for t, (tok, logp, attn) in enumerate(zip(tokens, logps, attns)):
+            d_lp = _max_diff(logp, ref_logp[t])
+            d_att = _max_diff(attn, ref_attn[t])
+            if d_lp > TOL or d_att > TOL:
+                raise CheckFailed(
+                    f"{name}: test example {i} (length {len(src)}), step {t + 1}: "
+                    f"onnxruntime's log-probabilities differ from PyTorch's by {d_lp:.2e}, "
+                    f"the attention by {d_att:.2e} (tolerance {TOL:.0e})"
+                )
+            worst_lp, worst_att = max(worst_lp, d_lp), max(worst_att, d_att)
+            if tok != ref_tokens[t]:
+                # a near-tie: the two tokens' log-probabilities agree to within the
+                # tolerance, so either choice is PyTorch's up to rounding
+                gap = abs(float(ref_logp[t][tok]) - float(ref_logp[t][ref_tokens[t]]))
+                if gap > TOL:
+                    raise CheckFailed(
+                        f"{name}: test example {i} (length {len(src)}): onnxruntime decodes "
+                        f"{tokens} but PyTorch {ref_tokens}; they part at step {t + 1}, where "
+                        f"PyTorch's log-probabilities of the two tokens differ by {gap:.2e}"
+                    )
+                ties += 1
+                break
+        else:
+            if tokens != ref_tokens:
+                raise CheckFailed(
+                    f"{name}: test example {i}: onnxruntime decodes {tokens}, PyTorch {ref_tokens}"
+                )
+        exact += tokens == ref_tokens
+    return {
+        "examples": len(sources),
+        "same_output": exact,
+        "near_ties": ties,
+        "max_logp_diff": worst_lp,
+        "max_attention_diff": worst_att,
+    }
+
+
+def check_gru_nodes(paths) -> None:
+    """Every ONNX ``GRU`` node keeps ``linear_before_reset=1`` (PyTorch's GRU)."""
+    import onnx
+
+    for path in paths:
+        graph = onnx.load(str(path)).graph
+        grus = [n for n in graph.node if n.op_type == "GRU"]
+        if not grus:
+            raise CheckFailed(f"{path.name}: no ONNX GRU node (the GRU was translated otherwise)")
+        for node in grus:
+            attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+            if attrs.get("linear_before_reset") != 1:
+                raise CheckFailed(
+                    f"{path.name}: GRU node {node.name!r} has linear_before_reset="
+                    f"{attrs.get('linear_before_reset', 0)}, PyTorch's GRU needs 1"
+                )
+
+
+def graph_facts(path: Path) -> dict:
+    import onnx
+
+    model = onnx.load(str(path))
+    opsets = {o.domain or "ai.onnx": o.version for o in model.opset_import}
+    if opsets.get("ai.onnx") != OPSET or len(opsets) != 1:
+        raise CheckFailed(f"{path.name}: opsets {opsets}, expected ai.onnx {OPSET} only")
+    onnx.checker.check_model(model, full_check=True)
+    return {"ir_version": model.ir_version, "opset": OPSET, "bytes": path.stat().st_size}
+
+
+# --------------------------------------------------------------------------
+# Export, check, cache
+# --------------------------------------------------------------------------
+
+
+def versions() -> dict:
+    import onnx
+    import onnxruntime
+    import torch
+
+    return {
+        "torch": torch.__version__,
+        "onnx": onnx.__version__,
+        "onnxruntime": onnxruntime.__version__,
+        "convs2s_edu": convs2s_edu.__version__,
+    }
+
+
+def cache_key(results: dict) -> str:
+    h = hashlib.sha256(Path(__file__).read_bytes())
+    h.update(json.dumps(versions(), sort_keys=True).encode())
+    for name in MODELS:
+        h.update(name.encode())
+        h.update(Path(results[name].path).read_bytes())
+    return h.hexdigest()[:20]
+
+
+def token_ids(vocab_size: int) -> dict:
+    from convs2s_edu.data import PAD, eos_index, sos_index
+
+    return {"pad": PAD, "sos": sos_index(vocab_size), "eos": eos_index(vocab_size)}
+
+
+def export_models(conv, gru, out: Path):
+    """Export ConvS2S ``conv`` and the GRU model ``gru`` into ``out``.
+
+    Returns the files per model (``{"convs2s": {"decoder": path}, "gru": {"encoder": path,
+    "step": path}}``) and the PyTorch modules that were exported (the same keys).
+    """
+    import torch
+
+    ConvS2SNext, GRUStart, GRUStep = _wrappers()
+    ids = token_ids(conv.vocab_size)
+    # ConvS2S: one graph over the prefix
+    conv_plain = without_weight_norm(conv)
+    conv_next = ConvS2SNext(conv_plain).eval()
+    example = (torch.tensor([[3, 1, 2, 5]]), torch.tensor([[ids["sos"], 1, 2]]))
+    conv_files = {"decoder": out / "convs2s.onnx"}
+    export_graph(
+        conv_next,
+        example,
+        conv_files["decoder"],
+        ("src", "prefix"),
+        ("log_probs", "attention"),
+        {"src": {1: "S"}, "prefix": {1: "T"}, "attention": {2: "S"}},
+    )
+
+    # GRU: an encoder graph (with Decoder.start) and a one-step graph
+    gru_plain = without_weight_norm(gru)
+    gru_start, gru_step = GRUStart(gru_plain).eval(), GRUStep(gru_plain).eval()
+    gru_files = {"encoder": out / "gru_encoder.onnx", "step": out / "gru_step.onnx"}
+    src = torch.tensor([[3, 1, 2, 5]])
+    with torch.no_grad():
+        h, keys, s = gru_start(src)
+    export_graph(
+        gru_start,
+        (src,),
+        gru_files["encoder"],
+        ("src",),
+        ("h", "keys", "s"),
+        {"src": {1: "S"}, "h": {1: "S"}, "keys": {1: "S"}},
+    )
+    export_graph(
+        gru_step,
+        (torch.tensor([1]), h, keys, s),
+        gru_files["step"],
+        ("y_prev", "h", "keys", "s"),
+        ("log_probs", "attention", "s_next"),
+        {"h": {1: "S"}, "keys": {1: "S"}, "attention": {2: "S"}},
+    )
+    files = {"convs2s": conv_files, "gru": gru_files}
+    return files, {"convs2s": (conv_next,), "gru": (gru_start, gru_step)}
+
+
+def export_and_check(models: dict, sources, out: Path, seed: int) -> dict:
+    """Export both models (``{"convs2s": model, "gru": model}``) into ``out`` and run every
+    check, the greedy one on every source of ``sources``; returns the report."""
+    import torch
+
+    conv, gru = models["convs2s"], models["gru"]
+    V, P = conv.vocab_size, conv.max_positions
+    if (gru.vocab_size, gru.max_positions) != (V, P):
+        raise CheckFailed(
+            f"the two models disagree on the vocabulary or the position table: "
+            f"{V}/{P} and {gru.vocab_size}/{gru.max_positions}"
+        )
+    for name, model in models.items():
+        if model.bridge is not None:
+            raise CheckFailed(f"{name} has a bridge; the exported graphs assume none")
+    ids = token_ids(V)
+    before = {name: _state_fingerprint(models[name]) for name in MODELS}
+    rng = random.Random(seed)
+    report: dict = {"tolerance": TOL, "pack_tolerance": PACK_TOL, "models": {}}
+    t0 = time.perf_counter()
+    files, wrappers = export_models(conv, gru, out)
+    conv_files, gru_files = files["convs2s"], files["gru"]
+    gru_start = wrappers["gru"][0]
+    report["export_seconds"] = round(time.perf_counter() - t0, 1)
+    check_gru_nodes(gru_files.values())
+    graphs = {p.name: graph_facts(p) for p in [*conv_files.values(), *gru_files.values()]}
+    report["graphs"] = graphs
+
+    # the packed and the unpacked GRU encoder agree
+    trap_sources = [[rng.randint(1, V) for _ in range(n)] for n in sorted({1, 2, P})]
+    report["pack_max_diff"] = max(
+        check_packing(gru, gru_start, trap_sources, "lengths 1, 2, max"),
+        check_packing(gru, gru_start, sources, "the test set"),
+    )
+
+    ort_models = {
+        "convs2s": OrtModel("prefix", conv_files, ids),
+        "gru": OrtModel("step", gru_files, ids),
+    }
+    t1 = time.perf_counter()
+    # whole decodings at the longest length the position table allows (up to P steps, where
+    # the rounding of the GRU's state has the most steps to add up)
+    longest = [[rng.randint(1, V) for _ in range(P)] for _ in range(3)]
+    for name in MODELS:
+        lengths = check_lengths(name, models[name], wrappers[name], ort_models[name], ids, P, rng)
+        long = check_test_set(name, models[name], ort_models[name], longest, ids, P)
+        facts = check_test_set(name, models[name], ort_models[name], sources, ids, P)
+        lengths = max(lengths, long["max_logp_diff"], long["max_attention_diff"])
+        report["models"][name] = {"lengths_max_diff": lengths, **facts}
+    report["check_seconds"] = round(time.perf_counter() - t1, 1)
+
+    # the cached models are as they were: parameters and parametrizations
+    for name in MODELS:
+        after = _state_fingerprint(models[name])
+        if after["parametrized"] != before[name]["parametrized"]:
+            raise CheckFailed(f"{name}: the export changed the cached model's parametrizations")
+        for key, value in before[name]["state"].items():
+            if not torch.equal(value, after["state"][key]):
+                raise CheckFailed(f"{name}: the export changed the cached model's {key}")
+    report["weight_norm_removed"] = {name: len(before[name]["parametrized"]) for name in MODELS}
+    report["ids"], report["vocab_size"], report["max_positions"] = ids, V, P
+    report["files"] = {
+        "convs2s": {"kind": "prefix", "files": {k: p.name for k, p in conv_files.items()}},
+        "gru": {"kind": "step", "files": {k: p.name for k, p in gru_files.items()}},
+    }
+    report["versions"] = versions()
+    return report
+
+
+def runtime_version() -> str:
+    """The version of onnxruntime-web in node_modules, checked against the Python runtime."""
+    import onnxruntime
+
+    package = NODE_ORT / "package.json"
+    if not package.is_file():
+        raise CheckFailed(
+            f"{package} is missing: install the site's JavaScript with `npm ci` first "
+            "(Node.js and npm are prerequisites of the docs build)"
+        )
+    web = json.loads(package.read_text(encoding="utf-8"))["version"]
+    python = onnxruntime.__version__
+    if web.split(".")[:2] != python.split(".")[:2]:
+        raise CheckFailed(
+            f"onnxruntime-web {web} (package.json) and onnxruntime {python} (Python, "
+            "constraints.txt) are on different release lines: pin both to the same X.Y"
+        )
+    return web
+
+
+def write_site(report: dict, cached: Path, dest: Path, results: dict, web: str) -> dict:
+    """Copy the graphs and the runtime into ``dest`` and write ``models.json``."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    (dest / "ort").mkdir(parents=True)
+    for name in report["graphs"]:
+        shutil.copy2(cached / name, dest / name)
+    for rel in RUNTIME_FILES:
+        source = NODE_ORT / rel
+        if not source.is_file():
+            raise CheckFailed(f"onnxruntime-web {web} has no {rel}")
+        shutil.copy2(source, dest / "ort" / Path(rel).name)
+    cfg = results["convs2s"].config
+    loaded = sum(g["bytes"] for g in report["graphs"].values())
+    loaded += (dest / "ort" / "ort-wasm-simd-threaded.wasm").stat().st_size
+    loaded += (dest / "ort" / "ort-wasm-simd-threaded.mjs").stat().st_size
+    loaded += (dest / "ort" / "ort.wasm.min.js").stat().st_size
+    from convs2s_edu.lab.site import is_quick_mode
+
+    manifest = {
+        "mode": "quick" if is_quick_mode() else "full",
+        **report["ids"],
+        "vocab_size": report["vocab_size"],
+        "max_positions": report["max_positions"],
+        "train_lengths": [cfg.min_len, cfg.max_len],
+        "train_min": cfg.min_len,
+        "train_max": cfg.max_len,
+        "tolerance": report["tolerance"],
+        "download_bytes": loaded,
+        "download_mb": f"{loaded / 1e6:.1f}",
+        "runtime": {"package": "onnxruntime-web", "version": web, "script": "ort.wasm.min.js"},
+        "models": {
+            name: {
+                "label": LABELS[name],
+                **report["files"][name],
+                "layers": (
+                    results[name].model.decoder.cfg.n_decoder_layers if name == "convs2s" else 1
+                ),
+            }
+            for name in MODELS
+        },
+    }
+    (dest / "models.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return manifest
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="folder for the page's files (default: docs/_build/try-assets-<mode>/try)",
+    )
+    parser.add_argument("--no-cache", action="store_true", help="export and check again")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the length checks' inputs")
+    args = parser.parse_args(argv)
+
+    from convs2s_edu import make_datasets, train_or_load
+    from convs2s_edu.lab.site import is_quick_mode, site_config
+    from convs2s_edu.training import cache_dir
+
+    mode = "quick" if is_quick_mode() else "full"
+    dest = args.out or ROOT / "docs" / "_build" / f"try-assets-{mode}" / "try"
+    t0 = time.perf_counter()
+    try:
+        web = runtime_version()
+        results = {name: train_or_load(site_config(name), progress=False) for name in MODELS}
+        cached = cache_dir() / "onnx-export" / cache_key(results)
+        if args.no_cache or not (cached / "report.json").is_file():
+            with tempfile.TemporaryDirectory(prefix="export-onnx-") as tmp:
+                models = {name: results[name].model for name in MODELS}
+                test_set = make_datasets(results["convs2s"].config)[2]
+                sources = [list(x) for x, _ in test_set]
+                report = export_and_check(models, sources, Path(tmp), args.seed)
+                (Path(tmp) / "report.json").write_text(json.dumps(report, indent=2) + "\n")
+                shutil.rmtree(cached, ignore_errors=True)
+                cached.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copytree(tmp, cached)
+            how = "exported and checked"
+        else:
+            report = json.loads((cached / "report.json").read_text())
+            how = f"from the cache ({cached}; checked when it was exported)"
+        manifest = write_site(report, cached, dest, results, web)
+    except CheckFailed as err:
+        print(f"export_onnx: FAILED: {err}", file=sys.stderr)
+        return 1
+    for name in MODELS:
+        m = report["models"][name]
+        print(
+            f"export_onnx: {LABELS[name]}: onnxruntime = PyTorch on {m['same_output']} of "
+            f"{m['examples']} test examples (near-ties: {m['near_ties']}); log-probabilities "
+            f"within {m['max_logp_diff']:.1e}, attention within {m['max_attention_diff']:.1e} "
+            f"(tolerance {report['tolerance']:.0e}); lengths 1, 2, {report['max_positions']}: "
+            f"within {m['lengths_max_diff']:.1e}"
+        )
+    sizes = ", ".join(f"{n} {g['bytes'] / 1e6:.2f} MB" for n, g in report["graphs"].items())
+    print(
+        f"export_onnx ({mode} site): {how}; opset {OPSET}, IR "
+        f"{sorted({g['ir_version'] for g in report['graphs'].values()})}; {sizes}; packed = "
+        f"unpacked GRU encoder within {report['pack_max_diff']:.1e}; page loads "
+        f"{manifest['download_mb']} MB with onnxruntime-web {web}; -> {dest} "
+        f"({time.perf_counter() - t0:.0f} s)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
