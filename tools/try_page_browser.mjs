@@ -20,18 +20,9 @@ if (!jobFile || !resultFile) {
 }
 const job = JSON.parse(await readFile(jobFile, "utf8"));
 
-// the flags of tools/screenshot_site.py: no other host resolves, nothing phones home
-const FLAGS = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--no-first-run",
-  "--disable-dev-shm-usage",
-  "--mute-audio",
-  "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
-];
+// tools/screenshot_site.py's flags, sent in the job by tools/try_page_check.py: no other
+// host resolves, nothing phones home
+const FLAGS = job.chromium_flags;
 const FINAL = ["done", "input-error", "unavailable"];
 
 async function launch(extra) {

@@ -53,7 +53,7 @@ ROOT = TOOLS.parent
 sys.path.insert(0, str(TOOLS))
 
 import export_onnx  # noqa: E402  (tools/export_onnx.py: the tolerance, the greedy reference)
-from screenshot_site import RequestLog, find_chromium, start_server  # noqa: E402
+from screenshot_site import FLAGS, RequestLog, find_chromium, start_server  # noqa: E402
 
 DRIVER = TOOLS / "try_page_browser.mjs"
 PAGE = "try.html"
@@ -128,6 +128,8 @@ def make_job(base: str, site: Path, chromium: str, cases: dict, bad, out: Path, 
     file_case = {"name": "file-url", "url": (site / PAGE).as_uri() + "?src=3,1,2"}
     return {
         "chromium": chromium,
+        # screenshot_site's flags (offline, nothing phones home); puppeteer sets headless
+        "chromium_flags": [f for f in FLAGS if f not in ("--headless", "--hide-scrollbars")],
         "timeout_ms": timeout_ms,
         "browsers": [
             {

@@ -124,8 +124,9 @@ assert all(r["agrees"] in ("yes", "no", "undecided") for r in rows)
 #   source order carries no information about the target), generation speed
 #   on a small CPU instead of GPUs against GNMT. Their rows say so.
 # * What a CPU build cannot afford reads *not tested at this budget*, with the
-#   arms it did not train (:data:`~convs2s_edu.lab.experiments.CPU_ARMS`: 45
-#   minutes of two cores buy five seeds of nine distinct runs), and some of it
+#   arms it did not train (:data:`~convs2s_edu.lab.experiments.CPU_ARMS`: five
+#   seeds of nine distinct runs, the arms the cheapest informative claims
+#   need), and some of it
 #   is not in the table at all: the paper's depths (up to 13 encoder layers)
 #   and kernel widths (Tables 7-8), and budgets long enough for the slower arms
 #   to reach their plateau. They run by hand, one run per core, e.g.

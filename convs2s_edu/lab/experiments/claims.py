@@ -464,8 +464,8 @@ def check_claims(
         if missing:
             row.update(
                 verdict="not tested at this budget",
-                reason=f"{', '.join(missing)} not trained in this build (a CPU build trains "
-                f"what 45 minutes of two cores afford): a build with a GPU, or "
+                reason=f"{', '.join(missing)} not trained in this build (a build without a "
+                f"GPU trains only CPU_ARMS): a build with a GPU, or "
                 f"`convs2s-edu experiment {claim.experiment}`, runs it",
             )
             rows.append(row)

@@ -100,17 +100,17 @@ BEAM_EXAMPLES = 200
 #: position table of at least 41 rows (40 tokens + ``<sos>``); the default has 64.
 LONG_LENGTHS = ((21, 30), (31, 40))
 
-#: The arms a build without a GPU trains, per experiment (``None``: every arm). Five seeds
-#: of all 17 distinct runs cost about 1.7 hours of two cores on the site's AMD EPYC (about
-#: 140 s per ConvS2S run of the budget, two at a time), far over the Experiments section's
-#: 45 minutes; these 9 distinct runs (45 with five seeds) are what the claims the site can
-#: afford need: the four encoder-decoder pairs on sorting (the article's claims and the
-#: learning speed), ConvS2S and the GRU on copying and reversing (how much re-ordering
-#: costs), reversing without positions (the position claim where positions carry
-#: information). The other arms (source or target positions only, sorting without
-#: positions, attention in one layer, the shallower encoder and decoder, the GRU of
-#: ConvS2S's size) run in a build with a GPU (:func:`budget` with ``every_arm``) or by hand
-#: with ``convs2s-edu experiment NAME``; their claims read "not tested at this budget".
+#: The arms a build without a GPU trains, per experiment (``None``: every arm). Five seeds of all
+#: 17 distinct runs (85 runs) cost 1.7-2.5 hours of two cores on an AMD EPYC (140-220 s per
+#: ConvS2S run of the budget, two at a time), far over the Experiments section's 45 minutes; these
+#: 9 distinct runs (45 with five seeds; still about 75 minutes on that machine) are what the
+#: cheapest informative claims need: the four encoder-decoder pairs on sorting (the article's
+#: claims and the learning speed), ConvS2S and the GRU on copying and reversing (how much
+#: re-ordering costs), reversing without positions (the position claim where positions carry
+#: information). The other arms (source or target positions only, sorting without positions,
+#: attention in one layer, the shallower encoder and decoder, the GRU of ConvS2S's size) run in a
+#: build with a GPU (:func:`budget` with ``every_arm``) or by hand with ``convs2s-edu experiment
+#: NAME``; their claims read "not tested at this budget".
 CPU_ARMS = {
     "encoder_decoder": None,
     "positions": ("reverse/both", "reverse/none", "sort/both"),

@@ -277,8 +277,8 @@ class ExperimentResult:
         if not self.left_out:
             return ""
         return (
-            f"Not trained in this build (a CPU build trains what 45 minutes of two cores "
-            f"afford): {', '.join(self.left_out)}. A build with a GPU trains them, and so "
+            f"Not trained in this build (a build without a GPU trains only CPU_ARMS): "
+            f"{', '.join(self.left_out)}. A build with a GPU trains them, and so "
             f"does `convs2s-edu experiment {self.experiment.name}` by hand."
         )
 
