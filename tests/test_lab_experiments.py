@@ -468,3 +468,31 @@ def test_site_jobs_train_every_distinct_run_once_with_every_measure():
     assert len(keys) == len(set(keys)) == 4 + distinct * 5
     conv = next(j for j in jobs if j.label == "encoder_decoder/convs2s seed 0")
     assert set(conv.args[1]) == {"beam", "long"}  # the union of four experiments' measures
+
+
+def test_learning_curves_read_the_results_arms_and_never_train(
+    tiny_experiment, tmp_path, monkeypatch
+):
+    """The pages draw the curves of the arms a build trained: an arm a CPU build left out
+    must not be trained by the figure (it was: one page trained ten runs in one thread)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    result = _run(directory=tmp_path, arms=["gru"])
+
+    def boom(*args, **kwargs):
+        raise AssertionError("the figure trained a run")
+
+    monkeypatch.setattr(cache_mod, "train", boom)
+    fig, ax = plt.subplots()
+    ex.plot_curves(ax, result, directory=tmp_path)
+    assert [line.get_label() for line in ax.lines if not line.get_label().startswith("_")] == [
+        "gru"
+    ]
+    with pytest.raises(ValueError, match=r"arm\(s\) \['conv'\].*allowed: gru"):
+        ex.plot_curves(ax, result, ["conv"], directory=tmp_path)
+    with pytest.raises(ValueError, match="not in the training cache"):
+        ex.plot_curves(ax, result, directory=tmp_path / "elsewhere")
+    plt.close(fig)

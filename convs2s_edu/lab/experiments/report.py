@@ -265,14 +265,30 @@ def plot_arms(
 
 def plot_curves(ax, result: ExperimentResult, arms: Sequence[str] | None = None, directory=None):
     """Held-out exact match against the optimiser step: one line per arm (the mean over its
-    seeds), each seed thin, from the runs' learning curves in the training cache."""
-    from ...training.cache import train_or_load
+    seeds), each seed thin, from the runs' learning curves in the training cache.
 
-    chosen = result.experiment.select(arms)
+    ``arms`` (default: every arm ``result`` holds) must be arms of ``result``: a curve is
+    read from the cache, never trained here (an arm the build left out, or a run missing
+    from the cache, is a ``ValueError``)."""
+    from ...training.cache import is_cached, train_or_load
+
+    have = [r["arm"] for r in result.rows]
+    missing = [a for a in (arms or ()) if a not in have]
+    if missing:
+        raise ValueError(
+            f"no runs of arm(s) {missing} in this result of {result.experiment.name!r}; "
+            f"allowed: {', '.join(have)}"
+        )
+    chosen = result.experiment.select(have if arms is None else arms)
     for i, arm in enumerate(chosen):
         curves = []
         for seed in range(result.budget.seeds):
             cfg = result.budget.train_config(arm, seed)
+            if not is_cached(cfg, directory):
+                raise ValueError(
+                    f"the run of arm {arm.name!r} seed {seed} is not in the training cache "
+                    f"(run_experiment({result.experiment.name!r}) trains it first)"
+                )
             evals = train_or_load(cfg, progress=False, directory=directory).history.evals
             curves.append(evals)
             ax.plot(
