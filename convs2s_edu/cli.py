@@ -229,9 +229,9 @@ def build_parser() -> argparse.ArgumentParser:
         "several seeds, each run trained with the fast recipe through the cache (800 steps "
         "at width 64 by default), one run per usable core at a time, and print one row per "
         "arm with the mean and the spread over seeds, then a conclusion computed from "
-        "them. The first time this takes minutes on a 2-core CPU (about a minute a run; "
-        "arms x seeds runs); once cached, seconds. --quick uses the quick build's tiny "
-        "budget and 2 seeds.",
+        "them. The first time this takes minutes on a 2-core CPU (1.5 to 2 minutes a "
+        "run, arms x seeds runs); once cached, seconds. --quick uses the quick build's "
+        "tiny budget and 2 seeds.",
     )
     p.add_argument(
         "name",

@@ -63,6 +63,32 @@ def test_compare_at_every_thread_count_by_default(tmp_path, monkeypatch):
     assert result.convergence is None  # no learning curve without eval_every
 
 
+def test_convergence_seconds_of_unsteady_windows_are_flagged(tmp_path, monkeypatch):
+    from _tiny import tiny_config
+
+    from convs2s_edu.lab import timing
+    from convs2s_edu.lab.compare import compare
+    from convs2s_edu.lab.convergence import format_convergence
+
+    monkeypatch.setenv("CONVS2S_EDU_CACHE", str(tmp_path / "cache"))
+    # a quiet machine, whatever else runs beside the tests: only the windows' spread decides
+    monkeypatch.setattr(timing, "_loadavg", lambda: 0.0)
+    monkeypatch.setattr(timing, "_runnable", lambda: 0)
+    cfg = tiny_config(n_train=32, eval_every=1)
+    # no two windows take exactly the same time: a 1.000001x limit makes every count unsteady
+    shaky = compare(
+        cfg, n_rounds=2, steps_per_window=1, warmup_steps=0, threads=[1], max_spread=1.000001
+    )
+    assert not shaky.verdict.ok
+    assert [c["unsteady"] for c in shaky.convergence] == [["1 thread"], ["1 thread"]]
+    assert "seconds, 1 thread*" in format_convergence(shaky.convergence)
+    steady = compare(
+        cfg, n_rounds=2, steps_per_window=1, warmup_steps=0, threads=[1], max_spread=1e9
+    )
+    assert steady.verdict.by_threads[1].ok
+    assert [c["unsteady"] for c in steady.convergence] == [[], []]
+
+
 def test_compare_refuses_bad_window_settings_before_training(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("CONVS2S_EDU_CACHE", str(tmp_path / "cache"))
     assert main(["compare", *SMALL, "--rounds", "1"]) == 2

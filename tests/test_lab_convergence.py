@@ -39,6 +39,19 @@ def test_steps_examples_and_seconds_to_each_level():
     text = format_convergence(rows, {"gru": "GRU"})
     assert "not reached in 50" in text and "seconds, 2 threads" in text
     assert "evaluated every 10 steps" in text
+    assert "*" not in text  # every timing steady: nothing flagged
+
+
+def test_seconds_from_unsteady_windows_are_flagged_not_passed_off_as_measured():
+    # a quiet full build timed 2 threads with windows varying 1.7-2x: the page printed
+    # those seconds beside the steady ones, unmarked
+    results = {"convs2s": _run("convs2s", [0.6, 0.95]), "gru": _run("gru", [0.5, 0.9])}
+    per_step = {m: {"1 thread": 0.2, "2 threads": 0.1} for m in results}
+    rows = convergence(results, per_step, unsteady=["2 threads"])
+    assert [r["unsteady"] for r in rows] == [["2 threads"], ["2 threads"]]
+    text = format_convergence(rows)
+    assert "seconds, 2 threads*" in text and "seconds, 1 thread*" not in text
+    assert "* 2 threads: the timing windows were not steady" in text
 
 
 def test_levels_are_checked_and_a_run_needs_its_learning_curve():

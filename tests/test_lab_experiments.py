@@ -378,7 +378,10 @@ def test_learning_speed_counts_a_never_reached_run_as_the_budget():
     )
     res.experiment = Experiment("tiny", "", "", (Arm("convs2s", "c"), Arm("gru", "g", "gru")))
     timings = {
-        "steps": {"seconds_per_step": {"convs2s": {"1 thread": 0.2}, "gru": {"1 thread": 0.1}}}
+        "steps": {
+            "seconds_per_step": {"convs2s": {"1 thread": 0.2}, "gru": {"1 thread": 0.1}},
+            "reliable": {"1 thread": True},
+        }
     }
     claim = _claim(
         kind="learning speed",
@@ -394,6 +397,41 @@ def test_learning_speed_counts_a_never_reached_run_as_the_budget():
     assert row["verdict"] in ("not resolved", "no practical difference")
     (row,) = check_claims({"tiny": res}, {}, claims=[claim])
     assert row["verdict"] == "not tested at this budget" and "no steps timing" in row["reason"]
+
+
+def test_learning_speed_is_not_judged_on_unsteady_step_timings():
+    # a full CPU build timed 2 threads with windows varying 2x and still said "supported":
+    # seconds = steps x an unsteady median judge the machine, not the models
+    res = _result(
+        {
+            "convs2s": {"steps_to_0.9": [300, 310, 305, 300, 310], "steps": [800] * 5},
+            "gru": {"steps_to_0.9": [600, 620, 610, 600, 640], "steps": [800] * 5},
+        }
+    )
+    res.experiment = Experiment("tiny", "", "", (Arm("convs2s", "c"), Arm("gru", "g", "gru")))
+    per_step = {
+        "convs2s": {"1 thread": 0.1, "2 threads": 0.1},
+        "gru": {"1 thread": 0.1, "2 threads": 0.1},
+    }
+    claim = _claim(
+        kind="learning speed",
+        claimed=("convs2s", "seconds_to_0.9"),
+        others=(("gru", "seconds_to_0.9"),),
+        min_effect=math.log(1.1),
+        hardware="all",
+    )
+    steady = {"seconds_per_step": per_step, "reliable": {"1 thread": True, "2 threads": True}}
+    (row,) = check_claims({"tiny": res}, {"steps": steady}, claims=[claim])
+    assert row["verdict"] == "supported"  # half the steps at the same seconds per step
+    unsteady = {"seconds_per_step": per_step, "reliable": {"1 thread": True, "2 threads": False}}
+    (row,) = check_claims({"tiny": res}, {"steps": unsteady}, claims=[claim])
+    assert row["verdict"] == "not tested at this budget" and row["agrees"] == "undecided"
+    assert "2 threads were not reliable" in row["reason"]
+    # a timing stored before per-count verdicts existed: its overall verdict decides
+    (row,) = check_claims(
+        {"tiny": res}, {"steps": {"seconds_per_step": per_step, "ok": False}}, claims=[claim]
+    )
+    assert row["verdict"] == "not tested at this budget"
 
 
 def test_the_site_claims_name_real_experiments_arms_kinds_and_the_sources_numbers():

@@ -9,6 +9,7 @@ asserted.
 import io
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -370,3 +371,23 @@ def test_training_batches_follow_the_configs_batching_and_span_its_widths():
     assert padding_fraction(bucket) < padding_fraction(training_batches(cfg, 6))
     assert max(widths) - min(widths) >= 6  # short and long batches, not the first six
     assert len(training_batches(cfg.replace(n_train=32), 5)) == 5  # two batches, cycled
+
+
+def test_generation_speed_is_worded_in_sentences_not_training_tokens(monkeypatch):
+    # the generation timing's windows count sentences: its verdict and warnings said
+    # "trained ... in target tokens per second" and "tokens/s"
+    models = {k: decoding_model(k, seed=1) for k in ("convs2s", "gru")}
+    sources = [[3, 1, 2], [4, 4], [5, 2, 1], [1]]
+    measured = speed.measure_generation(models, sources, beam_sizes=(1,), n_rounds=2)
+    assert measured[1].unit == "sentences"
+    assert sorted(set(measured[1].window_tokens["gru"])) == [len(sources)]
+    m = synthetic(
+        {"a": [2.0, 2.1, 2.0, 2.05], "b": [1.0, 1.05, 1.0, 1.0]}, monkeypatch=monkeypatch
+    )
+    v = speed_verdict(replace(m, unit="sentences"))
+    assert v.text.startswith("b decoded 2.00x as many sentences per second as a")
+    assert "trained" not in v.text and "token" not in v.text
+    m = synthetic({"a": [1.0, 2.0, 1.0, 1.0], "b": [1.0, 1.0, 1.0, 1.0]}, monkeypatch=monkeypatch)
+    v = speed_verdict(replace(m, unit="sentences"))
+    assert not v.ok and "sentences/s" in v.text and "tokens/s" not in v.text
+    assert speed_verdict(m).text.count("tokens/s") == 1  # training windows stay in tokens

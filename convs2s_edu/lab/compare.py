@@ -240,7 +240,7 @@ def compare(
             train_or_load(run_cfg, progress) if use_cache else train(run_cfg, progress=progress)
         )
     m = verdict = scaling = None
-    per_step = {}
+    per_step, unsteady = {}, []
     if measure and len(models) >= 2:
         budget = {"steps_per_window": steps_per_window, "n_rounds": n_rounds}
         if on_cpu:
@@ -249,13 +249,15 @@ def compare(
             m = scaling.at(now if now in scaling.thread_counts else scaling.thread_counts[0])
             verdict = thread_verdict(scaling, max_spread=max_spread)
             per_step = seconds_per_step(scaling)
+            unsteady = [hardware_label(t) for t, v in verdict.by_threads.items() if not v.ok]
         else:
             m = measure_config(cfg, models, warmup_steps=warmup_steps, **budget)
             verdict = speed_verdict(m, max_spread=max_spread)
             per_step = seconds_per_step(m)
+            unsteady = [] if verdict.ok else list(next(iter(per_step.values())))
     rows = [summarise(results[name], test_set, measurement=m) for name in models]
     curves = all(r.history.evals for r in results.values())
-    conv = convergence(results, per_step) if curves else None
+    conv = convergence(results, per_step, unsteady=unsteady) if curves else None
     return Comparison(rows, results, m, verdict, scaling, conv)
 
 

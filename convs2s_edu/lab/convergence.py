@@ -48,6 +48,7 @@ def convergence(
     seconds_per_step: Mapping[str, Mapping[str, float]] | None = None,
     levels: Sequence[float] = LEVELS,
     metric: str = "exact_match",
+    unsteady: Sequence[str] = (),
 ) -> list[dict]:
     """Steps, examples and seconds to reach every level, per model.
 
@@ -64,13 +65,18 @@ def convergence(
         Levels of ``metric`` in ``(0, 1]``.
     metric : str
         A key of the learning curve's records (``"exact_match"``, ``"token_accuracy"``).
+    unsteady : sequence of str
+        Hardware labels of ``seconds_per_step`` whose timing windows were not steady
+        (:func:`~convs2s_edu.lab.timing.speed_verdict` not ``ok``): their seconds are
+        kept but flagged (:func:`format_convergence` marks them).
 
     Returns
     -------
     list of dict
         Per model: ``model``, ``eval_every``, ``steps`` (the run's total),
         ``final`` (the last evaluation's ``metric``), ``timed_on`` (the hardware
-        labels of ``seconds_per_step``) and ``levels``: per level (as
+        labels of ``seconds_per_step``), ``unsteady`` (those of them in ``unsteady``)
+        and ``levels``: per level (as
         ``str``, e.g. ``"0.9"``) ``None`` when never reached, else ``step``,
         ``examples`` and ``seconds`` (by hardware label; empty without
         ``seconds_per_step``).
@@ -97,6 +103,7 @@ def convergence(
             "steps": h.steps,
             "final": h.evals[-1][metric],
             "timed_on": list(per_step),
+            "unsteady": [t for t in per_step if t in set(unsteady)],
             "levels": {},
         }
         for level in levels:
@@ -118,8 +125,9 @@ def format_convergence(rows: Sequence[dict], labels: Mapping[str, str] | None = 
     """The rows of :func:`convergence` as a text table: one line per model and level."""
     labels = dict(labels or {})
     threads = list(dict.fromkeys(t for r in rows for t in r.get("timed_on", [])))
+    unsteady = {t for r in rows for t in r.get("unsteady", [])}
     head = ["model", "held-out exact match", "steps", "examples"]
-    head += [f"seconds, {t}" for t in threads]
+    head += [f"seconds, {t}" + ("*" if t in unsteady else "") for t in threads]
     body = []
     for r in rows:
         for level, v in r["levels"].items():
@@ -135,4 +143,10 @@ def format_convergence(rows: Sequence[dict], labels: Mapping[str, str] | None = 
     every = sorted({r["eval_every"] for r in rows})
     note = f"(first held-out evaluation at or above the level; evaluated every {every[0]} steps"
     note += ")" if len(every) == 1 else f"-{every[-1]} steps)"
+    if unsteady:
+        where = ", ".join(t for t in threads if t in unsteady)
+        note += (
+            f"\n* {where}: the timing windows were not steady (see the speed verdict), so "
+            "these seconds are rough"
+        )
     return "\n".join([line(head), line(["-" * w for w in widths]), *map(line, body), note])

@@ -54,7 +54,7 @@ import os
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import torch
 from torch import nn
@@ -257,6 +257,9 @@ class SpeedMeasurement:
         Per model, its throughput divided by the first model's, one value per
         round (the first model's own entry is all ones).
     machine : MachineInfo
+    unit : str
+        What a window's "tokens" count: ``"target tokens"`` (training steps) or
+        ``"sentences"`` (:func:`measure_generation`); :func:`speed_verdict` words it.
     """
 
     models: list
@@ -269,6 +272,7 @@ class SpeedMeasurement:
     throughput: dict
     ratios: dict
     machine: MachineInfo
+    unit: str = "target tokens"
 
     def window_throughputs(self, model: str) -> list[float]:
         """Tokens per second of every window of ``model``, in the order they ran."""
@@ -771,13 +775,14 @@ def speed_verdict(
     limit = float(m.machine.cores if max_load is None else max_load)
     load_limit = limit + 0.5 if max_load is None else limit
 
+    per_s = f"{m.unit.split()[-1]}/s"  # "tokens/s" or "sentences/s"
     reasons = []
     for name in (a, b):
         s = m.throughput[name]
         if s.spread > max_spread:
             reasons.append(
                 f"the timing windows of {labels.get(name, name)} varied by "
-                f"{s.spread:.2f}x (from {s.min:,.0f} to {s.max:,.0f} tokens/s), "
+                f"{s.spread:.2f}x (from {s.min:,.0f} to {s.max:,.0f} {per_s}), "
                 f"more than the {max_spread:g}x allowed"
             )
     load = m.machine.load
@@ -811,7 +816,7 @@ def speed_verdict(
     if ta.overlaps(tb):
         text = (
             f"The difference is not resolved: the window throughputs of {la} "
-            f"({ta.min:,.0f}-{ta.max:,.0f} tokens/s) and {lb} ({tb.min:,.0f}-{tb.max:,.0f}) "
+            f"({ta.min:,.0f}-{ta.max:,.0f} {per_s}) and {lb} ({tb.min:,.0f}-{tb.max:,.0f}) "
             f"overlap; {lb}/{la} throughput ratio {r.median:.2f} (rounds: "
             f"{r.min:.2f}-{r.max:.2f}, {r.n} rounds)."
         )
@@ -820,8 +825,13 @@ def speed_verdict(
         fast, slow, x, lo, hi, faster = lb, la, r.median, r.min, r.max, b
     else:
         fast, slow, x, lo, hi, faster = la, lb, 1 / r.median, 1 / r.max, 1 / r.min, a
+    what = (
+        f"trained {x:.2f}x as fast as {slow} in target tokens per second"
+        if m.unit == "target tokens"
+        else f"decoded {x:.2f}x as many {m.unit} per second as {slow}"
+    )
     text = (
-        f"{fast} trained {x:.2f}x as fast as {slow} in target tokens per second "
+        f"{fast} {what} "
         f"(per-round ratios {lo:.2f}-{hi:.2f} over {r.n} rounds; every window of {fast} "
         f"was faster than every window of {slow})."
     )
@@ -958,12 +968,13 @@ def measure_generation(
         def warm(model, k=k):
             return lambda: decode_all(model, sources[:batch_size], beam_size=k)
 
-        out[k] = time_interleaved(
+        measured = time_interleaved(
             {n: window(m) for n, m in models.items()},
             n_rounds,
             device,
             warmup={n: warm(m) for n, m in models.items()},
         )
+        out[k] = replace(measured, unit="sentences")
     return out
 
 

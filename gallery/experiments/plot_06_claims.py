@@ -21,7 +21,10 @@ effect; otherwise *not resolved*. Holm's correction runs across the claims
 tested, so the chance of any false *supported* in the table stays at 5% or
 less. A final-quality claim is judged only when every arm involved has
 reached its plateau; otherwise it reads *not tested at this budget*, with the
-arm that was still improving.
+arm that was still improving. A learning-speed claim (steps to 90% times the
+seconds per step) is judged only at a thread count whose timing windows were
+steady: when they varied too much, the seconds would measure the machine, not
+the models, and the row says so.
 """
 
 # %%

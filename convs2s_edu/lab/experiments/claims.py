@@ -332,6 +332,33 @@ def _base(metric: str) -> str:
     return metric.split("@")[0]
 
 
+def _step_hardware(per_step: Mapping, model: str, hardware: str) -> str:
+    """The thread count (or device) whose seconds per step a learning-speed claim uses:
+    ``hardware``, or the last one timed (every core) for ``"all"``."""
+    return hardware if hardware != "all" else list(per_step[model])[-1]
+
+
+def _unreliable_step_timing(claim: Claim, result, steps: Mapping) -> str:
+    """Why the seconds per step a learning-speed claim needs cannot be trusted ("" when they
+    can): the timing windows at that thread count varied too much, or the machine was busy
+    (:func:`~convs2s_edu.lab.timing.speed_verdict`). Steps times an unsteady median would
+    turn a judgement of the models into one of the machine."""
+    per_step, reliable = steps["seconds_per_step"], steps.get("reliable")
+    for arm in (claim.claimed[0], *(o[0] for o in claim.others)):
+        model = result.experiment.select([arm])[0].model
+        where = _step_hardware(per_step, model, claim.hardware)
+        # a timing stored before ``reliable`` existed has only the overall verdict
+        ok = reliable.get(where, False) if reliable is not None else steps.get("ok", False)
+        if not ok:
+            return (
+                f"the seconds per training step at {where} were not reliable on this "
+                f"machine (the interleaved windows varied more than allowed, or the machine "
+                f"was busy; the speed pages show them): steps to 90% are in the experiment's "
+                f"table"
+            )
+    return ""
+
+
 def claim_values(
     claim_arm: tuple, result, timings: Mapping | None = None, hardware: str = ""
 ) -> tuple[list[float], list[bool]]:
@@ -343,7 +370,7 @@ def claim_values(
     if metric == "seconds_to_0.9":
         per_step = timings["steps"]["seconds_per_step"]
         model = result.experiment.select([arm])[0].model
-        where = hardware if hardware != "all" else list(per_step[model])[-1]
+        where = _step_hardware(per_step, model, hardware)
         steps = row["steps_to_0.9_values"]
         budget_steps = row["steps"]
         reached = [math.isfinite(s) for s in steps]
@@ -475,8 +502,15 @@ def check_claims(
             row.update(verdict="not tested at this budget", reason=f"no {needs} timing")
             rows.append(row)
             continue
+        if needs == "steps":
+            unsteady = _unreliable_step_timing(claim, res, timings["steps"])
+            if unsteady:
+                row.update(verdict="not tested at this budget", reason=unsteady)
+                rows.append(row)
+                continue
         if claim.kind == "final quality":
-            for arm in {claim.claimed[0], *(o[0] for o in claim.others)}:
+            # in the claim's order (not a set's): every process names the same arm
+            for arm in dict.fromkeys((claim.claimed[0], *(o[0] for o in claim.others))):
                 ok, why = plateaued(res.row(arm))
                 if not ok:
                     row.update(verdict="not tested at this budget", reason=why)

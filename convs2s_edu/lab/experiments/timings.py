@@ -36,6 +36,7 @@ from ...training.cache import cache_dir, train_or_load
 from ...training.config import make_datasets
 from ...training.device import resolve_device
 from ..compare import seconds_per_step
+from ..convergence import hardware_label
 from ..timing import (
     machine_info,
     measure_generation,
@@ -133,7 +134,10 @@ def step_seconds(b: Budget | None = None, directory=None) -> dict:
     -------
     dict
         ``{"seconds_per_step": {"convs2s": {"1 thread": s, ...}, "gru": {...}},
-        "verdict": str, "ok": bool, "machine": str}``.
+        "reliable": {"1 thread": bool, ...}, "verdict": str, "ok": bool, "machine": str}``:
+        ``reliable`` says, per thread count, whether its windows can be trusted
+        (:func:`~convs2s_edu.lab.timing.speed_verdict`'s ``ok``); a learning-speed claim at a
+        thread count whose windows cannot is not judged.
     """
     b = b if b is not None else budget()
     arms = {a.name: a for a in get_experiment("encoder_decoder").arms}
@@ -146,6 +150,7 @@ def step_seconds(b: Budget | None = None, directory=None) -> dict:
         v = thread_verdict(scaling)
         return {
             "seconds_per_step": seconds_per_step(scaling),
+            "reliable": {hardware_label(t): w.ok for t, w in v.by_threads.items()},
             "verdict": v.text,
             "ok": v.ok,
             "machine": scaling.measurement.machine.describe(),
