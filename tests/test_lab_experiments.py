@@ -193,6 +193,8 @@ def test_task_override_reaches_every_run(tiny_experiment, tmp_path):
         result.runs[0]["exact_match"]
         == runner_mod.measured_run(cfg, (), (), tmp_path)["exact_match"]
     )
+    # the table names the task the runs learnt (it said "sort" for reversing runs)
+    assert {row["task"] for row in result.rows} == {"reverse"}
 
 
 def test_progress_prints_one_line_per_run_when_not_a_terminal(tiny_experiment, tmp_path, capsys):

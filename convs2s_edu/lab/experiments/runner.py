@@ -30,7 +30,7 @@ import json
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 try:  # POSIX; elsewhere the measurements are not safe for concurrent processes
@@ -365,6 +365,8 @@ def run_experiment(
     exp = get_experiment(name)
     b = custom_budget if custom_budget is not None else budget(quick, seeds, steps, every_arm)
     chosen = _chosen(name, b, arms)
+    if task is not None:  # the rows say the task the runs were trained on
+        chosen = [replace(arm, task=task) for arm in chosen]
     jobs = experiment_jobs(name, b, arms, directory, task)
     done = {r.job.key: r.value for r in run_jobs(jobs, workers, progress=progress, name=name)}
     runs, keys = [], iter(job.key for job in jobs)
