@@ -47,7 +47,6 @@ def main(argv=None) -> int:
     from convs2s_edu.lab.convergence import LEVELS
     from convs2s_edu.lab.experiments.inference import paired_test
     from convs2s_edu.lab.timing import (
-        machine_info,
         time_interleaved,
         training_batches,
         warmup_runner,
@@ -131,7 +130,8 @@ def main(argv=None) -> int:
                 f"{statistics.median(ratio):.2f} (rounds {min(ratio):.2f}-{max(ratio):.2f})"
             )
         print(line)
-    print(f"machine: {machine_info('cpu').describe()}")
+    # the timing's own machine line: its load average was read around the windows
+    print(f"machine: {meas.machine.describe()}")
     return 0
 
 
