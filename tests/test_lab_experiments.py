@@ -371,27 +371,39 @@ def test_arms_still_improving_are_not_tested_at_this_budget():
     assert "a still improving" in row["reason"] and row["agrees"] == "undecided"
 
 
-def test_learning_speed_counts_a_never_reached_run_as_the_budget():
+def _speed_result(convs2s_steps: list, gru_steps: list):
+    """An experiment result of ConvS2S and the GRU with these steps to 90% held-out exact match
+    per seed, out of an 800-step budget."""
     res = _result(
         {
-            "convs2s": {"steps_to_0.9": [300, 320, 310, 305, 315], "steps": [800] * 5},
-            "gru": {"steps_to_0.9": [600, float("nan"), 650, 700, 620], "steps": [800] * 5},
+            "convs2s": {"steps_to_0.9": convs2s_steps, "steps": [800] * len(convs2s_steps)},
+            "gru": {"steps_to_0.9": gru_steps, "steps": [800] * len(gru_steps)},
         }
     )
     res.experiment = Experiment("tiny", "", "", (Arm("convs2s", "c"), Arm("gru", "g", "gru")))
+    return res
+
+
+def _speed_claim(hardware: str):
+    """The learning-speed claim "ConvS2S reaches 90% exact match sooner" at ``hardware``."""
+    return _claim(
+        kind="learning speed",
+        claimed=("convs2s", "seconds_to_0.9"),
+        others=(("gru", "seconds_to_0.9"),),
+        min_effect=math.log(1.1),
+        hardware=hardware,
+    )
+
+
+def test_learning_speed_counts_a_never_reached_run_as_the_budget():
+    res = _speed_result([300, 320, 310, 305, 315], [600, float("nan"), 650, 700, 620])
     timings = {
         "steps": {
             "seconds_per_step": {"convs2s": {"1 thread": 0.2}, "gru": {"1 thread": 0.1}},
             "reliable": {"1 thread": True},
         }
     }
-    claim = _claim(
-        kind="learning speed",
-        claimed=("convs2s", "seconds_to_0.9"),
-        others=(("gru", "seconds_to_0.9"),),
-        min_effect=math.log(1.1),
-        hardware="1 thread",
-    )
+    claim = _speed_claim("1 thread")
     values, real = ex.claims.claim_values(("gru", "seconds_to_0.9"), res, timings, "1 thread")
     assert values[1] == pytest.approx(800 * 0.1) and real == [True, False, True, True, True]
     (row,) = check_claims({"tiny": res}, timings, claims=[claim])
@@ -404,24 +416,12 @@ def test_learning_speed_counts_a_never_reached_run_as_the_budget():
 def test_learning_speed_is_not_judged_on_unsteady_step_timings():
     # a full CPU build timed 2 threads with windows varying 2x and still said "supported":
     # seconds = steps x an unsteady median judge the machine, not the models
-    res = _result(
-        {
-            "convs2s": {"steps_to_0.9": [300, 310, 305, 300, 310], "steps": [800] * 5},
-            "gru": {"steps_to_0.9": [600, 620, 610, 600, 640], "steps": [800] * 5},
-        }
-    )
-    res.experiment = Experiment("tiny", "", "", (Arm("convs2s", "c"), Arm("gru", "g", "gru")))
+    res = _speed_result([300, 310, 305, 300, 310], [600, 620, 610, 600, 640])
     per_step = {
         "convs2s": {"1 thread": 0.1, "2 threads": 0.1},
         "gru": {"1 thread": 0.1, "2 threads": 0.1},
     }
-    claim = _claim(
-        kind="learning speed",
-        claimed=("convs2s", "seconds_to_0.9"),
-        others=(("gru", "seconds_to_0.9"),),
-        min_effect=math.log(1.1),
-        hardware="all",
-    )
+    claim = _speed_claim("all")
     steady = {"seconds_per_step": per_step, "reliable": {"1 thread": True, "2 threads": True}}
     (row,) = check_claims({"tiny": res}, {"steps": steady}, claims=[claim])
     assert row["verdict"] == "supported"  # half the steps at the same seconds per step
