@@ -252,6 +252,10 @@ class GRUDecoderState(NamedTuple):
     padding_mask: torch.Tensor
     s: torch.Tensor
 
+    def first(self, n: int) -> GRUDecoderState:
+        """The state of the first ``n`` rows (views, nothing copied)."""
+        return GRUDecoderState(self.h[:n], self.keys[:n], self.padding_mask[:n], self.s[:, :n])
+
 
 class GRUDecoder(Decoder):
     r"""The GRU decoder with Bahdanau attention, one step per target position.
@@ -283,7 +287,10 @@ class GRUDecoder(Decoder):
     encoder's summary, the mean of :math:`z^u_j` over the real tokens.
     :meth:`forward` (teacher forcing) is :meth:`start` and :meth:`step`
     repeated: :math:`s_t` needs :math:`s_{t-1}`, so the steps cannot run in
-    parallel.
+    parallel. Each step runs only on the rows whose target has not ended (the
+    packed target, as :func:`~torch.nn.utils.rnn.pack_padded_sequence` packs the
+    encoder's source), so padding is never computed; logits and attention after
+    a row's last token are zero.
 
     Departure from Bahdanau et al.: the output layer is the seed article's
     :math:`\mathrm{softmax}(W_s s_t + b_s)` rather than the paper's deep maxout
@@ -364,14 +371,53 @@ class GRUDecoder(Decoder):
 
     def forward(self, tgt_in: torch.Tensor, enc: EncoderOut):
         """Teacher forcing: :meth:`start`, then one :meth:`step` per column of ``tgt_in``
-        ``(B, T)``; returns logits ``(B, T, V)`` and attention ``(B, 1, T, S)``."""
+        ``(B, T)``, each on the rows whose target is still running; returns logits
+        ``(B, T, V)`` and attention ``(B, 1, T, S)``, both zero after a row's last token.
+
+        A row's length runs to its last non-``PAD`` token. As
+        :func:`~torch.nn.utils.rnn.pack_padded_sequence` does for the encoder's
+        :class:`torch.nn.GRU`, the rows are put longest first, so that the rows still
+        running at step :math:`t` are the first :math:`n_t` (``batch_sizes[t]`` of the
+        packed target): the right padding is never computed (~29% of the seed's random
+        batches). The loss ignores those positions, so the gradients are those of
+        running every row to the end.
+        """
+        B, T = tgt_in.shape
+        # a row's length: up to its last non-PAD token (at least 1)
+        position = torch.arange(1, T + 1, device=tgt_in.device)  # (T,)
+        lengths = (tgt_in.ne(PAD) * position).amax(dim=1).clamp(min=1)  # (B,)
+        if torch.compiler.is_compiling():
+            return self._every_row(tgt_in, enc, position[None, :] <= lengths[:, None])
+        packed = pack_padded_sequence(tgt_in, lengths.cpu(), True, enforce_sorted=False)
+        state = self.reorder(self.start(enc), packed.sorted_indices.to(tgt_in.device))
+        logits, attention, offset = [], [], 0
+        for n_t in packed.batch_sizes.tolist():  # inherently sequential: s_t needs s_{t-1}
+            y_prev = packed.data[offset : offset + n_t]  # (n_t,) column t of the running rows
+            logit_t, a_t, state = self.step(y_prev, state.first(n_t))
+            logits.append(logit_t)  # (n_t, V)
+            attention.append(a_t[:, 0])  # (n_t, S)
+            offset += n_t
+
+        def unpack(x):  # (Σ n_t, ...) packed -> (B, T, ...) in the batch's order, 0 at padding
+            padded, _ = pad_packed_sequence(packed._replace(data=x), True, total_length=T)
+            return padded
+
+        return unpack(torch.cat(logits)), unpack(torch.cat(attention)).unsqueeze(1)
+
+    def _every_row(self, tgt_in: torch.Tensor, enc: EncoderOut, running: torch.Tensor):
+        """:meth:`forward` under :func:`torch.compile`: every row runs every step (one graph
+        for batches of any lengths, where the packed loop's step sizes would make a graph per
+        batch), and the outputs after a row's last token are set to zero as there."""
         state = self.start(enc)
         logits, attention = [], []
-        for t in range(tgt_in.shape[1]):  # inherently sequential: s_t needs s_{t-1}
+        for t in range(tgt_in.shape[1]):
             logit_t, a_t, state = self.step(tgt_in[:, t], state)
             logits.append(logit_t)
             attention.append(a_t)
-        return torch.stack(logits, dim=1), torch.stack(attention, dim=2)  # (B,T,V), (B,1,T,S)
+        keep = running[..., None]  # (B, T, 1)
+        logits = torch.stack(logits, dim=1) * keep  # (B, T, V)
+        attention = torch.stack(attention, dim=2) * keep[:, None]  # (B, 1, T, S)
+        return logits, attention
 
 
 class RNNSeq2Seq(EncoderDecoder):

@@ -172,7 +172,9 @@ class EncoderDecoder(nn.Module):
     Returns
     -------
     logits : Tensor, shape (B, T, vocab_size + 3)
-        From ``model(src, tgt_in)`` (teacher forcing).
+        From ``model(src, tgt_in)`` (teacher forcing). After a row's last
+        non-padding token the loss reads nothing: ConvS2S computes those positions
+        anyway, the GRU decoder skips them and returns zeros there.
     attention : Tensor, shape (B, L, T, S) or (B, T, S)
         Only with ``return_attention=True``; ``(B, T, S)`` for a decoder with a
         single attention (``Decoder.multi_step`` ``False``).
