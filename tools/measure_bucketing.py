@@ -1,15 +1,16 @@
 """Equal-length batches against random ones: accuracy, convergence speed and tokens/s.
 
 The measurement behind the site's choice of ``TrainConfig.batching`` (see the departures
-page). Usage::
+page); with ``--field precision`` the same measurement of bf16 against fp32. Usage::
 
     python tools/measure_bucketing.py                 # 3 seeds, the fast recipe, both models
     python tools/measure_bucketing.py --seeds 5 --cache /tmp/bucket-cache
+    python tools/measure_bucketing.py --field precision --models convs2s   # fp32, bf16
 
 1. Both models are trained with the fast recipe (:meth:`convs2s_edu.TrainConfig.recipe`,
    a held-out decoding every 20 steps) for every seed, once with random batches and once with
-   batches of equal length, all runs concurrently, one process per usable core
-   (:func:`convs2s_edu.training.run_jobs`), into the training cache.
+   batches of equal length (or once per value of ``--field``), all runs concurrently, one
+   process per usable core (:func:`convs2s_edu.training.run_jobs`), into the training cache.
 2. Per run: test-set exact match and token accuracy (greedy), held-out loss, and the steps to
    50/90/95% held-out exact match; per model, the paired difference bucket - random over the
    seeds with its 90% interval (:func:`convs2s_edu.lab.experiments.inference.paired_test`).
@@ -26,6 +27,9 @@ import sys
 
 import convs2s_edu  # noqa: F401  (the OpenMP defaults, before torch)
 
+#: The fields ``--field`` compares and their default values (the first: the reference).
+_DEFAULT_VALUES = {"batching": ("random", "bucket", "pooled"), "precision": ("fp32", "bf16")}
+
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -33,12 +37,20 @@ def main(argv=None) -> int:
     parser.add_argument("--cache", help="training cache (default: the package's)")
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument(
-        "--batchings",
-        nargs="+",
-        default=["random", "bucket", "pooled"],
-        help="the first is the reference of the differences",
+        "--field",
+        choices=sorted(_DEFAULT_VALUES),
+        default="batching",
+        help="the TrainConfig field compared (batching)",
     )
+    parser.add_argument(
+        "--values",
+        nargs="+",
+        help="its values; the first is the reference of the differences "
+        "(batching: random bucket pooled; precision: fp32 bf16)",
+    )
+    parser.add_argument("--models", nargs="+", default=["convs2s", "gru"])
     args = parser.parse_args(argv)
+    values = tuple(args.values or _DEFAULT_VALUES[args.field])
 
     import torch
 
@@ -54,10 +66,10 @@ def main(argv=None) -> int:
     )
     from convs2s_edu.training import TrainConfig, build_model, make_train_step, run_jobs, train_job
 
-    models, batchings = ("convs2s", "gru"), tuple(args.batchings)
+    models, batchings, field = tuple(args.models), values, args.field
     ref = batchings[0]
     cfgs = {
-        (m, b, s): TrainConfig.recipe("fast", model=m, seed=s, batching=b, eval_every=20)
+        (m, b, s): TrainConfig.recipe("fast", model=m, seed=s, eval_every=20, **{field: b})
         for m in models
         for b in batchings
         for s in range(args.seeds)
@@ -108,11 +120,13 @@ def main(argv=None) -> int:
             torch.manual_seed(0)
             model = build_model(cfg)
             model.train()
-            step = make_train_step(model, torch.optim.Adam(model.parameters(), lr=cfg.lr))
+            step = make_train_step(
+                model, torch.optim.Adam(model.parameters(), lr=cfg.lr), precision=cfg.precision
+            )
             windows[f"{m}/{b}"] = window_runner(step, batches, 8)
             warm[f"{m}/{b}"] = warmup_runner(step, batches, 2)
             epoch = training_batches(cfg.replace(), cfg.steps_per_epoch)
-            pads[b] = padding_fraction(epoch)
+            pads[f"{field}={b}"] = padding_fraction(epoch)
     meas = time_interleaved(windows, args.rounds, "cpu", warmup=warm, steps_per_window=8)
     print(
         "padding of an epoch's target positions: "
