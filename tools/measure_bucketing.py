@@ -51,6 +51,10 @@ def main(argv=None) -> int:
     parser.add_argument("--models", nargs="+", default=["convs2s", "gru"])
     args = parser.parse_args(argv)
     values = tuple(args.values or _DEFAULT_VALUES[args.field])
+    if args.seeds < 2:
+        parser.error(f"--seeds must be at least 2 (a paired interval), got {args.seeds}")
+    if args.rounds < 2:
+        parser.error(f"--rounds must be at least 2 (interleaved windows), got {args.rounds}")
 
     import torch
 
@@ -66,12 +70,12 @@ def main(argv=None) -> int:
     )
     from convs2s_edu.training import TrainConfig, build_model, make_train_step, run_jobs, train_job
 
-    models, batchings, field = tuple(args.models), values, args.field
-    ref = batchings[0]
+    models, field = tuple(args.models), args.field
+    ref = values[0]
     cfgs = {
         (m, b, s): TrainConfig.recipe("fast", model=m, seed=s, eval_every=20, **{field: b})
         for m in models
-        for b in batchings
+        for b in values
         for s in range(args.seeds)
     }
     run_jobs([train_job(c, args.cache) for c in cfgs.values()], name="bucketing")
@@ -89,7 +93,7 @@ def main(argv=None) -> int:
         }
     print(f"fast recipe, {args.seeds} seeds; test set scores and held-out convergence")
     for m in models:
-        for b in batchings:
+        for b in values:
             runs = [rows[(m, b, s)] for s in range(args.seeds)]
             em = [x["exact_match"] for x in runs]
             steps = {x: [r[f"steps_{x}"] for r in runs] for x in LEVELS}
@@ -99,7 +103,7 @@ def main(argv=None) -> int:
                 + "); steps to "
                 + "; ".join(f"{x:.0%}: {steps[x]}" for x in LEVELS)
             )
-        for b in batchings[1:]:
+        for b in values[1:]:
             for key, effect in (("exact_match", 0.005), ("token_accuracy", 0.002)):
                 t = paired_test(
                     [rows[(m, b, s)][key] for s in range(args.seeds)],
@@ -114,7 +118,7 @@ def main(argv=None) -> int:
 
     windows, warm, pads = {}, {}, {}
     for m in models:
-        for b in batchings:
+        for b in values:
             cfg = cfgs[(m, b, 0)]
             batches = training_batches(cfg, 8)
             torch.manual_seed(0)
@@ -135,7 +139,7 @@ def main(argv=None) -> int:
     for m in models:
         r = meas.throughput[f"{m}/{ref}"]
         line = f"  {m:8s} real tokens/s {ref} {r.median:,.0f} ({r.min:,.0f}-{r.max:,.0f})"
-        for b in batchings[1:]:
+        for b in values[1:]:
             t = meas.throughput[f"{m}/{b}"]
             after = meas.window_throughputs(f"{m}/{b}")
             ratio = [x / y for x, y in zip(after, meas.window_throughputs(f"{m}/{ref}"))]
