@@ -81,25 +81,34 @@ print(f"e_5 - e_0 equals p_5 - p_0: {same}")
 #
 # The cell below computes one :class:`~convs2s_edu.ConvBlock` by hand from its
 # convolution ``block.conv`` and compares the result with the module's own
-# forward pass.
+# forward pass. ``block.conv`` (:class:`~convs2s_edu.convs2s.WindowConv1d`)
+# computes :math:`W * X` the way §3.2 shapes the kernel,
+# :math:`W \in \mathbb{R}^{2d \times kd}`: output :math:`i` is :math:`W` times
+# the window :math:`[x_i; \dots; x_{i+k-1}]` of the padded input, all windows in
+# one matrix product. The cell also checks it against PyTorch's own
+# convolution, :func:`torch.nn.functional.conv1d`, with the same weights.
 
 d, k = cfg.hidden_dim, cfg.kernel_size
 block = ConvBlock(d, k).eval()
 x = torch.randn(2, 10, d)  # (B, T, d)
 
 with torch.no_grad():
-    X = F.pad(x.transpose(1, 2), block.padding)  # (B, d, T + k - 1): zeros around the sequence
-    Y = block.conv(X)  # (B, 2d, T) = [A B]
-    A, B = Y[:, :d], Y[:, d:]
+    X = F.pad(x, (0, 0, *block.padding))  # (B, T + k - 1, d): zeros around the sequence
+    Y = block.conv(X)  # (B, T, 2d) = [A B]
+    W, b_w = block.conv.weight, block.conv.bias  # (2d, d, k), (2d,)
+    Y_conv1d = F.conv1d(X.transpose(1, 2), W, b_w).transpose(1, 2)  # channels-first there
+    A, B = Y[..., :d], Y[..., d:]
     v = A * torch.sigmoid(B)  # the GLU
-    h_by_hand = math.sqrt(0.5) * (v.transpose(1, 2) + x)
+    h_by_hand = math.sqrt(0.5) * (v + x)
     h = block(x)
 
-print("x:", tuple(x.shape), "(B, T, d)   [A B]:", tuple(Y.shape), "(B, 2d, T)")
+print("x:", tuple(x.shape), "(B, T, d)   [A B]:", tuple(Y.shape), "(B, T, 2d)")
 print("A, B:", tuple(A.shape), tuple(B.shape), "  h:", tuple(h.shape), "(B, T, d), as x")
+print(f"max |block.conv(X) - F.conv1d| = {(Y - Y_conv1d).abs().max():.2e}")
 print(f"max |block(x) - by hand| = {(h - h_by_hand).abs().max():.2e}")
 
 # sphinx_gallery_start_ignore
+assert torch.allclose(Y, Y_conv1d, atol=1e-5)
 assert torch.allclose(h, h_by_hand, atol=1e-6)
 # sphinx_gallery_end_ignore
 
@@ -128,7 +137,7 @@ def run_stack(weight_norm: bool, scaled: bool, x0: torch.Tensor):
     h, variances, ratios = x0, [x0.var().item()], []
     with torch.no_grad():
         for blk in blocks:
-            v = F.glu(blk.conv(F.pad(h.transpose(1, 2), blk.padding)), dim=1).mT  # the GLU
+            v = F.glu(blk.conv(F.pad(h, (0, 0, *blk.padding))), dim=-1)  # the GLU
             ratios.append((v.var() / h.var()).item())
             h = blk(h) if scaled else v + h
             variances.append(h.var().item())

@@ -168,19 +168,19 @@ print(f"longest source: {SEED_MAX_LEN} tokens; covered by one output: {field >= 
 
 T6 = 6
 blk = ConvBlock(4, k, causal=True).eval()
-x6 = torch.randn(1, 4, T6)  # (B, d, T)
-with torch.no_grad():
-    both = blk.conv(F.pad(x6, (k - 1, k - 1)))  # the paper's padding
-    left = blk.conv(F.pad(x6, blk.padding))  # the code's: (k - 1, 0)
+x6 = torch.randn(1, T6, 4)  # (B, T, d)
+with torch.no_grad():  # F.pad's last pair pads dimension 1, the positions
+    both = blk.conv(F.pad(x6, (0, 0, k - 1, k - 1)))  # the paper's padding
+    left = blk.conv(F.pad(x6, (0, 0, *blk.padding)))  # the code's: (k - 1, 0)
 print(f"T = {T6}, k = {k}, padding of the code (left, right) = {blk.padding}")
-print(f"paper: {T6 + 2 * (k - 1)} inputs -> {both.shape[-1]} outputs, remove k -> ", end="")
-print(f"{both[..., :-k].shape[-1]} outputs")
-print(f"code : {T6 + k - 1} inputs -> {left.shape[-1]} outputs")
-same = torch.allclose(both[..., : -(k - 1)], left)
+print(f"paper: {T6 + 2 * (k - 1)} inputs -> {both.shape[1]} outputs, remove k -> ", end="")
+print(f"{both[:, :-k].shape[1]} outputs")
+print(f"code : {T6 + k - 1} inputs -> {left.shape[1]} outputs")
+same = torch.allclose(both[:, : -(k - 1)], left)
 print(f"paper's outputs with k - 1 removed == the code's: {same}")
 
 # sphinx_gallery_start_ignore
-assert both[..., :-k].shape[-1] == T6 - 1 and left.shape[-1] == T6 and same
+assert both[:, :-k].shape[1] == T6 - 1 and left.shape[1] == T6 and same
 # sphinx_gallery_end_ignore
 
 # %%
@@ -312,8 +312,8 @@ for causal in (False, True):
 blk = ConvBlock(8, 3, causal=True).eval()
 x = torch.randn(1, 10, 8, requires_grad=True)
 # the k-1 zeros on the right
-right = F.pad(x.transpose(1, 2), (0, blk.kernel_size - 1))
-v = F.glu(blk.conv(right), dim=1).transpose(1, 2)  # (1, 10, 8)
+right = F.pad(x, (0, 0, 0, blk.kernel_size - 1))  # (1, 10 + k - 1, 8)
+v = F.glu(blk.conv(right), dim=-1)  # (1, 10, 8)
 v[0, 3].sum().backward()
 print("output 3 depends on inputs", (x.grad[0].abs().sum(-1) > 0).nonzero().flatten().tolist())
 

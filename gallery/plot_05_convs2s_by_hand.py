@@ -116,7 +116,7 @@ A, B = Y[:d], Y[d:]
 
 # sphinx_gallery_start_ignore
 torch.testing.assert_close(g, module["g"][0])
-torch.testing.assert_close(Y, module["Y"][0, :, i])
+torch.testing.assert_close(Y, module["Y"][0, i])  # (B, T, 2d): position i
 # sphinx_gallery_end_ignore
 
 # %%
@@ -139,7 +139,7 @@ show("v + x_i", v + x[i])
 show("h_i = sqrt(0.5) (v + x_i)", h)
 
 # sphinx_gallery_start_ignore
-torch.testing.assert_close(v, F.glu(module["Y"][0, :, i], dim=0))
+torch.testing.assert_close(v, F.glu(module["Y"][0, i], dim=0))
 torch.testing.assert_close(h, module["h"][0, i])
 # sphinx_gallery_end_ignore
 

@@ -197,8 +197,8 @@ with torch.no_grad():
     h_scaled, h_plain = x0, x0
     for blk in deep:
         h_scaled = blk(h_scaled)  # sqrt(0.5) (v + h)
-        pre = F.pad(h_plain.transpose(1, 2), blk.padding)  # (B, d, T + k - 1)
-        h_plain = F.glu(blk.conv(pre), dim=1).transpose(1, 2) + h_plain  # v + h
+        pre = F.pad(h_plain, (0, 0, *blk.padding))  # (B, T + k - 1, d)
+        h_plain = F.glu(blk.conv(pre), dim=-1) + h_plain  # v + h
         ratios["with sqrt(0.5)"].append((h_scaled.var() / x0.var()).item())
         ratios["without"].append((h_plain.var() / x0.var()).item())
 for name, r in ratios.items():

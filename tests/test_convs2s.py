@@ -31,7 +31,7 @@ from convs2s_edu import (
     scale_gradient,
     sos_index,
 )
-from convs2s_edu.convs2s import ConvMemory
+from convs2s_edu.convs2s import ConvMemory, WindowConv1d
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
@@ -64,6 +64,34 @@ def _perturb_weight_norm_gains(module: torch.nn.Module) -> None:
 # --------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("kernel_size", [1, 2, 3, 5])
+def test_window_conv_is_conv1d_time_major_with_its_gradients(kernel_size):
+    # the reference: torch's own conv1d on the channels-first layout, same parameters
+    torch.manual_seed(0)
+    B, T, d, k = 3, 7, 4, kernel_size
+    conv = WindowConv1d(d, 2 * d, k)
+    randomise_biases(conv)
+    # time-major input given as a transposed view, as a channels-first caller would
+    x = torch.randn(B, d, T + k - 1).transpose(1, 2).requires_grad_()
+    y = conv(x)
+    assert y.shape == (B, T, 2 * d)
+    reference = F.conv1d(x.transpose(1, 2), conv.weight, conv.bias).transpose(1, 2)
+    assert_close(y, reference)
+    g = torch.randn_like(y)
+    got = torch.autograd.grad(y, (x, conv.weight, conv.bias), g)
+    want = torch.autograd.grad(reference, (x, conv.weight, conv.bias), g)
+    for a, b in zip(got, want):
+        assert_close(a, b)
+    # the same parameters and names as nn.Conv1d: checkpoints load either way
+    assert conv.state_dict().keys() == torch.nn.Conv1d(d, 2 * d, k).state_dict().keys()
+
+
+def test_window_conv_names_an_input_shorter_than_its_kernel():
+    conv = WindowConv1d(4, 8, 3)
+    with pytest.raises(ValueError, match="at least k = 3 positions, got 2"):
+        conv(torch.randn(1, 2, 4))
+
+
 @pytest.mark.parametrize("weight_norm", [False, True], ids=["plain", "weight_norm"])
 @pytest.mark.parametrize("kernel_size", [1, 3, 5])
 @pytest.mark.parametrize("causal", [True, False], ids=["causal", "centred"])
@@ -78,7 +106,7 @@ def test_glu_block_matches_hand_computation(causal, kernel_size, weight_norm):
     pad = (k - 1, 0) if causal else ((k - 1) // 2, (k - 1) // 2)
     padded = F.pad(x.transpose(1, 2), pad)  # (B, d, T + k - 1)
     assert padded.shape == (B, d, T + k - 1)
-    y = block.conv(padded)  # (B, 2d, T): [A; B]
+    y = F.conv1d(padded, block.conv.weight, block.conv.bias)  # (B, 2d, T): [A; B]
     A, gate = y[:, :d], y[:, d:]
     expected = ((A * torch.sigmoid(gate)).transpose(1, 2) + x) * SQRT_HALF
     assert_close(block(x), expected)
@@ -93,7 +121,7 @@ def test_glu_block_zeroes_padded_positions_before_the_convolution():
     mask[1, 3:] = True
     x_zeroed = x.masked_fill(mask.unsqueeze(-1), 0.0)
     padded = F.pad(x_zeroed.transpose(1, 2), (1, 1))
-    y = block.conv(padded)
+    y = F.conv1d(padded, block.conv.weight, block.conv.bias)
     expected = ((y[:, :d] * torch.sigmoid(y[:, d:])).transpose(1, 2) + x_zeroed) * SQRT_HALF
     assert_close(block(x, padding_mask=mask), expected)
 

@@ -525,7 +525,7 @@ def _glu_block(c, cx, y, taps, *, causal, k, positions, residual_x, conv_name):
     padded = c.shape_text(
         f"{'decoder' if causal else 'encoder'} convolution input, padded",
         (f"{n}+k−1", "d"),
-        taps["conv_in"],  # (1, d, n + k - 1)
+        taps["conv_in"].transpose(1, 2),  # (1, n + k - 1, d) -> (1, d, n + k - 1)
         channels_first=True,
     )
     c.text(
@@ -533,7 +533,7 @@ def _glu_block(c, cx, y, taps, *, causal, k, positions, residual_x, conv_name):
     )
     y_conv = top[3]
     y_split = y_conv + 44
-    Y = taps["conv_out"]  # (1, 2d, n)
+    Y = taps["conv_out"].transpose(1, 2)  # (1, n, 2d) -> (1, 2d, n): channels as rows below
     c.edge(
         [(cx, y_conv), (cx, y_split)],
         "Y = [A B]",

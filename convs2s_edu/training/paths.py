@@ -237,7 +237,9 @@ def fastest_path(device: torch.device | str) -> ExecutionPath:
       precision``, interleaved windows, per-round ratios 1.27-1.59) at the same
       accuracy (fast recipe, 3 seeds: test exact match 99.40% against 99.30%,
       difference +0.10 points, 90% interval -0.51 to +0.71), and the GRU
-      1.0x (its step is small products and element-wise work). The default
+      1.0x (its step is small products and element-wise work); measured while
+      ConvS2S's convolutions ran as ``conv1d``, before
+      :class:`~convs2s_edu.convs2s.WindowConv1d`. The default
       stays fp32 all the same, so that the site trains the same arithmetic on
       every CPU; ``precision="bf16"`` (``convs2s-edu train --precision bf16``)
       is the choice to make on a CPU that has the instructions.
