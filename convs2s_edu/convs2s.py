@@ -376,14 +376,16 @@ class WindowConv1d(nn.Conv1d):
     :math:`W^\top`.
 
     Why not :func:`torch.nn.functional.conv1d`: on a 2-core AMD EPYC with AVX2
-    (torch 2.13.0's CPU wheel, one thread), oneDNN's convolution ran the
-    seed model's block (:math:`B = 128`, :math:`T = 21`, :math:`d = 128`,
-    :math:`k = 3`) forward and backward at about half of MKL's matrix-product
-    rate (its ``convolution_backward`` was 45% of ConvS2S's training step), and
-    the block computed this way took 29.5 ms against 39.2 (1.34x, per-round
-    ratios 1.21-1.62); on an AVX-512 EPYC the two convolutions alone took the
-    same time (25 ms against 24). ``tools/conv_speed.py`` measures both on any
-    machine.
+    (torch 2.13.0's CPU wheel, one thread), oneDNN's convolution ran the seed
+    model's block (:math:`B = 128`, :math:`T = 21`, :math:`d = 128`,
+    :math:`k = 3`) forward at about 0.7 and backward at about half of the rate of
+    MKL's matrix products of the same sizes (its ``convolution_backward`` was 45%
+    of ConvS2S's training step), and the whole block, forward and backward, took
+    a median 29.5 ms this way against 39.2 (median per-round ratio 1.34,
+    1.21-1.62; ``tools/conv_speed.py``, which measures both on any machine). On an
+    AVX-512 EPYC, where oneDNN ran at the matrix rate, an earlier measurement of the
+    convolution alone, forward and backward, gave 25 ms for the windows (as
+    ``Tensor.unfold``) against 24 for ``conv1d``: no gain there, no loss.
 
     References
     ----------
@@ -396,7 +398,12 @@ class WindowConv1d(nn.Conv1d):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``x`` ``(B, T + k - 1, d)`` -> ``(B, T, 2d)``."""
-        k = self.kernel_size[0]
+        k, d = self.kernel_size[0], self.in_channels
+        if x.dim() != 3 or x.shape[-1] != d:
+            raise ValueError(
+                f"WindowConv1d takes time-major input (B, T + k - 1, d) with d = {d}, "
+                f"got shape {tuple(x.shape)}"
+            )
         T = x.shape[1] - k + 1
         if T < 1:
             raise ValueError(f"the input needs at least k = {k} positions, got {x.shape[1]}")

@@ -86,10 +86,18 @@ def test_window_conv_is_conv1d_time_major_with_its_gradients(kernel_size):
     assert conv.state_dict().keys() == torch.nn.Conv1d(d, 2 * d, k).state_dict().keys()
 
 
-def test_window_conv_names_an_input_shorter_than_its_kernel():
+def test_window_conv_names_an_input_shorter_than_its_kernel_or_of_the_wrong_layout():
     conv = WindowConv1d(4, 8, 3)
     with pytest.raises(ValueError, match="at least k = 3 positions, got 2"):
         conv(torch.randn(1, 2, 4))
+    # channels-first input (nn.Conv1d's layout) and a batch without its batch dimension
+    with pytest.raises(
+        ValueError,
+        match=r"time-major input \(B, T \+ k - 1, d\) with d = 4, got shape \(2, 4, 6\)",
+    ):
+        conv(torch.randn(2, 4, 6))
+    with pytest.raises(ValueError, match=r"got shape \(5, 4\)"):
+        conv(torch.randn(5, 4))
 
 
 @pytest.mark.parametrize("weight_norm", [False, True], ids=["plain", "weight_norm"])

@@ -23,7 +23,7 @@ def test_gemm_shapes_account_for_the_counted_flops(kind):
         sequence_loss(model(batch.src, batch.tgt_in), batch.tgt_out).backward()
     shapes = gemm_shapes(model, batch)
     # every recorded product, at 2 m k n FLOPs, adds up to what the counter counted
-    # (conv backward: input and weight gradients, each the forward's FLOPs)
+    # (ConvS2S's convolutions are matrix products over windows, forward and backward)
     assert sum(2 * m * k * n for m, k, n in shapes) == pytest.approx(
         counter.get_total_flops(), rel=0.02
     )

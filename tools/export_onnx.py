@@ -215,10 +215,10 @@ def export_graph(module, args, path: Path, inputs, outputs, dynamic) -> None:
 
     with torch.no_grad(), warnings.catch_warnings():
         # What the TorchScript exporter says about this export, each checked below instead:
-        # it is deprecated (see the note in this docstring); the tracer freezes two Python
-        # checks of the package (the position-table bound, the embedding size), whose inputs
-        # the page checks first; constant folding skips a Slice; a GRU batch other than 1
-        # (ours is 1).
+        # it is deprecated (see the note in this docstring); the tracer freezes three Python
+        # checks of the package (the position-table bound, the embedding size, a convolution's
+        # input at least k long), whose inputs the page checks first; constant folding skips
+        # a Slice; a GRU batch other than 1 (ours is 1).
         warnings.filterwarnings("ignore", message="You are using the legacy TorchScript")
         warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
         warnings.filterwarnings("ignore", message="Constant folding", category=UserWarning)

@@ -12,8 +12,9 @@ What :func:`run_bench` measures, in one process, on the machine it runs on:
    by :class:`torch.utils.flop_counter.FlopCounterMode`
    (:func:`convs2s_edu.lab.timing.training_flops_per_token`): matrix products and
    convolutions only.
-3. **The measured peak**: every matrix product and convolution of one
-   training step is recorded with its shapes (as a GEMM
+3. **The measured peak**: every matrix product of one training step
+   (ConvS2S's convolutions included, which are matrix products over windows)
+   is recorded with its shapes (as a GEMM
    :math:`(m \times k)\cdot(k \times n)`), each distinct shape is timed as a
    dense ``torch.mm`` (float32) on the same device, and the fastest rate is
    the peak. The *fraction of peak* of a model and path is
@@ -107,11 +108,12 @@ class BenchBudget:
 
 
 def gemm_shapes(model, batch) -> list[tuple[int, int, int]]:
-    """The ``(m, k, n)`` of every matrix product and convolution of one training step.
+    """The ``(m, k, n)`` of every matrix product of one training step.
 
-    A 1-D convolution of ``C_in -> C_out`` channels, kernel ``k``, with ``B x T``
-    output positions is the GEMM ``(B T) x (C_in k) . (C_in k) x C_out``; each of its
-    backward products (input gradient, weight gradient) has the same FLOPs.
+    ConvS2S's convolutions are among them: :class:`~convs2s_edu.convs2s.WindowConv1d`
+    computes a 1-D convolution of ``C_in -> C_out`` channels, kernel ``k``, over
+    ``B x T`` output positions as the GEMM ``(B T) x (k C_in) . (k C_in) x C_out``, and
+    its backward as two more products of the same FLOPs (input and weight gradients).
     """
     from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -128,15 +130,6 @@ def gemm_shapes(model, batch) -> list[tuple[int, int, int]]:
             elif p is aten.bmm:
                 a, b = args[0], args[1]
                 shapes.extend([(a.shape[1], a.shape[2], b.shape[2])] * a.shape[0])
-            elif p is aten.convolution and args[0].dim() == 3:
-                out = func(*args, **kwargs)  # (B, C_out, T_out)
-                w = args[1]  # (C_out, C_in, k)
-                shapes.append((out.shape[0] * out.shape[2], w.shape[1] * w.shape[2], w.shape[0]))
-                return out
-            elif p is aten.convolution_backward and args[0].dim() == 3:
-                grad, w, mask = args[0], args[2], args[-1]  # grad: (B, C_out, T_out)
-                shape = (grad.shape[0] * grad.shape[2], w.shape[1] * w.shape[2], w.shape[0])
-                shapes.extend([shape] * sum(bool(x) for x in mask[:2]))  # d input, d weight
             return func(*args, **kwargs)
 
     model.train()

@@ -115,11 +115,9 @@ def _text(x, y, markup, size, anchor="start", color=_INK, bold=False, halo=True)
     )
 
 
-def _dims(t: torch.Tensor, channels_first: bool = False) -> tuple:
-    """The shape of a batch-of-one tensor without its batch dimension (a convolution's
-    ``(1, C, L)`` read as ``(L, C)``, positions first like every other label)."""
-    shape = tuple(int(n) for n in t.shape[1:])
-    return shape[::-1] if channels_first else shape
+def _dims(t: torch.Tensor) -> tuple:
+    """The shape of a batch-of-one tensor without its batch dimension."""
+    return tuple(int(n) for n in t.shape[1:])
 
 
 class _Canvas:
@@ -196,7 +194,6 @@ class _Canvas:
         color=_INK,
         width=1.6,
         head=True,
-        channels_first=False,
         one_line=False,
     ):
         """An arrow along ``points`` for a tensor, labelled at ``at`` with ``symbol`` and
@@ -209,7 +206,7 @@ class _Canvas:
         if tensor is not None:
             if dims is None:
                 raise ValueError(f"{symbol}: a tensor needs the symbols of its sizes")
-            shape_text = self.shape_text(symbol or "?", dims, tensor, channels_first)
+            shape_text = self.shape_text(symbol or "?", dims, tensor)
         pts = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
         marker = f' marker-end="url(#{self.key}-{"accent" if color == _ACCENT else "ink"})"'
         title = _plain((symbol or "") + (f": {shape_text}" if shape_text else ""))
@@ -217,7 +214,7 @@ class _Canvas:
         if symbol is not None:
             data += f' data-symbol="{html.escape(_plain(symbol))}"'
         if shape_text is not None:
-            data += f' data-shape="{",".join(str(n) for n in _dims(tensor, channels_first))}"'
+            data += f' data-shape="{",".join(str(n) for n in _dims(tensor))}"'
         lines = [] if at is None else [s for s in (symbol, shape_text) if s]
         if one_line and len(lines) == 2:
             lines = [f"{symbol}  {shape_text}"]
@@ -231,10 +228,10 @@ class _Canvas:
             f'stroke-linejoin="round"{marker if head else ""}/>{labels}</g>'
         )
 
-    def shape_text(self, symbol, dims, tensor, channels_first=False) -> str:
+    def shape_text(self, symbol, dims, tensor) -> str:
         """``"(S, f) = (6, 128)"`` for ``tensor``, checked against ``dims`` and recorded under
         ``symbol``. Raises ``RuntimeError`` where a symbol's size is not the tensor's."""
-        shape = _dims(tensor, channels_first)
+        shape = _dims(tensor)
         if len(dims) != len(shape):
             raise ValueError(f"{_plain(symbol)}: {len(shape)} sizes {shape}, symbols {dims}")
         for sym, n in zip(dims, shape):
@@ -525,15 +522,14 @@ def _glu_block(c, cx, y, taps, *, causal, k, positions, residual_x, conv_name):
     padded = c.shape_text(
         f"{'decoder' if causal else 'encoder'} convolution input, padded",
         (f"{n}+k−1", "d"),
-        taps["conv_in"].transpose(1, 2),  # (1, n + k - 1, d) -> (1, d, n + k - 1)
-        channels_first=True,
+        taps["conv_in"],  # (1, n + k - 1, d)
     )
     c.text(
         cx, y + 54, f"input padded to {padded}", size=12, anchor="middle", color=_MUTED, halo=False
     )
     y_conv = top[3]
     y_split = y_conv + 44
-    Y = taps["conv_out"].transpose(1, 2)  # (1, n, 2d) -> (1, 2d, n): channels as rows below
+    Y = taps["conv_out"]  # (1, n, 2d)
     c.edge(
         [(cx, y_conv), (cx, y_split)],
         "Y = [A B]",
@@ -541,10 +537,9 @@ def _glu_block(c, cx, y, taps, *, causal, k, positions, residual_x, conv_name):
         Y,
         at=(cx + 10, y_conv + 17),
         head=False,
-        channels_first=True,
     )
-    d = Y.shape[1] // 2
-    A, B = Y[:, :d], Y[:, d:]  # (1, d, n) each: the two halves of the channels
+    d = Y.shape[-1] // 2
+    A, B = Y[..., :d], Y[..., d:]  # (1, n, d) each: the two halves of the channels
     xa, xb = cx - 95, cx + 95
     c.dot(cx, y_split)
     c.items.append(
@@ -561,7 +556,6 @@ def _glu_block(c, cx, y, taps, *, causal, k, positions, residual_x, conv_name):
         (n, "d"),
         A,
         at=(xa + 8, y_split + 19),
-        channels_first=True,
         one_line=True,
     )
     c.edge(
@@ -571,7 +565,6 @@ def _glu_block(c, cx, y, taps, *, causal, k, positions, residual_x, conv_name):
         B,
         at=(xb - 8, y_split + 38),
         anchor="end",
-        channels_first=True,
         one_line=True,
     )
     c.edge(
@@ -581,19 +574,17 @@ def _glu_block(c, cx, y, taps, *, causal, k, positions, residual_x, conv_name):
         torch.sigmoid(B),
         at=(xb - 8, sig[3] + 19),
         anchor="end",
-        channels_first=True,
         one_line=True,
     )
     c.op("⊗ (gated linear unit)", cx, y_mul, "⊗")
     y_add = y_mul + 70
-    v = F.glu(Y, dim=1)  # (1, d, n)
+    v = F.glu(Y, dim=-1)  # (1, n, d)
     c.edge(
         [(cx, y_mul + 15), (cx, y_add - 15)],
         "v = A ⊗ σ(B)",
         (n, "d"),
         v,
         at=(cx + 10, y_mul + 34),
-        channels_first=True,
     )
     c.op("⊕ residual", cx, y_add, "⊕")
     c.edge([(residual_x, y_add), (cx - 15, y_add)])
