@@ -389,7 +389,7 @@ class WindowConv1d(nn.Conv1d):
 
     References
     ----------
-    Gehring et al. (2017), §3.2: "each convolution kernel is parameterized as
+    Gehring et al. (2017), §3.2: "Each convolution kernel is parameterized as
     :math:`W \in \mathbb{R}^{2d \times kd}`".
     """
 
