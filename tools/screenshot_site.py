@@ -6,38 +6,38 @@ Usage::
     python tools/screenshot_site.py docs/_build/html --out docs/_build/screenshots
     python tools/screenshot_site.py docs/_build/html --out shots --pages index.html api.html
 
-The site is served from ``127.0.0.1`` by a local :mod:`http.server` that logs
-every request and its status; Chromium may reach no other host. For each page
-(by default the landing page, the paper map, the "Try the models" page, the first two
-gallery pages, one more gallery page with figures and math, and the first page of every
-chapter), in each theme (``--themes``, default light and dark) and at each width
-(``--width`` for a desktop, ``--phone-width`` for a phone), the script
+The site is served from ``127.0.0.1`` by a local :mod:`http.server`; Chromium may
+reach no other host. One browser (``tools/screenshot_browser.mjs``: puppeteer-core,
+installed by ``npm ci``, driving Debian's Chromium) opens every view, each in a fresh
+context. For each page (by default the landing page, the paper map, the "Try the
+models" page, the first two gallery pages, one more gallery page with figures and math,
+and the first page of every chapter), in each theme (``--themes``, default light and
+dark) and at each width (``--width`` for a desktop, ``--phone-width`` for a phone), the
+script
 
 1. saves a screenshot ``<page>-<theme>[-phone].png`` and checks that it is a
    non-blank PNG of the requested size. The theme is chosen the way the
-   pydata theme remembers a reader's choice: ``localStorage["theme"]``, set by
-   a small same-origin page that then opens the page;
-2. loads the page again inside a small harness page (same origin) that sets
-   the theme, waits for MathJax to finish, then tries to load every ``<img>``
-   of the page and reports the ones that fail, the number of rendered formulas
-   (``mjx-container``), MathJax errors, any resource fetched from another
-   host, the theme the page ended up in, the code cells whose lines are wider
-   than the cell (``pre.scrollWidth > pre.clientWidth``) and whether the page
-   itself is wider than the window;
-3. fails when an image did not load, a request got a 4xx/5xx status, math was
-   left unrendered, a resource came from another host, the page is not in the
-   requested theme, a code cell overflows horizontally at the desktop width,
+   pydata theme remembers a reader's choice: ``localStorage["theme"]``, set
+   before the page's own scripts run;
+2. records, once MathJax has finished, every ``<img>`` of the page that fails to
+   load (each is loaded again by a probe), the number of rendered formulas
+   (``mjx-container``), MathJax errors, every request and its status, any request
+   to another host, the theme the page ended up in, the code cells whose lines
+   are wider than the cell (``pre.scrollWidth > pre.clientWidth``) and whether the
+   page itself is wider than the window;
+3. fails when an image did not load, a request failed or got a 4xx/5xx status,
+   math was left unrendered, a request went to another host, the page is not in
+   the requested theme, a code cell overflows horizontally at the desktop width,
    or the page scrolls sideways at the phone width.
 
 A JSON report is written to ``<out>/report.json``. Exit status 0 when every
-page passes, 1 when one fails, 2 when Chromium is missing.
+page passes, 1 when one fails, 2 when Chromium, Node.js or puppeteer-core is missing.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
-import html
 import json
 import os
 import re
@@ -50,7 +50,7 @@ import threading
 import zlib
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import parse_qs, quote, unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome")
 FLAGS = [
@@ -67,80 +67,11 @@ FLAGS = [
     # the site must render offline: no host but the local server resolves
     "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
 ]
-HARNESS_PATH = "/__screenshot_site_check__.html"
-THEME_PATH = "/__screenshot_site_theme__.html"
 # code cells and listings: a line wider than its box scrolls sideways
 CODE_SELECTOR = "article div.highlight pre"
-
-THEME_PAGE = """<!doctype html>
-<html><head><meta charset="utf-8"><title>theme</title>
-<script>
-localStorage.setItem("theme", {theme});
-localStorage.setItem("mode", {theme});
-location.replace({src});
-</script></head><body></body></html>
-"""
 IGNORED_PATHS = {"/favicon.ico"}
-
-HARNESS = """<!doctype html>
-<html><head><meta charset="utf-8"><title>check</title></head>
-<body>
-<pre id="result">pending</pre>
-<script>
-localStorage.setItem("theme", {theme});
-localStorage.setItem("mode", {theme});
-const frame = document.createElement("iframe");
-frame.id = "frame";
-frame.style.cssText = "width:{width}px;height:{height}px;border:0";
-frame.addEventListener("load", async () => {{
-  const out = {{images: [], broken: [], math: 0, rendered: 0, merror: 0, external: [],
-               mathjax: "absent", theme: "", overflow: [], page_width: 0, window_width: 0}};
-  try {{
-    const doc = frame.contentDocument, win = frame.contentWindow;
-    out.theme = doc.documentElement.dataset.theme || "";
-    if (win.MathJax && win.MathJax.startup && win.MathJax.startup.promise) {{
-      out.mathjax = "loaded";
-      await win.MathJax.startup.promise;
-      out.mathjax = "typeset";
-    }}
-    for (const img of Array.from(doc.images)) {{
-      img.loading = "eager";
-      const url = img.currentSrc || img.src;
-      const ok = await new Promise((resolve) => {{
-        const probe = new Image();
-        probe.onload = () => resolve(probe.naturalWidth > 0 && probe.naturalHeight > 0);
-        probe.onerror = () => resolve(false);
-        probe.src = url;
-      }});
-      out.images.push(url);
-      if (!ok) out.broken.push(url);
-    }}
-    out.math = doc.querySelectorAll("span.math, div.math").length;
-    out.rendered = doc.querySelectorAll("mjx-container").length;
-    out.merror = doc.querySelectorAll("mjx-merror").length;
-    for (const pre of Array.from(doc.querySelectorAll({code_selector}))) {{
-      if (pre.scrollWidth > pre.clientWidth + 2) {{
-        const lines = pre.textContent.split("\\n");
-        const longest = lines.reduce((a, b) => (b.length > a.length ? b : a), "");
-        out.overflow.push({{excess: pre.scrollWidth - pre.clientWidth,
-                           line: longest.slice(0, 100)}});
-      }}
-    }}
-    out.page_width = doc.documentElement.scrollWidth;
-    out.window_width = win.innerWidth;
-    for (const entry of win.performance.getEntriesByType("resource")) {{
-      if (new URL(entry.name).hostname !== location.hostname) out.external.push(entry.name);
-    }}
-  }} catch (err) {{
-    out.error = String(err);
-  }}
-  document.getElementById("result").textContent = JSON.stringify(out);
-}});
-frame.src = {src};
-document.body.appendChild(frame);
-</script>
-</body></html>
-"""
+ROOT = Path(__file__).resolve().parent.parent
+DRIVER = ROOT / "tools" / "screenshot_browser.mjs"
 
 
 # --------------------------------------------------------------------------
@@ -165,34 +96,6 @@ class RequestLog:
 
 class Handler(SimpleHTTPRequestHandler):
     log: RequestLog
-    harness_size: tuple[int, int]
-
-    def do_GET(self):  # noqa: N802 (http.server API)
-        parts = urlsplit(self.path)
-        if parts.path in (HARNESS_PATH, THEME_PATH):
-            query = parse_qs(parts.query)
-            page = query.get("page", [""])[0]
-            theme = json.dumps(query.get("theme", ["light"])[0])
-            width = int(query.get("width", [self.harness_size[0]])[0])
-            height = int(query.get("height", [self.harness_size[1]])[0])
-            src = json.dumps("/" + quote(page))
-            if parts.path == THEME_PATH:
-                body = THEME_PAGE.format(theme=theme, src=src).encode()
-            else:
-                body = HARNESS.format(
-                    src=src,
-                    width=width,
-                    height=height,
-                    theme=theme,
-                    code_selector=json.dumps(CODE_SELECTOR),
-                ).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-            return
-        super().do_GET()
 
     def log_request(self, code="-", size="-"):
         try:
@@ -205,10 +108,9 @@ class Handler(SimpleHTTPRequestHandler):
         pass
 
 
-def start_server(root: Path, log: RequestLog, harness_size: tuple[int, int]):
+def start_server(root: Path, log: RequestLog):
     handler = functools.partial(
-        type("BoundHandler", (Handler,), {"log": log, "harness_size": harness_size}),
-        directory=str(root),
+        type("BoundHandler", (Handler,), {"log": log}), directory=str(root)
     )
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -227,12 +129,6 @@ def find_chromium(explicit: str | None) -> str | None:
         if path and os.path.isfile(path) and os.access(path, os.X_OK):
             return path
     return None
-
-
-def run_chromium(chromium: str, args: list[str], timeout: float) -> subprocess.CompletedProcess:
-    with tempfile.TemporaryDirectory(prefix="screenshot-site-") as profile:
-        cmd = [chromium, *FLAGS, f"--user-data-dir={profile}", *args]
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
 
 def png_problems(path: Path, width: int, height: int) -> list[str]:
@@ -273,68 +169,23 @@ def img_sources(page_file: Path) -> list[str]:
 # --------------------------------------------------------------------------
 
 
-def check_page(
-    chromium: str,
-    base: str,
-    site: Path,
-    rel: str,
-    out: Path,
-    log: RequestLog,
-    width: int,
-    height: int,
-    budget_ms: int,
-    timeout: float,
-    theme: str = "light",
-    phone: bool = False,
-) -> dict:
+def judge_view(view: dict, record: dict, site: Path) -> dict:
+    """The report of one view: what the browser recorded (``record``, from
+    ``tools/screenshot_browser.mjs``) against what the view asked for."""
+    rel, theme, width, phone = view["page"], view["theme"], view["width"], view["phone"]
     report: dict = {"page": rel, "theme": theme, "width": width, "problems": []}
     problems = report["problems"]
-    query = f"page={quote(rel)}&theme={theme}&width={width}&height={height}"
-    url = f"{base}{THEME_PATH}?{query}"
-    suffix = f"-{theme}" + ("-phone" if phone else "")
-    shot = out / (rel.replace("/", "__").removesuffix(".html") + suffix + ".png")
-    log.take()
-
-    # 1. screenshot
-    proc = run_chromium(
-        chromium,
-        [
-            f"--window-size={width},{height}",
-            f"--virtual-time-budget={budget_ms}",
-            f"--screenshot={shot}",
-            url,
-        ],
-        timeout,
-    )
+    if record.get("driver_error"):
+        problems.append(f"the browser could not show the page: {record['driver_error'][:500]}")
+    shot = Path(view["shot"])
     report["screenshot"] = str(shot)
-    if proc.returncode != 0:
-        problems.append(
-            f"chromium --screenshot exited with {proc.returncode}: {proc.stderr.strip()[-500:]}"
-        )
-    problems += png_problems(shot, width, height)
-    requests = [r for r in log.take() if r[0] != THEME_PATH]
+    problems += png_problems(shot, width, view["height"])
 
-    # 2. the same page in the harness: images, MathJax, other hosts, theme, overflow
-    harness = f"{base}{HARNESS_PATH}?{query}"
-    proc = run_chromium(
-        chromium,
-        [
-            f"--window-size={width},{height}",
-            f"--virtual-time-budget={budget_ms}",
-            "--dump-dom",
-            harness,
-        ],
-        timeout,
-    )
-    requests += [r for r in log.take() if r[0] != HARNESS_PATH]
-    m = re.search(r'<pre id="result">(.*?)</pre>', proc.stdout, flags=re.S)
-    result = json.loads(html.unescape(m.group(1))) if m and m.group(1) != "pending" else None
+    # 1. the page as the browser left it: images, MathJax, theme, overflow
+    result = record.get("browser")
     report["browser"] = result
     if result is None:
-        problems.append(
-            "the page did not finish loading in the browser "
-            f"(chromium exit {proc.returncode}; raise --budget-ms?)"
-        )
+        problems.append("the page did not finish loading in the browser (raise --timeout?)")
     else:
         if result.get("error"):
             problems.append(f"the check script failed: {result['error']}")
@@ -348,8 +199,6 @@ def check_page(
             problems.append("MathJax rendered none of the page's formulas")
         if result["merror"]:
             problems.append(f"MathJax reported {result['merror']} formula error(s)")
-        for ext in result["external"]:
-            problems.append(f"resource from another host: {ext}")
         if result.get("theme") != theme:
             problems.append(f"the page is in theme {result.get('theme')!r}, not {theme!r}")
         if not phone:
@@ -363,12 +212,24 @@ def check_page(
                 f"{result['window_width']} px window: it scrolls sideways"
             )
 
-    # 3. the server's view: every request answered, every <img> fetched
-    report["requests"] = len(requests)
-    for path, status in requests:
+    # 2. the requests: only this server, every one answered, every <img> fetched
+    base = urlsplit(view["base"])
+    report["requests"] = len(record.get("requests", []))
+    for url in record.get("requests", []):
+        parts = urlsplit(url)
+        if parts.scheme in ("http", "https", "ws", "wss") and parts.netloc != base.netloc:
+            problems.append(f"request to another host: {url}")
+    fetched = set()
+    for url, status in record.get("responses", []):
+        path = unquote(urlsplit(url).path)
         if status >= 400 and path not in IGNORED_PATHS:
             problems.append(f"request {path} answered {status}")
-    fetched = {path for path, status in requests if status in (200, 304)}
+        if status in (200, 304):
+            fetched.add(path)
+    for url, error in record.get("failed", []):
+        path = unquote(urlsplit(url).path)
+        if path not in IGNORED_PATHS and urlsplit(url).netloc == base.netloc:
+            problems.append(f"request {path} failed: {error}")
     page_dir = (site / rel).parent
     for src in img_sources(site / rel):
         if src.startswith("data:") or urlsplit(src).scheme:
@@ -443,27 +304,31 @@ def main(argv=None) -> int:
         "fail if it scrolls sideways (0: no phone run; default 390)",
     )
     parser.add_argument(
-        "--budget-ms",
-        type=int,
-        default=20_000,
-        help="virtual time the browser waits for a page (default: %(default)s)",
-    )
-    parser.add_argument(
         "--timeout",
         type=float,
-        default=180.0,
-        help="seconds before one browser run is killed (default: %(default)s)",
+        default=60.0,
+        help="seconds one page may take to load and typeset (default: %(default)s)",
     )
     args = parser.parse_args(argv)
 
-    chromium = find_chromium(args.chromium)
-    if chromium is None:
-        print(
-            "screenshot_site: Chromium not found (looked for "
-            f"{', '.join(CHROMIUM_CANDIDATES)}). Install it with:\n"
-            "    sudo apt-get install chromium",
-            file=sys.stderr,
+    if args.timeout <= 0:
+        parser.error(f"--timeout must be positive, got {args.timeout}")
+    chromium, node = find_chromium(args.chromium), shutil.which("node")
+    missing = [
+        what
+        for what, ok in (
+            (
+                f"Chromium (looked for {', '.join(CHROMIUM_CANDIDATES)}; "
+                "apt-get install chromium)",
+                chromium,
+            ),
+            ("Node.js", node),
+            ("puppeteer-core (npm ci)", (ROOT / "node_modules" / "puppeteer-core").is_dir()),
         )
+        if not ok
+    ]
+    if missing:
+        print(f"screenshot_site: missing: {'; '.join(missing)}", file=sys.stderr)
         return 2
     site = args.html_dir.resolve()
     if not (site / "index.html").is_file():
@@ -478,44 +343,73 @@ def main(argv=None) -> int:
         return 1
     args.out.mkdir(parents=True, exist_ok=True)
 
-    log = RequestLog()
-    server = start_server(site, log, (args.width, args.height))
-    base = f"http://127.0.0.1:{server.server_address[1]}"
-    reports = []
     runs = [(rel, theme, args.width, False) for rel in pages for theme in args.themes]
     if args.phone_width:
         runs += [(rel, args.themes[0], args.phone_width, True) for rel in pages]
+    log = RequestLog()
+    server = start_server(site, log)
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    views = [
+        {
+            "page": rel,
+            "url": "/" + quote(rel),
+            "theme": theme,
+            "width": width,
+            "height": args.height,
+            "phone": phone,
+            "base": base,
+            "shot": str(
+                (
+                    args.out
+                    / (
+                        rel.replace("/", "__").removesuffix(".html")
+                        + f"-{theme}"
+                        + ("-phone" if phone else "")
+                        + ".png"
+                    )
+                ).resolve()
+            ),
+        }
+        for rel, theme, width, phone in runs
+    ]
+    job = {
+        "base": base,
+        "chromium": chromium,
+        # puppeteer sets headless itself
+        "chromium_flags": [f for f in FLAGS if f != "--headless"],
+        "code_selector": CODE_SELECTOR,
+        "timeout_ms": int(args.timeout * 1000),
+        "views": views,
+    }
     try:
-        for rel, theme, width, phone in runs:
-            try:
-                report = check_page(
-                    chromium,
-                    base,
-                    site,
-                    rel,
-                    args.out,
-                    log,
-                    width,
-                    args.height,
-                    args.budget_ms,
-                    args.timeout,
-                    theme,
-                    phone,
-                )
-            except subprocess.TimeoutExpired:
-                report = {"page": rel, "problems": [f"chromium took more than {args.timeout} s"]}
-            reports.append(report)
-            status = "OK" if not report["problems"] else "FAILED"
-            browser = report.get("browser") or {}
-            print(
-                f"  {status:6s} {rel} ({theme}, {width} px): "
-                f"{len(browser.get('images', []))} images, "
-                f"{browser.get('rendered', 0)}/{browser.get('math', 0)} formulas rendered, "
-                f"{report.get('requests', 0)} requests -> {report.get('screenshot', '-')}"
+        with tempfile.TemporaryDirectory(prefix="screenshot-site-job-") as tmp:
+            job_file, result_file = Path(tmp) / "job.json", Path(tmp) / "result.json"
+            job_file.write_text(json.dumps(job), encoding="utf-8")
+            proc = subprocess.run(
+                [node, str(DRIVER), str(job_file), str(result_file)],
+                cwd=ROOT,
+                timeout=args.timeout * (len(views) + 2),
             )
+            if proc.returncode != 0 or not result_file.is_file():
+                print(
+                    f"screenshot_site: the browser driver exited with {proc.returncode}",
+                    file=sys.stderr,
+                )
+                return 1
+            browser = json.loads(result_file.read_text(encoding="utf-8"))
     finally:
         server.shutdown()
         server.server_close()
+    reports = [judge_view(v, r, site) for v, r in zip(views, browser["views"], strict=True)]
+    for report in reports:
+        result = report.get("browser") or {}
+        print(
+            f"  {'OK' if not report['problems'] else 'FAILED':6s} {report['page']} "
+            f"({report['theme']}, {report['width']} px): "
+            f"{len(result.get('images', []))} images, "
+            f"{result.get('rendered', 0)}/{result.get('math', 0)} formulas rendered, "
+            f"{report['requests']} requests -> {report['screenshot']}"
+        )
     (args.out / "report.json").write_text(json.dumps(reports, indent=2), encoding="utf-8")
 
     def view(r):
@@ -529,7 +423,7 @@ def main(argv=None) -> int:
         return 1
     print(
         f"screenshot_site: OK ({len(pages)} pages x {len(runs) // max(1, len(pages))} "
-        f"views, screenshots in {args.out})"
+        f"views in {browser['chromium']}, screenshots in {args.out})"
     )
     return 0
 

@@ -259,7 +259,7 @@ def main(argv=None) -> int:
     out = args.out or Path(tempfile.mkdtemp(prefix="try-page-"))
     out.mkdir(parents=True, exist_ok=True)
     log = RequestLog()
-    server = start_server(site, log, (1280, 900))
+    server = start_server(site, log)
     base = f"http://127.0.0.1:{server.server_address[1]}"
     job = make_job(base, site, chromium, cases, bad, out, int(args.timeout * 1000))
     t0 = time.perf_counter()
