@@ -21,33 +21,49 @@ if (!jobFile || !resultFile) {
 }
 const job = JSON.parse(await readFile(jobFile, "utf8"));
 
-// What the page shows once MathJax has typeset it: run inside the page.
-async function inspect(codeSelector, waitMs) {
+// What the page shows once MathJax has typeset it (and, on the "Try the models" page, once
+// both models have decoded): run inside the page. Every wait shares one deadline.
+async function inspect(codeSelector, deadline) {
   const out = { images: [], broken: [], math: 0, rendered: 0, merror: 0, mathjax: "absent",
-                theme: "", overflow: [], page_width: 0, window_width: 0 };
-  const limit = (promise) =>
-    Promise.race([promise, new Promise((resolve) => setTimeout(() => resolve("late"), waitMs))]);
+                theme: "", overflow: [], page_width: 0, window_width: 0, late: [] };
+  const limit = (what, promise) =>
+    Promise.race([
+      promise,
+      new Promise((resolve) =>
+        setTimeout(() => { out.late.push(what); resolve("late"); },
+                   Math.max(0, deadline - Date.now())),
+      ),
+    ]);
   try {
     if (window.MathJax && window.MathJax.startup && window.MathJax.startup.promise) {
       out.mathjax = "loaded";
-      if ((await limit(window.MathJax.startup.promise.then(() => "ok"))) === "ok") {
+      if ((await limit("MathJax", window.MathJax.startup.promise.then(() => "ok"))) === "ok") {
         out.mathjax = "typeset";
       }
     }
-    await limit(document.fonts.ready);
-    out.theme = document.documentElement.dataset.theme || "";
-    // every <img>, loaded again by a probe (a lazy image below the fold loads too)
-    for (const img of Array.from(document.images)) {
-      const url = img.currentSrc || img.src;
-      const ok = await limit(new Promise((resolve) => {
-        const probe = new Image();
-        probe.onload = () => resolve(probe.naturalWidth > 0 && probe.naturalHeight > 0);
-        probe.onerror = () => resolve(false);
-        probe.src = url;
+    await limit("fonts", document.fonts.ready);
+    // the "Try the models" page (docs/_static/try): its models load and decode after `load`
+    if ("tryModels" in window || document.querySelector(".try-model")) {
+      await limit("the Try page's models", new Promise((resolve) => {
+        const poll = () => {
+          const api = window.tryModels;
+          if (api && ["done", "input-error", "unavailable"].includes(api.state)) resolve("ok");
+          else setTimeout(poll, 100);
+        };
+        poll();
       }));
-      out.images.push(url);
-      if (ok !== true) out.broken.push(url);
     }
+    out.theme = document.documentElement.dataset.theme || "";
+    // every <img>, loaded again by a probe (a lazy image below the fold loads too), at once
+    const urls = Array.from(document.images).map((img) => img.currentSrc || img.src);
+    const loaded = await Promise.all(urls.map((url) => limit(`image ${url}`, new Promise((resolve) => {
+      const probe = new Image();
+      probe.onload = () => resolve(probe.naturalWidth > 0 && probe.naturalHeight > 0);
+      probe.onerror = () => resolve(false);
+      probe.src = url;
+    }))));
+    out.images = urls;
+    out.broken = urls.filter((url, i) => loaded[i] !== true);
     out.math = document.querySelectorAll("span.math, div.math").length;
     out.rendered = document.querySelectorAll("mjx-container").length;
     out.merror = document.querySelectorAll("mjx-merror").length;
@@ -67,51 +83,84 @@ async function inspect(codeSelector, waitMs) {
   return out;
 }
 
+const message = (err) => String(err && err.message ? err.message : err).slice(0, 500);
+
 async function runView(browser, view) {
-  const context = await browser.createBrowserContext();
-  const page = await context.newPage();
-  const record = { requests: [], responses: [], failed: [], console_errors: [] };
-  page.on("request", (req) => record.requests.push(req.url()));
-  page.on("response", (resp) => record.responses.push([resp.url(), resp.status()]));
-  page.on("requestfailed", (req) =>
-    record.failed.push([req.url(), req.failure() ? req.failure().errorText : ""]),
-  );
-  // the theme is chosen the way the pydata theme remembers a reader's choice
-  await page.evaluateOnNewDocument((theme) => {
-    localStorage.setItem("theme", theme);
-    localStorage.setItem("mode", theme);
-  }, view.theme);
-  await page.setViewport({ width: view.width, height: view.height });
+  const record = { requests: [], responses: [], failed: [] };
   const t0 = Date.now();
+  let context = null;
   try {
-    await page.goto(job.base + view.url, { waitUntil: "load", timeout: job.timeout_ms });
-    record.browser = await page.evaluate(inspect, job.code_selector, job.timeout_ms);
-    await page.screenshot({ path: view.shot });
+    context = await browser.createBrowserContext();
+    const page = await context.newPage();
+    page.on("request", (req) => record.requests.push(req.url()));
+    page.on("response", (resp) => record.responses.push([resp.url(), resp.status()]));
+    page.on("requestfailed", (req) =>
+      record.failed.push([req.url(), req.failure() ? req.failure().errorText : ""]),
+    );
+    // the theme is chosen the way the pydata theme remembers a reader's choice
+    await page.evaluateOnNewDocument((theme) => {
+      localStorage.setItem("theme", theme);
+      localStorage.setItem("mode", theme);
+    }, view.theme);
+    await page.setViewport({ width: view.width, height: view.height });
+    const deadline = Date.now() + job.timeout_ms;
+    try {
+      await page.goto(job.base + view.url, { waitUntil: "load", timeout: job.timeout_ms });
+      // what the page fetches after `load` (the Try page's models) is checked too
+      await page
+        .waitForNetworkIdle({ idleTime: 300, timeout: Math.max(1, deadline - Date.now()) })
+        .catch(() => {});
+      record.browser = await page.evaluate(inspect, job.code_selector, deadline);
+    } catch (err) {
+      record.driver_error = message(err);
+    }
+    // a screenshot even when the page did not settle: it shows how far it got
+    try {
+      await page.screenshot({ path: view.shot });
+    } catch (err) {
+      record.screenshot_error = message(err);
+    }
   } catch (err) {
-    record.driver_error = String(err && err.message ? err.message : err);
+    record.driver_error = record.driver_error || message(err);
+  } finally {
+    record.ms = Date.now() - t0;
+    if (context) await context.close().catch(() => {});
   }
-  record.ms = Date.now() - t0;
-  await context.close();
   return record;
 }
 
 const profile = await mkdtemp(join(tmpdir(), "screenshot-site-"));
-const browser = await puppeteer.launch({
-  executablePath: job.chromium,
-  headless: true,
-  args: [...job.chromium_flags, `--user-data-dir=${profile}`],
-  protocolTimeout: job.timeout_ms * 2,
+let browser;
+try {
+  browser = await puppeteer.launch({
+    executablePath: job.chromium,
+    headless: true,
+    args: [...job.chromium_flags, `--user-data-dir=${profile}`],
+    // one view's calls stay within its own deadline; this only stops a browser that hangs
+    protocolTimeout: job.timeout_ms * 3,
+  });
+} catch (err) {
+  await rm(profile, { recursive: true, force: true });
+  console.error(`screenshot_browser: Chromium (${job.chromium}) did not start: ${message(err)}`);
+  process.exit(3);
+}
+// SIGTERM from tools/screenshot_site.py (its overall limit): close Chromium, keep what is done
+let stopping = false;
+process.on("SIGTERM", () => {
+  stopping = true;
 });
 const results = { chromium: await browser.version(), views: [] };
 try {
   for (const view of job.views) {
+    if (stopping) break;
     const record = await runView(browser, view);
     results.views.push(record);
-    // one line per view as it finishes (the Python side prints its verdicts at the end)
+    // the result so far, after every view: a run stopped half-way still reports what it saw
+    await writeFile(resultFile, JSON.stringify(results, null, 1));
     console.log(`  ${(record.ms / 1000).toFixed(1)} s  ${view.url} (${view.theme}, ${view.width} px)`);
   }
 } finally {
-  await browser.close();
+  await browser.close().catch(() => {});
   await rm(profile, { recursive: true, force: true });
 }
 await writeFile(resultFile, JSON.stringify(results, null, 1));

@@ -19,7 +19,9 @@ script
    non-blank PNG of the requested size. The theme is chosen the way the
    pydata theme remembers a reader's choice: ``localStorage["theme"]``, set
    before the page's own scripts run;
-2. records, once MathJax has finished, every ``<img>`` of the page that fails to
+2. records, once the page's requests have settled and MathJax has finished (on the
+   "Try the models" page: once both models have decoded; every wait within
+   ``--timeout``), every ``<img>`` of the page that fails to
    load (each is loaded again by a probe), the number of rendered formulas
    (``mjx-container``), MathJax errors, every request and its status, any request
    to another host, the theme the page ended up in, the code cells whose lines
@@ -39,6 +41,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import math
 import os
 import re
 import shutil
@@ -95,20 +98,23 @@ class RequestLog:
 
 
 class Handler(SimpleHTTPRequestHandler):
-    log: RequestLog
+    log: RequestLog | None = None
 
     def log_request(self, code="-", size="-"):
         try:
             status = int(code)
         except (TypeError, ValueError):
             status = int(getattr(code, "value", 0) or 0)
-        self.log.add(unquote(urlsplit(self.path).path), status)
+        if self.log is not None:
+            self.log.add(unquote(urlsplit(self.path).path), status)
 
     def log_message(self, format, *args):  # noqa: A002 - keep the console quiet
         pass
 
 
-def start_server(root: Path, log: RequestLog):
+def start_server(root: Path, log: RequestLog | None = None):
+    """Serve ``root`` on a free port of 127.0.0.1 (in a thread); ``log`` records every
+    request and its status (``tools/try_page_check.py`` reads it)."""
     handler = functools.partial(
         type("BoundHandler", (Handler,), {"log": log}), directory=str(root)
     )
@@ -177,6 +183,8 @@ def judge_view(view: dict, record: dict, site: Path) -> dict:
     problems = report["problems"]
     if record.get("driver_error"):
         problems.append(f"the browser could not show the page: {record['driver_error'][:500]}")
+    if record.get("screenshot_error"):
+        problems.append(f"the screenshot failed: {record['screenshot_error'][:500]}")
     shot = Path(view["shot"])
     report["screenshot"] = str(shot)
     problems += png_problems(shot, width, view["height"])
@@ -189,6 +197,9 @@ def judge_view(view: dict, record: dict, site: Path) -> dict:
     else:
         if result.get("error"):
             problems.append(f"the check script failed: {result['error']}")
+        for what in result.get("late", []):
+            if not what.startswith("image "):  # a late image is reported as not loaded
+                problems.append(f"{what}: not ready within --timeout")
         for src in result["broken"]:
             problems.append(f"image did not load: {src}")
         if result["math"] and result["mathjax"] != "typeset":
@@ -226,8 +237,11 @@ def judge_view(view: dict, record: dict, site: Path) -> dict:
             problems.append(f"request {path} answered {status}")
         if status in (200, 304):
             fetched.add(path)
+    answered = {url for url, _ in record.get("responses", [])}
     for url, error in record.get("failed", []):
         path = unquote(urlsplit(url).path)
+        if url in answered:  # a 4xx answer is aborted too: reported above
+            continue
         if path not in IGNORED_PATHS and urlsplit(url).netloc == base.netloc:
             problems.append(f"request {path} failed: {error}")
     page_dir = (site / rel).parent
@@ -260,6 +274,8 @@ def default_pages(site: Path) -> list[str]:
     if (site / "try.html").is_file():
         pages.append("try.html")
     auto = site / "auto_examples"
+    if not auto.is_dir():
+        return pages
     gallery = [p for p in sorted(auto.glob("plot_*.html")) if not is_redirect_stub(p)]
     chosen = gallery[:2]
     # prefer a gallery page with both figures and math
@@ -275,6 +291,29 @@ def default_pages(site: Path) -> list[str]:
     return pages + [p.relative_to(site).as_posix() for p in chosen]
 
 
+def _at_least(low: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
+        return value
+
+    return parse
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not (math.isfinite(value) and 0 < value <= 3600):
+        raise argparse.ArgumentTypeError(f"must be between 0 and 3600 seconds, got {text}")
+    return value
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("html_dir", type=Path, help="the built site, e.g. docs/_build/html")
@@ -287,8 +326,8 @@ def main(argv=None) -> int:
         "every chapter)",
     )
     parser.add_argument("--chromium", help="path of the browser (default: /usr/bin/chromium)")
-    parser.add_argument("--width", type=int, default=1400)
-    parser.add_argument("--height", type=int, default=2000)
+    parser.add_argument("--width", type=_at_least(1), default=1400, help="default: 1400")
+    parser.add_argument("--height", type=_at_least(1), default=2000, help="default: 2000")
     parser.add_argument(
         "--themes",
         nargs="+",
@@ -298,21 +337,19 @@ def main(argv=None) -> int:
     )
     parser.add_argument(
         "--phone-width",
-        type=int,
+        type=_at_least(0),
         default=390,
         help="also screenshot each page this wide, in the first theme, and "
         "fail if it scrolls sideways (0: no phone run; default 390)",
     )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=_seconds,
         default=60.0,
         help="seconds one page may take to load and typeset (default: %(default)s)",
     )
     args = parser.parse_args(argv)
 
-    if args.timeout <= 0:
-        parser.error(f"--timeout must be positive, got {args.timeout}")
     chromium, node = find_chromium(args.chromium), shutil.which("node")
     missing = [
         what
@@ -346,8 +383,7 @@ def main(argv=None) -> int:
     runs = [(rel, theme, args.width, False) for rel in pages for theme in args.themes]
     if args.phone_width:
         runs += [(rel, args.themes[0], args.phone_width, True) for rel in pages]
-    log = RequestLog()
-    server = start_server(site, log)
+    server = start_server(site)
     base = f"http://127.0.0.1:{server.server_address[1]}"
     views = [
         {
@@ -381,26 +417,55 @@ def main(argv=None) -> int:
         "timeout_ms": int(args.timeout * 1000),
         "views": views,
     }
+    stopped = None
     try:
         with tempfile.TemporaryDirectory(prefix="screenshot-site-job-") as tmp:
             job_file, result_file = Path(tmp) / "job.json", Path(tmp) / "result.json"
             job_file.write_text(json.dumps(job), encoding="utf-8")
-            proc = subprocess.run(
-                [node, str(DRIVER), str(job_file), str(result_file)],
-                cwd=ROOT,
-                timeout=args.timeout * (len(views) + 2),
-            )
-            if proc.returncode != 0 or not result_file.is_file():
+            limit = args.timeout * (len(views) + 2)
+            proc = subprocess.Popen([node, str(DRIVER), str(job_file), str(result_file)], cwd=ROOT)
+            try:
+                proc.wait(timeout=limit)
+            except subprocess.TimeoutExpired:
+                # SIGTERM: the driver stops after the current view and closes Chromium
+                stopped = (
+                    f"the browser was stopped after {limit:.0f} s "
+                    f"(--timeout {args.timeout:g} s a view)"
+                )
+                proc.terminate()
+                try:
+                    proc.wait(timeout=args.timeout + 15)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+            if proc.returncode == 3:
+                return 2  # Chromium did not start: the driver said why
+            if not result_file.is_file():
                 print(
-                    f"screenshot_site: the browser driver exited with {proc.returncode}",
+                    f"screenshot_site: the browser driver exited with {proc.returncode} "
+                    "before any view finished" + (f"; {stopped}" if stopped else ""),
                     file=sys.stderr,
                 )
                 return 1
             browser = json.loads(result_file.read_text(encoding="utf-8"))
+            if proc.returncode != 0 and not stopped:
+                stopped = f"the browser driver exited with {proc.returncode}"
     finally:
         server.shutdown()
         server.server_close()
-    reports = [judge_view(v, r, site) for v, r in zip(views, browser["views"], strict=True)]
+    done = browser["views"]
+    reports = [judge_view(v, r, site) for v, r in zip(views, done)]
+    for view in views[len(done) :]:
+        reports.append(
+            {
+                "page": view["page"],
+                "theme": view["theme"],
+                "width": view["width"],
+                "problems": [f"not shown: {stopped or 'the driver returned fewer views'}"],
+                "requests": 0,
+                "screenshot": "-",
+            }
+        )
     for report in reports:
         result = report.get("browser") or {}
         print(
@@ -416,6 +481,8 @@ def main(argv=None) -> int:
         return f"{r['page']} ({r.get('theme', '?')}, {r.get('width', '?')} px)"
 
     failures = list(dict.fromkeys((view(r), p) for r in reports for p in r["problems"]))
+    if stopped and not failures:
+        failures.append(("the browser driver", stopped))
     if failures:
         print(f"\nscreenshot_site: {len(failures)} problem(s):", file=sys.stderr)
         for page, problem in failures:
