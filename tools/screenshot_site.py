@@ -33,7 +33,8 @@ script
    or the page scrolls sideways at the phone width.
 
 A JSON report is written to ``<out>/report.json``. Exit status 0 when every
-page passes, 1 when one fails, 2 when Chromium, Node.js or puppeteer-core is missing.
+page passes, 1 when one fails, 2 when Chromium, Node.js or puppeteer-core is missing
+or Chromium does not start.
 """
 
 from __future__ import annotations
