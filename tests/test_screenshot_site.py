@@ -1,0 +1,180 @@
+"""How ``tools/screenshot_site.py`` judges what the browser recorded (no browser needed).
+
+``tools/screenshot_browser.mjs`` only records a view (its requests and their answers, what the
+page showed once it settled, the screenshot); ``judge_view`` turns that record into the
+problems that fail the build. A clean record of a real page must pass, and each kind of fault
+a broken site produces must be named.
+"""
+
+import struct
+import zlib
+
+import pytest
+from _files import load_module
+
+BASE = "http://127.0.0.1:8000"
+
+
+@pytest.fixture(scope="module")
+def tool():
+    return load_module("tools/screenshot_site.py", "screenshot_site_under_test")
+
+
+def _png(path, width, height, colourful=True):
+    """A PNG of ``width`` x ``height``: noise (a real page's pixels) or one grey."""
+    raw = b"".join(
+        b"\x00" + bytes((x * 7 + y * 13) % 251 if colourful else 128 for x in range(width * 3))
+        for y in range(height)
+    )
+
+    def chunk(kind, data):
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    path.write_bytes(
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(raw))
+        + chunk(b"IEND", b"")
+    )
+
+
+@pytest.fixture
+def site(tmp_path):
+    root = tmp_path / "site"
+    (root / "_images").mkdir(parents=True)
+    (root / "page.html").write_text(
+        '<html><body><article><img src="_images/fig.png" alt="f"></article></body></html>',
+        encoding="utf-8",
+    )
+    return root
+
+
+def _view(tmp_path, theme="light", width=40, phone=False, colourful=True):
+    shot = tmp_path / f"shot-{theme}-{width}.png"
+    _png(shot, width, 30, colourful)
+    return {
+        "page": "page.html",
+        "url": "/page.html",
+        "theme": theme,
+        "width": width,
+        "height": 30,
+        "phone": phone,
+        "base": BASE,
+        "shot": str(shot),
+    }
+
+
+def _record(**browser_changes):
+    browser = {
+        "images": [f"{BASE}/_images/fig.png"],
+        "broken": [],
+        "math": 2,
+        "rendered": 2,
+        "merror": 0,
+        "mathjax": "typeset",
+        "theme": "light",
+        "overflow": [],
+        "page_width": 40,
+        "window_width": 40,
+        "late": [],
+    }
+    browser.update(browser_changes)
+    return {
+        "requests": [f"{BASE}/page.html", f"{BASE}/_images/fig.png"],
+        "responses": [[f"{BASE}/page.html", 200], [f"{BASE}/_images/fig.png", 200]],
+        "failed": [],
+        "browser": browser,
+    }
+
+
+def test_a_clean_view_passes(tool, site, tmp_path):
+    report = tool.judge_view(_view(tmp_path), _record(), site)
+    assert report["problems"] == []
+    assert report["requests"] == 2
+
+
+def test_each_fault_of_the_page_is_named(tool, site, tmp_path):
+    view = _view(tmp_path, theme="dark")
+    record = _record(
+        theme="light",
+        broken=[f"{BASE}/_images/fig.png"],
+        mathjax="loaded",
+        rendered=0,
+        merror=1,
+        overflow=[{"excess": 120, "line": "x = 1"}],
+        late=["fonts", f"image {BASE}/_images/fig.png"],
+    )
+    problems = "\n".join(tool.judge_view(view, record, site)["problems"])
+    for expected in (
+        "theme 'light', not 'dark'",
+        "image did not load",
+        "MathJax is loaded",
+        "rendered none",
+        "1 formula error",
+        "code cell 120 px wider",
+        "fonts: not ready within --timeout",
+    ):
+        assert expected in problems
+    # a late image is reported once, as not loaded, not also as late
+    assert "image http" not in problems
+
+
+def test_requests_elsewhere_failed_or_refused_are_named(tool, site, tmp_path):
+    record = _record()
+    record["requests"].append("https://cdn.example.com/x.js")
+    record["responses"] = [[f"{BASE}/page.html", 200], [f"{BASE}/_images/fig.png", 404]]
+    record["failed"] = [
+        [f"{BASE}/_images/fig.png", "net::ERR_ABORTED"],  # the 404's abort: reported once
+        [f"{BASE}/style.css", "net::ERR_CONNECTION_RESET"],
+        [f"{BASE}/favicon.ico", "net::ERR_ABORTED"],  # ignored, as browsers ask for it
+    ]
+    problems = tool.judge_view(_view(tmp_path), record, site)["problems"]
+    assert "request to another host: https://cdn.example.com/x.js" in problems
+    assert "request /_images/fig.png answered 404" in problems
+    assert "image never fetched with status 200: _images/fig.png" in problems
+    assert "request /style.css failed: net::ERR_CONNECTION_RESET" in problems
+    assert not any("fig.png failed" in p or "favicon" in p for p in problems)
+
+
+def test_phone_views_check_sideways_scrolling_not_code_cells(tool, site, tmp_path):
+    view = _view(tmp_path, width=39, phone=True)
+    wide = _record(page_width=60, window_width=39, overflow=[{"excess": 50, "line": "y"}])
+    problems = tool.judge_view(view, wide, site)["problems"]
+    assert problems == ["the page is 60 px wide in a 39 px window: it scrolls sideways"]
+
+
+def test_a_missing_blank_or_wrong_size_screenshot_fails(tool, site, tmp_path):
+    blank = _view(tmp_path, colourful=False)
+    assert any("blank" in p for p in tool.judge_view(blank, _record(), site)["problems"])
+    wrong = dict(_view(tmp_path), width=41)
+    assert (
+        "screenshot is 40x30, expected 41x30"
+        in tool.judge_view(wrong, _record(), site)["problems"]
+    )
+    gone = dict(_view(tmp_path), shot=str(tmp_path / "none.png"))
+    assert "no screenshot was written" in tool.judge_view(gone, _record(), site)["problems"]
+
+
+def test_a_view_the_browser_could_not_show_fails(tool, site, tmp_path):
+    record = {"requests": [], "responses": [], "failed": [], "driver_error": "Navigation timeout"}
+    problems = tool.judge_view(_view(tmp_path), record, site)["problems"]
+    assert "the browser could not show the page: Navigation timeout" in problems
+    assert any("did not finish loading" in p for p in problems)
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--width", "0"], "--width: must be at least 1, got 0"),
+        (["--phone-width", "-1"], "--phone-width: must be at least 0, got -1"),
+        (["--timeout", "nan"], "--timeout: must be between 0 and 3600 seconds, got nan"),
+        (["--height", "tall"], "--height: expected a whole number, got 'tall'"),
+    ],
+)
+def test_out_of_range_options_are_refused_with_the_value(tool, tmp_path, capsys, argv, message):
+    with pytest.raises(SystemExit) as exit_:
+        tool.main([str(tmp_path), "--out", str(tmp_path / "out"), *argv])
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
