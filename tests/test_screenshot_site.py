@@ -123,7 +123,7 @@ def test_each_fault_of_the_page_is_named(tool, site, tmp_path):
 
 def test_requests_elsewhere_failed_or_refused_are_named(tool, site, tmp_path):
     record = _record()
-    record["requests"].append("https://cdn.example.com/x.js")
+    record["requests"].append("https://elsewhere.example/x.js")
     record["responses"] = [[f"{BASE}/page.html", 200], [f"{BASE}/_images/fig.png", 404]]
     record["failed"] = [
         [f"{BASE}/_images/fig.png", "net::ERR_ABORTED"],  # the 404's abort: reported once
@@ -131,7 +131,7 @@ def test_requests_elsewhere_failed_or_refused_are_named(tool, site, tmp_path):
         [f"{BASE}/favicon.ico", "net::ERR_ABORTED"],  # ignored, as browsers ask for it
     ]
     problems = tool.judge_view(_view(tmp_path), record, site)["problems"]
-    assert "request to another host: https://cdn.example.com/x.js" in problems
+    assert "request to another host: https://elsewhere.example/x.js" in problems
     assert "request /_images/fig.png answered 404" in problems
     assert "image never fetched with status 200: _images/fig.png" in problems
     assert "request /style.css failed: net::ERR_CONNECTION_RESET" in problems
