@@ -34,11 +34,13 @@ from dataclasses import asdict, dataclass, replace
 from typing import NamedTuple
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from ._checks import check_int_fields_positive, check_probability
 from .data import PAD, n_token_ids
+from .gru_fused import fused_applies, packed_bigru
 from .seq2seq import Decoder, Encoder, EncoderDecoder, EncoderOut
 
 __all__ = [
@@ -138,8 +140,8 @@ class BahdanauAttention(nn.Module):
         a_{tj} &= \frac{\exp(e_{tj})}{\sum_k \exp(e_{tk})} \\
         c_t &= \sum_j a_{tj} h_j
 
-    :math:`W_a h_j` does not depend on :math:`t`: :meth:`keys` computes it once
-    per source sequence and every decoder step reuses it.
+    :math:`W_a h_j + b_a` does not depend on :math:`t`: :meth:`keys` computes it
+    once per source sequence and every decoder step reuses it.
 
     Bahdanau et al. (2014, appendix A.1.2) write the same score with the letters
     swapped and no bias, :math:`v_a^\top \tanh(W_a s_{i-1} + U_a h_j)`: their
@@ -161,15 +163,15 @@ class BahdanauAttention(nn.Module):
         self.v_a = nn.Parameter(torch.empty(attention_dim).uniform_(-0.1, 0.1))
 
     def keys(self, h: torch.Tensor) -> torch.Tensor:
-        """:math:`W_a h_j` for every source position:
-        ``(B, S, enc_dim) -> (B, S, attention_dim)``."""
-        return self.W_a(h)
+        """:math:`W_a h_j + b_a` for every source position (the part of the energy
+        that does not depend on :math:`t`): ``(B, S, enc_dim) -> (B, S, attention_dim)``."""
+        return self.W_a(h) + self.b_a
 
     def energy(self, s_prev: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
         """:math:`e_{tj}` ``(B, S)`` from :math:`s_{t-1}` ``(B, dec_dim)`` and keys
-        ``(B, S, A)``."""
+        :math:`W_a h_j + b_a` ``(B, S, A)``."""
         # e_tj = v_a^T tanh(W_a h_j + U_a s_{t-1} + b_a)
-        return torch.tanh(keys + self.U_a(s_prev).unsqueeze(1) + self.b_a) @ self.v_a  # (B, S)
+        return torch.tanh(keys + self.U_a(s_prev).unsqueeze(1)) @ self.v_a  # (B, S)
 
     def forward(
         self, s_prev: torch.Tensor, keys: torch.Tensor, h: torch.Tensor, padding_mask: torch.Tensor
@@ -203,8 +205,16 @@ class GRUEncoder(Encoder):
     -----
     A bidirectional :class:`torch.nn.GRU` over the packed source
     (:func:`~torch.nn.utils.rnn.pack_padded_sequence`), so padding never enters
-    the recurrence.
+    the recurrence. When a gradient is wanted on a CPU (training), the same
+    equations run through :func:`~convs2s_edu.gru_fused.packed_bigru` with the
+    module's weights: both directions step together and the backward pass is
+    written out, the weight gradients one matrix product over all steps (the same
+    values and gradients, ``tests/test_gru_fused.py``). The class attribute
+    ``fused = False`` makes training call the module itself.
     """
+
+    #: Whether training on a CPU uses :func:`~convs2s_edu.gru_fused.packed_bigru`.
+    fused = True
 
     def __init__(self, cfg: RNNSeq2SeqConfig):
         super().__init__()
@@ -226,9 +236,15 @@ class GRUEncoder(Encoder):
         pad = src.eq(PAD)  # (B, S)
         lengths = (~pad).sum(dim=1).cpu()  # (B,)
         x = self.dropout(self.embed(src))  # (B, S, E)
-        packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
-        out, h_n = self.gru(packed)  # h_n: (2 L_enc, B, n)
-        h, _ = pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])  # (B, S, 2n)
+        if self.fused and fused_applies(x):
+            # the same GRU, its backward written out (training on a CPU; see gru_fused)
+            h, h_n = packed_bigru(x, lengths, self.gru, self.training)
+        else:
+            packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+            out, h_n = self.gru(packed)  # h_n: (2 L_enc, B, n)
+            h, _ = pad_packed_sequence(
+                out, batch_first=True, total_length=src.shape[1]
+            )  # (B, S, 2n)
         # h_n[-1]: the backward GRU's last state of the top layer, the first position's
         return EncoderOut(states=h, embedded=x, padding_mask=pad, summary=h_n[-1])
 
@@ -241,7 +257,7 @@ class GRUDecoderState(NamedTuple):
     h : Tensor, shape (B, S, 2n)
         The annotations :math:`h_j` the attention reads.
     keys : Tensor, shape (B, S, attention_dim)
-        :math:`W_a h_j`, computed once by :meth:`GRUDecoder.start`.
+        :math:`W_a h_j + b_a`, computed once by :meth:`GRUDecoder.start`.
     padding_mask : Tensor, shape (B, S)
     s : Tensor, shape (n_decoder_layers, B, n)
         :math:`s_{t-1}`, the GRU state (:math:`s_0` after ``start``).
@@ -255,6 +271,28 @@ class GRUDecoderState(NamedTuple):
     def first(self, n: int) -> GRUDecoderState:
         """The state of the first ``n`` rows (views, nothing copied)."""
         return GRUDecoderState(self.h[:n], self.keys[:n], self.padding_mask[:n], self.s[:, :n])
+
+
+# the parameters of one layer of nn.GRU, in the order GRUDecoder.forward reads them
+_GRU_WEIGHTS = ("weight_ih", "bias_ih", "weight_hh", "bias_hh")
+
+
+def _gru_update(
+    x_gates: torch.Tensor, h_gates: torch.Tensor, s_prev: torch.Tensor
+) -> torch.Tensor:
+    r"""One GRU step from its two matrix products, as :class:`torch.nn.GRU` computes it.
+
+    ``x_gates`` :math:`W_i x_t + b_i` and ``h_gates`` :math:`W_h s_{t-1} + b_h`, both
+    ``(B, 3n)`` in the gate order :math:`r, z, \tilde s`; ``s_prev`` ``(B, n)``.
+    """
+    n = s_prev.shape[-1]
+    # r_t, z_t = σ(W_ir x + b_ir + W_hr s_{t-1} + b_hr), σ(W_iz x + b_iz + W_hz s_{t-1} + b_hz)
+    rz = torch.sigmoid(x_gates[:, : 2 * n] + h_gates[:, : 2 * n])
+    r, z = rz[:, :n], rz[:, n:]
+    # s~_t = tanh(W_in x + b_in + r_t ⊙ (W_hn s_{t-1} + b_hn))
+    s_tilde = torch.tanh(torch.addcmul(x_gates[:, 2 * n :], r, h_gates[:, 2 * n :]))
+    # s_t = (1 - z_t) ⊙ s~_t + z_t ⊙ s_{t-1}
+    return torch.addcmul(s_tilde, z, s_prev - s_tilde)
 
 
 class GRUDecoder(Decoder):
@@ -324,7 +362,7 @@ class GRUDecoder(Decoder):
         self.W_s = nn.Linear(n, n_ids)  # W_s, b_s
 
     def start(self, enc: EncoderOut) -> GRUDecoderState:
-        """:math:`s_0` and the keys :math:`W_a h_j`, computed once per source."""
+        """:math:`s_0` and the keys :math:`W_a h_j + b_a`, computed once per source."""
         B = enc.states.shape[0]
         # s_0 = tanh(W_init h_1^backward)
         s0 = torch.tanh(self.W_init(enc.summary))  # (B, L_dec n)
@@ -351,7 +389,7 @@ class GRUDecoder(Decoder):
             Holds :math:`s_t`.
         """
         s = state.s  # (L, B, n)
-        # c_t from s_{t-1} (top layer) and the precomputed keys W_a h_j
+        # c_t from s_{t-1} (top layer) and the precomputed keys W_a h_j + b_a
         c, a = self.attention(s[-1], state.keys, state.h, state.padding_mask)  # (B, 2n), (B, S)
         y = self.dropout(self.embed(y_prev))  # (B, E)
         # s_t = f(s_{t-1}, y_{t-1}, c_t)
@@ -370,9 +408,10 @@ class GRUDecoder(Decoder):
         )
 
     def forward(self, tgt_in: torch.Tensor, enc: EncoderOut):
-        """Teacher forcing: :meth:`start`, then one :meth:`step` per column of ``tgt_in``
-        ``(B, T)``, each on the rows whose target is still running; returns logits
-        ``(B, T, V)`` and attention ``(B, 1, T, S)``, both zero after a row's last token.
+        r"""Teacher forcing: :meth:`start`, then the equations of :meth:`step` once per
+        column of ``tgt_in`` ``(B, T)``, each on the rows whose target is still running;
+        returns logits ``(B, T, V)`` and attention ``(B, 1, T, S)``, both zero after a
+        row's last token.
 
         A row's length runs to its last non-``PAD`` token. As
         :func:`~torch.nn.utils.rnn.pack_padded_sequence` does for the encoder's
@@ -381,6 +420,23 @@ class GRUDecoder(Decoder):
         packed target): the right padding is never computed (~29% of the seed's random
         batches). The loss ignores those positions, so the gradients are those of
         running every row to the end.
+
+        Under teacher forcing the inputs :math:`y_{t-1}` are known in advance, so what
+        depends only on them runs once for every step, as one matrix product: the
+        embeddings :math:`E y_{t-1}` and their share :math:`W_{iy} E y_{t-1} + b_i`
+        of the GRU's input gates (:math:`W_i = [W_{iy}\; W_{ic}]` splits over the input
+        :math:`[E y_{t-1}; c_t]`), and, after the loop, the output layer
+        :math:`W_s s_t + b_s`. What needs :math:`s_{t-1}` (the attention, the context's
+        share :math:`W_{ic} c_t` and the recurrence) runs step by step: the sequential
+        part the paper's argument is about. The attention weights come from
+        :math:`\tanh(x) = 2\sigma(2x) - 1`: :math:`a_{tj} = \mathrm{softmax}_j\big(2 v_a^\top
+        \sigma(2(W_a h_j + b_a + U_a s_{t-1}))\big)` is the same softmax (the constant
+        :math:`-\sum v_a` cancels), and :math:`\sigma` costs a CPU less than :math:`\tanh`;
+        :class:`BahdanauAttention` and :meth:`step` compute :math:`e_{tj}` as written.
+        The GRU's equations are written out with the weights of ``self.gru`` (gate
+        order :math:`r, z, \tilde s` of :class:`torch.nn.GRU`); :meth:`step` calls the
+        module, and ``tests/test_rnn.py`` checks that both give the same logits and
+        gradients.
         """
         B, T = tgt_in.shape
         # a row's length: up to its last non-PAD token (at least 1)
@@ -389,20 +445,49 @@ class GRUDecoder(Decoder):
         if torch.compiler.is_compiling():
             return self._every_row(tgt_in, enc, position[None, :] <= lengths[:, None])
         packed = pack_padded_sequence(tgt_in, lengths.cpu(), True, enforce_sorted=False)
+        sizes = packed.batch_sizes.tolist()  # n_t, non-increasing
         state = self.reorder(self.start(enc), packed.sorted_indices.to(tgt_in.device))
-        logits, attention, offset = [], [], 0
-        for n_t in packed.batch_sizes.tolist():  # inherently sequential: s_t needs s_{t-1}
-            y_prev = packed.data[offset : offset + n_t]  # (n_t,) column t of the running rows
-            logit_t, a_t, state = self.step(y_prev, state.first(n_t))
-            logits.append(logit_t)  # (n_t, V)
-            attention.append(a_t[:, 0])  # (n_t, S)
-            offset += n_t
+        h, mask = state.h, state.padding_mask  # (B, S, 2n), (B, S)
+        # tanh(x) = 2σ(2x) - 1, so v_a^T tanh(x) = 2 v_a^T σ(2x) - Σ v_a: the softmax over j
+        # ignores the constant, and σ costs less than tanh (a third on the AVX2 EPYC)
+        keys2 = 2 * state.keys  # 2 (W_a h_j + b_a)  (B, S, A)
+        U2, v2 = 2 * self.attention.U_a.weight, 2 * self.attention.v_a  # 2 U_a (A, n), 2 v_a (A,)
+        s = list(state.s.unbind(0))  # s_{t-1} of every layer, (B, n) each
+        gru, E = self.gru, self.cfg.embed_dim
+        W_iy, W_ic = gru.weight_ih_l0[:, :E], gru.weight_ih_l0[:, E:]  # (3n, E), (3n, 2n)
+        # W_iy E y_{t-1} + b_i for every step at once, split into the steps  (n_t, 3n) each
+        y = self.dropout(self.embed(packed.data))  # E y_{t-1}, packed  (Σ n_t, E)
+        gates_y = F.linear(y, W_iy, gru.bias_ih_l0).split(sizes)
+        tops, attention = [], []
+        for t, n_t in enumerate(sizes):  # inherently sequential: s_t needs s_{t-1}
+            if n_t < h.shape[0]:  # the rows whose target has ended leave (the last ones)
+                h, keys2, mask, s = h[:n_t], keys2[:n_t], mask[:n_t], [s_l[:n_t] for s_l in s]
+            # a_tj = softmax_j(v_a^T tanh(W_a h_j + b_a + U_a s_{t-1}))
+            #      = softmax_j(2 v_a^T σ(2 (W_a h_j + b_a) + 2 U_a s_{t-1}))  (see above)
+            x = keys2 + F.linear(s[-1], U2).unsqueeze(1)  # (n_t, S, A)
+            e = torch.sigmoid(x) @ v2  # e_tj + Σ v_a  (n_t, S)
+            a = torch.softmax(e.masked_fill(mask, float("-inf")), dim=-1)  # (n_t, S)
+            # c_t = Σ_j a_tj h_j
+            c = torch.bmm(a.unsqueeze(1), h).squeeze(1)  # (n_t, 2n)
+            # W_i [E y_{t-1}; c_t] + b_i = (W_iy E y_{t-1} + b_i) + W_ic c_t
+            x_gates = torch.addmm(gates_y[t], c, W_ic.t())  # (n_t, 3n)
+            for layer in range(len(s)):
+                W_i, b_i, W_h, b_h = (gru.get_parameter(f"{w}_l{layer}") for w in _GRU_WEIGHTS)
+                if layer:  # a stacked layer reads the one below (dropout between, as nn.GRU)
+                    x_gates = F.linear(
+                        F.dropout(s[layer - 1], gru.dropout, self.training), W_i, b_i
+                    )
+                s[layer] = _gru_update(x_gates, F.linear(s[layer], W_h, b_h), s[layer])
+            tops.append(s[-1])
+            attention.append(a)
+        # p(y_t) = softmax(W_s s_t + b_s), every step at once
+        logits = self.W_s(self.dropout(torch.cat(tops)))  # (Σ n_t, V)
 
         def unpack(x):  # (Σ n_t, ...) packed -> (B, T, ...) in the batch's order, 0 at padding
             padded, _ = pad_packed_sequence(packed._replace(data=x), True, total_length=T)
             return padded
 
-        return unpack(torch.cat(logits)), unpack(torch.cat(attention)).unsqueeze(1)
+        return unpack(logits), unpack(torch.cat(attention)).unsqueeze(1)
 
     def _every_row(self, tgt_in: torch.Tensor, enc: EncoderOut, running: torch.Tensor):
         """:meth:`forward` under :func:`torch.compile`: every row runs every step (one graph

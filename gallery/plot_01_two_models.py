@@ -196,8 +196,12 @@ def draw_convs2s():
 gru = results["gru"].model.cpu().eval()
 modules = {"x": gru.encoder.embed, "y": gru.decoder.embed, "s": gru.decoder.gru}
 with torch.no_grad():
+    gru_logits, gru_attention = gru(batch.src, batch.tgt_in, return_attention=True)
+    # the same teacher forcing one step at a time, to see every step's modules at work
     with figures.capture(modules) as gru_taps:
-        gru_logits, gru_attention = gru(batch.src, batch.tgt_in, return_attention=True)
+        state = gru.decoder.start(gru.encode(batch.src))
+        for t in range(batch.tgt_in.shape[1]):
+            state = gru.decoder.step(batch.tgt_in[:, t], state)[2]
     h = gru.encode(batch.src).states[0]  # (S, 2n)
 gru_pred = gru_logits[0].argmax(-1).tolist()
 # the decoder's embedding and GRU run once per output position

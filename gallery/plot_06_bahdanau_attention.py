@@ -34,12 +34,13 @@ their queries know.
 #     a_{tj} &= \frac{\exp(e_{tj})}{\sum_k \exp(e_{tk})} \\
 #     c_t &= \sum_j a_{tj} h_j
 #
-# :math:`W_a h_j` does not depend on :math:`t`:
+# :math:`W_a h_j + b_a` does not depend on :math:`t`:
 # :meth:`BahdanauAttention.keys <convs2s_edu.BahdanauAttention.keys>` computes
-# it once per source. The worked example: a source of :math:`m = 3` positions
-# with annotations of size :math:`2n = 4`, a decoder state of size :math:`n = 2`
-# and a hidden layer of size :math:`n' = 3`. The weights are random numbers
-# rounded to one decimal so that the printout can be checked by hand.
+# it once per source (the keys), and every step adds :math:`U_a s_{t-1}`.
+# The worked example: a source of :math:`m = 3` positions with annotations of
+# size :math:`2n = 4`, a decoder state of size :math:`n = 2` and a hidden layer
+# of size :math:`n' = 3`. The weights are random numbers rounded to one decimal
+# so that the printout can be checked by hand.
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -77,7 +78,7 @@ s_prev = rounded(1, n)  # s_{t-1}          (B, n)
 mask = torch.zeros(1, m, dtype=torch.bool)
 
 with torch.no_grad():
-    keys = bahdanau.keys(h_ann)  # W_a h_j, once per source: (B, S, n')
+    keys = bahdanau.keys(h_ann)  # W_a h_j + b_a, once per source: (B, S, n')
     c_b, a_b = bahdanau(s_prev, keys, h_ann, mask)  # (B, 2n), (B, S)
 
     hidden = torch.tanh(
@@ -89,7 +90,7 @@ with torch.no_grad():
 
 show("h_j", h_ann[0])
 show("s_{t-1}", s_prev[0])
-show("keys W_a h_j", keys[0])
+show("keys W_a h_j + b_a", keys[0])
 with torch.no_grad():
     show("e (module; by hand)", torch.stack([bahdanau.energy(s_prev, keys)[0], e_hand]))
 show("a (module; by hand)", torch.stack([a_b[0], a_b_hand]))
@@ -116,8 +117,9 @@ rnn = RNNSeq2Seq(RNNSeq2SeqConfig(vocab_size=50)).eval()
 batch = collate_batch(generate_dataset(2, 5, 8, 50, seed=2), 50)
 with torch.no_grad():
     enc_rnn = rnn.decoder.start(rnn.encode(batch.src))
-    same = torch.allclose(enc_rnn.keys, rnn.decoder.attention.W_a(enc_rnn.h))
-print("GRUDecoderState.keys == W_a(h):", same)
+    att = rnn.decoder.attention
+    same = torch.allclose(enc_rnn.keys, att.W_a(enc_rnn.h) + att.b_a)
+print("GRUDecoderState.keys == W_a(h) + b_a:", same)
 
 # %%
 # One step of the GRU decoder

@@ -132,14 +132,18 @@ def _reference_rnn(model: RNNSeq2Seq, src: torch.Tensor, tgt_in: torch.Tensor):
     return torch.stack(all_logits), torch.stack(all_attn)
 
 
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
 @pytest.mark.parametrize("variant", list(VARIANTS), ids=list(VARIANTS))
-def test_rnn_forward_matches_reference_from_parameters(variant, tiny_rnn_cfg, ragged_batch):
+def test_rnn_forward_matches_reference_from_parameters(variant, grad, tiny_rnn_cfg, ragged_batch):
+    """With a gradient wanted, the encoder runs ``gru_fused.packed_bigru`` on a CPU, without
+    one :class:`torch.nn.GRU` itself: both against the reference."""
     torch.manual_seed(0)
     model = RNNSeq2Seq(tiny_rnn_cfg(**VARIANTS[variant], dropout=0.1)).eval()
     _randomise_zero_biases(model)
     _, batch = ragged_batch
-    with torch.no_grad():
+    with torch.set_grad_enabled(grad):
         logits, attn = model(batch.src, batch.tgt_in, return_attention=True)
+    with torch.no_grad():
         ref_logits, ref_attn = _reference_rnn(model, batch.src, batch.tgt_in)
     assert logits.shape == (3, batch.tgt_in.shape[1], model.n_ids)
     assert_close(logits, ref_logits)

@@ -127,8 +127,8 @@ def gemm_shapes(model, batch) -> list[tuple[int, int, int]]:
             if p in (aten.mm, aten.addmm):
                 a, b = (args[0], args[1]) if p is aten.mm else (args[1], args[2])
                 shapes.append((a.shape[0], a.shape[1], b.shape[1]))
-            elif p is aten.bmm:
-                a, b = args[0], args[1]
+            elif p in (aten.bmm, aten.baddbmm):
+                a, b = (args[0], args[1]) if p is aten.bmm else (args[1], args[2])
                 shapes.extend([(a.shape[1], a.shape[2], b.shape[2])] * a.shape[0])
             return func(*args, **kwargs)
 

@@ -1032,10 +1032,13 @@ def gru_schematic(model: RNNSeq2Seq, src, tgt_in) -> Schematic:
     inputs = {"U_a": att.U_a, "gru_d": dec.gru}
     with _eval_no_grad(model):
         with capture(outputs) as out, capture(inputs, inputs=True) as inp:
-            model(src, tgt_in)
+            # teacher forcing one step at a time (forward() runs the GRU's equations itself)
+            state = dec.start(model.encode(src))
+            for t in range(tgt_in.shape[1]):
+                _, _, state = dec.step(tgt_in[:, t], state)
         h = out["enc"][0].states  # (1, S, 2n): the annotations
         n = h.shape[-1] // 2
-        keys = out["W_a"][0]  # (1, S, n'), once per source
+        keys = out["W_a"][0] + att.b_a  # (1, S, n'): W_a h_j + b_a, once per source
         s_prev = inp["U_a"][0]  # (1, n): s_0, what the first step's attention read
         energy = att.energy(s_prev, keys)  # (1, S): e_tj of the first step
         c_t, a_t = out["att"][0]  # (1, 2n), (1, S)

@@ -1,0 +1,115 @@
+"""``convs2s_edu.gru_fused``: the bidirectional GRU layer whose backward pass is written out.
+
+It must be :class:`torch.nn.GRU` over a packed batch, value for value and gradient for
+gradient (against the module itself, in float64), its backward must be the derivative of
+its forward (:func:`torch.autograd.gradcheck`), and the encoder must use it only where it
+applies.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+from torch.testing import assert_close
+
+from convs2s_edu import PAD, RNNSeq2Seq, RNNSeq2SeqConfig
+from convs2s_edu.gru_fused import _BiGRULayer, _packed_positions, fused_applies, packed_bigru
+from convs2s_edu.rnn import GRUEncoder
+
+
+def test_packed_positions_by_hand():
+    # rows of lengths 3, 2, 1 (longest first); packed: step 0 -> 0 1 2, step 1 -> 3 4, step 2 -> 5
+    reverse, previous = _packed_positions([3, 2, 1])
+    # reversed, row 0 reads its steps 2 1 0 (positions 5 3 0), row 1 steps 1 0 (4 1), row 2 itself
+    assert reverse.tolist() == [5, 4, 2, 3, 1, 0]
+    # the same row one step earlier, for the positions after a row's first: 3 <- 0, 4 <- 1, 5 <- 3
+    assert previous.tolist() == [0, 1, 3]
+
+
+def _nn_gru(gru, x, lengths):
+    out, h_n = gru(pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False))
+    return pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])[0], h_n
+
+
+@pytest.mark.parametrize("layers", [1, 2])
+def test_packed_bigru_is_nn_gru_in_values_and_gradients(layers):
+    torch.manual_seed(0)
+    B, S, E, H = 6, 7, 5, 4
+    gru = torch.nn.GRU(E, H, num_layers=layers, bidirectional=True, batch_first=True).double()
+    x = torch.randn(B, S, E, dtype=torch.double, requires_grad=True)
+    lengths = torch.tensor([7, 3, 1, 7, 5, 2])  # unsorted, with a row of one token
+    ref, ref_h = _nn_gru(gru, x, lengths)
+    out, h_n = packed_bigru(x, lengths, gru, training=False)
+    assert_close(out, ref)
+    assert_close(h_n, ref_h)
+    assert (out[1, 3:] == 0).all() and (out[2, 1:] == 0).all()  # zero at padding
+    # any loss of both outputs: random weights on every annotation and last state
+    w, w_h = torch.randn_like(ref), torch.randn_like(ref_h)
+    wrt = [x, *gru.parameters()]
+    expected = torch.autograd.grad((ref * w).sum() + (ref_h * w_h).sum(), wrt)
+    got = torch.autograd.grad((out * w).sum() + (h_n * w_h).sum(), wrt)
+    for name, a, b in zip(["x"] + [n for n, _ in gru.named_parameters()], got, expected):
+        assert_close(a, b, msg=name)
+
+
+def test_bigru_layer_backward_is_the_derivative_of_its_forward():
+    torch.manual_seed(0)
+    sizes = [3, 3, 2, 1]  # rows of lengths 4, 3, 2
+    reverse, previous = _packed_positions(sizes)
+    E, H = 3, 2
+
+    def leaf(*shape):
+        return torch.randn(*shape, dtype=torch.double, requires_grad=True)
+
+    inputs = (
+        leaf(sum(sizes), E),
+        leaf(2, 3 * H, E),
+        leaf(2, 3 * H, H),
+        leaf(2, 3 * H),
+        leaf(2, 3 * H),
+    )
+    assert torch.autograd.gradcheck(
+        lambda *a: _BiGRULayer.apply(*a, sizes, reverse, previous), inputs
+    )
+
+
+def test_fused_applies_only_to_eager_cpu_training_in_float():
+    x = torch.zeros(2, 3)
+    assert fused_applies(x)
+    with torch.no_grad():
+        assert not fused_applies(x)  # no gradient wanted: nn.GRU's forward
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert not fused_applies(x)
+    assert not fused_applies(x.to(torch.bfloat16))
+
+
+def test_the_encoder_is_the_same_with_and_without_the_fused_layer(monkeypatch):
+    torch.manual_seed(0)
+    cfg = RNNSeq2SeqConfig(vocab_size=10, embed_dim=8, hidden_dim=6, attention_dim=5, dropout=0.0)
+    model = RNNSeq2Seq(cfg).double()
+    src = torch.tensor([[4, 5, 6, 7], [8, 9, PAD, PAD], [5, PAD, PAD, PAD]])
+    tgt_in = torch.tensor([[1, 4, 5], [1, 8, PAD], [1, 5, 6]])
+
+    def run():
+        model.zero_grad()
+        logits = model(src, tgt_in)
+        (logits * torch.linspace(-1, 1, logits.numel()).view_as(logits).double()).sum().backward()
+        return logits.detach(), {n: p.grad.clone() for n, p in model.encoder.named_parameters()}
+
+    used = []
+    real = packed_bigru
+    monkeypatch.setattr("convs2s_edu.rnn.packed_bigru", lambda *a: used.append(1) or real(*a))
+    fused_logits, fused_grads = run()
+    monkeypatch.setattr(GRUEncoder, "fused", False)
+    plain_logits, plain_grads = run()
+    assert used == [1]  # the fused layer served the first run only
+    assert_close(fused_logits, plain_logits)
+    for name in plain_grads:
+        assert_close(fused_grads[name], plain_grads[name], msg=name)
+
+
+def test_packed_bigru_refuses_a_gru_it_does_not_compute():
+    one_way = torch.nn.GRU(3, 2, batch_first=True)
+    with pytest.raises(ValueError, match="bidirectional, batch-first"):
+        packed_bigru(torch.zeros(1, 2, 3), torch.tensor([2]), one_way, training=False)
