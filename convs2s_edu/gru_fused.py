@@ -69,7 +69,7 @@ class _BiGRULayer(torch.autograd.Function):
 
     ``x`` ``(N, E)``: the packed input (rows longest first, as
     :func:`~torch.nn.utils.rnn.pack_padded_sequence` orders them); the reverse direction
-    reads it through ``reverse`` (:func:`_packed_positions`), so both directions step
+    reads it through ``reverse`` (``_packed_positions``), so both directions step
     through the same ``batch_sizes``. Weights stacked over the directions: ``W_i``
     ``(2, 3H, E)``, ``W_h`` ``(2, 3H, H)``, ``b_i``, ``b_h`` ``(2, 3H)``. Returns the packed
     annotations ``[h_fwd; h_rev]`` ``(N, 2H)`` and every row's last state of each direction
@@ -114,6 +114,7 @@ class _BiGRULayer(torch.autograd.Function):
         return torch.cat([out[0], out[1].index_select(0, reverse)], dim=-1), h_last
 
     @staticmethod
+    @torch.autograd.function.once_differentiable
     def backward(ctx, d_annotations, d_last):
         xs, W_i, W_h, out, rz, h_tilde, gh_n, reverse, previous = ctx.saved_tensors
         batch_sizes = ctx.batch_sizes
@@ -174,10 +175,10 @@ def fused_applies(x: torch.Tensor) -> bool:
 
 
 def packed_bigru(
-    x: torch.Tensor, lengths: torch.Tensor, gru: nn.GRU, training: bool
+    x: torch.Tensor, lengths: torch.Tensor, gru: nn.GRU
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """What ``gru(pack_padded_sequence(x, lengths, True, enforce_sorted=False))`` computes,
-    unpacked, with the backward pass of :class:`_BiGRULayer`.
+    unpacked, with the backward pass written out (``_BiGRULayer``).
 
     Parameters
     ----------
@@ -186,9 +187,8 @@ def packed_bigru(
     lengths : Tensor, shape (B,)
         Every row's length (on the CPU, at least 1).
     gru : torch.nn.GRU
-        A bidirectional, batch-first GRU with biases; its weights are used.
-    training : bool
-        Whether the dropout between layers (``gru.dropout``) applies.
+        A bidirectional, batch-first GRU with biases; its weights are used, and its
+        dropout between layers applies in its training mode, as in the module.
 
     Returns
     -------
@@ -205,7 +205,7 @@ def packed_bigru(
     data, h_n = packed.data, []
     for layer in range(gru.num_layers):
         if layer:
-            data = nn.functional.dropout(data, gru.dropout, training)
+            data = nn.functional.dropout(data, gru.dropout, gru.training)
         weights = [
             torch.stack(
                 [getattr(gru, f"{name}_l{layer}"), getattr(gru, f"{name}_l{layer}_reverse")]

@@ -14,7 +14,7 @@ equations follow section 6 of the seed article [2]_, ``../shared/seeds/001``):
 The model is an :class:`~convs2s_edu.EncoderDecoder` of a :class:`GRUEncoder`
 and a :class:`GRUDecoder`. The encoder runs cuDNN-style over the whole (packed)
 source at once and the
-keys :math:`W_a h_j` are computed once per sequence. What stays step by step
+keys :math:`W_a h_j + b_a` are computed once per sequence. What stays step by step
 is the decoder: :math:`s_t` needs :math:`s_{t-1}`, and the attention at step
 :math:`t` needs :math:`s_{t-1}`, so the :math:`T` steps of a target cannot run
 in parallel even with teacher forcing. That sequential dependency is the
@@ -168,8 +168,8 @@ class BahdanauAttention(nn.Module):
         return self.W_a(h) + self.b_a
 
     def energy(self, s_prev: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-        """:math:`e_{tj}` ``(B, S)`` from :math:`s_{t-1}` ``(B, dec_dim)`` and keys
-        :math:`W_a h_j + b_a` ``(B, S, A)``."""
+        """:math:`e_{tj}` ``(B, S)`` from :math:`s_{t-1}` ``(B, dec_dim)`` and the keys
+        :math:`W_a h_j + b_a` ``(B, S, A)`` of :meth:`keys` (which hold :math:`b_a`)."""
         # e_tj = v_a^T tanh(W_a h_j + U_a s_{t-1} + b_a)
         return torch.tanh(keys + self.U_a(s_prev).unsqueeze(1)) @ self.v_a  # (B, S)
 
@@ -205,12 +205,13 @@ class GRUEncoder(Encoder):
     -----
     A bidirectional :class:`torch.nn.GRU` over the packed source
     (:func:`~torch.nn.utils.rnn.pack_padded_sequence`), so padding never enters
-    the recurrence. When a gradient is wanted on a CPU (training), the same
+    the recurrence. Whenever a gradient is wanted on a CPU (training), the same
     equations run through :func:`~convs2s_edu.gru_fused.packed_bigru` with the
     module's weights: both directions step together and the backward pass is
     written out, the weight gradients one matrix product over all steps (the same
     values and gradients, ``tests/test_gru_fused.py``). The class attribute
-    ``fused = False`` makes training call the module itself.
+    ``fused = False`` makes training call the module itself (and so does a
+    forward without gradients: a forward hook on ``gru`` sees only those).
     """
 
     #: Whether training on a CPU uses :func:`~convs2s_edu.gru_fused.packed_bigru`.
@@ -238,7 +239,7 @@ class GRUEncoder(Encoder):
         x = self.dropout(self.embed(src))  # (B, S, E)
         if self.fused and fused_applies(x):
             # the same GRU, its backward written out (training on a CPU; see gru_fused)
-            h, h_n = packed_bigru(x, lengths, self.gru, self.training)
+            h, h_n = packed_bigru(x, lengths, self.gru)
         else:
             packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
             out, h_n = self.gru(packed)  # h_n: (2 L_enc, B, n)
@@ -323,12 +324,15 @@ class GRUDecoder(Decoder):
 
     After a convolutional encoder, :math:`\overleftarrow{h}_1` is replaced by the
     encoder's summary, the mean of :math:`z^u_j` over the real tokens.
-    :meth:`forward` (teacher forcing) is :meth:`start` and :meth:`step`
-    repeated: :math:`s_t` needs :math:`s_{t-1}`, so the steps cannot run in
-    parallel. Each step runs only on the rows whose target has not ended (the
-    packed target, as :func:`~torch.nn.utils.rnn.pack_padded_sequence` packs the
-    encoder's source), so padding is never computed; logits and attention after
-    a row's last token are zero.
+    :meth:`forward` (teacher forcing) computes what :meth:`start` and
+    :meth:`step` repeated compute (the equations written out, see there; so a
+    forward hook on ``gru``, ``attention`` or ``embed`` sees a teacher-forced
+    forward differently from the steps): :math:`s_t` needs :math:`s_{t-1}`, so
+    the steps cannot run in parallel. Each step runs only on the rows whose
+    target has not ended (the packed target, as
+    :func:`~torch.nn.utils.rnn.pack_padded_sequence` packs the encoder's source),
+    so padding is never computed; logits and attention after a row's last token
+    are zero.
 
     Departure from Bahdanau et al.: the output layer is the seed article's
     :math:`\mathrm{softmax}(W_s s_t + b_s)` rather than the paper's deep maxout
@@ -475,7 +479,7 @@ class GRUDecoder(Decoder):
                 W_i, b_i, W_h, b_h = (gru.get_parameter(f"{w}_l{layer}") for w in _GRU_WEIGHTS)
                 if layer:  # a stacked layer reads the one below (dropout between, as nn.GRU)
                     x_gates = F.linear(
-                        F.dropout(s[layer - 1], gru.dropout, self.training), W_i, b_i
+                        F.dropout(s[layer - 1], gru.dropout, gru.training), W_i, b_i
                     )
                 s[layer] = _gru_update(x_gates, F.linear(s[layer], W_h, b_h), s[layer])
             tops.append(s[-1])

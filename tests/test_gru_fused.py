@@ -40,7 +40,7 @@ def test_packed_bigru_is_nn_gru_in_values_and_gradients(layers):
     x = torch.randn(B, S, E, dtype=torch.double, requires_grad=True)
     lengths = torch.tensor([7, 3, 1, 7, 5, 2])  # unsorted, with a row of one token
     ref, ref_h = _nn_gru(gru, x, lengths)
-    out, h_n = packed_bigru(x, lengths, gru, training=False)
+    out, h_n = packed_bigru(x, lengths, gru)
     assert_close(out, ref)
     assert_close(h_n, ref_h)
     assert (out[1, 3:] == 0).all() and (out[2, 1:] == 0).all()  # zero at padding
@@ -112,4 +112,4 @@ def test_the_encoder_is_the_same_with_and_without_the_fused_layer(monkeypatch):
 def test_packed_bigru_refuses_a_gru_it_does_not_compute():
     one_way = torch.nn.GRU(3, 2, batch_first=True)
     with pytest.raises(ValueError, match="bidirectional, batch-first"):
-        packed_bigru(torch.zeros(1, 2, 3), torch.tensor([2]), one_way, training=False)
+        packed_bigru(torch.zeros(1, 2, 3), torch.tensor([2]), one_way)

@@ -15,6 +15,7 @@ from torch.testing import assert_close
 
 from convs2s_edu import PAD, BahdanauAttention, RNNSeq2Seq, RNNSeq2SeqConfig, sequence_loss
 from convs2s_edu import training as train_mod
+from convs2s_edu.rnn import GRUEncoder
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
@@ -207,6 +208,37 @@ def test_rnn_teacher_forcing_skips_padding_with_the_gradients_of_every_row_run_t
         columns.append(logits_t)
     full = grads(sequence_loss(torch.stack(columns, dim=1), batch.tgt_out))
     for name, a, b in zip([n for n, _ in model.named_parameters()], packed, full):
+        assert_close(a, b, msg=name)
+
+
+def test_rnn_teacher_forcing_drops_out_between_layers_where_nn_gru_does(
+    tiny_rnn_cfg, ragged_batch, monkeypatch
+):
+    """In training, the written-out paths (the fused encoder, forward()'s GRU equations)
+    drop out between stacked layers where :class:`torch.nn.GRU` itself does: with that
+    dropout at 1 (a deterministic mask of zeros) and no other dropout, the same loss and
+    gradients as the modules' own path (``fused = False`` and :meth:`step`)."""
+    torch.manual_seed(0)
+    model = RNNSeq2Seq(tiny_rnn_cfg(n_encoder_layers=2, n_decoder_layers=3, dropout=0.0))
+    _randomise_zero_biases(model)
+    model.encoder.gru.dropout = model.decoder.gru.dropout = 1.0
+    model.train()
+    _, batch = ragged_batch
+
+    def grads(loss):
+        model.zero_grad()
+        loss.backward()
+        return [p.grad.clone() for p in model.parameters()]
+
+    written = grads(sequence_loss(model(batch.src, batch.tgt_in), batch.tgt_out))
+    monkeypatch.setattr(GRUEncoder, "fused", False)
+    state = model.decoder.start(model.encode(batch.src))
+    columns = []
+    for t in range(batch.tgt_in.shape[1]):
+        logits_t, _, state = model.decoder.step(batch.tgt_in[:, t], state)
+        columns.append(logits_t)
+    modules = grads(sequence_loss(torch.stack(columns, dim=1), batch.tgt_out))
+    for name, a, b in zip([n for n, _ in model.named_parameters()], written, modules):
         assert_close(a, b, msg=name)
 
 

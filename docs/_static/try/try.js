@@ -14,7 +14,7 @@
  *   ConvS2S: one graph, (src (1, S), prefix (1, T)) -> log p(next) (1, V), attention of
  *            every decoder layer for the newest position (1, L, S). The decoder reads the
  *            whole prefix at every step, like greedy_decode(..., incremental=False).
- *   GRU:     an encoder graph, src -> annotations h, keys W_a h_j, s_0 (Decoder.start), and
+ *   GRU:     an encoder graph, src -> annotations h, keys W_a h_j + b_a, s_0 (Decoder.start), and
  *            a one-step graph, (y_prev, h, keys, s) -> log p(next), attention (1, 1, S), s_t
  *            (Decoder.step): the recurrent state is carried from step to step.
  *
