@@ -184,6 +184,26 @@ def test_rnn_step_matches_forward_column(tiny_rnn_cfg, ragged_batch):
             assert (logits[~real, t] == 0).all() and (attn[~real, t] == 0).all()
 
 
+def _forward_and_step_gradients(model, batch, between=lambda: None):
+    """The parameters' gradients of the loss of ``model(src, tgt_in)`` (teacher forcing),
+    then, after ``between()``, of the same loss from :meth:`step` run on every row for
+    every column."""
+
+    def grads(loss):
+        model.zero_grad()
+        loss.backward()
+        return [p.grad.clone() for p in model.parameters()]
+
+    forward = grads(sequence_loss(model(batch.src, batch.tgt_in), batch.tgt_out))
+    between()
+    state = model.decoder.start(model.encode(batch.src))
+    columns = []
+    for t in range(batch.tgt_in.shape[1]):
+        logits_t, _, state = model.decoder.step(batch.tgt_in[:, t], state)
+        columns.append(logits_t)
+    return forward, grads(sequence_loss(torch.stack(columns, dim=1), batch.tgt_out))
+
+
 def test_rnn_teacher_forcing_skips_padding_with_the_gradients_of_every_row_run_to_the_end(
     tiny_rnn_cfg, ragged_batch
 ):
@@ -194,19 +214,7 @@ def test_rnn_teacher_forcing_skips_padding_with_the_gradients_of_every_row_run_t
     _randomise_zero_biases(model)
     _, batch = ragged_batch
     assert batch.tgt_padding_mask.any()  # rows of different lengths
-
-    def grads(loss):
-        model.zero_grad()
-        loss.backward()
-        return [p.grad.clone() for p in model.parameters()]
-
-    packed = grads(sequence_loss(model(batch.src, batch.tgt_in), batch.tgt_out))
-    state = model.decoder.start(model.encode(batch.src))
-    columns = []
-    for t in range(batch.tgt_in.shape[1]):
-        logits_t, _, state = model.decoder.step(batch.tgt_in[:, t], state)
-        columns.append(logits_t)
-    full = grads(sequence_loss(torch.stack(columns, dim=1), batch.tgt_out))
+    packed, full = _forward_and_step_gradients(model, batch)
     for name, a, b in zip([n for n, _ in model.named_parameters()], packed, full):
         assert_close(a, b, msg=name)
 
@@ -224,20 +232,9 @@ def test_rnn_teacher_forcing_drops_out_between_layers_where_nn_gru_does(
     model.encoder.gru.dropout = model.decoder.gru.dropout = 1.0
     model.train()
     _, batch = ragged_batch
-
-    def grads(loss):
-        model.zero_grad()
-        loss.backward()
-        return [p.grad.clone() for p in model.parameters()]
-
-    written = grads(sequence_loss(model(batch.src, batch.tgt_in), batch.tgt_out))
-    monkeypatch.setattr(GRUEncoder, "fused", False)
-    state = model.decoder.start(model.encode(batch.src))
-    columns = []
-    for t in range(batch.tgt_in.shape[1]):
-        logits_t, _, state = model.decoder.step(batch.tgt_in[:, t], state)
-        columns.append(logits_t)
-    modules = grads(sequence_loss(torch.stack(columns, dim=1), batch.tgt_out))
+    written, modules = _forward_and_step_gradients(
+        model, batch, between=lambda: monkeypatch.setattr(GRUEncoder, "fused", False)
+    )
     for name, a, b in zip([n for n, _ in model.named_parameters()], written, modules):
         assert_close(a, b, msg=name)
 
