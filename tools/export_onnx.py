@@ -337,29 +337,54 @@ def torch_greedy(model, src, ids):
     log-probabilities of every step from teacher forcing on that output, and the attention.
 
     Returns tokens (``<eos>`` included when emitted), log-probs ``(T, V)``, attention
-    ``(T, L, S)`` (numpy).
+    ``(T, L, S)`` (numpy). One source of :func:`torch_greedy_batch`.
+    """
+    return torch_greedy_batch(model, [src], ids)[0]
+
+
+def torch_greedy_batch(model, sources, ids) -> list:
+    """:func:`torch_greedy` of every source of ``sources``, in one batch per source length.
+
+    Sources of one length need no padding, so each row is what its own decoding gives (up to
+    the rounding of a batched matrix product, far below the checks' tolerance); the teacher-
+    forced pass pads the shorter outputs on the right, which the causal decoders never see.
+    Returns one ``(tokens, logp, attention)`` per source, in the order of ``sources``.
     """
     import torch
 
     from convs2s_edu import greedy_decode
 
-    out, attn = greedy_decode(model, [src], return_attention=True)
-    tokens = list(out[0])
-    steps = attn[0].shape[-2]  # T_b: the tokens plus the step that emitted <eos>
-    if steps > len(tokens):
-        tokens.append(ids["eos"])
-    a = attn[0] if attn[0].dim() == 3 else attn[0].unsqueeze(0)  # (L, T, S)
+    by_length: dict[int, list[int]] = {}
+    for i, src in enumerate(sources):
+        by_length.setdefault(len(src), []).append(i)
+    refs: list = [None] * len(sources)
     modes = {m: m.training for m in model.modules()}
     model.eval()  # no dropout in the reference (greedy_decode does the same); restored below
     try:
-        with torch.no_grad():
-            tgt_in = torch.tensor([[ids["sos"], *tokens[:-1]]])
-            logits = model(torch.tensor([src]), tgt_in)  # (1, T, V)
+        for rows in by_length.values():
+            src = torch.tensor([sources[i] for i in rows])  # (B, S): one length, no padding
+            out, attn = greedy_decode(model, src, return_attention=True)
+            tokens = []
+            for b in range(len(rows)):
+                toks = list(out[b])
+                if attn[b].shape[-2] > len(toks):  # T_b: the tokens plus the step of <eos>
+                    toks.append(ids["eos"])
+                tokens.append(toks)
+            T = max(len(t) for t in tokens)
+            tgt_in = torch.full((len(rows), T), ids["pad"], dtype=torch.long)  # (B, T)
+            for b, toks in enumerate(tokens):
+                tgt_in[b, : len(toks)] = torch.tensor([ids["sos"], *toks[:-1]])
+            with torch.no_grad():
+                logits = model(src, tgt_in)  # (B, T, V)
+            logp = torch.log_softmax(logits.double(), dim=-1).float()
+            for b, i in enumerate(rows):
+                a = attn[b] if attn[b].dim() == 3 else attn[b].unsqueeze(0)  # (L, T_b, S)
+                n = len(tokens[b])
+                refs[i] = (tokens[b], logp[b, :n].numpy(), a.transpose(0, 1).numpy())
     finally:
         for m, mode in modes.items():
             m.training = mode
-    logp = torch.log_softmax(logits[0].double(), dim=-1).float()
-    return tokens, logp.numpy(), a.transpose(0, 1).numpy()
+    return refs
 
 
 # --------------------------------------------------------------------------
@@ -460,8 +485,8 @@ def _compare(name, pairs, where: str) -> float:
 def check_test_set(name, model, ort_model: OrtModel, sources, ids, max_positions) -> dict:
     """onnxruntime's greedy decoding against PyTorch's on every source of ``sources``."""
     worst_lp, worst_att, ties, exact = 0.0, 0.0, 0, 0
-    for i, src in enumerate(sources):
-        ref_tokens, ref_logp, ref_attn = torch_greedy(model, src, ids)
+    refs = torch_greedy_batch(model, sources, ids)
+    for i, (src, (ref_tokens, ref_logp, ref_attn)) in enumerate(zip(sources, refs)):
         tokens, logps, attns = ort_greedy(ort_model, src, max_positions)
         for t, (tok, logp, attn) in enumerate(zip(tokens, logps, attns)):
             d_lp = _max_diff(logp, ref_logp[t])
