@@ -714,7 +714,7 @@ def main(argv=None) -> int:
     if not (args.html_dir / "index.html").is_file():
         print(
             f"check_site: {args.html_dir} holds no index.html; build the site first "
-            f"(tox -e docs-quick)",
+            f"(tox -e docs-quick, or tox -e docs)",
             file=sys.stderr,
         )
         return 2
