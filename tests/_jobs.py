@@ -19,3 +19,12 @@ def sleep_and_record(folder: str, index: int, seconds: float) -> int:
 
 def fail(message: str) -> None:
     raise ValueError(message)
+
+
+def record_pid_and_sleep(folder: str, index: int, seconds: float) -> int:
+    """Write this worker's process id (``pid-<index>``), then sleep."""
+    import os
+
+    Path(folder, f"pid-{index}").write_text(str(os.getpid()))
+    time.sleep(seconds)
+    return index

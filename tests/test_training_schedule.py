@@ -1,11 +1,17 @@
 """Tests of ``convs2s_edu.training.schedule``: jobs run in at most ``workers`` processes at once
 (and concurrently), each with its own thread count, longest first; duplicates run once; a job
 done already starts no process; a failed job is named with its error while the others finish;
-training jobs land in the cache and say whether they shared the machine."""
+training jobs land in the cache and say whether they shared the machine; workers never outlive
+the process that started them."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -69,6 +75,64 @@ def test_a_failed_job_is_named_and_the_others_finish(tmp_path, helpers_importabl
     with pytest.raises(RuntimeError, match="1 of 2 jobs failed: the bad one: .*no such thing"):
         run_jobs(jobs, workers=2, progress=False)
     assert len(_spans(tmp_path)) == 1
+
+
+def _gone(pid: int) -> bool:
+    """The process ``pid`` has exited (a zombie nobody reaped yet counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def _wait_until(condition, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def _parent_with_two_busy_workers(folder: Path) -> tuple[subprocess.Popen, list[int]]:
+    """A process running ``run_jobs`` with two workers, each in a job of a minute; returns
+    it and the workers' process ids once both jobs have started."""
+    code = (
+        "from convs2s_edu.training import Job, run_jobs\n"
+        f"jobs = [Job('_jobs:record_pid_and_sleep', ({str(folder)!r}, i, 60.0), label=str(i))"
+        " for i in range(2)]\n"
+        "run_jobs(jobs, workers=2, progress=False)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", code])
+    pid_files = [folder / f"pid-{i}" for i in range(2)]
+    started = _wait_until(lambda: all(f.is_file() and f.read_text() for f in pid_files), 60)
+    if not started:
+        parent.kill()
+        pytest.fail("the two jobs did not start within 60 s")
+    return parent, [int(f.read_text()) for f in pid_files]
+
+
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGINT"])
+def test_workers_end_when_their_parent_is_killed_or_interrupted(tmp_path, helpers_importable, how):
+    """``kill -9`` of the parent (no clean-up runs): the workers' watchdogs end them; an
+    interrupt (Ctrl-C, or tox's, which tox follows with a kill within a second): the parent
+    kills its workers and exits at once instead of waiting for their jobs."""
+    parent, workers = _parent_with_two_busy_workers(tmp_path)
+    try:
+        parent.send_signal(getattr(signal, how))
+        parent.wait(timeout=10)
+        assert _wait_until(lambda: all(_gone(pid) for pid in workers), 10), (
+            f"after {how} to their parent, workers {workers} were still running 10 s later"
+        )
+    finally:
+        parent.kill()
+        for pid in workers:
+            if not _gone(pid):
+                os.kill(pid, signal.SIGKILL)
 
 
 def test_bad_jobs_and_counts_are_refused():

@@ -19,7 +19,10 @@ its pages one after another. :func:`run_jobs` runs such jobs concurrently
 * a training job goes through the cache's lock
   (:func:`~convs2s_edu.training.cache.train_or_load`), so a job that a build,
   a notebook or another worker is training already is waited for, not trained
-  twice; a run trained beside others records ``History.shared_clock``.
+  twice; a run trained beside others records ``History.shared_clock``;
+* workers never outlive the run: an interrupted :func:`run_jobs` (Ctrl-C) kills
+  them at once, and a worker whose parent process is gone (killed with no time
+  to clean up) ends itself within half a second.
 
 Clocks of jobs that shared the machine measure the sharing: the site takes
 its timings from interleaved measurements run alone, after the jobs
@@ -37,6 +40,7 @@ import select
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -177,12 +181,28 @@ def run_job(job: Job):
     return _call(job)
 
 
-def _serve(threads: int) -> None:
-    """Body of one worker process of :func:`run_jobs`: run jobs until stdin closes.
+def _exit_with(parent: int, every: float = 0.5) -> None:
+    """A worker's watchdog thread: end the worker as soon as ``parent`` is no longer its
+    parent process.
+
+    A parent killed before it could stop its workers (``kill -9``, or tox's interrupt
+    followed by its kill half a second later) would otherwise leave them training on, up
+    to the end of their current job (many minutes for the full site's models), for
+    nobody, beside whatever the user runs next."""
+    while os.getppid() == parent:
+        time.sleep(every)
+    os._exit(1)
+
+
+def _serve(threads: int, parent: int | None = None) -> None:
+    """Body of one worker process of :func:`run_jobs`: run jobs until stdin closes, or
+    until the process ``parent`` (the one that started the worker) is gone.
 
     Each line on stdin names a job file and a result file (tab-separated); the worker
     writes ``("ok", value)`` or ``("error", text)`` to the result file, then one line on
     its protocol pipe (the original stdout; what the jobs print goes to stderr)."""
+    if parent is not None:
+        threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
     import torch
 
     global _SHARED
@@ -286,7 +306,8 @@ class _Worker:
 
     def __init__(self, env: dict, threads: int, tmp: Path, n: int):
         self.err = open(tmp / f"worker-{n}.err", "w+b")  # noqa: SIM115
-        code = f"from convs2s_edu.training.schedule import _serve; _serve({threads})"
+        parent = os.getpid()  # the worker ends when this process is gone (_exit_with)
+        code = f"from convs2s_edu.training.schedule import _serve; _serve({threads}, {parent})"
         self.process = subprocess.Popen(
             [sys.executable, "-c", code],
             env=env,
@@ -365,6 +386,12 @@ def _run_parallel(order, workers, threads, timeout, done) -> None:
                     w.stop()
                     pool[pool.index(w)] = _Worker(env, threads, tmp, spawned)
                     spawned += 1
+        except BaseException:
+            # interrupted (Ctrl-C; tox's interrupt, followed by its kill within a second):
+            # the jobs running now are abandoned, so their workers end at once
+            for w in pool:
+                w.process.kill()
+            raise
         finally:
             for w in pool:
                 w.stop()
