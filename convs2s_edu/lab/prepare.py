@@ -4,8 +4,9 @@ sphinx-gallery runs the pages one after another, and each page trains (or
 loads) the models it shows. :func:`prepare_site` trains all of them first, one
 process per usable core (:func:`convs2s_edu.training.schedule.run_jobs`), into
 the cache the pages then load from: the two main models of every recipe of the
-site (:data:`~convs2s_edu.lab.site.SITE_RECIPES`) and every run of the
-Experiments section, which is also scored there (test sets, learning-curve
+site (:data:`~convs2s_edu.lab.site.SITE_RECIPES`), the short runs of the seed's
+ConvS2S against the paper's (:func:`~convs2s_edu.lab.site.short_runs`) and every
+run of the Experiments section, which is also scored there (test sets, learning-curve
 summaries, beam accuracies: decoding, not timing). ``tox -e docs`` and
 ``tox -e docs-quick`` run it before ``sphinx-build`` (``tools/prepare_site.py``).
 
@@ -19,7 +20,7 @@ from ..training.cache import run_dir
 from ..training.schedule import Job, JobResult, run_jobs, train_job
 from .experiments.registry import EXPERIMENTS, budget
 from .experiments.runner import experiment_configs, measure_groups_job
-from .site import SITE_RECIPES, is_quick_mode, site_config
+from .site import SITE_RECIPES, is_quick_mode, short_runs, site_config
 
 __all__ = ["site_jobs", "prepare_site"]
 
@@ -28,9 +29,10 @@ MAIN_MODELS = ("convs2s", "gru")
 
 
 def site_jobs(quick: bool | None = None, directory=None) -> list[Job]:
-    """The jobs of the site: the main models of every recipe, then every distinct run of the
-    experiments, trained and measured once with the union of what every experiment measures
-    on it (ConvS2S on sorting serves four experiments).
+    """The jobs of the site: the main models of every recipe, the short runs of the seed's
+    ConvS2S against the paper's (:func:`~convs2s_edu.lab.site.short_runs`), then every
+    distinct run of the experiments, trained and measured once with the union of what every
+    experiment measures on it (ConvS2S on sorting serves four experiments).
 
     Parameters
     ----------
@@ -51,6 +53,9 @@ def site_jobs(quick: bool | None = None, directory=None) -> list[Job]:
         for recipe in SITE_RECIPES
         for m in MAIN_MODELS
     ]
+    # the short runs of the page that sets the seed's ConvS2S against the paper's
+    for name, cfgs in short_runs().items():
+        jobs += [train_job(c, directory, f"seed against paper/{name} seed {c.seed}") for c in cfgs]
     b = budget()
     runs: dict[str, list] = {}  # cache entry -> [config, measures, label]
     for name, exp in EXPERIMENTS.items():

@@ -25,6 +25,8 @@ __all__ = [
     "SITE_BATCHING",
     "is_quick_mode",
     "site_config",
+    "SHORT_RUN_SEEDS",
+    "short_runs",
     "record",
     "record_svg",
     "comparison",
@@ -79,6 +81,30 @@ def site_config(model: str, recipe: str = "seed", **changes) -> TrainConfig:
     if quick:
         cfg = cfg.replace(**_QUICK[recipe])
     return cfg.replace(**changes)
+
+
+#: Seeds of the short runs that set the seed's ConvS2S configuration against the paper's
+#: (:func:`short_runs`): a seed fixes the data, their order and the initialisation of both
+#: configurations, so that the two are compared seed by seed.
+SHORT_RUN_SEEDS = (0, 1, 2)
+
+
+def short_runs() -> dict[str, list[TrainConfig]]:
+    """The short runs of the page that trains the seed's ConvS2S against the paper's.
+
+    ``{"seed": [...], "paper": [...]}``: ConvS2S without and with the paper's three
+    flags (``paper_normalisation``), one run per seed of :data:`SHORT_RUN_SEEDS`, on
+    640 training examples in batches of 16 for 8 epochs (2 in quick mode), the held-out
+    loss after every epoch on 200 examples. ``tools/prepare_site.py`` trains them beside
+    the site's other runs; the page loads them.
+    """
+    short = TrainConfig(
+        n_train=640, n_valid=200, n_test=1, batch_size=16, epochs=2 if is_quick_mode() else 8
+    )
+    return {
+        name: [short.replace(paper_normalisation=flags, seed=seed) for seed in SHORT_RUN_SEEDS]
+        for name, flags in (("seed", False), ("paper", True))
+    }
 
 
 def _site_data(filename: str) -> Path | None:
