@@ -102,6 +102,10 @@ def _parent_with_two_busy_workers(folder: Path) -> tuple[subprocess.Popen, list[
     """A process running ``run_jobs`` with two workers, each in a job of a minute; returns
     it and the workers' process ids once both jobs have started."""
     code = (
+        # Ctrl-C raises KeyboardInterrupt, as in a terminal: pytest-xdist's workers start
+        # their children with SIGINT ignored, and Python then installs no handler
+        "import signal\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "from convs2s_edu.training import Job, run_jobs\n"
         f"jobs = [Job('_jobs:record_pid_and_sleep', ({str(folder)!r}, i, 60.0), label=str(i))"
         " for i in range(2)]\n"
