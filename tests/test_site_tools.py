@@ -186,6 +186,17 @@ def test_training_sentence_scales_the_quick_time_to_the_full_mode(site):
         {"seconds": 1.0, "site_models": False, "own_training": False}, training
     )
     assert plain == "Running it took 1.0 s when this site was built."
+    # a page that loads runs of its own which the build trained first (page 12, the beam
+    # experiment) says so, and that its time was with them cached
+    own = site.training_sentence(
+        {"seconds": 2.0, "site_models": False, "own_training": False, "own_cached": True},
+        training,
+    )
+    assert "trains small models of its own once and caches them" in own
+    assert "every time it runs" not in own
+    assert own.endswith(
+        "Running it took 2.0 s with the models already cached when this site was built."
+    )
 
 
 def _generated(tmp_path, speed: bool = True):

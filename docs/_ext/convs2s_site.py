@@ -280,8 +280,11 @@ def page_facts() -> list[dict]:
                     # pages that train models of their own (or time their training steps)
                     # when run, cached or not; a gradient alone (``.backward()``, e.g. to
                     # measure receptive fields) is not that
-                    "own_training": OWN_TRAINING.search(source) is not None
-                    or ("train_or_load(" in source and not site_models),
+                    "own_training": OWN_TRAINING.search(source) is not None,
+                    # pages that load runs of their own from the cache, which the site's
+                    # build trains before the pages run (tools/prepare_site.py) and an
+                    # empty cache (a downloaded notebook) makes the page train first
+                    "own_cached": "train_or_load(" in source and not site_models,
                 }
             )
     return facts
@@ -341,8 +344,18 @@ def training_sentence(page: dict, training: dict | None) -> str:
             "This page trains small models of its own (or times their training "
             "steps) every time it runs."
         )
+    elif page.get("own_cached"):
+        parts.append(
+            "This page trains small models of its own once and caches them: the site's "
+            "build trained them before the pages ran, and with an empty cache (a "
+            "downloaded notebook) the page trains them first."
+        )
     if page["seconds"] is not None:
-        cached = " with the models already cached" if page["site_models"] else ""
+        cached = (
+            " with the models already cached"
+            if page["site_models"] or page.get("own_cached")
+            else ""
+        )
         parts.append(
             f"Running it took {_duration(page['seconds'])}{cached} when this site was built."
         )
@@ -483,7 +496,9 @@ def after_gallery(app) -> None:
     # a note at the top of every page that trains
     for page in facts:
         rst = AUTO / f"{page['path']}.rst"
-        if not rst.is_file() or not (page["site_models"] or page["own_training"]):
+        if not rst.is_file() or not (
+            page["site_models"] or page["own_training"] or page.get("own_cached")
+        ):
             continue
         text = rst.read_text(encoding="utf-8")
         text = re.sub(
