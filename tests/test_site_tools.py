@@ -138,6 +138,7 @@ def test_notebook_gets_one_header_and_plain_markdown_even_when_processed_twice(s
             "seconds": 2.0,
             "site_models": False,
             "own_training": False,
+            "own_cached": False,
         }
     }
     assert site.process_notebook(nb, "plot_01_x", None, {}, facts, None) is True
@@ -172,7 +173,7 @@ def test_training_sentence_scales_the_quick_time_to_the_full_mode(site):
     head = {"mode": "quick", "n_train": 2_000, "epochs": 5}
     ratio = (full.n_train * full.epochs) / (2_000 * 5)
     training = {"head": head, "seconds": 120.0, "ratio": ratio, "full": full}
-    page = {"seconds": 4.0, "site_models": True, "own_training": False}
+    page = {"seconds": 4.0, "site_models": True, "own_training": False, "own_cached": False}
     text = site.training_sentence(page, training)
     assert "trained on 2,000 examples for 5 epochs" in text
     assert "about 2 min 00 s of training on the machine that built this site with one " in text
@@ -183,7 +184,8 @@ def test_training_sentence_scales_the_quick_time_to_the_full_mode(site):
     assert "Running it took 4.0 s with the models already cached" in text
     # a page that trains nothing of the site's says nothing about it
     plain = site.training_sentence(
-        {"seconds": 1.0, "site_models": False, "own_training": False}, training
+        {"seconds": 1.0, "site_models": False, "own_training": False, "own_cached": False},
+        training,
     )
     assert plain == "Running it took 1.0 s when this site was built."
     # a page that loads runs of its own which the build trained first (page 12, the beam

@@ -194,15 +194,14 @@ def _exit_with(parent: int, every: float = 0.5) -> None:
     os._exit(1)
 
 
-def _serve(threads: int, parent: int | None = None) -> None:
+def _serve(threads: int, parent: int) -> None:
     """Body of one worker process of :func:`run_jobs`: run jobs until stdin closes, or
     until the process ``parent`` (the one that started the worker) is gone.
 
     Each line on stdin names a job file and a result file (tab-separated); the worker
     writes ``("ok", value)`` or ``("error", text)`` to the result file, then one line on
     its protocol pipe (the original stdout; what the jobs print goes to stderr)."""
-    if parent is not None:
-        threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
+    threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
     import torch
 
     global _SHARED

@@ -344,7 +344,7 @@ def training_sentence(page: dict, training: dict | None) -> str:
             "This page trains small models of its own (or times their training "
             "steps) every time it runs."
         )
-    elif page.get("own_cached"):
+    elif page["own_cached"]:
         parts.append(
             "This page trains small models of its own once and caches them: the site's "
             "build trained them before the pages ran, and with an empty cache (a "
@@ -352,9 +352,7 @@ def training_sentence(page: dict, training: dict | None) -> str:
         )
     if page["seconds"] is not None:
         cached = (
-            " with the models already cached"
-            if page["site_models"] or page.get("own_cached")
-            else ""
+            " with the models already cached" if page["site_models"] or page["own_cached"] else ""
         )
         parts.append(
             f"Running it took {_duration(page['seconds'])}{cached} when this site was built."
@@ -497,7 +495,7 @@ def after_gallery(app) -> None:
     for page in facts:
         rst = AUTO / f"{page['path']}.rst"
         if not rst.is_file() or not (
-            page["site_models"] or page["own_training"] or page.get("own_cached")
+            page["site_models"] or page["own_training"] or page["own_cached"]
         ):
             continue
         text = rst.read_text(encoding="utf-8")
