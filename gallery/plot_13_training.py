@@ -159,7 +159,13 @@ plt.show()
 
 # %%
 # Where the two runs ended, computed from their histories (the dots of the last
-# epoch):
+# epoch). This describes these two runs, one seed of each model, not the two
+# architectures: another seed moves such numbers, and one pair of runs cannot
+# say by how much. :ref:`The encoder/decoder experiment
+# <sphx_glr_auto_examples_experiments_plot_01_encoder_decoder.py>` trains both
+# models over several seeds, and :ref:`the claims page
+# <sphx_glr_auto_examples_experiments_plot_06_claims.py>` gives the difference
+# its interval and a verdict from a rule stated beforehand.
 
 final = {LABELS[n]: histories[n].epochs[-1]["valid_loss"] for n in MODELS}
 print(comparison("final held-out loss", final, fmt="{:.4f}"))
