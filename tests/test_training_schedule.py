@@ -111,7 +111,9 @@ def _parent_with_two_busy_workers(folder: Path) -> tuple[subprocess.Popen, list[
         " for i in range(2)]\n"
         "run_jobs(jobs, workers=2, progress=False)\n"
     )
-    parent = subprocess.Popen([sys.executable, "-c", code])
+    tmp = folder / "tmp"  # the parent's temporary directory, where its job folder goes
+    tmp.mkdir()
+    parent = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, "TMPDIR": str(tmp)})
     pid_files = [folder / f"pid-{i}" for i in range(2)]
     started = _wait_until(lambda: all(f.is_file() and f.read_text() for f in pid_files), 60)
     if not started:
@@ -122,9 +124,10 @@ def _parent_with_two_busy_workers(folder: Path) -> tuple[subprocess.Popen, list[
 
 @pytest.mark.parametrize("how", ["SIGKILL", "SIGINT"])
 def test_workers_end_when_their_parent_is_killed_or_interrupted(tmp_path, helpers_importable, how):
-    """``kill -9`` of the parent (no clean-up runs): the workers' watchdogs end them; an
-    interrupt (Ctrl-C, or tox's, which tox follows with a kill within a second): the parent
-    kills its workers and exits at once instead of waiting for their jobs."""
+    """``kill -9`` of the parent (no clean-up runs): the workers' watchdogs end them and
+    remove its job folder; an interrupt (Ctrl-C, or tox's, which tox follows with a kill
+    within a second): the parent kills its workers and exits at once instead of waiting
+    for their jobs. Either way no job folder is left in the temporary directory."""
     parent, workers = _parent_with_two_busy_workers(tmp_path)
     try:
         parent.send_signal(getattr(signal, how))
@@ -132,6 +135,8 @@ def test_workers_end_when_their_parent_is_killed_or_interrupted(tmp_path, helper
         assert _wait_until(lambda: all(_gone(pid) for pid in workers), 10), (
             f"after {how} to their parent, workers {workers} were still running 10 s later"
         )
+        left = sorted(p.name for p in (tmp_path / "tmp").iterdir())
+        assert left == [], f"after {how} to their parent, its job folder was left: {left}"
     finally:
         parent.kill()
         for pid in workers:

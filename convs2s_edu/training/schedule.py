@@ -37,6 +37,7 @@ from __future__ import annotations
 import os
 import pickle
 import select
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -181,27 +182,30 @@ def run_job(job: Job):
     return _call(job)
 
 
-def _exit_with(parent: int, every: float = 0.5) -> None:
+def _exit_with(parent: int, folder: str, every: float = 0.5) -> None:
     """A worker's watchdog thread: end the worker as soon as ``parent`` is no longer its
-    parent process.
+    parent process, removing ``folder`` (the parent's job folder) first.
 
     A parent killed before it could stop its workers (``kill -9``, or tox's interrupt
     followed by its kill half a second later) would otherwise leave them training on, up
     to the end of their current job (many minutes for the full site's models), for
-    nobody, beside whatever the user runs next."""
+    nobody, beside whatever the user runs next; and its job folder, which only the parent
+    removes when it ends normally, behind in the temporary directory."""
     while os.getppid() == parent:
         time.sleep(every)
+    shutil.rmtree(folder, ignore_errors=True)  # every worker tries; the first one wins
     os._exit(1)
 
 
-def _serve(threads: int, parent: int) -> None:
+def _serve(threads: int, parent: int, folder: str) -> None:
     """Body of one worker process of :func:`run_jobs`: run jobs until stdin closes, or
-    until the process ``parent`` (the one that started the worker) is gone.
+    until the process ``parent`` (the one that started the worker) is gone (then it
+    removes ``folder``, the parent's job folder, and ends).
 
     Each line on stdin names a job file and a result file (tab-separated); the worker
     writes ``("ok", value)`` or ``("error", text)`` to the result file, then one line on
     its protocol pipe (the original stdout; what the jobs print goes to stderr)."""
-    threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
+    threading.Thread(target=_exit_with, args=(parent, folder), daemon=True).start()
     import torch
 
     global _SHARED
@@ -306,7 +310,10 @@ class _Worker:
     def __init__(self, env: dict, threads: int, tmp: Path, n: int):
         self.err = open(tmp / f"worker-{n}.err", "w+b")  # noqa: SIM115
         parent = os.getpid()  # the worker ends when this process is gone (_exit_with)
-        code = f"from convs2s_edu.training.schedule import _serve; _serve({threads}, {parent})"
+        code = (
+            "from convs2s_edu.training.schedule import _serve; "
+            f"_serve({threads}, {parent}, {str(tmp)!r})"
+        )
         self.process = subprocess.Popen(
             [sys.executable, "-c", code],
             env=env,
