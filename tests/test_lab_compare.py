@@ -98,3 +98,47 @@ def test_compare_refuses_bad_window_settings_before_training(tmp_path, capsys, m
     assert main(["compare", *SMALL, "--threads", "0"]) == 2
     assert "thread count must be an integer in 1.." in capsys.readouterr().err
     assert not (tmp_path / "cache").exists()
+
+
+def test_compare_on_an_accelerator_times_its_one_setting_and_converts_steps_with_it(
+    tmp_path, monkeypatch
+):
+    """The branch a GPU takes (no thread counts: one interleaved measurement), run on the CPU
+    by letting ``compare`` believe its device is CUDA: the first GPU run must not be the
+    first run of this code."""
+    import torch
+    from _tiny import tiny_config
+
+    from convs2s_edu.lab import compare as lab_compare
+    from convs2s_edu.lab import timing
+    from convs2s_edu.lab.convergence import hardware_label
+
+    monkeypatch.setenv("CONVS2S_EDU_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(timing, "_loadavg", lambda: 0.0)
+    monkeypatch.setattr(timing, "_runnable", lambda: 0)
+    monkeypatch.setattr(lab_compare, "resolve_device", lambda device: torch.device("cuda"))
+    seen = {}
+
+    def convergence(results, per_step, unsteady):
+        seen.update(per_step=per_step, unsteady=unsteady)
+        return []
+
+    monkeypatch.setattr(lab_compare, "convergence", convergence)
+    cfg = tiny_config(n_train=32, eval_every=1)
+    with pytest.raises(ValueError, match="threads are a CPU setting"):
+        lab_compare.compare(cfg, threads=[1])
+    # no two windows take exactly the same time: a 1.000001x limit makes the measurement unsteady
+    result = lab_compare.compare(
+        cfg, n_rounds=2, steps_per_window=1, warmup_steps=0, max_spread=1.000001
+    )
+    assert result.threads is None and result.verdict.by_threads == {}
+    assert not result.verdict.ok and result.verdict.text.startswith("WARNING")
+    m = result.speed
+    assert m.order == ["convs2s", "gru", "gru", "convs2s"]
+    for row in result.rows:
+        assert row["tokens_per_second"] == m.throughput[row["model"]].median
+    # the convergence steps become seconds at the measurement's median s/step, under the
+    # hardware it ran on (a CUDA device's name on a GPU; here the windows ran on this CPU)
+    where = hardware_label(m.machine.threads)
+    assert seen["per_step"] == {n: {where: m.seconds_per_step(n).median} for n in m.models}
+    assert seen["unsteady"] == [where]  # its seconds are flagged
