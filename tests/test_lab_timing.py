@@ -391,3 +391,42 @@ def test_generation_speed_is_worded_in_sentences_not_training_tokens(monkeypatch
     v = speed_verdict(replace(m, unit="sentences"))
     assert not v.ok and "sentences/s" in v.text and "tokens/s" not in v.text
     assert speed_verdict(m).text.count("tokens/s") == 1  # training windows stay in tokens
+
+
+class _Bag(torch.nn.Module):
+    """Logits from the decoder input's embeddings through one linear map: its arithmetic by
+    hand is one (B T, d) x (d, V) product forward and two of the same size backward."""
+
+    def __init__(self, V, d):
+        super().__init__()
+        self.emb, self.out = torch.nn.Embedding(V, d), torch.nn.Linear(d, V)
+
+    def forward(self, src, tgt_in):
+        return self.out(self.emb(tgt_in))
+
+
+def test_training_flops_per_token_by_hand_with_the_padding_left_out():
+    V, d = 13, 6  # vocabulary 10 plus <pad>, <sos>, <eos>
+    model = _Bag(V, d).eval()
+    # targets of 2 and 5 tokens (+ <eos>): padded to 6 positions, 9 real target tokens
+    batch = collate_batch([([3, 1], [1, 3]), ([5, 4, 3, 2, 1], [1, 2, 3, 4, 5])], 10)
+    assert batch.tgt_in.shape == (2, 6) and batch.n_target_tokens == 9
+    # forward, the input's gradient and the weight's: 3 products of 2 x (B T) x d x V
+    expected = 3 * 2 * (2 * 6) * d * V / 9
+    assert speed.training_flops_per_token(model, batch) == expected
+    # the model is left as it came: its mode, and no gradients
+    assert not model.training and all(p.grad is None for p in model.parameters())
+
+
+@pytest.mark.parametrize("kind", ["convs2s", "gru"])
+def test_training_flops_per_token_of_one_length_do_not_depend_on_the_batch_size(kind):
+    # what lets the length-scaling page count two sequences of a length instead of all
+    from _tiny import VOCAB, tiny_model
+
+    from convs2s_edu import generate_dataset
+
+    model = tiny_model(kind)
+    examples = generate_dataset(8, 7, 7, VOCAB, seed=0)
+    two, eight = (collate_batch(examples[:b], VOCAB) for b in (2, 8))
+    count = speed.training_flops_per_token(model, two)
+    assert count == speed.training_flops_per_token(model, eight) > 0

@@ -111,8 +111,10 @@ assert counts["training"][LABELS["gru"]] == counts["generation"][LABELS["gru"]] 
 # operation's work, and every operation ends with the threads waiting for
 # each other. A thread therefore helps an operation in proportion to its size,
 # and helps a model in proportion to how much of its time goes to large
-# operations. :class:`torch.profiler.profile` lists the operations of a few
-# training steps; the cell below counts them per step and divides the step's
+# operations. :class:`torch.profiler.profile` lists the operations of one
+# training step, after an unprofiled warm-up step (thousands of operations:
+# enough for an average; reading the profile of a step costs more than the
+# step); the cell below counts them and divides the step's
 # arithmetic (the count above times its target tokens) among them, then
 # prints the profiler's time per operation at one thread and at every
 # thread of this machine. A model made of many small operations in a chain,
@@ -128,7 +130,7 @@ from convs2s_edu._machine import usable_cores
 from convs2s_edu.training.step import make_train_step
 
 
-def operations_per_step(name: str, threads: int, steps: int = 3) -> dict:
+def operations_per_step(name: str, threads: int) -> dict:
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
@@ -137,13 +139,12 @@ def operations_per_step(name: str, threads: int, steps: int = 3) -> dict:
         step = make_train_step(model, torch.optim.Adam(model.parameters()), 1.0)
         step(flop_batch)  # warm-up
         with profile(activities=[ProfilerActivity.CPU]) as prof:
-            for _ in range(steps):
-                step(flop_batch)
+            step(flop_batch)
     finally:
         torch.set_num_threads(before)
     events = [e for e in prof.key_averages() if e.key.startswith("aten::")]
-    n_ops = sum(e.count for e in events) / steps
-    seconds = sum(e.self_cpu_time_total for e in events) / 1e6 / steps
+    n_ops = sum(e.count for e in events)
+    seconds = sum(e.self_cpu_time_total for e in events) / 1e6
     return {"ops": n_ops, "seconds": seconds}
 
 
