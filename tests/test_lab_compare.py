@@ -104,19 +104,19 @@ def test_compare_on_an_accelerator_times_its_one_setting_and_converts_steps_with
     tmp_path, monkeypatch
 ):
     """The branch a GPU takes (no thread counts: one interleaved measurement), run on the CPU
-    by letting ``compare`` believe its device is CUDA: the first GPU run must not be the
-    first run of this code."""
+    by letting ``compare`` believe its device is CUDA and the measurement's machine line name
+    a GPU: the first GPU run must not be the first run of this code."""
     import torch
     from _tiny import tiny_config
 
     from convs2s_edu.lab import compare as lab_compare
     from convs2s_edu.lab import timing
-    from convs2s_edu.lab.convergence import hardware_label
 
     monkeypatch.setenv("CONVS2S_EDU_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(timing, "_loadavg", lambda: 0.0)
     monkeypatch.setattr(timing, "_runnable", lambda: 0)
     monkeypatch.setattr(lab_compare, "resolve_device", lambda device: torch.device("cuda"))
+    monkeypatch.setattr(timing, "device_label", lambda device: "cuda (Test GPU)")
     seen = {}
 
     def convergence(results, per_step, unsteady):
@@ -135,10 +135,10 @@ def test_compare_on_an_accelerator_times_its_one_setting_and_converts_steps_with
     assert not result.verdict.ok and result.verdict.text.startswith("WARNING")
     m = result.speed
     assert m.order == ["convs2s", "gru", "gru", "convs2s"]
+    where = "cuda (Test GPU)"  # the hardware the speed is labelled with: the device
     for row in result.rows:
         assert row["tokens_per_second"] == m.throughput[row["model"]].median
-    # the convergence steps become seconds at the measurement's median s/step, under the
-    # hardware it ran on (a CUDA device's name on a GPU; here the windows ran on this CPU)
-    where = hardware_label(m.machine.threads)
+        assert row["timed_on"] == where
+    # the convergence steps become seconds at the measurement's median s/step
     assert seen["per_step"] == {n: {where: m.seconds_per_step(n).median} for n in m.models}
     assert seen["unsteady"] == [where]  # its seconds are flagged

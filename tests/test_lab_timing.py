@@ -430,3 +430,18 @@ def test_training_flops_per_token_of_one_length_do_not_depend_on_the_batch_size(
     two, eight = (collate_batch(examples[:b], VOCAB) for b in (2, 8))
     count = speed.training_flops_per_token(model, two)
     assert count == speed.training_flops_per_token(model, eight) > 0
+
+
+@pytest.mark.parametrize("kind", ["convs2s", "gru"])
+def test_training_flops_per_token_are_the_same_on_every_device(kind, device):
+    # on CUDA the GRU runs through cuDNN, which the counter cannot see into: counted on the CPU
+    from _tiny import VOCAB, tiny_model
+
+    from convs2s_edu import generate_dataset
+
+    model = tiny_model(kind)
+    batch = collate_batch(generate_dataset(4, 3, 6, VOCAB, seed=1), VOCAB)
+    on_cpu = speed.training_flops_per_token(model, batch)
+    there = model.to(device)
+    assert speed.training_flops_per_token(there, batch.to(device)) == on_cpu > 0
+    assert next(there.parameters()).device.type == device.type  # the model stays where it was

@@ -1,4 +1,4 @@
-"""The GPU check (issues 10 and 18): one script, under 10 minutes on one H200.
+"""The GPU check (issues 10 and 18): one script for a 10-minute slot on one H200.
 
 Usage, on the GPU machine, from the repository's root, with the machine's own PyTorch
 (nothing to install: the package runs from the source tree; the tests need pytest,
@@ -7,15 +7,20 @@ pytest-xdist, numpy, tqdm, matplotlib, onnx and onnxruntime)::
     PYTHONPATH=. python3 tools/gpu_check.py OUT_DIR               # the real check (CUDA)
     PYTHONPATH=. python3 tools/gpu_check.py OUT_DIR --device cpu  # dry run, tiny budgets
 
-Steps, in this order (each timed; a failing step is recorded and the next one still runs;
-a step not started before ``--deadline`` seconds, default 420, is recorded as skipped, so
-that the check ends inside a machine's time limit with what it measured; the summary is
-written after every step, so a run killed later keeps the steps it finished):
+``tox -e gpu-dry`` runs the dry run the same way. Time counts from the process's start:
+no step starts after ``--deadline`` seconds (default 420; the steps left are recorded as
+skipped), and the step still running at ``--stop`` (default 560) is stopped and recorded
+as failed, so that the check ends inside the machine's time limit with what it measured.
+The summary is written after every step (whole or not at all), so a run killed even later
+keeps the steps it finished. Before the steps, a one-line :func:`torch.compile` on the
+device: when it fails, the compiled paths are left out of steps 5 and 6, with the reason.
+
+Steps, in this order (each timed; a failing step is recorded and the next one still runs):
 
 1. ``tests``: ``pytest`` on the device-parametrised tests (``device`` fixture of
-   ``tests/conftest.py``), whose CUDA case runs here, and the tests of the execution paths,
-   the bench and data parallelism, in 4 workers (the dry run: the latter only, in one);
-   the rest of the suite runs in CI;
+   ``tests/conftest.py``), whose CUDA case runs here (skipped on the CPU), and the tests
+   of the execution paths, the bench and data parallelism, in up to 4 workers, in a
+   process group killed after 240 s; the rest of the suite runs in CI;
 2. ``convergence``: both models trained with the fast recipe on the device
    (:func:`convs2s_edu.lab.compare.compare`), the steps, examples and seconds to 50, 90 and
    95% held-out exact match, the seconds from interleaved windows on the GPU (the dry run:
@@ -44,16 +49,21 @@ when every step ran and passed, 1 otherwise, 2 without a CUDA device.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
 import traceback
 from pathlib import Path
 
+#: When the process started (before torch loads): the deadline and the hard stop count from here.
+T_START = time.perf_counter()
+
 # before anything loads torch: the package's OpenMP settings (convs2s_edu._threads)
-import convs2s_edu
+import convs2s_edu  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -75,27 +85,62 @@ def _step(summary: dict, name: str, fn):
 
 
 #: The tests of the ``tests`` step: the device-parametrised tests' CUDA cases (their ids
-#: hold ``cuda``) and the tests of what runs differently on a GPU.
+#: hold ``cuda``; skipped without a GPU) and the tests of what runs differently on a GPU.
 TEST_SELECTION = "cuda or bench or paths or parallel"
 
 
-def run_tests(device: str) -> dict:
+def run_tests(device: str, timeout: float = 240.0) -> dict:
+    """Step 1: pytest on :data:`TEST_SELECTION` in a process group of its own, killed with its
+    workers after ``timeout`` seconds or when the check is stopped."""
     args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(ROOT / "tests")]
-    if device == "cpu":  # the dry run: a smoke test of the new parts only, in one process
-        args += ["-k", "bench or paths or parallel"]
-    else:  # the CUDA cases; compiling for the GPU dominates, so 4 workers share it
-        args += ["-k", TEST_SELECTION, "-n", "4"]
+    args += ["-k", TEST_SELECTION]
+    if importlib.util.find_spec("xdist") is not None:  # compiling dominates: workers share it
+        from convs2s_edu._machine import usable_cores
+
+        args += ["-n", str(min(4, usable_cores()))]
     env = dict(os.environ)
     if Path(convs2s_edu.__file__).resolve().parents[1] == ROOT:  # run from the source tree
         # pytest runs in tests/, where a relative PYTHONPATH=. no longer names the root
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    proc = subprocess.run(args, cwd=ROOT / "tests", capture_output=True, text=True, env=env)
-    tail = proc.stdout.strip().splitlines()[-3:]
+    proc = subprocess.Popen(
+        args,
+        cwd=ROOT / "tests",
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except BaseException as stop:  # the timeout, or the check's hard stop: no worker outlives it
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        if isinstance(stop, subprocess.TimeoutExpired):
+            raise RuntimeError(f"the tests did not end within {timeout:.0f} s") from None
+        raise
+    tail = out.strip().splitlines()[-3:]
     print("\n".join(tail))
     if proc.returncode != 0:
-        print(proc.stdout[-4000:], proc.stderr[-2000:])
-        raise RuntimeError(f"pytest exited with {proc.returncode}: {tail[-1] if tail else ''}")
+        print(out[-4000:], err[-2000:])
+        why = tail[-1] if tail else " ".join(err.strip().splitlines()[-2:])
+        raise RuntimeError(f"pytest exited with {proc.returncode}: {why}")
     return {"summary": tail[-1] if tail else ""}
+
+
+def compile_check(device: str) -> str | None:
+    """``None`` when :func:`torch.compile` builds and runs a kernel on ``device``, else why
+    not: the compiled paths are then left out of the bench and the runs, with the reason, so
+    that a compiler missing on the machine costs those paths and not the eager ones."""
+    import torch
+
+    try:
+        x = torch.randn(64, device=device)
+        f = torch.compile(lambda t: torch.relu(t) * 2 + 1)
+        torch.testing.assert_close(f(x), torch.relu(x) * 2 + 1)
+    except Exception as err:
+        return f"torch.compile failed on {device}: {type(err).__name__}: {err}"[:500]
+    return None
 
 
 #: Training runs in this order, so that the paths that matter most run first when the time
@@ -118,13 +163,16 @@ BENCH_PATHS = (
 )
 
 
-def train_all(device: str, dry: bool, budget_s: float = 120.0) -> dict:
+def train_all(device: str, dry: bool, budget_s: float = 120.0, no_compile=None) -> dict:
     import torch
 
     from convs2s_edu import TrainConfig, evaluate, make_datasets, train
     from convs2s_edu.training import paths as fast
 
     paths, skipped = fast.available_paths(device)
+    if no_compile:
+        skipped.update({p.name: no_compile for p in paths if p.compile})
+        paths = [p for p in paths if not p.compile]
     paths = sorted(paths, key=lambda p: ORDER.index(p.name))
     runs = {}
     t_start = time.perf_counter()
@@ -155,6 +203,8 @@ def train_all(device: str, dry: bool, budget_s: float = 120.0) -> dict:
                     "exact_match": scores["exact_match"],
                     "token_accuracy": scores["token_accuracy"],
                 }
+            except TimeoutError:  # the check's hard stop ends the step, not just this run
+                raise
             except Exception as err:
                 traceback.print_exc()
                 runs[key] = {"ok": False, "error": f"{type(err).__name__}: {err}"}
@@ -166,11 +216,11 @@ def train_all(device: str, dry: bool, budget_s: float = 120.0) -> dict:
     return {"runs": runs, "skipped_paths": skipped}
 
 
-def bench(device: str, dry: bool, out: Path) -> dict:
+def bench(device: str, dry: bool, out: Path, no_compile=None) -> dict:
     from convs2s_edu.lab.bench import format_bench, run_bench
     from convs2s_edu.training.paths import available_paths
 
-    runnable = {p.name for p in available_paths(device)[0]}
+    runnable = {p.name for p in available_paths(device)[0] if not (no_compile and p.compile)}
     paths = None if dry else [p for p in BENCH_PATHS if p in runnable]
     result = run_bench(device=device, quick=dry, paths=paths, out=out / "bench.json")
     text = format_bench(result)
@@ -257,13 +307,14 @@ def generation(device: str, dry: bool, trained: dict) -> dict:
 STEPS = ("tests", "convergence", "generation", "threads", "bench", "train")
 
 
-def run_steps(steps: dict, summary: dict, deadline: float, write) -> None:
+def run_steps(steps: dict, summary: dict, deadline: float, write, start=None) -> None:
     """Run ``steps`` (name -> function of the seconds left) in order into ``summary``.
 
-    A step not started before ``deadline`` seconds is recorded as skipped; ``write`` is
+    A step not started before ``deadline`` seconds after ``start`` (a
+    :func:`time.perf_counter` reading; default now) is recorded as skipped; ``write`` is
     called after every step, so that the summary on disk is never more than one step old.
     """
-    t0 = time.perf_counter()
+    t0 = time.perf_counter() if start is None else start
     for name, fn in steps.items():
         left = deadline - (time.perf_counter() - t0)
         if left <= 0:
@@ -290,8 +341,15 @@ def main(argv=None) -> int:
         "--deadline",
         type=float,
         default=420.0,
-        help="seconds after which no step starts; those left are recorded as skipped "
-        "(default 420: with the last step's own minutes, inside a 10-minute limit)",
+        help="seconds from the start after which no step starts; those left are recorded "
+        "as skipped (default 420)",
+    )
+    parser.add_argument(
+        "--stop",
+        type=float,
+        default=560.0,
+        help="seconds from the start at which the step still running is stopped and recorded "
+        "as failed, and the summary written (default 560: inside a 10-minute limit)",
     )
     parser.add_argument(
         "--device",
@@ -299,11 +357,10 @@ def main(argv=None) -> int:
         help="cuda (default), cuda:N, or cpu for a quick dry run of every step",
     )
     args = parser.parse_args(argv)
-    if not args.deadline > 0 or not args.train_budget > 0:
-        parser.error(
-            f"--deadline and --train-budget must be > 0 seconds, got {args.deadline:g} "
-            f"and {args.train_budget:g}"
-        )
+    for name in ("train_budget", "deadline", "stop"):
+        value = getattr(args, name)
+        if not value > 0:
+            parser.error(f"--{name.replace('_', '-')} must be > 0 seconds, got {value:g}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     dry = args.device == "cpu"
@@ -324,22 +381,42 @@ def main(argv=None) -> int:
     }
     path = out / "gpu_check.json"
 
-    def write():
-        path.write_text(json.dumps(summary, indent=2, default=str))
+    def write():  # whole or not at all: a kill mid-write leaves the last summary
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(summary, indent=2, default=str))
+        os.replace(tmp, path)
 
-    t0 = time.perf_counter()
-    trained: dict = {}  # the convergence step's two models, for the generation step
-    steps = {
-        "tests": lambda left: run_tests(args.device),
-        "convergence": lambda left: convergence(args.device, dry, trained),
-        "generation": lambda left: generation(args.device, dry, trained),
-        "threads": lambda left: threads(args.device, dry),
-        "bench": lambda left: bench(args.device, dry, out),
-        "train": lambda left: train_all(args.device, dry, min(args.train_budget, left)),
-    }
-    assert tuple(steps) == STEPS
-    run_steps(steps, summary, args.deadline, write)
-    summary["seconds"] = time.perf_counter() - t0
+    def hard_stop(signum, frame):
+        raise TimeoutError(f"stopped at the check's --stop of {args.stop:g} s")
+
+    signal.signal(signal.SIGALRM, hard_stop)
+    signal.alarm(max(1, round(args.stop - (time.perf_counter() - T_START))))
+    try:
+        write()
+        summary["compile"] = compile_check(args.device) or "ok"
+        no_compile = None if summary["compile"] == "ok" else summary["compile"]
+        print(f"== compile check: {summary['compile']}", flush=True)
+        trained: dict = {}  # the convergence step's two models, for the generation step
+        steps = {
+            "tests": lambda left: run_tests(args.device, min(240.0, left)),
+            "convergence": lambda left: convergence(args.device, dry, trained),
+            "generation": lambda left: generation(args.device, dry, trained),
+            "threads": lambda left: threads(args.device, dry),
+            "bench": lambda left: bench(args.device, dry, out, no_compile),
+            "train": lambda left: train_all(
+                args.device, dry, min(args.train_budget, left), no_compile
+            ),
+        }
+        assert tuple(steps) == STEPS
+        # once stopped, nothing starts
+        run_steps(steps, summary, min(args.deadline, args.stop), write, start=T_START)
+    except TimeoutError as err:  # the hard stop between two steps: the rest never started
+        summary["stopped"] = str(err)
+        for name in STEPS:
+            summary.setdefault(name, {"ok": False, "skipped": str(err), "seconds": 0.0})
+    finally:
+        signal.alarm(0)
+    summary["seconds"] = time.perf_counter() - T_START
     summary["ok"] = all(summary[k]["ok"] for k in STEPS)
     summary["finished"] = True
     write()

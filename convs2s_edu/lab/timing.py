@@ -885,13 +885,21 @@ def training_flops_per_token(model: nn.Module, batch) -> float:
 
     Counts matrix products and convolutions (what the counter knows), not
     element-wise operations; one multiply-add counts as 2 operations. A fact
-    about the model and the batch, independent of the machine.
+    about the model and the batch, independent of the machine: a model on a GPU
+    is counted through a copy on the CPU, because there its GRU runs through
+    cuDNN, whose fused operation the counter has no formula for (it would count
+    the recurrent products as nothing); on the CPU the same products are
+    separate matrix products.
     """
+    import copy
+
     from torch.utils.flop_counter import FlopCounterMode
 
+    if next(model.parameters()).device.type != "cpu":
+        model = copy.deepcopy(model).cpu()
     was_training = model.training
     model.train()
-    batch = batch.to(next(model.parameters()).device)
+    batch = batch.to("cpu")
     counter = FlopCounterMode(display=False)
     with counter:
         loss = sequence_loss(model(batch.src, batch.tgt_in), batch.tgt_out)
