@@ -307,6 +307,11 @@ def generation(device: str, dry: bool, trained: dict) -> dict:
 STEPS = ("tests", "convergence", "generation", "threads", "bench", "train")
 
 
+def _skipped(why: str) -> dict:
+    """A step's summary when it never started."""
+    return {"ok": False, "skipped": why, "seconds": 0.0}
+
+
 def run_steps(steps: dict, summary: dict, deadline: float, write, start=None) -> None:
     """Run ``steps`` (name -> function of the seconds left) in order into ``summary``.
 
@@ -320,7 +325,7 @@ def run_steps(steps: dict, summary: dict, deadline: float, write, start=None) ->
         if left <= 0:
             why = f"not started: the check's {deadline:g} s deadline had passed"
             print(f"== {name}: skipped ({why})", flush=True)
-            summary[name] = {"ok": False, "skipped": why, "seconds": 0.0}
+            summary[name] = _skipped(why)
         else:
             _step(summary, name, lambda fn=fn, left=left: fn(left))
         write()
@@ -393,8 +398,8 @@ def main(argv=None) -> int:
     signal.alarm(max(1, round(args.stop - (time.perf_counter() - T_START))))
     try:
         write()
-        summary["compile"] = compile_check(args.device) or "ok"
-        no_compile = None if summary["compile"] == "ok" else summary["compile"]
+        no_compile = compile_check(args.device)  # None, or why the compiled paths are left out
+        summary["compile"] = no_compile or "ok"
         print(f"== compile check: {summary['compile']}", flush=True)
         trained: dict = {}  # the convergence step's two models, for the generation step
         steps = {
@@ -413,7 +418,7 @@ def main(argv=None) -> int:
     except TimeoutError as err:  # the hard stop between two steps: the rest never started
         summary["stopped"] = str(err)
         for name in STEPS:
-            summary.setdefault(name, {"ok": False, "skipped": str(err), "seconds": 0.0})
+            summary.setdefault(name, _skipped(str(err)))
     finally:
         signal.alarm(0)
     summary["seconds"] = time.perf_counter() - T_START
