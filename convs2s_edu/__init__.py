@@ -10,23 +10,18 @@ The package, bottom to top (a layer imports only the layers below it)::
                          decode      greedy and beam search, for any model
                          metrics     exact match and token accuracy
                          loss        the token-level cross-entropy
-    training/            config, the one training step, the loop, checkpoints, the cache,
-                         execution paths, data parallelism
-    lab/                 what the site measures: timing and verdicts, the bench, the
-                         comparison, the experiments, figure and site helpers
+    fast/                the speed-ups, apart from the models, each tested equal to them
+    training/            config, step, loop, checkpoints, cache, data parallelism
+    lab/                 what the site measures and draws (each subpackage lists its modules)
     cli                  ``convs2s-edu train | evaluate | compare | experiment | bench``
 
 Everything a learner needs is importable from here (``from convs2s_edu import
 ConvS2S, train``); the lab is imported from its subpackage
 (``from convs2s_edu.lab import experiments``).
 
-Importing the package sets two OpenMP variables, ``OMP_WAIT_POLICY=PASSIVE``
-and ``OMP_NUM_THREADS`` = the usable cores - 1, where the user has not set
-them and before anything imports torch (:mod:`convs2s_edu._threads`). It
-stays at import rather than in the entry points because every entry point
-(the ``convs2s-edu`` script, ``python -m convs2s_edu``, a notebook's
-``import convs2s_edu``, the docs build) imports this file first and torch
-right after: no later place runs before OpenMP reads its environment.
+Importing the package sets OpenMP's ``OMP_WAIT_POLICY=PASSIVE`` and
+``OMP_NUM_THREADS`` where the user has not, before anything imports torch:
+:mod:`convs2s_edu._threads` says why, and why at import.
 """
 
 # Before anything imports torch: OpenMP threads that sleep instead of spinning (see _threads).
@@ -34,8 +29,8 @@ from ._threads import apply_defaults as _apply_thread_defaults
 
 _apply_thread_defaults()
 
-from ._version import __version__ as __version__  # noqa: E402
-from .convs2s import (  # noqa: E402
+from ._version import __version__ as __version__
+from .convs2s import (
     ConvBlock,
     ConvDecoder,
     ConvEncoder,
@@ -45,7 +40,7 @@ from .convs2s import (  # noqa: E402
     TokenPositionEmbedding,
     scale_gradient,
 )
-from .data import (  # noqa: E402
+from .data import (
     PAD,
     Batch,
     SortingDataset,
@@ -55,19 +50,13 @@ from .data import (  # noqa: E402
     generate_dataset,
     sos_index,
 )
-from .decode import Hypothesis, beam_search, decode_all, greedy_decode  # noqa: E402
-from .hybrid import HybridConfig, HybridSeq2Seq  # noqa: E402
-from .loss import sequence_loss  # noqa: E402
-from .metrics import evaluate, exact_match, token_accuracy  # noqa: E402
-from .rnn import (  # noqa: E402
-    BahdanauAttention,
-    GRUDecoder,
-    GRUEncoder,
-    RNNSeq2Seq,
-    RNNSeq2SeqConfig,
-)
-from .seq2seq import Decoder, Encoder, EncoderDecoder, EncoderOut  # noqa: E402
-from .training import (  # noqa: E402
+from .decode import Hypothesis, beam_search, decode_all, greedy_decode
+from .hybrid import HybridConfig, HybridSeq2Seq
+from .loss import sequence_loss
+from .metrics import evaluate, exact_match, token_accuracy
+from .rnn import BahdanauAttention, GRUDecoder, GRUEncoder, RNNSeq2Seq, RNNSeq2SeqConfig
+from .seq2seq import Decoder, Encoder, EncoderDecoder, EncoderOut
+from .training import (
     MODEL_NAMES,
     History,
     TrainConfig,

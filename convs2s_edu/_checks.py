@@ -12,9 +12,8 @@ def check_int(name: str, value, low: int = 1, high: int | None = None) -> int:
     """Return ``int(value)``; raise ``ValueError`` naming the value and the allowed range
     unless ``value`` is an integer (not a bool) in ``low..high`` (``>= low`` without ``high``)."""
     allowed = f">= {low}" if high is None else f"in {low}..{high}"
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be an integer {allowed}, got {value!r}")
-    if value < low or (high is not None and value > high):
+    integer = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if not integer or value < low or (high is not None and value > high):
         raise ValueError(f"{name} must be an integer {allowed}, got {value!r}")
     return int(value)
 
@@ -56,17 +55,12 @@ def check_tokens(x: torch.Tensor, n_ids: int, name: str, max_len: int | None = N
         )
 
 
-def check_same_batch(src: torch.Tensor, tgt_in: torch.Tensor) -> None:
-    """Raise ``ValueError`` when ``src`` and ``tgt_in`` disagree on the batch size."""
-    if src.shape[0] != tgt_in.shape[0]:
-        raise ValueError(
-            f"src and tgt_in must have the same batch size, got {src.shape[0]} and "
-            f"{tgt_in.shape[0]}"
-        )
-
-
-def check_source_padding(src: torch.Tensor, pad: int = 0) -> None:
-    """Every source row needs >= 1 real token, and padding only at the right end."""
+def check_model_inputs(
+    src: torch.Tensor, tgt_in: torch.Tensor | None, n_ids: int, max_positions: int, pad: int = 0
+) -> None:
+    """The checks both models run on ``model(src, tgt_in)``: token ids inside ``0..n_ids-1``,
+    lengths inside the position table, right-padded non-empty sources, equal batch sizes."""
+    check_tokens(src, n_ids, "src", max_positions)
     empty = (src != pad).sum(dim=1).eq(0).nonzero()
     if len(empty):
         raise ValueError(
@@ -77,15 +71,10 @@ def check_source_padding(src: torch.Tensor, pad: int = 0) -> None:
         raise ValueError(
             f"src row {int(gaps[0])} has a real token after padding; pad on the right only"
         )
-
-
-def check_model_inputs(
-    src: torch.Tensor, tgt_in: torch.Tensor | None, n_ids: int, max_positions: int, pad: int = 0
-) -> None:
-    """The checks both models run on ``model(src, tgt_in)``: token ids inside ``0..n_ids-1``,
-    lengths inside the position table, right-padded non-empty sources, equal batch sizes."""
-    check_tokens(src, n_ids, "src", max_positions)
-    check_source_padding(src, pad)
     if tgt_in is not None:
         check_tokens(tgt_in, n_ids, "tgt_in", max_positions)
-        check_same_batch(src, tgt_in)
+        if src.shape[0] != tgt_in.shape[0]:
+            raise ValueError(
+                f"src and tgt_in must have the same batch size, got {src.shape[0]} and "
+                f"{tgt_in.shape[0]}"
+            )

@@ -1,11 +1,7 @@
 """Command line: ``python -m convs2s_edu`` or ``convs2s-edu``.
 
-Subcommands::
-
-    convs2s-edu train --model {convs2s,gru,gru+conv,conv+gru} [--epochs N] [--device D] [--out DIR]
-    convs2s-edu evaluate DIR [--beam N]
-    convs2s-edu compare [--epochs N] [--device D] [--no-cache]
-    convs2s-edu experiment NAME [--seeds N] [--steps S] [--task T] [--json FILE]
+Its subcommands are ``train``, ``evaluate``, ``compare``, ``experiment`` and ``bench``;
+``convs2s-edu COMMAND --help`` says what each does, its defaults and how long it takes.
 
 Every expected error (a bad value, an unreadable or foreign checkpoint, an
 output path that is a file where a directory is needed or the reverse, a size
@@ -41,6 +37,40 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
+#: Options that set the :class:`TrainConfig` field of their name; one not given keeps the recipe's.
+_CONFIG_OPTIONS = {
+    "--task": {"choices": TASKS, "help": "sort (default), reverse or copy"},
+    "--batching": {
+        "choices": BATCHINGS,
+        "help": "random (default) or bucket: batches of equal length (less padding)",
+    },
+    "--eval-every": {
+        "type": int,
+        "help": "decode the held-out set every N steps (the learning curve; default: never)",
+    },
+    "--epochs": {
+        "type": int,
+        "help": "passes over the training set (seed recipe: 30; fast: 8 rounds of 12,800 new "
+        "examples)",
+    },
+    "--device": {"help": "auto (default), cpu, cuda or cuda:N"},
+    "--n-train": {"type": int, "help": "training examples (default 10000)"},
+    "--batch-size": {"type": int, "help": "default 128"},
+    "--lr": {"type": float, "help": "Adam learning rate (default 1e-3)"},
+    "--seed": {"type": int, "help": "default 0"},
+    "--max-len": {"type": int, "help": "longest sequence (default 20)"},
+    "--min-len": {"type": int, "help": "shortest sequence (default 8)"},
+    "--compile-mode": {
+        "choices": ("default", "reduce-overhead", "max-autotune"),
+        "help": "torch.compile mode (reduce-overhead: CUDA graphs); implies --compile",
+    },
+    "--precision": {
+        "choices": ("fp32", "bf16"),
+        "help": "fp32 (default) or bf16 autocast (CUDA, or a CPU with bf16 instructions)",
+    },
+}
+
+
 def _add_config_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--recipe",
@@ -50,35 +80,11 @@ def _add_config_options(p: argparse.ArgumentParser) -> None:
         "1e-3, dropout 0.1; fast: a fresh batch every step, 5%% warm-up to 3e-3 and linear "
         "decay, Adam beta2 0.98, no dropout, 800 steps. Options below change its fields",
     )
-    p.add_argument("--task", choices=TASKS, help="sort (default), reverse or copy")
-    p.add_argument(
-        "--batching",
-        choices=BATCHINGS,
-        help="random (default) or bucket: batches of equal length (less padding)",
-    )
-    p.add_argument(
-        "--eval-every",
-        type=int,
-        dest="eval_every",
-        help="decode the held-out set every N steps (the learning curve; default: never)",
-    )
-    p.add_argument(
-        "--epochs",
-        type=int,
-        help="passes over the training set (seed recipe: 30; fast: 8 rounds of 12,800 new "
-        "examples)",
-    )
-    p.add_argument("--device", help="auto (default), cpu, cuda or cuda:N")
-    p.add_argument("--n-train", type=int, dest="n_train", help="training examples (default 10000)")
-    p.add_argument("--batch-size", type=int, dest="batch_size", help="default 128")
-    p.add_argument("--lr", type=float, help="Adam learning rate (default 1e-3)")
-    p.add_argument("--seed", type=int, help="default 0")
-    p.add_argument("--max-len", type=int, dest="max_len", help="longest sequence (default 20)")
-    p.add_argument("--min-len", type=int, dest="min_len", help="shortest sequence (default 8)")
+    for flag, kwargs in _CONFIG_OPTIONS.items():
+        p.add_argument(flag, **kwargs)
     p.add_argument(
         "--seed-convs2s",
         action="store_true",
-        dest="seed_convs2s",
         help="train the seed's simplified ConvS2S (no weight norm, default init, "
         "no gradient or context scaling) instead of the paper's",
     )
@@ -86,65 +92,41 @@ def _add_config_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--compile",
         action="store_true",
-        help="torch.compile the encoder and decoder (see `convs2s-edu bench`)",
+        help="torch.compile the encoder and decoder (see `convs2s-edu bench`); implies --no-fast",
     )
-    p.add_argument(
-        "--compile-mode",
-        dest="compile_mode",
-        choices=("default", "reduce-overhead", "max-autotune"),
-        help="torch.compile mode (reduce-overhead: CUDA graphs); implies --compile",
-    )
-    p.add_argument(
-        "--precision",
-        choices=("fp32", "bf16"),
-        help="fp32 (default) or bf16 autocast (CUDA, or a CPU with bf16 instructions)",
-    )
+
+
+#: The fields they set (argparse's names: ``--n-train`` -> ``n_train``), and ``train --fast``'s.
+_CONFIG_FIELDS = [flag[2:].replace("-", "_") for flag in _CONFIG_OPTIONS] + ["fast"]
 
 
 def _config(args, model: str):
-    keys = (
-        "task",
-        "batching",
-        "eval_every",
-        "epochs",
-        "device",
-        "n_train",
-        "batch_size",
-        "lr",
-        "seed",
-        "max_len",
-        "min_len",
-        "compile_mode",
-        "precision",
-    )
-    extra = {"compile": True} if args.compile or args.compile_mode else {}
+    # torch.compile compiles the reference model: no fast paths (an explicit --fast is refused)
+    compiled = args.compile or args.compile_mode
+    changes = {"compile": True, "fast": False} if compiled else {}
+    given = {k: getattr(args, k, None) for k in _CONFIG_FIELDS}  # compare has no --fast
+    changes |= {k: v for k, v in given.items() if v is not None}
     return TrainConfig.recipe(
-        args.recipe,
-        model=model,
-        paper_normalisation=not args.seed_convs2s,
-        **extra,
-        **{k: getattr(args, k) for k in keys if getattr(args, k) is not None},
+        args.recipe, model=model, paper_normalisation=not args.seed_convs2s, **changes
     )
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="convs2s-edu",
-        description="Train, evaluate and compare ConvS2S and the GRU + Bahdanau "
-        "baseline on the sorting task. `convs2s-edu COMMAND --help` "
-        "says what each command does, its defaults and how long it "
-        "takes.",
+        description="Train, evaluate and compare ConvS2S and the GRU + Bahdanau baseline on the "
+        "sorting task. `convs2s-edu COMMAND --help` says what each command does, its defaults "
+        "and how long it takes.",
     )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser(
         "train",
         help="train one model and save a checkpoint (minutes: see --help)",
-        description="Train one model on the sorting task and save DIR/checkpoint.pt. "
-        "At the defaults (10,000 examples, 30 epochs, batch 128) this takes "
-        "several minutes per model on a 2-core CPU (roughly 5 to 15; each epoch's "
-        "time is printed as it trains) and well under a minute on a GPU; "
-        "--epochs 2 --n-train 2000 finishes in seconds.",
+        description="Train one model on the sorting task and save DIR/checkpoint.pt. At the "
+        "defaults (10,000 examples, 30 epochs, batch 128) this takes several minutes per model "
+        "on a 2-core CPU (roughly 5 to 15; each epoch's time is printed as it trains) and well "
+        "under a minute on a GPU; --epochs 2 --n-train 2000 finishes in seconds.",
     )
     p.add_argument(
         "--model",
@@ -157,14 +139,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="directory for checkpoint.pt (created if missing)")
     p.add_argument("--resume", action="store_true", help="continue from --out's checkpoint")
     _add_config_options(p)
+    p.add_argument(
+        "--fast",
+        action=argparse.BooleanOptionalAction,
+        help="run the training step through the package's CPU fast paths (convs2s_edu.fast; "
+        "default: on); --no-fast trains the model files' code as written",
+    )
 
     p = sub.add_parser(
         "evaluate",
         help="score a checkpoint on its test set (seconds)",
         description="Load a checkpoint written by `train`, rebuild its test set (1,000 examples "
-        "at the defaults) and print exact match, token accuracy and a few sample "
-        "predictions. Greedy decoding takes seconds on a CPU; beam search grows "
-        "with --beam.",
+        "at the defaults) and print exact match, token accuracy and a few sample predictions. "
+        "Greedy decoding takes seconds on a CPU; beam search grows with --beam.",
     )
     p.add_argument("dir", help="directory (or file) of a checkpoint written by `train`")
     p.add_argument(
@@ -184,12 +171,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "compare",
         help="train both models on the same data; print the speed table (minutes)",
-        description="Train ConvS2S and the GRU baseline on the same data with the same "
-        "settings (or load them from the cache), score both, then time both "
-        "interleaved (alternating windows of training steps on the same batches) "
-        "and print tokens per second with their range, loss and accuracy side by "
-        "side, the speed ratio and a verdict. At the defaults this trains two "
-        "models: roughly 10 to 30 minutes on a 2-core CPU the first time; once "
+        description="Train ConvS2S and the GRU baseline on the same data with the same settings "
+        "(or load them from the cache), score both, then time both interleaved (alternating "
+        "windows of training steps on the same batches) and print tokens per second with their "
+        "range, loss and accuracy side by side, the speed ratio and a verdict. At the defaults "
+        "this trains two models: roughly 10 to 30 minutes on a 2-core CPU the first time; once "
         "both are cached, only the timing runs (seconds).",
     )
     p.add_argument(
@@ -206,11 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="timed windows per model in the interleaved speed measurement (default 6)",
     )
     p.add_argument(
-        "--window-steps",
-        type=int,
-        default=4,
-        dest="window_steps",
-        help="training steps per timed window (default 4)",
+        "--window-steps", type=int, default=4, help="training steps per timed window (default 4)"
     )
     p.add_argument(
         "--threads",
@@ -223,8 +205,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "experiment",
-        help="run one of the site's experiments over several seeds (cached) and "
-        "print its table (minutes)",
+        help="run one of the site's experiments over several seeds (cached) and print its table "
+        "(minutes)",
         description="Run one experiment of the site's Experiments section: every arm over "
         "several seeds, each run trained with the fast recipe through the cache (800 steps "
         "at width 64 by default), one run per usable core at a time, and print one row per "
@@ -234,8 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
         "tiny budget and 2 seeds.",
     )
     p.add_argument(
-        "name",
-        help="encoder_decoder, positions, attention_layers, depth, generation or beam",
+        "name", help="encoder_decoder, positions, attention_layers, depth, generation or beam"
     )
     p.add_argument("--seeds", type=int, help="seeds per arm, >= 2 (default 5; quick mode 2)")
     p.add_argument("--steps", type=int, help="optimiser steps per run (default 800)")
@@ -250,11 +231,11 @@ def build_parser() -> argparse.ArgumentParser:
         "bench",
         help="training and decoding throughput on every execution path (minutes)",
         description="Measure on this machine, in one process: training tokens/s of ConvS2S and "
-        "the GRU on every execution path (eager/compiled, fp32/bf16, CUDA graphs), "
-        "timed interleaved; FLOPs per token and the fraction of this machine's "
-        "measured matmul peak; greedy and beam-5 sentences/s; ConvS2S incremental "
-        "against full-recompute decoding; profiler tables. Under 5 minutes on a "
-        "2-core CPU; --quick takes seconds (eager paths only on a CPU).",
+        "the GRU on every execution path (eager/compiled, fp32/bf16, CUDA graphs), timed "
+        "interleaved; FLOPs per token and the fraction of this machine's measured matmul peak; "
+        "greedy and beam-5 sentences/s; ConvS2S incremental against full-recompute decoding; "
+        "profiler tables. Under 5 minutes on a 2-core CPU; --quick takes seconds (eager paths "
+        "only on a CPU).",
     )
     p.add_argument("--device", default="auto", help="auto (default), cpu, cuda or cuda:N")
     p.add_argument("--quick", action="store_true", help="small budgets (seconds)")
@@ -272,12 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="models to measure (default: convs2s gru)",
     )
     p.add_argument("--json", help="also write the measurement to this file")
-    p.add_argument(
-        "--no-profile",
-        action="store_true",
-        dest="no_profile",
-        help="leave out the profiler tables",
-    )
+    p.add_argument("--no-profile", action="store_true", help="leave out the profiler tables")
     return parser
 
 
@@ -299,7 +275,7 @@ def _check_out_dir(path: str) -> None:
 
 
 def _check_json_path(path: str) -> None:
-    """``compare --json``: a file in an existing, writable directory (checked before training)."""
+    """``--json``: a file in an existing, writable directory (checked before any work)."""
     p = Path(path)
     if p.is_dir():
         raise ValueError(f"--json {path} is a directory; give a file name")
@@ -308,12 +284,6 @@ def _check_json_path(path: str) -> None:
         raise ValueError(f"--json {path}: directory {parent} does not exist")
     if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
         raise ValueError(f"--json {path} is not writable")
-
-
-def _write_json(path: str, data: dict) -> None:
-    """``--json``: the result as indented JSON (the path was checked before any work)."""
-    with open(path, "w") as f:
-        json.dump(data, f, indent=2)
 
 
 def _cmd_train(args) -> int:
@@ -344,11 +314,8 @@ def _cmd_evaluate(args) -> int:
         f"token accuracy {scores['token_accuracy']:.1%}"
     )
     if args.samples > 0:
-        rows = predict_samples(
-            {result.config.model: result.model},
-            test_set.examples[: args.samples],
-            beam_size=args.beam,
-        )
+        examples = test_set.examples[: args.samples]
+        rows = predict_samples({result.config.model: result.model}, examples, beam_size=args.beam)
         if args.beam == 1:  # greedy: the beam=1 column would only repeat the greedy one
             rows = [{k: v for k, v in row.items() if not k.endswith(" beam=1")} for row in rows]
         print(format_samples(rows))
@@ -364,8 +331,6 @@ def _cmd_compare(args) -> int:
     if args.eval_every is None:
         args.eval_every = COMPARE_EVAL_EVERY[args.recipe]
     cfg = _config(args, "convs2s")
-    if args.json:
-        _check_json_path(args.json)
     result = compare(
         cfg,
         use_cache=not args.no_cache,
@@ -376,23 +341,18 @@ def _cmd_compare(args) -> int:
     )
     print(format_table(result.rows))
     if result.threads is not None:
-        print()
-        print(format_threads(result.threads, verdict=result.verdict))
+        print("\n" + format_threads(result.threads, verdict=result.verdict))
     elif result.speed is not None:
-        print()
-        print(format_speed(result.speed, result.verdict))
+        print("\n" + format_speed(result.speed, result.verdict))
     if result.convergence is not None:
-        print()
-        print("convergence speed (seconds: steps x median s/step of the interleaved windows):")
+        print("\nconvergence speed (seconds: steps x median s/step of the interleaved windows):")
         print(format_convergence(result.convergence))
-    if args.json:
-        _write_json(args.json, result.to_dict())
+    if args.json:  # checked before any work, in main
+        Path(args.json).write_text(json.dumps(result.to_dict(), indent=2))
     return 0
 
 
 def _cmd_experiment(args) -> int:
-    if args.json:
-        _check_json_path(args.json)
     result = run_experiment(
         args.name,
         seeds=args.seeds,
@@ -407,14 +367,12 @@ def _cmd_experiment(args) -> int:
     print(result.budget.describe())
     print(format_beam(result) if args.name == "beam" else format_result(result))
     print(conclusion(result))
-    if args.json:
-        _write_json(args.json, result.to_dict())
+    if args.json:  # checked before any work, in main
+        Path(args.json).write_text(json.dumps(result.to_dict(), indent=2))
     return 0
 
 
 def _cmd_bench(args) -> int:
-    if args.json:
-        _check_json_path(args.json)
     result = run_bench(
         models=args.models,
         paths=args.paths,
@@ -438,6 +396,8 @@ def main(argv=None) -> int:
         "bench": _cmd_bench,
     }
     try:
+        if getattr(args, "json", None):  # compare, experiment, bench: checked before any work
+            _check_json_path(args.json)
         return command[args.command](args)
     except (ValueError, OSError, TrainingDivergedError) as err:
         # OSError: a file that vanished, a full disk, a permission refused mid-run

@@ -43,7 +43,6 @@ from .seq2seq import Decoder, Encoder, EncoderDecoder, EncoderOut
 __all__ = [
     "ConvS2SConfig",
     "TokenPositionEmbedding",
-    "WindowConv1d",
     "ConvBlock",
     "ConvEncoder",
     "ConvMemory",
@@ -180,9 +179,7 @@ class ConvS2SConfig:
         return tuple(n - 1 for n in self.attention_layers)
 
 
-# --------------------------------------------------------------------------
-# Helpers: the paper's initialisation (§3.5) and gradient scaling (§3.4)
-# --------------------------------------------------------------------------
+# ---- Helpers: the paper's initialisation (§3.5) and gradient scaling (§3.4) ----
 
 
 def _linear(
@@ -249,9 +246,7 @@ def scale_gradient(x: torch.Tensor, factor: float) -> torch.Tensor:
     return _ScaleGradient.apply(x, float(factor))
 
 
-# --------------------------------------------------------------------------
-# Embeddings
-# --------------------------------------------------------------------------
+# ---- Embeddings ----------------------------------------------------------
 
 
 class TokenPositionEmbedding(nn.Module):
@@ -339,80 +334,7 @@ class TokenPositionEmbedding(nn.Module):
         return self.dropout(e)
 
 
-# --------------------------------------------------------------------------
-# The convolutional block with a gated linear unit
-# --------------------------------------------------------------------------
-
-
-class WindowConv1d(nn.Conv1d):
-    r"""The block's convolution, time-major, computed as one matrix product over the
-    :math:`k`-wide windows of its input.
-
-    A :class:`torch.nn.Conv1d` (stride 1, no padding of its own) in everything but
-    the layout: the same parameters ``weight`` :math:`(2d, d, k)` and ``bias``,
-    initialisation and state-dict names, so weight normalisation and checkpoints
-    are unchanged; input and output are time-major, the layout of the rest of the
-    model, where :class:`torch.nn.Conv1d`'s are channels-first. Tested against
-    :func:`torch.nn.functional.conv1d` with the same weights, gradients included.
-
-    Parameters
-    ----------
-    in_channels, out_channels, kernel_size : int
-        :math:`d`, :math:`2d` and :math:`k` in :class:`ConvBlock`.
-
-    Returns
-    -------
-    Tensor, shape (B, T, out_channels)
-        :math:`Y = [A\ B]` at every position, from input ``(B, T + k - 1, in_channels)``,
-        already padded.
-
-    Notes
-    -----
-    Output :math:`i` is :math:`W X_i + b_w`, with :math:`X_i = [x_i; x_{i+1}; \dots;
-    x_{i+k-1}] \in \mathbb{R}^{kd}` the window of :math:`k` inputs that it sees and
-    :math:`W \in \mathbb{R}^{2d \times kd}` the kernel laid out in the same
-    order, the paper's own shape for it (§3.2). All :math:`B \cdot T` outputs
-    are then one product of a :math:`(BT, kd)` matrix of windows with
-    :math:`W^\top`.
-
-    Why not :func:`torch.nn.functional.conv1d`: on a 2-core AMD EPYC with AVX2
-    (torch 2.13.0's CPU wheel, one thread), oneDNN's convolution ran the seed
-    model's block (:math:`B = 128`, :math:`T = 21`, :math:`d = 128`,
-    :math:`k = 3`) forward at about 0.7 and backward at about half of the rate of
-    MKL's matrix products of the same sizes (its ``convolution_backward`` was 45%
-    of ConvS2S's training step), and the whole block, forward and backward, took
-    a median 29.5 ms this way against 39.2 (median per-round ratio 1.34,
-    1.21-1.62; ``tools/conv_speed.py``, which measures both on any machine). On an
-    AVX-512 EPYC, where oneDNN ran at the matrix rate, an earlier measurement of the
-    convolution alone, forward and backward, gave 25 ms for the windows (as
-    ``Tensor.unfold``) against 24 for ``conv1d``: no gain there, no loss.
-
-    References
-    ----------
-    Gehring et al. (2017), §3.2: "Each convolution kernel is parameterized as
-    :math:`W \in \mathbb{R}^{2d \times kd}`".
-    """
-
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: int):
-        super().__init__(in_channels, out_channels, kernel_size)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """``x`` ``(B, T + k - 1, d)`` -> ``(B, T, 2d)``."""
-        k, d = self.kernel_size[0], self.in_channels
-        if x.dim() != 3 or x.shape[-1] != d:
-            raise ValueError(
-                f"WindowConv1d takes time-major input (B, T + k - 1, d) with d = {d}, "
-                f"got shape {tuple(x.shape)}"
-            )
-        T = x.shape[1] - k + 1
-        if T < 1:
-            raise ValueError(f"the input needs at least k = {k} positions, got {x.shape[1]}")
-        # X_i = [x_i; x_{i+1}; ...; x_{i+k-1}]: the window that output i sees
-        windows = torch.cat([x[:, j : j + T] for j in range(k)], dim=-1)  # (B, T, k d)
-        # W (2d, d, k) laid out as (2d, k d), in the windows' order
-        W = self.weight.transpose(1, 2).flatten(1)
-        # [A B] = W X_i + b_w for every i at once
-        return F.linear(windows, W, self.bias)  # (B, T, 2d)
+# ---- The convolutional block with a gated linear unit --------------------
 
 
 class ConvBlock(nn.Module):
@@ -436,10 +358,10 @@ class ConvBlock(nn.Module):
 
     Attributes
     ----------
-    conv : WindowConv1d
-        Maps already-padded input ``(B, T + k - 1, d)`` to ``(B, T, 2d)``, one
-        matrix product over the windows; its output is
-        :math:`Y = [A\ B] \in \mathbb{R}^{2d}`.
+    conv : torch.nn.Conv1d
+        :math:`W` ``(2d, d, k)`` and :math:`b_w` ``(2d,)``, without padding of its own:
+        :meth:`convolve` pads, then maps ``(B, T, d)`` to
+        :math:`Y = [A\ B] \in \mathbb{R}^{2d}` at every position.
 
     Returns
     -------
@@ -490,7 +412,7 @@ class ConvBlock(nn.Module):
             )
         self.d, self.kernel_size, self.causal = d, kernel_size, causal
         self.dropout = nn.Dropout(dropout)
-        conv = WindowConv1d(d, 2 * d, kernel_size)  # W, b_w: (2d, d, k), (2d,)
+        conv = nn.Conv1d(d, 2 * d, kernel_size)  # W, b_w: (2d, d, k), (2d,)
         if weight_norm:
             p = 1.0 - dropout
             # W ~ N(0, sqrt(4p / (k d))): the GLU halves the variance (§3.5)
@@ -514,25 +436,29 @@ class ConvBlock(nn.Module):
         residual = x  # (B, T, d)
         x = F.pad(self.dropout(x), (0, 0, *self.padding))  # (B, T + k - 1, d)
         # [A B] = W * X + b_w
-        y = self.conv(x)  # (B, T, 2d)
+        y = self.convolve(x)  # (B, T, 2d)
         # v([A B]) = A ⊗ σ(B)
         v = F.glu(y, dim=-1)  # (B, T, d)
         # h = sqrt(0.5) (v + x)
         return (v + residual) * SQRT_HALF
+
+    def convolve(self, x: torch.Tensor) -> torch.Tensor:
+        r""":math:`[A\ B] = W * X + b_w`: ``x`` ``(B, T + k - 1, d)``, already padded, to
+        ``(B, T, 2d)``. :class:`torch.nn.Conv1d` reads channels first, ``(B, d, T)``."""
+        return self.conv(x.transpose(1, 2)).transpose(1, 2)
 
     def step(self, x_t: torch.Tensor, window: torch.Tensor) -> torch.Tensor:
         """One causal step: ``x_t`` ``(B, 1, d)`` is the newest input, ``window``
         ``(B, k-1, d)`` the previous ``k-1`` inputs (zeros before the start).
         Returns ``(B, 1, d)``, the same as column ``t`` of :meth:`forward` (eval mode)."""
         x = torch.cat([window, x_t], dim=1)  # (B, k, d)
-        y = self.conv(self.dropout(x))  # (B, 1, 2d)
+        # [A B] = W * X + b_w over the one window that ends at the newest input
+        y = self.convolve(self.dropout(x))  # (B, 1, 2d)
         v = F.glu(y, dim=-1)  # (B, 1, d)
         return (v + x_t) * SQRT_HALF
 
 
-# --------------------------------------------------------------------------
-# Encoder
-# --------------------------------------------------------------------------
+# ---- Encoder -------------------------------------------------------------
 
 
 def _conv_stack(cfg: ConvS2SConfig, *, causal: bool, n_layers: int):
@@ -636,9 +562,7 @@ class ConvMemory(NamedTuple):
     padding_mask: torch.Tensor
 
 
-# --------------------------------------------------------------------------
-# Multi-step attention
-# --------------------------------------------------------------------------
+# ---- Multi-step attention ------------------------------------------------
 
 
 class MultiStepAttention(nn.Module):
@@ -732,9 +656,7 @@ class MultiStepAttention(nn.Module):
         return c, a
 
 
-# --------------------------------------------------------------------------
-# Decoder
-# --------------------------------------------------------------------------
+# ---- Decoder -------------------------------------------------------------
 
 
 class DecoderCache(NamedTuple):
@@ -920,9 +842,7 @@ class ConvDecoder(Decoder):
         return DecoderCache(memory, windows, state.position)
 
 
-# --------------------------------------------------------------------------
-# The whole model
-# --------------------------------------------------------------------------
+# ---- The whole model -----------------------------------------------------
 
 
 class ConvS2S(EncoderDecoder):

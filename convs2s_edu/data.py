@@ -4,7 +4,10 @@ Every example is a pair ``(input_seq, sorted_seq)``: ``input_seq`` holds
 ``seq_len`` integers drawn uniformly (with repetition) from ``1..vocab_size``
 and ``sorted_seq`` holds the same integers in ascending order. The output is as
 long as the input, so a model must learn to *re-arrange* tokens, which is what
-attention is good at.
+attention is good at. A padded batch is a :class:`Batch` (:func:`collate_batch`);
+:class:`LengthBucketSampler` draws batches whose examples have the same length where it
+can, for training (shuffled) and decoding (in order), and :func:`padding_fraction`
+measures what a batching wastes.
 
 Tasks
 -----
@@ -19,14 +22,6 @@ re-ordering cost where order *does* matter:
 ``"copy"``     target = the source              no re-ordering
 =============  ===============================  ======================================
 
-Batches of equal length
------------------------
-Random batches of the seed's data (lengths 8-20) are about 29% padding.
-:class:`LengthBucketSampler` draws batches whose examples have the same length
-where it can (the paper batches sentences of equal length when it times
-generation, Table 3), for training (shuffled) and decoding (in order);
-:func:`padding_fraction` measures what a batching wastes.
-
 Token ids
 ---------
 =========================  ==========================
@@ -38,12 +33,6 @@ ordinary tokens            ``1 .. vocab_size``
 
 so a model's embedding table and output layer have ``vocab_size + 3`` rows
 (:func:`n_token_ids`).
-
-A batch (:class:`Batch`, made by :func:`collate_batch`) holds the padded source
-``src`` ``(B, S)``, the decoder input ``tgt_in`` ``(B, T)`` that starts with
-``<sos>`` and the targets ``tgt_out`` ``(B, T)`` that end with ``<eos>``
-(teacher forcing: ``tgt_out[:, t]`` is what the decoder should predict after
-reading ``tgt_in[:, :t+1]``), plus padding masks that are ``True`` at padding.
 """
 
 from __future__ import annotations
@@ -83,19 +72,22 @@ PAD = 0
 TASKS = ("sort", "reverse", "copy")
 
 
+def _check_task(task: str) -> str:
+    """``task``, or a ``ValueError`` naming :data:`TASKS` when it is none of them."""
+    if task not in TASKS:
+        raise ValueError(f"task must be one of {', '.join(map(repr, TASKS))}, got {task!r}")
+    return task
+
+
 def task_target(source: Sequence[int], task: str = "sort") -> list[int]:
     """The target of ``source`` in ``task``: sorted, reversed or copied.
 
     >>> task_target([3, 1, 2]), task_target([3, 1, 2], "reverse"), task_target([3, 1, 2], "copy")
     ([1, 2, 3], [2, 1, 3], [3, 1, 2])
     """
-    if task == "sort":
+    if _check_task(task) == "sort":
         return sorted(source)
-    if task == "reverse":
-        return list(source)[::-1]
-    if task == "copy":
-        return list(source)
-    raise ValueError(f"task must be one of {', '.join(map(repr, TASKS))}, got {task!r}")
+    return list(source)[::-1] if task == "reverse" else list(source)
 
 
 def sos_index(vocab_size: int) -> int:
@@ -114,9 +106,7 @@ def n_token_ids(vocab_size: int) -> int:
 
 
 def generate_sorting_example(
-    seq_len: int,
-    vocab_size: int,
-    rng: np.random.Generator | None = None,
+    seq_len: int, vocab_size: int, rng: np.random.Generator | None = None
 ) -> tuple[list[int], list[int]]:
     """Draw one sorting example.
 
@@ -149,12 +139,7 @@ def generate_sorting_example(
 
 
 def generate_dataset(
-    n_samples: int,
-    min_len: int,
-    max_len: int,
-    vocab_size: int,
-    seed=0,
-    task: str = "sort",
+    n_samples: int, min_len: int, max_len: int, vocab_size: int, seed=0, task: str = "sort"
 ) -> list[tuple[list[int], list[int]]]:
     """Draw ``n_samples`` examples with lengths uniform in ``[min_len, max_len]``.
 
@@ -185,14 +170,11 @@ def generate_dataset(
     max_len = check_int("max_len", max_len)
     if min_len > max_len:
         raise ValueError(f"min_len must be <= max_len, got min_len={min_len} > max_len={max_len}")
-    if task not in TASKS:
-        raise ValueError(f"task must be one of {', '.join(map(repr, TASKS))}, got {task!r}")
+    _check_task(task)
     rng = np.random.default_rng(seed)
     lengths = rng.integers(min_len, max_len + 1, size=n_samples)
-    examples = [generate_sorting_example(int(n), vocab_size, rng) for n in lengths]
-    if task != "sort":
-        examples = [(x, task_target(x, task)) for x, _ in examples]
-    return examples
+    sources = [generate_sorting_example(int(n), vocab_size, rng)[0] for n in lengths]
+    return [(x, task_target(x, task)) for x in sources]
 
 
 @dataclass
@@ -207,7 +189,8 @@ class Batch:
         Decoder input: ``<sos>`` followed by the sorted sequence, padded.
     tgt_out : Tensor, shape (B, T)
         Targets: the sorted sequence followed by ``<eos>``, padded. ``T = S_i + 1``
-        for each row.
+        for each row. Teacher forcing: ``tgt_out[:, t]`` is what the decoder should
+        predict after reading ``tgt_in[:, :t+1]``.
     src_padding_mask : Tensor, shape (B, S)
         ``True`` where ``src`` is padding.
     tgt_padding_mask : Tensor, shape (B, T)
@@ -293,13 +276,9 @@ def as_token_batch(x, name: str = "src") -> torch.Tensor:
                 f"1-D sequence holding {row!r}"
             )
         for tok in row:
-            if (
-                isinstance(tok, (bool, np.bool_))
-                or not isinstance(tok, int | np.integer)
-                and not (
-                    isinstance(tok, torch.Tensor) and tok.dim() == 0 and tok.dtype in TOKEN_DTYPES
-                )
-            ):
+            if isinstance(tok, torch.Tensor) and tok.dim() == 0 and tok.dtype in TOKEN_DTYPES:
+                continue  # a 0-d integer tensor
+            if isinstance(tok, (bool, np.bool_)) or not isinstance(tok, int | np.integer):
                 raise ValueError(f"{name} must hold integer token ids, got {tok!r}")
     return _pad([[int(t) for t in row] for row in rows])
 
@@ -364,14 +343,11 @@ class SortingDataset(Dataset):
 
     def __init__(self, examples, vocab_size: int, task: str = "sort"):
         self.vocab_size = check_int("vocab_size", vocab_size)
-        if task not in TASKS:
-            raise ValueError(f"task must be one of {', '.join(map(repr, TASKS))}, got {task!r}")
-        self.task = task
-        self.examples = []
+        self.task = _check_task(task)
+        self.examples, V = [], self.vocab_size
         for i, pair in enumerate(examples):
             try:
-                x, y = pair
-                x, y = list(x), list(y)
+                x, y = map(list, pair)
             except (TypeError, ValueError):
                 raise ValueError(
                     f"example {i} must be a pair (input_seq, sorted_seq) of token "
@@ -380,13 +356,11 @@ class SortingDataset(Dataset):
             for tok in (*x, *y):
                 if isinstance(tok, (bool, np.bool_)) or not isinstance(tok, (int, np.integer)):
                     raise ValueError(
-                        f"example {i} holds {tok!r}; tokens must be integers in "
-                        f"1..{self.vocab_size}"
+                        f"example {i} holds {tok!r}; tokens must be integers in 1..{V}"
                     )
-                if not 1 <= tok <= self.vocab_size:
+                if not 1 <= tok <= V:
                     raise ValueError(
-                        f"example {i} holds token {tok}, outside the allowed range "
-                        f"1..{self.vocab_size}"
+                        f"example {i} holds token {tok}, outside the allowed range 1..{V}"
                     )
             if not x:
                 raise ValueError(f"example {i} is empty; sequences need length >= 1")
@@ -429,11 +403,7 @@ class SortingDataset(Dataset):
         return collate_batch(examples, self.vocab_size)
 
 
-# --------------------------------------------------------------------------
-# Batches of equal length
-# --------------------------------------------------------------------------
-
-
+# ---- Batches of equal length ---------------------------------------------
 class LengthBucketSampler(Sampler):
     r"""Batches of example indices of equal length where possible (shuffled buckets).
 
@@ -508,34 +478,31 @@ class LengthBucketSampler(Sampler):
         return torch.randperm(n, generator=self.generator).tolist()
 
     def __iter__(self):
-        B = self.batch_size
-        if self.pool is not None:
-            order, size = self._permutation(len(self.lengths)), self.pool * B
-            batches = []
+        B, order = self.batch_size, self._permutation(len(self.lengths))
+        batches = []
+        if self.pool is not None:  # sorted pools of `pool` batches, cut into batches
+            size = self.pool * B
             for start in range(0, len(order), size):
                 chunk = sorted(order[start : start + size], key=lambda i: self.lengths[i])
                 batches += [chunk[j : j + B] for j in range(0, len(chunk), B)]
-            for k in self._permutation(len(batches)):
-                yield batches[k]
-            return
-        buckets: dict[int, list[int]] = {}
-        for i in self._permutation(len(self.lengths)):  # shuffled within each bucket
-            buckets.setdefault(self.lengths[i], []).append(i)
-        batches, rest = [], []
-        for length in sorted(buckets):
-            idx = buckets[length]
-            full = len(idx) - len(idx) % B
-            batches += [idx[j : j + B] for j in range(0, full, B)]
-            rest += idx[full:]  # in length order: leftover batches mix neighbouring lengths
-        batches += [rest[j : j + B] for j in range(0, len(rest), B)]
-        if not self.shuffle:  # in length order (a leftover batch by its shortest example)
-            batches.sort(key=lambda b: self.lengths[b[0]])
+        else:
+            buckets: dict[int, list[int]] = {}
+            for i in order:  # shuffled within each bucket
+                buckets.setdefault(self.lengths[i], []).append(i)
+            rest = []
+            for length in sorted(buckets):
+                idx = buckets[length]
+                full = len(idx) - len(idx) % B
+                batches += [idx[j : j + B] for j in range(0, full, B)]
+                rest += idx[full:]  # in length order: leftover batches mix neighbouring lengths
+            batches += [rest[j : j + B] for j in range(0, len(rest), B)]
+            if not self.shuffle:  # in length order (a leftover batch by its shortest example)
+                batches.sort(key=lambda b: self.lengths[b[0]])
         for k in self._permutation(len(batches)):
             yield batches[k]
 
 
-#: The batchings of :func:`length_batches` (and ``TrainConfig.batching``): random batches
-#: (no sampler), equal lengths, or sorted pools of 4 batches.
+#: The :class:`LengthBucketSampler` ``pool`` of each batching of :func:`length_batches`.
 BATCHING_POOLS = {"bucket": None, "pooled": 4}
 
 
@@ -572,10 +539,8 @@ def padding_fraction(batches) -> float:
         decoder computes for nothing (the encoder's share of its source is the same
         up to the one ``<eos>``).
     """
-    pad = total = 0
-    for b in batches:
-        pad += int(b.tgt_padding_mask.sum())
-        total += b.tgt_padding_mask.numel()
+    masks = [b.tgt_padding_mask for b in batches]
+    total = sum(m.numel() for m in masks)
     if total == 0:
         raise ValueError("padding_fraction needs at least one batch, got none")
-    return pad / total
+    return sum(int(m.sum()) for m in masks) / total

@@ -11,13 +11,11 @@ until it emits ``<eos>`` (greedy search, :func:`greedy_decode`), or keeping the
 ``beam_size`` most probable prefixes at every step (:func:`beam_search`, the
 search ConvS2S is evaluated with [1]_, with a length normalisation in the spirit of [3]_).
 
-Both take any :class:`~convs2s_edu.EncoderDecoder` (ConvS2S, the GRU model and
-the hybrids) and drive it through the common interface only: ``model.encode``
-once, then ``model.decoder.start`` / ``step`` / ``reorder``
-(:mod:`convs2s_edu.seq2seq`). For ConvS2S the decoder state is a
+Both drive any :class:`~convs2s_edu.EncoderDecoder` through the interface of
+:mod:`convs2s_edu.seq2seq` only. For ConvS2S the decoder state is a
 :class:`~convs2s_edu.convs2s.DecoderCache` (every causal convolution keeps its last
-:math:`k-1` inputs), so one step costs one column of every layer; for the GRU
-it holds the recurrent state :math:`s_{t-1}`.
+:math:`k-1` inputs), so one step costs one column of every layer; for the GRU it holds
+the recurrent state :math:`s_{t-1}`.
 
 Token conventions (see :mod:`convs2s_edu.data`): decoded sequences are lists
 of ints *without* ``<sos>`` and ``<eos>``; ``PAD`` and ``<sos>`` are never
@@ -89,11 +87,7 @@ def _mask_special(scores: torch.Tensor, vocab_size: int) -> torch.Tensor:
 
 
 def _step_limits(src: torch.Tensor, max_len, max_positions: int) -> torch.Tensor:
-    """Most decoding steps per row, ``(B,)``.
-
-    ``None``: the source length + 1 (a sorted copy plus ``<eos>``), capped at
-    ``max_positions``. An int: that many steps for every row, ``1..max_positions``.
-    """
+    """Most decoding steps per row ``(B,)``: ``max_len`` as :func:`greedy_decode` reads it."""
     if max_len is None:
         src_len = src.ne(PAD).sum(dim=1)  # (B,)
         return (src_len + 1).clamp(max=max_positions)
@@ -101,11 +95,7 @@ def _step_limits(src: torch.Tensor, max_len, max_positions: int) -> torch.Tensor
     return torch.full((src.shape[0],), max_len, dtype=torch.long, device=src.device)
 
 
-# --------------------------------------------------------------------------
-# Greedy search
-# --------------------------------------------------------------------------
-
-
+# ---- Greedy search -------------------------------------------------------
 def greedy_decode(
     model,
     src,
@@ -119,13 +109,11 @@ def greedy_decode(
     Parameters
     ----------
     model : EncoderDecoder
-        ConvS2S, RNNSeq2Seq or a HybridSeq2Seq. Put in eval mode and run under
-        :func:`torch.no_grad` for the call; the
-        training flags of all its modules are restored afterwards.
+        ConvS2S, RNNSeq2Seq or a HybridSeq2Seq, run in eval mode under
+        :func:`torch.no_grad` (its modules' training flags are restored afterwards).
     src : Tensor, shape (B, S), or list of list of int
-        Source tokens, right-padded with ``PAD`` (lists are padded here).
-        ``int16``/``int32``/``uint8`` tensors are converted to ``int64``; float,
-        bool and 1-D inputs raise ``ValueError``. Moved to the model's device.
+        Right-padded source tokens, converted and checked by
+        :func:`~convs2s_edu.data.as_token_batch`; moved to the model's device.
     max_len : int, optional
         Most decoding steps, ``<eos>`` included, ``1..max_positions``. Default:
         per row, the source length + 1 (for sorting, the output is as long as
@@ -147,24 +135,18 @@ def greedy_decode(
         One list per source, without ``<sos>``/``<eos>``; at most ``max_len``
         tokens (``max_len`` tokens and no ``<eos>`` when the limit was hit).
     attention : list of Tensor
-        Only with ``return_attention=True``. Row ``b`` has the layout of
-        ``model(src, tgt_in, return_attention=True)``: ``(n_decoder_layers, T_b, S_b)``
-        with the convolutional decoder, ``(T_b, S_b)`` with the GRU decoder;
-        ``S_b`` is the source length without padding and ``T_b`` the number of
-        steps taken, i.e. ``len(tokens[b])`` plus one for the step that
-        produced ``<eos>``.
+        Only with ``return_attention=True``: row ``b`` in the layout of
+        ``model(src, tgt_in, return_attention=True)``, ``([n_decoder_layers,] T_b, S_b)``
+        for ``S_b`` real source tokens and ``T_b`` steps taken (``len(tokens[b])``, plus
+        one for the step that produced ``<eos>``).
 
     Notes
     -----
-    At every step each row takes the single most probable next token
-
-    .. math:: \hat y_t = \arg\max_{y \ne \texttt{PAD}, \texttt{<sos>}}
-              \; \log p(y \mid \hat y_{<t}, x),
-
-    a row stops at its first ``<eos>`` or at its step limit, and the loop
-    ends when every row has stopped. Rows that have stopped keep being fed
-    ``PAD`` (their outputs are ignored): the batch keeps its shape, which is
-    simpler than removing rows and costs little on this task.
+    At every step each row takes the single most probable next token (the
+    module's :math:`\hat y_t`, never ``PAD`` or ``<sos>``); a row stops at its first
+    ``<eos>`` or at its step limit, and the loop ends when every row has stopped.
+    Rows that have stopped keep being fed ``PAD`` (their outputs are ignored): the batch
+    keeps its shape, which is simpler than removing rows and costs little on this task.
 
     Greedy search is not exact: a locally best token can lead to a worse
     sequence; :func:`beam_search` keeps more candidates.
@@ -179,15 +161,13 @@ def greedy_decode(
     [True, True]
     """
     src = _prepare(model, src)  # (B, S)
-    eos = eos_index(model.vocab_size)
+    sos, eos = sos_index(model.vocab_size), eos_index(model.vocab_size)
     with _inference(model):
         B = src.shape[0]
         limits = _step_limits(src, max_len, model.max_positions)  # (B,)
         enc = model.encode(src)
         state = model.decoder.start(enc) if incremental else None
-        prefix = torch.full(
-            (B, 1), sos_index(model.vocab_size), dtype=torch.long, device=src.device
-        )  # (B, 1): <sos>
+        prefix = torch.full((B, 1), sos, dtype=torch.long, device=src.device)  # (B, 1): <sos>
         done = torch.zeros(B, dtype=torch.bool, device=src.device)  # (B,)
         n_steps = limits.clone()  # (B,) steps taken per row (final once done)
         attentions = []
@@ -206,36 +186,24 @@ def greedy_decode(
             stop = (t + 1) >= limits  # (B,)
             if stop_at_eos:
                 stop = stop | y.eq(eos)
-            newly = stop & ~done
-            n_steps[newly] = t + 1
+            n_steps[stop & ~done] = t + 1  # the rows that stop now
             done |= stop
             if bool(done.all()):
                 break
 
-        out = []
-        for b in range(B):
-            seq = prefix[b, 1 : 1 + int(n_steps[b])].tolist()
-            if stop_at_eos and seq and seq[-1] == eos:
-                seq = seq[:-1]
-            out.append(seq)
+        out = [prefix[b, 1 : 1 + int(n)].tolist() for b, n in enumerate(n_steps)]  # after <sos>
+        out = [seq[:-1] if stop_at_eos and seq and seq[-1] == eos else seq for seq in out]
         if not return_attention:
             return out
         attn = torch.stack(attentions, dim=2)  # (B, L, T, S)
         if not model.decoder.multi_step:
             attn = attn[:, 0]  # (B, T, S): the model-level layout of a single attention
         src_len = src.ne(PAD).sum(dim=1)  # (B,)
-        rows = [
-            attn[b, ..., : int(n_steps[b]), : int(src_len[b])].cpu()  # ([L,] T_b, S_b)
-            for b in range(B)
-        ]
-        return out, rows
+        # row b: ([L,] T_b, S_b), the steps taken over the real source tokens
+        return out, [a[..., : int(n), : int(s)].cpu() for a, n, s in zip(attn, n_steps, src_len)]
 
 
-# --------------------------------------------------------------------------
-# Beam search
-# --------------------------------------------------------------------------
-
-
+# ---- Beam search ---------------------------------------------------------
 class Hypothesis(NamedTuple):
     """A finished beam-search hypothesis.
 
@@ -271,16 +239,14 @@ def beam_search(
     Parameters
     ----------
     model : EncoderDecoder
-        ConvS2S, RNNSeq2Seq or a HybridSeq2Seq. Run in eval mode under
-        :func:`torch.no_grad`; training flags are restored.
+        As in :func:`greedy_decode`.
     src : Tensor, shape (B, S), or list of list of int
         Right-padded source tokens, converted and checked as in :func:`greedy_decode`.
     beam_size : int, default 5
         :math:`K`, the number of hypotheses kept per source, ``>= 1``.
         ``beam_size=1`` gives exactly :func:`greedy_decode`'s output.
     max_len : int, optional
-        Most decoding steps, ``<eos>`` included (default: source length + 1 per
-        row), as in :func:`greedy_decode`.
+        Most decoding steps, as in :func:`greedy_decode`.
     length_penalty : float, default 1.0
         :math:`\alpha \ge 0` in the score :math:`\log p(y \mid x) / |y|^\alpha`;
         ``0`` ranks by raw log-probability, ``1`` by the average per token.
@@ -316,14 +282,11 @@ def beam_search(
     :math:`lp(y) = (5 + |y|)^{\alpha} / (5 + 1)^{\alpha}` (and add a coverage
     penalty); this is the plain :math:`|y|^{\alpha}` of fairseq's ``lenpen``,
     which ranks hypotheses of one length the same way and needs no extra
-    constant. The :math:`K` best extensions that do not
-    end in ``<eos>`` stay alive; the decoder state follows them with
-    ``model.decoder.reorder``, which selects the rows of the encoder output the
-    state holds as well as the decoder's own (the windows of ConvS2S, dimension 1
-    of the GRU state). A source is done once
-    it has :math:`K` finished hypotheses or reaches its step limit (the
-    stopping rule of fairseq); the answer is its finished hypothesis of
-    highest score.
+    constant. The :math:`K` best extensions that do not end in ``<eos>`` stay alive; the
+    decoder state follows them with ``model.decoder.reorder`` (the state's encoder rows
+    too: :mod:`convs2s_edu.seq2seq`). A source is done once it has :math:`K` finished
+    hypotheses or reaches its step limit (the stopping rule of fairseq); the answer is its
+    finished hypothesis of highest score.
 
     Beam search is still approximate: the best sequence can be pruned early,
     so a wider beam does not guarantee a more probable output than greedy
@@ -336,19 +299,13 @@ def beam_search(
     the simpler form above);
     Gehring et al. (2017), §5 (beam width 5).
     """
-    K = check_int("beam_size", beam_size)
-    if (
-        isinstance(length_penalty, bool)
-        or not isinstance(length_penalty, numbers.Real)
-        or not math.isfinite(length_penalty)
-        or length_penalty < 0
-    ):
+    K, alpha = check_int("beam_size", beam_size), length_penalty
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0 <= alpha < math.inf:
         raise ValueError(f"length_penalty must be a finite number >= 0, got {length_penalty!r}")
-    alpha = float(length_penalty)
+    alpha = float(alpha)
     src = _prepare(model, src)  # (B, S)
-    V_words = model.vocab_size
+    V_words, decoder = model.vocab_size, model.decoder
     eos = eos_index(V_words)
-    decoder = model.decoder
     with _inference(model):
         B, device = src.shape[0], src.device
         limits = _step_limits(src, max_len, model.max_positions)  # (B,)
@@ -361,7 +318,7 @@ def beam_search(
         y_prev = torch.full((B * K,), sos_index(V_words), dtype=torch.long, device=device)
         finished: list[list[Hypothesis]] = [[] for _ in range(B)]
         done = [False] * B
-        base = torch.arange(B, device=device).unsqueeze(1) * K  # (B, 1)
+        rows = torch.arange(B, device=device).unsqueeze(1)  # (B, 1): source b
 
         for t in range(int(limits.max())):
             logits, _, state = decoder.step(y_prev, state)  # (B K, V)
@@ -385,10 +342,8 @@ def beam_search(
                         continue
                     seq = tokens[b, tb[b][j]].tolist() + ([] if te[b][j] else [tt[b][j]])
                     length = len(seq) + int(te[b][j])  # |y|, <eos> included
-                    # score = log p(y | x) / |y|^alpha
-                    finished[b].append(
-                        Hypothesis(seq, ts[b][j], ts[b][j] / length**alpha, bool(te[b][j]))
-                    )
+                    score = ts[b][j] / length**alpha  # log p(y | x) / |y|^alpha
+                    finished[b].append(Hypothesis(seq, ts[b][j], score, bool(te[b][j])))
                 if len(finished[b]) >= K or last[b]:
                     done[b] = True
             if all(done):
@@ -399,15 +354,9 @@ def beam_search(
             scores, pick = alive_scores.topk(K, dim=1)  # (B, K), indices into the 2K
             parent = top_beam.gather(1, pick)  # (B, K)
             new_tok = top_tok.gather(1, pick)  # (B, K)
-            # tokens of the parents, then the new token
-            tokens = torch.cat(
-                [
-                    tokens.gather(1, parent.unsqueeze(-1).expand(-1, -1, tokens.shape[-1])),
-                    new_tok.unsqueeze(-1),
-                ],
-                dim=-1,
-            )  # (B, K, t + 1)
-            state = decoder.reorder(state, (base + parent).view(-1))  # rows of the parents
+            # tokens of the parents, then the new token: (B, K, t + 1)
+            tokens = torch.cat([tokens[rows, parent], new_tok.unsqueeze(-1)], dim=-1)
+            state = decoder.reorder(state, (rows * K + parent).view(-1))  # rows of the parents
             y_prev = new_tok.view(-1)  # (B K,)
 
     ranked = [sorted(f, key=lambda h: h.score, reverse=True)[:K] for f in finished]
@@ -416,11 +365,7 @@ def beam_search(
     return [r[0].tokens for r in ranked]
 
 
-# --------------------------------------------------------------------------
-# A whole data set
-# --------------------------------------------------------------------------
-
-
+# ---- A whole data set ----------------------------------------------------
 def decode_all(
     model,
     sources,
@@ -441,7 +386,7 @@ def decode_all(
     batch_size : int, default 256
         Sources decoded together, ``>= 1``.
     max_len : int, optional
-        Step limit (default: the source length + 1 per row).
+        Step limit, as in :func:`greedy_decode`.
     bucket : bool, default True
         Decode sources of equal length together
         (:class:`~convs2s_edu.data.LengthBucketSampler`, in length order), as the
@@ -459,13 +404,10 @@ def decode_all(
     batch_size = check_int("batch_size", batch_size)
     sources = list(sources)
     if bucket and sources:
-        lengths = [len(x) for x in sources]
-        batches = list(LengthBucketSampler(lengths, batch_size, shuffle=False))
+        batches = list(LengthBucketSampler([len(x) for x in sources], batch_size, shuffle=False))
     else:
-        batches = [
-            list(range(i, min(i + batch_size, len(sources))))
-            for i in range(0, len(sources), batch_size)
-        ]
+        order = list(range(len(sources)))
+        batches = [order[i : i + batch_size] for i in range(0, len(sources), batch_size)]
     outputs: list = [None] * len(sources)
     for idx in batches:
         chunk = [sources[i] for i in idx]  # padded by as_token_batch inside the search

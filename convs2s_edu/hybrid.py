@@ -11,20 +11,18 @@ the shapes need (:class:`~convs2s_edu.EncoderDecoder`):
 ============  ======================================  ==========================================
 name          encoder -> bridge -> decoder            what crosses
 ============  ======================================  ==========================================
-``gru+conv``  :class:`~convs2s_edu.GRUEncoder`,       keys :math:`z_j = W_b h_j + b_b`
-              :math:`W_b: 2n \to f`,                  (:math:`2n \to f`); values
-              :class:`~convs2s_edu.ConvDecoder`       :math:`z_j + e_j` with :math:`e_j` the
-                                                      GRU encoder's token embeddings (no
-                                                      position table: the GRU knows the order)
-``conv+gru``  :class:`~convs2s_edu.ConvEncoder`,      annotations :math:`h_j = W_b z^u_j + b_b`
-              :math:`W_b: f \to 2n`,                  (:math:`f \to 2n`);
-              :class:`~convs2s_edu.GRUDecoder`        :math:`s_0 = \tanh(W_{init}\,\bar z)`,
-                                                      :math:`\bar z` the mean of :math:`z^u_j`
+``gru+conv``  :class:`~convs2s_edu.GRUEncoder`,       keys :math:`z_j = W_b h_j + b_b`; values
+              :math:`W_b: 2n \to f`,                  :math:`z_j + e_j`, :math:`e_j` the GRU
+              :class:`~convs2s_edu.ConvDecoder`       encoder's token embeddings (no position
+                                                      table: the GRU knows the order)
+``conv+gru``  :class:`~convs2s_edu.ConvEncoder`,      annotations :math:`h_j = W_b z^u_j + b_b`;
+              :math:`W_b: f \to 2n`,                  :math:`s_0 = \tanh(W_{init}\,\bar z)`,
+              :class:`~convs2s_edu.GRUDecoder`        :math:`\bar z` the mean of :math:`z^u_j`
                                                       over the real tokens
 ============  ======================================  ==========================================
 
 The two parts share ``vocab_size``, ``embed_dim`` and ``max_positions`` (the
-convolutional decoder adds the encoder's embeddings to its keys, so the sizes
+convolutional decoder adds the encoder's embeddings to its keys to make its values, so the sizes
 must agree). ``scale_encoder_grad`` of a convolutional decoder divides the
 gradient into the keys by its number of attentions whatever the encoder is;
 after a GRU decoder (one attention) nothing is scaled.
@@ -58,12 +56,7 @@ class HybridConfig:
         Configures the convolutional part (its ``n_encoder_layers`` for a
         convolutional encoder, its ``n_decoder_layers`` for a convolutional decoder).
     rnn : RNNSeq2SeqConfig
-        Configures the GRU part likewise.
-
-    Notes
-    -----
-    :meth:`from_options` builds both from one set of fields: a field goes to every
-    config that has it (``hidden_dim`` to both, ``kernel_size`` to ``conv`` only).
+        Configures the GRU part likewise (:meth:`from_options` builds both).
     """
 
     name: str = "gru+conv"
@@ -86,8 +79,9 @@ class HybridConfig:
 
     @classmethod
     def from_options(cls, name: str, *, paper: bool = False, **options) -> HybridConfig:
-        """Both parts' configs from one set of fields; ``paper`` starts the convolutional
-        part from :meth:`ConvS2SConfig.paper <convs2s_edu.ConvS2SConfig.paper>`."""
+        """Both parts' configs from one set of fields, each going to every config that has it
+        (``hidden_dim`` to both, ``kernel_size`` to ``conv`` only); ``paper`` starts the
+        convolutional part from :meth:`ConvS2SConfig.paper <convs2s_edu.ConvS2SConfig.paper>`."""
         conv_names = {f.name for f in fields(ConvS2SConfig)}
         rnn_names = {f.name for f in fields(RNNSeq2SeqConfig)}
         unknown = sorted(set(options) - conv_names - rnn_names)
@@ -123,10 +117,8 @@ class HybridSeq2Seq(EncoderDecoder):
 
     Returns
     -------
-    logits : Tensor, shape (B, T, vocab_size + 3)
-    attention : Tensor
-        Only with ``return_attention=True``: ``(B, n_decoder_layers, T, S)`` with
-        the convolutional decoder, ``(B, T, S)`` with the GRU decoder.
+    logits, attention
+        As :class:`~convs2s_edu.EncoderDecoder` returns them.
 
     Examples
     --------

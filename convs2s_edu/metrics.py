@@ -1,22 +1,17 @@
 r"""Evaluation metrics for the sorting task: exact match and token accuracy.
 
 The paper reports BLEU on translation; a sorted sequence is either right or
-wrong, so the seed notebook uses two simpler measures:
+wrong, so the seed notebook uses two simpler measures: :func:`exact_match`, the
+share of sequences that are entirely right, and :func:`token_accuracy`, the share
+of reference positions that are right. :func:`evaluate` decodes a data set with a
+model and returns both.
 
-* :func:`exact_match`: the share of sequences that are entirely right;
-* :func:`token_accuracy`: the share of reference positions that are right.
-
-Both take *decoded* sequences, token lists without ``<sos>``/``<eos>`` as
-returned by :func:`~convs2s_edu.decode.greedy_decode` and
-:func:`~convs2s_edu.decode.beam_search`, or ``PAD``-padded 2-D integer
-tensors.
-
-Input rules, the same for both: token ids must be integers ``>= 0`` (a float
-such as ``1.9`` is refused, never truncated to ``1``); trailing ``PAD`` (``0``)
-is stripped from every sequence, so a padded tensor scores as the unpadded
-lists would; a ``PAD`` *followed* by a real token is refused, since it cannot
-be padding. :func:`evaluate` decodes a data set
-with a model and returns both.
+Both take *decoded* sequences (token lists without ``<sos>``/``<eos>``, as the
+search functions of :mod:`convs2s_edu.decode` return them) or ``PAD``-padded 2-D
+integer tensors. Token ids must be integers ``>= 0`` (a float such as ``1.9`` is
+refused, never truncated to ``1``); trailing ``PAD`` (``0``) is stripped from every
+sequence, so a padded tensor scores as the unpadded lists would; a ``PAD``
+*followed* by a real token is refused, since it cannot be padding.
 """
 
 from __future__ import annotations
@@ -77,9 +72,7 @@ def _as_lists(name: str, seqs) -> list[list[int]]:
 
 
 def _cut_at_eos(seq: list[int], eos: int | None) -> list[int]:
-    if eos is not None and eos in seq:
-        return seq[: seq.index(eos)]
-    return seq
+    return seq[: seq.index(eos)] if eos in seq else seq  # None is never in seq
 
 
 def _strip_pad(name: str, i: int, seq: list[int]) -> list[int]:
@@ -166,11 +159,8 @@ def token_accuracy(
 
     Parameters
     ----------
-    predictions, references : sequence of sequence of int
-        Decoded token lists, the same number of each, ``>= 1``; the references
-        must hold at least one token in total.
-    eos : int, optional
-        If given, every sequence is first cut at its first ``eos``.
+    predictions, references, eos
+        As in :func:`exact_match`; the references must hold at least one token in total.
 
     Returns
     -------
@@ -223,20 +213,14 @@ def evaluate(
     Parameters
     ----------
     model : EncoderDecoder
-        ConvS2S, RNNSeq2Seq or a HybridSeq2Seq. Decoded in eval mode under
-        :func:`torch.no_grad` (training flags restored).
+        Decoded as by :func:`~convs2s_edu.decode.greedy_decode` (eval mode, no autograd).
     dataset_or_examples : SortingDataset or sequence of (source, reference)
         At least one example.
-    batch_size : int, default 256
-        Sources decoded together, ``>= 1``.
-    beam_size : int, default 1
-        ``1``: :func:`~convs2s_edu.decode.greedy_decode`; ``> 1``:
-        :func:`~convs2s_edu.decode.beam_search` with that width.
+    batch_size, beam_size, max_len
+        As in :func:`~convs2s_edu.decode.decode_all` (``beam_size=1``: greedy search).
     device : str or torch.device, optional
         If given, the model is moved there first (``nn.Module.to`` works in
         place, so it stays there); by default the model's own device is used.
-    max_len : int, optional
-        Step limit passed to the decoder (default: source length + 1 per row).
 
     Returns
     -------
@@ -253,17 +237,15 @@ def evaluate(
         if isinstance(pair, torch.Tensor) or not isinstance(pair, (tuple, list)) or len(pair) != 2:
             raise ValueError(f"example {i} must be a pair (source, reference), got {pair!r}")
     sources = _as_lists("sources", [x for x, _ in pairs])
-    targets = _as_lists("references", [y for _, y in pairs])
-    examples = list(zip(sources, targets))
-    if not examples:
+    references = _as_lists("references", [y for _, y in pairs])
+    if not pairs:
         raise ValueError("need at least one example to evaluate, got 0")
-    for i, (x, y) in enumerate(examples):
+    for i, (x, y) in enumerate(zip(sources, references)):
         if not x or not y:
             raise ValueError(f"example {i} is empty; sequences need length >= 1")
     predictions = decode_all(model, sources, beam_size, batch_size, max_len)
-    references = [y for _, y in examples]
     return {
         "exact_match": exact_match(predictions, references),
         "token_accuracy": token_accuracy(predictions, references),
-        "n_examples": len(examples),
+        "n_examples": len(pairs),
     }

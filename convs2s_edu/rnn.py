@@ -12,12 +12,11 @@ equations follow section 6 of the seed article [2]_, ``../shared/seeds/001``):
     p(y_t \mid y_{<t}, x) &= \mathrm{softmax}(W_s s_t + b_s)
 
 The model is an :class:`~convs2s_edu.EncoderDecoder` of a :class:`GRUEncoder`
-and a :class:`GRUDecoder`. The encoder runs cuDNN-style over the whole (packed)
-source at once and the
-keys :math:`W_a h_j + b_a` are computed once per sequence. What stays step by step
-is the decoder: :math:`s_t` needs :math:`s_{t-1}`, and the attention at step
-:math:`t` needs :math:`s_{t-1}`, so the :math:`T` steps of a target cannot run
-in parallel even with teacher forcing. That sequential dependency is the
+and a :class:`GRUDecoder`. The encoder runs :class:`torch.nn.GRU` over the whole
+(packed) source and the keys :math:`W_a h_j + b_a` are computed once per sequence.
+What stays step by step is the decoder: :math:`s_t` needs :math:`s_{t-1}`, and
+the attention at step :math:`t` needs :math:`s_{t-1}`, so the :math:`T` steps of a
+target cannot run in parallel even with teacher forcing. That sequential dependency is the
 paper's argument for convolutions.
 
 References
@@ -34,13 +33,11 @@ from dataclasses import asdict, dataclass, replace
 from typing import NamedTuple
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from ._checks import check_int_fields_positive, check_probability
 from .data import PAD, n_token_ids
-from .gru_fused import fused_applies, packed_bigru
 from .seq2seq import Decoder, Encoder, EncoderDecoder, EncoderOut
 
 __all__ = [
@@ -205,17 +202,14 @@ class GRUEncoder(Encoder):
     -----
     A bidirectional :class:`torch.nn.GRU` over the packed source
     (:func:`~torch.nn.utils.rnn.pack_padded_sequence`), so padding never enters
-    the recurrence. Whenever a gradient is wanted on a CPU (training), the same
-    equations run through :func:`~convs2s_edu.gru_fused.packed_bigru` with the
-    module's weights: both directions step together and the backward pass is
-    written out, the weight gradients one matrix product over all steps (the same
-    values and gradients, ``tests/test_gru_fused.py``). The class attribute
-    ``fused = False`` makes training call the module itself (and so does a
-    forward without gradients: a forward hook on ``gru`` sees only those).
-    """
+    the recurrence: the forward GRU reads :math:`x_1 \dots x_m`, the backward one
+    :math:`x_m \dots x_1`, and :math:`h_j` joins their states at :math:`j`
+    (Bahdanau et al., §3.2).
 
-    #: Whether training on a CPU uses :func:`~convs2s_edu.gru_fused.packed_bigru`.
-    fused = True
+    References
+    ----------
+    Bahdanau, Cho & Bengio (2014), §3.2.
+    """
 
     def __init__(self, cfg: RNNSeq2SeqConfig):
         super().__init__()
@@ -237,15 +231,11 @@ class GRUEncoder(Encoder):
         pad = src.eq(PAD)  # (B, S)
         lengths = (~pad).sum(dim=1).cpu()  # (B,)
         x = self.dropout(self.embed(src))  # (B, S, E)
-        if self.fused and fused_applies(x):
-            # the same GRU, its backward written out (training on a CPU; see gru_fused)
-            h, h_n = packed_bigru(x, lengths, self.gru)
-        else:
-            packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
-            out, h_n = self.gru(packed)  # h_n: (2 L_enc, B, n)
-            h, _ = pad_packed_sequence(
-                out, batch_first=True, total_length=src.shape[1]
-            )  # (B, S, 2n)
+        packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        # h_j = [forward h_j; backward h_j]
+        out, h_n = self.gru(packed)  # h_n: (2 L_enc, B, n)
+        h, _ = pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])
+        # h: (B, S, 2n), zero at padding
         # h_n[-1]: the backward GRU's last state of the top layer, the first position's
         return EncoderOut(states=h, embedded=x, padding_mask=pad, summary=h_n[-1])
 
@@ -268,32 +258,6 @@ class GRUDecoderState(NamedTuple):
     keys: torch.Tensor
     padding_mask: torch.Tensor
     s: torch.Tensor
-
-    def first(self, n: int) -> GRUDecoderState:
-        """The state of the first ``n`` rows (views, nothing copied)."""
-        return GRUDecoderState(self.h[:n], self.keys[:n], self.padding_mask[:n], self.s[:, :n])
-
-
-# the parameters of one layer of nn.GRU, in the order GRUDecoder.forward reads them
-_GRU_WEIGHTS = ("weight_ih", "bias_ih", "weight_hh", "bias_hh")
-
-
-def _gru_update(
-    x_gates: torch.Tensor, h_gates: torch.Tensor, s_prev: torch.Tensor
-) -> torch.Tensor:
-    r"""One GRU step from its two matrix products, as :class:`torch.nn.GRU` computes it.
-
-    ``x_gates`` :math:`W_i x_t + b_i` and ``h_gates`` :math:`W_h s_{t-1} + b_h`, both
-    ``(B, 3n)`` in the gate order :math:`r, z, \tilde s`; ``s_prev`` ``(B, n)``.
-    """
-    n = s_prev.shape[-1]
-    # r_t, z_t = σ(W_ir x + b_ir + W_hr s_{t-1} + b_hr), σ(W_iz x + b_iz + W_hz s_{t-1} + b_hz)
-    rz = torch.sigmoid(x_gates[:, : 2 * n] + h_gates[:, : 2 * n])
-    r, z = rz[:, :n], rz[:, n:]
-    # s~_t = tanh(W_in x + b_in + r_t ⊙ (W_hn s_{t-1} + b_hn))
-    s_tilde = torch.tanh(torch.addcmul(x_gates[:, 2 * n :], r, h_gates[:, 2 * n :]))
-    # s_t = (1 - z_t) ⊙ s~_t + z_t ⊙ s_{t-1}
-    return torch.addcmul(s_tilde, z, s_prev - s_tilde)
 
 
 class GRUDecoder(Decoder):
@@ -324,15 +288,9 @@ class GRUDecoder(Decoder):
 
     After a convolutional encoder, :math:`\overleftarrow{h}_1` is replaced by the
     encoder's summary, the mean of :math:`z^u_j` over the real tokens.
-    :meth:`forward` (teacher forcing) computes what :meth:`start` and
-    :meth:`step` repeated compute (the equations written out, see there; so a
-    forward hook on ``gru``, ``attention`` or ``embed`` sees a teacher-forced
-    forward differently from the steps): :math:`s_t` needs :math:`s_{t-1}`, so
-    the steps cannot run in parallel. Each step runs only on the rows whose
-    target has not ended (the packed target, as
-    :func:`~torch.nn.utils.rnn.pack_padded_sequence` packs the encoder's source),
-    so padding is never computed; logits and attention after a row's last token
-    are zero.
+    :meth:`forward` (teacher forcing) is :meth:`start`, then :meth:`step` once per
+    target position: :math:`s_t` needs :math:`s_{t-1}`, so the steps cannot run in
+    parallel, even when every input :math:`y_{t-1}` is known in advance.
 
     Departure from Bahdanau et al.: the output layer is the seed article's
     :math:`\mathrm{softmax}(W_s s_t + b_s)` rather than the paper's deep maxout
@@ -412,101 +370,18 @@ class GRUDecoder(Decoder):
         )
 
     def forward(self, tgt_in: torch.Tensor, enc: EncoderOut):
-        r"""Teacher forcing: :meth:`start`, then the equations of :meth:`step` once per
-        column of ``tgt_in`` ``(B, T)``, each on the rows whose target is still running;
-        returns logits ``(B, T, V)`` and attention ``(B, 1, T, S)``, both zero after a
-        row's last token.
+        """Teacher forcing: :meth:`start`, then :meth:`step` on every column of ``tgt_in``
+        ``(B, T)``; returns logits ``(B, T, V)`` and attention ``(B, 1, T, S)``.
 
-        A row's length runs to its last non-``PAD`` token. As
-        :func:`~torch.nn.utils.rnn.pack_padded_sequence` does for the encoder's
-        :class:`torch.nn.GRU`, the rows are put longest first, so that the rows still
-        running at step :math:`t` are the first :math:`n_t` (``batch_sizes[t]`` of the
-        packed target): the right padding is never computed (~29% of the seed's random
-        batches). The loss ignores those positions, so the gradients are those of
-        running every row to the end.
-
-        Under teacher forcing the inputs :math:`y_{t-1}` are known in advance, so what
-        depends only on them runs once for every step, as one matrix product: the
-        embeddings :math:`E y_{t-1}` and their share :math:`W_{iy} E y_{t-1} + b_i`
-        of the GRU's input gates (:math:`W_i = [W_{iy}\; W_{ic}]` splits over the input
-        :math:`[E y_{t-1}; c_t]`), and, after the loop, the output layer
-        :math:`W_s s_t + b_s`. What needs :math:`s_{t-1}` (the attention, the context's
-        share :math:`W_{ic} c_t` and the recurrence) runs step by step: the sequential
-        part the paper's argument is about. The attention weights come from
-        :math:`\tanh(x) = 2\sigma(2x) - 1`: :math:`a_{tj} = \mathrm{softmax}_j\big(2 v_a^\top
-        \sigma(2(W_a h_j + b_a + U_a s_{t-1}))\big)` is the same softmax (the constant
-        :math:`-\sum v_a` cancels), and :math:`\sigma` costs a CPU less than :math:`\tanh`;
-        :class:`BahdanauAttention` and :meth:`step` compute :math:`e_{tj}` as written.
-        The GRU's equations are written out with the weights of ``self.gru`` (gate
-        order :math:`r, z, \tilde s` of :class:`torch.nn.GRU`); :meth:`step` calls the
-        module, and ``tests/test_rnn.py`` checks that both give the same logits and
-        gradients.
+        Every row runs every step, its padding too (the loss ignores those positions).
         """
-        B, T = tgt_in.shape
-        # a row's length: up to its last non-PAD token (at least 1)
-        position = torch.arange(1, T + 1, device=tgt_in.device)  # (T,)
-        lengths = (tgt_in.ne(PAD) * position).amax(dim=1).clamp(min=1)  # (B,)
-        if torch.compiler.is_compiling():
-            return self._every_row(tgt_in, enc, position[None, :] <= lengths[:, None])
-        packed = pack_padded_sequence(tgt_in, lengths.cpu(), True, enforce_sorted=False)
-        sizes = packed.batch_sizes.tolist()  # n_t, non-increasing
-        state = self.reorder(self.start(enc), packed.sorted_indices.to(tgt_in.device))
-        h, mask = state.h, state.padding_mask  # (B, S, 2n), (B, S)
-        # tanh(x) = 2σ(2x) - 1, so v_a^T tanh(x) = 2 v_a^T σ(2x) - Σ v_a: the softmax over j
-        # ignores the constant, and σ costs less than tanh (a third on the AVX2 EPYC)
-        keys2 = 2 * state.keys  # 2 (W_a h_j + b_a)  (B, S, A)
-        U2, v2 = 2 * self.attention.U_a.weight, 2 * self.attention.v_a  # 2 U_a (A, n), 2 v_a (A,)
-        s = list(state.s.unbind(0))  # s_{t-1} of every layer, (B, n) each
-        gru, E = self.gru, self.cfg.embed_dim
-        W_iy, W_ic = gru.weight_ih_l0[:, :E], gru.weight_ih_l0[:, E:]  # (3n, E), (3n, 2n)
-        # W_iy E y_{t-1} + b_i for every step at once, split into the steps  (n_t, 3n) each
-        y = self.dropout(self.embed(packed.data))  # E y_{t-1}, packed  (Σ n_t, E)
-        gates_y = F.linear(y, W_iy, gru.bias_ih_l0).split(sizes)
-        tops, attention = [], []
-        for t, n_t in enumerate(sizes):  # inherently sequential: s_t needs s_{t-1}
-            if n_t < h.shape[0]:  # the rows whose target has ended leave (the last ones)
-                h, keys2, mask, s = h[:n_t], keys2[:n_t], mask[:n_t], [s_l[:n_t] for s_l in s]
-            # a_tj = softmax_j(v_a^T tanh(W_a h_j + b_a + U_a s_{t-1}))
-            #      = softmax_j(2 v_a^T σ(2 (W_a h_j + b_a) + 2 U_a s_{t-1}))  (see above)
-            x = keys2 + F.linear(s[-1], U2).unsqueeze(1)  # (n_t, S, A)
-            e = torch.sigmoid(x) @ v2  # e_tj + Σ v_a  (n_t, S)
-            a = torch.softmax(e.masked_fill(mask, float("-inf")), dim=-1)  # (n_t, S)
-            # c_t = Σ_j a_tj h_j
-            c = torch.bmm(a.unsqueeze(1), h).squeeze(1)  # (n_t, 2n)
-            # W_i [E y_{t-1}; c_t] + b_i = (W_iy E y_{t-1} + b_i) + W_ic c_t
-            x_gates = torch.addmm(gates_y[t], c, W_ic.t())  # (n_t, 3n)
-            for layer in range(len(s)):
-                W_i, b_i, W_h, b_h = (gru.get_parameter(f"{w}_l{layer}") for w in _GRU_WEIGHTS)
-                if layer:  # a stacked layer reads the one below (dropout between, as nn.GRU)
-                    x_gates = F.linear(
-                        F.dropout(s[layer - 1], gru.dropout, gru.training), W_i, b_i
-                    )
-                s[layer] = _gru_update(x_gates, F.linear(s[layer], W_h, b_h), s[layer])
-            tops.append(s[-1])
-            attention.append(a)
-        # p(y_t) = softmax(W_s s_t + b_s), every step at once
-        logits = self.W_s(self.dropout(torch.cat(tops)))  # (Σ n_t, V)
-
-        def unpack(x):  # (Σ n_t, ...) packed -> (B, T, ...) in the batch's order, 0 at padding
-            padded, _ = pad_packed_sequence(packed._replace(data=x), True, total_length=T)
-            return padded
-
-        return unpack(logits), unpack(torch.cat(attention)).unsqueeze(1)
-
-    def _every_row(self, tgt_in: torch.Tensor, enc: EncoderOut, running: torch.Tensor):
-        """:meth:`forward` under :func:`torch.compile`: every row runs every step (one graph
-        for batches of any lengths, where the packed loop's step sizes would make a graph per
-        batch), and the outputs after a row's last token are set to zero as there."""
         state = self.start(enc)
         logits, attention = [], []
-        for t in range(tgt_in.shape[1]):
-            logit_t, a_t, state = self.step(tgt_in[:, t], state)
-            logits.append(logit_t)
+        for t in range(tgt_in.shape[1]):  # inherently sequential: s_t needs s_{t-1}
+            logits_t, a_t, state = self.step(tgt_in[:, t], state)  # (B, V), (B, 1, S)
+            logits.append(logits_t)
             attention.append(a_t)
-        keep = running[..., None]  # (B, T, 1)
-        logits = torch.stack(logits, dim=1) * keep  # (B, T, V)
-        attention = torch.stack(attention, dim=2) * keep[:, None]  # (B, 1, T, S)
-        return logits, attention
+        return torch.stack(logits, dim=1), torch.stack(attention, dim=2)
 
 
 class RNNSeq2Seq(EncoderDecoder):

@@ -25,14 +25,9 @@ only ever call the methods below, so any encoder works with any decoder::
                                                new state
                                           Decoder.reorder(state, index) -> state
 
-==============  =================================  =================================
-model name      encoder                            decoder
-==============  =================================  =================================
-``"convs2s"``   :class:`~convs2s_edu.ConvEncoder`  :class:`~convs2s_edu.ConvDecoder`
-``"gru"``       :class:`~convs2s_edu.GRUEncoder`   :class:`~convs2s_edu.GRUDecoder`
-``"gru+conv"``  :class:`~convs2s_edu.GRUEncoder`   :class:`~convs2s_edu.ConvDecoder`
-``"conv+gru"``  :class:`~convs2s_edu.ConvEncoder`  :class:`~convs2s_edu.GRUDecoder`
-==============  =================================  =================================
+ConvS2S pairs a :class:`~convs2s_edu.ConvEncoder` with a :class:`~convs2s_edu.ConvDecoder`,
+the GRU model a :class:`~convs2s_edu.GRUEncoder` with a :class:`~convs2s_edu.GRUDecoder`,
+and the hybrids cross them (:mod:`convs2s_edu.hybrid`).
 
 Conventions
 -----------
@@ -41,13 +36,9 @@ Conventions
 * The state holds the decoder's view of the encoder output (keys, values,
   padding mask), so :meth:`Decoder.reorder` selects the rows of those too:
   beam search repeats and prunes hypotheses through ``reorder`` alone.
-* Attention has one layout at the decoder level: ``(B, L, T, S)`` from
-  :meth:`Decoder.forward` and ``(B, L, S)`` from :meth:`Decoder.step`, where
-  :math:`L` is the number of attention mechanisms (``n_decoder_layers`` for
-  the convolutional decoder, 1 for the GRU decoder). At the model level
-  (``model(src, tgt_in, return_attention=True)``) a decoder with a single
-  attention (``Decoder.multi_step`` ``False``) drops the :math:`L` axis:
-  ``(B, T, S)``, the layout :class:`~convs2s_edu.RNNSeq2Seq` always had.
+* Attention has one layout at the decoder level (above), :math:`L` the number of attention
+  mechanisms: ``n_decoder_layers`` for the convolutional decoder, 1 for the GRU decoder
+  (the model-level layout: :class:`EncoderDecoder`).
 """
 
 from __future__ import annotations
@@ -116,9 +107,6 @@ class Encoder(nn.Module):
 class Decoder(nn.Module):
     """A decoder: teacher forcing with ``forward``, decoding with ``start``, ``step``, ``reorder``.
 
-    :meth:`forward` reads a whole target prefix at once; :meth:`start`, :meth:`step` and
-    :meth:`reorder` decode one token at a time (see the module notes).
-
     Attributes
     ----------
     in_dim : int
@@ -164,17 +152,17 @@ class EncoderDecoder(nn.Module):
     Attributes
     ----------
     bridge : torch.nn.Linear or None
-        :math:`W_b`, :math:`b_b`: maps the encoder's states (size
-        ``encoder.out_dim``) to the size the decoder attends over
-        (``decoder.in_dim``); ``None`` when the sizes agree (ConvS2S, the GRU
-        model), so those models have no parameters beyond their parts.
+        :math:`W_b`, :math:`b_b`: maps the encoder's states (``encoder.out_dim``) to the
+        size the decoder attends over (``decoder.in_dim``); ``None`` when the sizes agree
+        (ConvS2S, the GRU model), so those models have no parameters beyond their parts.
 
     Returns
     -------
     logits : Tensor, shape (B, T, vocab_size + 3)
         From ``model(src, tgt_in)`` (teacher forcing). After a row's last
-        non-padding token the loss reads nothing: ConvS2S computes those positions
-        anyway, the GRU decoder skips them and returns zeros there.
+        non-padding token the loss reads nothing: the models compute those positions
+        anyway (the GRU decoder's fast path, :class:`~convs2s_edu.fast.FastGRUDecoder`,
+        skips them and returns zeros there).
     attention : Tensor, shape (B, L, T, S) or (B, T, S)
         Only with ``return_attention=True``; ``(B, T, S)`` for a decoder with a
         single attention (``Decoder.multi_step`` ``False``).
@@ -190,9 +178,11 @@ class EncoderDecoder(nn.Module):
     convolutional decoder (:math:`2n \to f`) and a convolutional encoder the
     GRU decoder (:math:`f \to 2n`).
 
-    Token tensors of dtype ``int16``, ``int32`` or ``uint8`` (and lists of lists
-    of ints) are accepted and converted to ``int64``; floats, booleans and 1-D
-    inputs raise ``ValueError``.
+    ``model(src, tgt_in)`` converts and checks its inputs (:meth:`check_inputs`). The
+    checks read the tensors' values, which stops a GPU's queue; ``check=False`` skips
+    them for batches known to be valid already, such as those of
+    :class:`~convs2s_edu.SortingDataset`, whose examples were checked when it was built
+    (the package's training step passes it).
     """
 
     def __init__(self, encoder: Encoder, decoder: Decoder, *, vocab_size: int, max_positions: int):
@@ -208,15 +198,16 @@ class EncoderDecoder(nn.Module):
             self.bridge = None
 
     def check_inputs(self, src, tgt_in=None):
-        """Convert token batches to ``int64`` and check them; returns ``(src, tgt_in)``.
-
-        Raises ``ValueError`` for non-integer or 1-D inputs, out-of-vocabulary ids,
-        too-long inputs, empty or left-padded sources and mismatched batches.
-        """
-        src = as_token_batch(src, "src")
-        if tgt_in is not None:
-            tgt_in = as_token_batch(tgt_in, "tgt_in")
-        check_model_inputs(src, tgt_in, self.n_ids, self.max_positions, PAD)
+        """Convert token batches to ``int64`` (:func:`~convs2s_edu.data.as_token_batch`) and
+        check them; returns ``(src, tgt_in)``. ``ValueError`` for ids outside the vocabulary,
+        inputs longer than ``max_positions``, empty or left-padded sources and batches of
+        different sizes."""
+        # a named region of the profiler's timeline: the checks' cost shows under this name
+        with torch.profiler.record_function("EncoderDecoder.check_inputs"):
+            src = as_token_batch(src, "src")
+            if tgt_in is not None:
+                tgt_in = as_token_batch(tgt_in, "tgt_in")
+            check_model_inputs(src, tgt_in, self.n_ids, self.max_positions, PAD)
         return src, tgt_in
 
     def encode(self, src: torch.Tensor) -> EncoderOut:
@@ -228,8 +219,9 @@ class EncoderDecoder(nn.Module):
         states = self.bridge(enc.states).masked_fill(enc.padding_mask.unsqueeze(-1), 0.0)
         return enc._replace(states=states)  # (B, S, decoder.in_dim)
 
-    def forward(self, src, tgt_in, return_attention: bool = False):
-        src, tgt_in = self.check_inputs(src, tgt_in)
+    def forward(self, src, tgt_in, return_attention: bool = False, *, check: bool = True):
+        if check:  # off only for batches checked already (the package's own training step)
+            src, tgt_in = self.check_inputs(src, tgt_in)
         logits, attention = self.decoder(tgt_in, self.encode(src))  # (B, T, V), (B, L, T, S)
         if not return_attention:
             return logits

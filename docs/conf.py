@@ -7,7 +7,9 @@ so every warning, and every gallery script that raises, fails the build.
 
 from __future__ import annotations
 
+import importlib
 import os
+import pkgutil
 import subprocess
 import sys
 from pathlib import Path
@@ -36,8 +38,7 @@ QUICK = os.environ.get("CONVS2S_EDU_QUICK", "").strip().lower() in ("1", "true",
 project = "convs2s_edu"
 author = "convs2s_edu developers"
 copyright = "2026, convs2s_edu developers"
-release = convs2s_edu.__version__
-version = release
+version = release = convs2s_edu.__version__
 
 # -- General -----------------------------------------------------------------
 
@@ -54,14 +55,8 @@ extensions = [
 ]
 
 templates_path = ["_templates"]
-exclude_patterns = [
-    "_build",
-    "_generated",
-    "_ext",
-    "Thumbs.db",
-    ".DS_Store",
-    "**.ipynb_checkpoints",
-]
+exclude_patterns = ["_build", "_generated", "_ext", "Thumbs.db", ".DS_Store"]
+exclude_patterns.append("**.ipynb_checkpoints")
 root_doc = "index"
 default_role = "py:obj"
 
@@ -120,9 +115,7 @@ def _skip_namedtuple_fields(app, what, name, obj, skip, options):
     """Hide ``EncoderOut.z`` etc.: their only docstring is "Alias for field number N",
     and the class docstring's Attributes section already describes them."""
     doc = getattr(obj, "__doc__", None) or ""
-    if doc.startswith("Alias for field number"):
-        return True
-    return None
+    return True if doc.startswith("Alias for field number") else None
 
 
 _PACKAGE = "convs2s_edu"
@@ -135,33 +128,19 @@ def _shortest_name(target: str) -> str | None:
     ``convs2s_edu.training.cache.cache_key`` -> ``convs2s_edu.training.cache_key``;
     ``convs2s_edu.loss.sequence_loss`` -> ``convs2s_edu.sequence_loss``.
     """
-    import importlib
-
     parts = target.split(".")
-    for split in range(len(parts) - 1, 0, -1):  # the longest importable module prefix
-        try:
-            obj = importlib.import_module(".".join(parts[:split]))
-        except ImportError:
-            continue
-        try:
-            for attr in parts[split:]:
-                obj = getattr(obj, attr)
-        except AttributeError:
-            return None
-        break
-    else:
+    try:  # the object exists; this imports the longest module prefix of its name
+        pkgutil.resolve_name(target)
+        split = max(i for i in range(1, len(parts)) if ".".join(parts[:i]) in sys.modules)
+    except (ImportError, AttributeError, ValueError):  # no such object (or no module)
         return None
-    name, attrs = parts[split], parts[split + 1 :]  # e.g. ConvBlock, [step]
-    module = parts[:split]
-    for i in range(1, len(module) + 1):  # from the package root down
+    obj = getattr(sys.modules[".".join(parts[:split])], parts[split])  # e.g. ConvBlock (.step)
+    for i in range(1, split + 1):  # from the package root down
         try:
-            holder = importlib.import_module(".".join(module[:i]))
+            if getattr(importlib.import_module(".".join(parts[:i])), parts[split], None) is obj:
+                return ".".join(parts[:i] + parts[split:])
         except ImportError:
             continue
-        if getattr(holder, name, None) is getattr(
-            importlib.import_module(".".join(module)), name, object()
-        ):
-            return ".".join([*module[:i], name, *attrs])
     return None
 
 
@@ -220,7 +199,7 @@ QUICK = True
 import glob, importlib.util, os, subprocess, sys
 
 os.environ["CONVS2S_EDU_QUICK"] = "1" if QUICK else "0"
-# OpenMP threads that sleep instead of spinning, set before torch loads (see the README)
+# OpenMP threads that sleep instead of spinning, set before torch loads (see the Performance page)
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 missing = [m for m in ("convs2s_edu", "matplotlib") if importlib.util.find_spec(m) is None]
@@ -292,12 +271,11 @@ html_theme_options = {
     "show_toc_level": 2,
     "navigation_with_keys": False,
     "show_prev_next": True,
-    # the sphinx-gallery components render nothing outside the gallery
+    # the sphinx-gallery components render nothing outside the gallery; the landing page's
+    # figures get the whole width, and so do the two models' panels of "Try the models"
     "secondary_sidebar_items": {
         "**": ["page-toc", "sg_download_links", "sg_launcher_links"],
-        # the landing page's figures get the whole width
         "index": [],
-        # and so do the two models' panels of "Try the models"
         "try": [],
     },
     "footer_start": ["copyright"],
@@ -310,12 +288,9 @@ if QUICK:
         "numbers are not the full experiment's. Run <code>tox -e docs</code> for the full site."
     )
 
-html_context = {
-    "convs2s_edu_quick": QUICK,
-    # a first visit (nothing in localStorage) follows the reader's system setting; without
-    # it the theme logs "Got invalid theme mode" as a console error on every page
-    "default_mode": "auto",
-}
+# default_mode: a first visit (nothing in localStorage) follows the reader's system setting;
+# without it the theme logs "Got invalid theme mode" as a console error on every page
+html_context = {"convs2s_edu_quick": QUICK, "default_mode": "auto"}
 
 # -- The wheel the site offers for download ------------------------------------------
 
@@ -325,42 +300,34 @@ DIST = DOCS_DIR / "_build" / "dist"
 WHEEL = f"convs2s_edu-{release}-py3-none-any.whl"
 if not (DIST / WHEEL).is_file():
     for extra in ([], ["--no-isolation"]):
-        done = subprocess.run(
-            [sys.executable, "-m", "build", "--wheel", *extra, "--outdir", str(DIST), str(ROOT)],
-            capture_output=True,
-            text=True,
-        )
-        if done.returncode == 0:
+        build = [
+            sys.executable,
+            "-m",
+            "build",
+            "--wheel",
+            *extra,
+            "--outdir",
+            str(DIST),
+            str(ROOT),
+        ]
+        if subprocess.run(build, capture_output=True).returncode == 0:
             break
 html_extra_path = [str(DIST / WHEEL)] if (DIST / WHEEL).is_file() else []
 # the site cannot know its own public address; set it to make the notebooks' links absolute
 html_baseurl = os.environ.get("CONVS2S_EDU_SITE_URL", "")
 # the headline figure page writes its numbers here for the landing page (convs2s_site)
 os.environ["CONVS2S_EDU_SITE_DATA"] = str(DOCS_DIR / "_generated")
-# Pages without sub-pages need no left sidebar: the paper map's tables get the width.
-html_sidebars = {
-    "index": [],
-    # gallery pages: code cells of up to 99 characters need the width (the page's
-    # own table of contents and the downloads stay in the right-hand sidebar)
-    "auto_examples/plot_*": [],
-    "auto_examples/speed/plot_*": [],
-    "auto_examples/appendix/plot_*": [],
-    "auto_examples/experiments/plot_*": [],
-    "paper_map": [],
-    "departures": [],
-    # the two models' panels side by side need the width
-    "try": [],
-}
+# Pages without sub-pages need no left sidebar: the paper map's tables get the width, and so
+# do the two models' panels side by side of "Try the models" and the gallery pages' code cells of
+# up to 99 characters (a page's own table of contents and downloads stay on the right).
+GALLERY_PAGES = [f"auto_examples/{d}plot_*" for d in ("", "speed/", "appendix/", "experiments/")]
+html_sidebars = dict.fromkeys(["index", "paper_map", "departures", "try", *GALLERY_PAGES], [])
 
-rst_prolog = """
-.. |quick| replace:: {}
-.. |wheel| replace:: {}
-""".format(
-    "quick mode (small data, few epochs)" if QUICK else "full mode",
-    f"`{WHEEL} <{WHEEL}>`__"
-    if html_extra_path
-    else "(none in this build: make one with ``python -m build``)",
-)
+NO_WHEEL = "(none in this build: make one with ``python -m build``)"
+rst_prolog = f"""
+.. |quick| replace:: {"quick mode (small data, few epochs)" if QUICK else "full mode"}
+.. |wheel| replace:: {f"`{WHEEL} <{WHEEL}>`__" if html_extra_path else NO_WHEEL}
+"""
 
 
 def setup(app):

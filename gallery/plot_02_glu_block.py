@@ -79,14 +79,13 @@ print(f"e_5 - e_0 equals p_5 - p_0: {same}")
 #     [A\ B] = W * X + b_w, \qquad v([A\ B]) = A \otimes \sigma(B), \qquad
 #     h^l_i = \sqrt{0.5}\,\big(v([A\ B])_i + h^{l-1}_i\big).
 #
-# The cell below computes one :class:`~convs2s_edu.ConvBlock` by hand from its
-# convolution ``block.conv`` and compares the result with the module's own
-# forward pass. ``block.conv`` (:class:`~convs2s_edu.convs2s.WindowConv1d`)
-# computes :math:`W * X` the way §3.2 shapes the kernel,
-# :math:`W \in \mathbb{R}^{2d \times kd}`: output :math:`i` is :math:`W` times
-# the window :math:`[x_i; \dots; x_{i+k-1}]` of the padded input, all windows in
-# one matrix product. The cell also checks it against PyTorch's own
-# convolution, :func:`torch.nn.functional.conv1d`, with the same weights.
+# The cell below computes one :class:`~convs2s_edu.ConvBlock` by hand and compares the
+# result with the module's own forward pass. The block convolves with
+# ``block.conv``, a :class:`torch.nn.Conv1d` holding :math:`W` as ``(2d, d, k)``; the
+# cell computes :math:`W * X` the way §3.2 shapes the kernel instead,
+# :math:`W \in \mathbb{R}^{2d \times kd}`: output :math:`i` is :math:`W` times the
+# window :math:`[x_i; \dots; x_{i+k-1}]` of the padded input, all windows in one matrix
+# product, and checks it against the block's convolution.
 
 d, k = cfg.hidden_dim, cfg.kernel_size
 block = ConvBlock(d, k).eval()
@@ -94,9 +93,11 @@ x = torch.randn(2, 10, d)  # (B, T, d)
 
 with torch.no_grad():
     X = F.pad(x, (0, 0, *block.padding))  # (B, T + k - 1, d): zeros around the sequence
-    Y = block.conv(X)  # (B, T, 2d) = [A B]
-    W, b_w = block.conv.weight, block.conv.bias  # (2d, d, k), (2d,)
-    Y_conv1d = F.conv1d(X.transpose(1, 2), W, b_w).transpose(1, 2)  # channels-first there
+    T = x.shape[1]
+    windows = torch.cat([X[:, j : j + T] for j in range(k)], dim=-1)  # (B, T, k d)
+    W = block.conv.weight.transpose(1, 2).reshape(2 * d, k * d)  # W in R^{2d x kd}
+    Y = windows @ W.T + block.conv.bias  # (B, T, 2d) = [A B]
+    Y_conv = block.convolve(X)  # nn.Conv1d, channels first inside
     A, B = Y[..., :d], Y[..., d:]
     v = A * torch.sigmoid(B)  # the GLU
     h_by_hand = math.sqrt(0.5) * (v + x)
@@ -104,12 +105,12 @@ with torch.no_grad():
 
 print("x:", tuple(x.shape), "(B, T, d)   [A B]:", tuple(Y.shape), "(B, T, 2d)")
 print("A, B:", tuple(A.shape), tuple(B.shape), "  h:", tuple(h.shape), "(B, T, d), as x")
-print(f"max |block.conv(X) - F.conv1d| = {(Y - Y_conv1d).abs().max():.2e}")
+print(f"max |W X_i + b_w - block's nn.Conv1d| = {(Y - Y_conv).abs().max():.2e}")
 print(f"max |block(x) - by hand| = {(h - h_by_hand).abs().max():.2e}")
 
 # sphinx_gallery_start_ignore
-assert torch.allclose(Y, Y_conv1d, atol=1e-5)
-assert torch.allclose(h, h_by_hand, atol=1e-6)
+assert torch.allclose(Y, Y_conv, atol=1e-5)
+assert torch.allclose(h, h_by_hand, atol=1e-5)
 # sphinx_gallery_end_ignore
 
 # %%
@@ -137,7 +138,7 @@ def run_stack(weight_norm: bool, scaled: bool, x0: torch.Tensor):
     h, variances, ratios = x0, [x0.var().item()], []
     with torch.no_grad():
         for blk in blocks:
-            v = F.glu(blk.conv(F.pad(h, (0, 0, *blk.padding))), dim=-1)  # the GLU
+            v = F.glu(blk.convolve(F.pad(h, (0, 0, *blk.padding))), dim=-1)  # the GLU
             ratios.append((v.var() / h.var()).item())
             h = blk(h) if scaled else v + h
             variances.append(h.var().item())

@@ -170,8 +170,8 @@ T6 = 6
 blk = ConvBlock(4, k, causal=True).eval()
 x6 = torch.randn(1, T6, 4)  # (B, T, d)
 with torch.no_grad():  # F.pad's last pair pads dimension 1, the positions
-    both = blk.conv(F.pad(x6, (0, 0, k - 1, k - 1)))  # the paper's padding
-    left = blk.conv(F.pad(x6, (0, 0, *blk.padding)))  # the code's: (k - 1, 0)
+    both = blk.convolve(F.pad(x6, (0, 0, k - 1, k - 1)))  # the paper's padding
+    left = blk.convolve(F.pad(x6, (0, 0, *blk.padding)))  # the code's: (k - 1, 0)
 print(f"T = {T6}, k = {k}, padding of the code (left, right) = {blk.padding}")
 print(f"paper: {T6 + 2 * (k - 1)} inputs -> {both.shape[1]} outputs, remove k -> ", end="")
 print(f"{both[:, :-k].shape[1]} outputs")
@@ -313,7 +313,7 @@ blk = ConvBlock(8, 3, causal=True).eval()
 x = torch.randn(1, 10, 8, requires_grad=True)
 # the k-1 zeros on the right
 right = F.pad(x, (0, 0, 0, blk.kernel_size - 1))  # (1, 10 + k - 1, 8)
-v = F.glu(blk.conv(right), dim=-1)  # (1, 10, 8)
+v = F.glu(blk.convolve(right), dim=-1)  # (1, 10, 8)
 v[0, 3].sum().backward()
 print("output 3 depends on inputs", (x.grad[0].abs().sum(-1) > 0).nonzero().flatten().tolist())
 

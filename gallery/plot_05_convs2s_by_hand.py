@@ -78,6 +78,7 @@ with torch.no_grad(), figures.capture(outs | {"W_c c": W_c}) as seen:
     with figures.capture({"out": decoder.W_o}, inputs=True) as seen_in:
         decoder(tgt_in, enc)
 module = {name: calls[0] for name, calls in (seen | seen_in).items()}  # (B, T, ...) each
+module["Y"] = module["Y"].transpose(1, 2)  # nn.Conv1d's output is channels first: (B, 2d, T)
 show("z_0, z_1, z_2", z)
 show("e_0, e_1, e_2", e)
 

@@ -198,7 +198,7 @@ with torch.no_grad():
     for blk in deep:
         h_scaled = blk(h_scaled)  # sqrt(0.5) (v + h)
         pre = F.pad(h_plain, (0, 0, *blk.padding))  # (B, T + k - 1, d)
-        h_plain = F.glu(blk.conv(pre), dim=-1) + h_plain  # v + h
+        h_plain = F.glu(blk.convolve(pre), dim=-1) + h_plain  # v + h
         ratios["with sqrt(0.5)"].append((h_scaled.var() / x0.var()).item())
         ratios["without"].append((h_plain.var() / x0.var()).item())
 for name, r in ratios.items():

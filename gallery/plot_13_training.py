@@ -37,10 +37,10 @@ import numpy as np
 from torch import nn
 
 from convs2s_edu import train_or_load
+from convs2s_edu.fast.paths import fastest_path
 from convs2s_edu.lab import figures
 from convs2s_edu.lab.site import comparison, is_quick_mode, site_config
 from convs2s_edu.training import resolve_device
-from convs2s_edu.training.paths import fastest_path
 
 # sphinx_gallery_thumbnail_number = 1
 MODELS = ("convs2s", "gru")
@@ -61,7 +61,7 @@ for name in MODELS:
     c = configs[name]
     print(
         f"{LABELS[name]:16s} trained on: {histories[name].device}; execution path: "
-        f"{'compiled' if c.compile else 'eager'} {c.precision}"
+        f"{'compiled' if c.compile else 'eager'}{', fast paths' if c.fast else ''} {c.precision}"
     )
 print(
     "fastest correct path of this device (Speed page): "

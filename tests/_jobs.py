@@ -28,3 +28,12 @@ def record_pid_and_sleep(folder: str, index: int, seconds: float) -> int:
     Path(folder, f"pid-{index}").write_text(str(os.getpid()))
     time.sleep(seconds)
     return index
+
+
+def crash(code: int) -> None:
+    """End the worker at once, as a segmentation fault or the out-of-memory killer would."""
+    import os
+    import sys
+
+    print("the last words of a crashing worker", file=sys.stderr, flush=True)
+    os._exit(code)

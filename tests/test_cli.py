@@ -4,14 +4,16 @@ stderr with status 2 (before any training) for every expected error."""
 
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 import torch
 from _tiny import SMALL
 
 from convs2s_edu.cli import _config, build_parser, main
+from convs2s_edu.fast.paths import cpu_bf16_support
 from convs2s_edu.lab.experiments import registry as registry_mod
-from convs2s_edu.training.paths import cpu_bf16_support
+from convs2s_edu.training.config import TrainConfig
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
@@ -284,6 +286,23 @@ def test_cli_flags_reach_the_config():
     assert (cfg.compile, cfg.compile_mode, cfg.precision) == (False, None, "fp32")
 
 
+def test_fast_flag_reaches_the_config_and_compile_turns_it_off():
+    parse = build_parser().parse_args
+    base = ["train", "--model", "gru", "--out", "x"]
+    assert _config(parse([*base, "--no-fast"]), "gru").fast is False
+    assert _config(parse([*base, "--fast"]), "gru").fast is True
+    # not given: the TrainConfig default
+    assert _config(parse(base), "gru").fast == TrainConfig.recipe("seed", model="gru").fast
+    # torch.compile compiles the reference model: --compile and --compile-mode set fast=False
+    cfg = _config(parse([*base, "--compile"]), "gru")
+    assert (cfg.compile, cfg.fast) == (True, False)
+    cfg = _config(parse([*base, "--compile-mode", "default"]), "gru")
+    assert (cfg.compile, cfg.fast) == (True, False)
+    assert _config(parse(["compare", "--compile"]), "convs2s").fast is False
+    with pytest.raises(ValueError, match="fast"):  # both asked for: TrainConfig refuses
+        _config(parse([*base, "--compile", "--fast"]), "gru")
+
+
 # --------------------------------------------------------------------------
 # Help, and the sample columns of evaluate (issue 11)
 # --------------------------------------------------------------------------
@@ -362,6 +381,24 @@ def test_cli_refuses_paths_this_machine_cannot_run(tmp_path, capsys):
         err = capsys.readouterr().err
         assert "no bf16 matrix instructions" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "checkpoint.pt").exists()
+
+
+@pytest.mark.parametrize("threads", [None, "THREADS"])
+def test_compare_prints_each_table_after_a_blank_line(threads, monkeypatch, capsys):
+    import convs2s_edu.cli as cli_mod
+
+    result = SimpleNamespace(rows=[], threads=threads, speed="SPEED", verdict="V")
+    result.convergence, result.to_dict = "CONVERGENCE", dict
+    monkeypatch.setattr(cli_mod, "compare", lambda cfg, **kwargs: result)
+    monkeypatch.setattr(cli_mod, "format_table", lambda rows: "TABLE")
+    monkeypatch.setattr(cli_mod, "format_threads", lambda t, verdict: f"{t} {verdict}")
+    monkeypatch.setattr(cli_mod, "format_speed", lambda speed, verdict: f"{speed} {verdict}")
+    monkeypatch.setattr(cli_mod, "format_convergence", lambda c: c)
+    assert main(["compare", "--quiet"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[:3] == ["TABLE", "", f"{threads or 'SPEED'} V"]  # threads, else the speed
+    heading = "convergence speed (seconds: steps x median s/step of the interleaved windows):"
+    assert out[3:] == ["", heading, "CONVERGENCE"]
 
 
 def test_bench_cli_rejects_unknown_path(capsys):

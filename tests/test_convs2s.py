@@ -31,7 +31,7 @@ from convs2s_edu import (
     scale_gradient,
     sos_index,
 )
-from convs2s_edu.convs2s import ConvMemory, WindowConv1d
+from convs2s_edu.convs2s import ConvMemory
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
@@ -62,42 +62,6 @@ def _perturb_weight_norm_gains(module: torch.nn.Module) -> None:
 # --------------------------------------------------------------------------
 # GLU block
 # --------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("kernel_size", [1, 2, 3, 5])
-def test_window_conv_is_conv1d_time_major_with_its_gradients(kernel_size):
-    # the reference: torch's own conv1d on the channels-first layout, same parameters
-    torch.manual_seed(0)
-    B, T, d, k = 3, 7, 4, kernel_size
-    conv = WindowConv1d(d, 2 * d, k)
-    randomise_biases(conv)
-    # time-major input given as a transposed view, as a channels-first caller would
-    x = torch.randn(B, d, T + k - 1).transpose(1, 2).requires_grad_()
-    y = conv(x)
-    assert y.shape == (B, T, 2 * d)
-    reference = F.conv1d(x.transpose(1, 2), conv.weight, conv.bias).transpose(1, 2)
-    assert_close(y, reference)
-    g = torch.randn_like(y)
-    got = torch.autograd.grad(y, (x, conv.weight, conv.bias), g)
-    want = torch.autograd.grad(reference, (x, conv.weight, conv.bias), g)
-    for a, b in zip(got, want):
-        assert_close(a, b)
-    # the same parameters and names as nn.Conv1d: checkpoints load either way
-    assert conv.state_dict().keys() == torch.nn.Conv1d(d, 2 * d, k).state_dict().keys()
-
-
-def test_window_conv_names_an_input_shorter_than_its_kernel_or_of_the_wrong_layout():
-    conv = WindowConv1d(4, 8, 3)
-    with pytest.raises(ValueError, match="at least k = 3 positions, got 2"):
-        conv(torch.randn(1, 2, 4))
-    # channels-first input (nn.Conv1d's layout) and a batch without its batch dimension
-    with pytest.raises(
-        ValueError,
-        match=r"time-major input \(B, T \+ k - 1, d\) with d = 4, got shape \(2, 4, 6\)",
-    ):
-        conv(torch.randn(2, 4, 6))
-    with pytest.raises(ValueError, match=r"got shape \(5, 4\)"):
-        conv(torch.randn(5, 4))
 
 
 @pytest.mark.parametrize("weight_norm", [False, True], ids=["plain", "weight_norm"])

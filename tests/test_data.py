@@ -13,7 +13,7 @@ from _tiny import VOCAB
 from torch.utils.data import DataLoader
 
 from convs2s_edu import PAD, Batch, SortingDataset, eos_index, generate_dataset, sos_index
-from convs2s_edu.data import collate_batch, generate_sorting_example, n_token_ids
+from convs2s_edu.data import as_token_batch, collate_batch, generate_sorting_example, n_token_ids
 
 # --------------------------------------------------------------------------
 # Token ids and generation
@@ -245,6 +245,24 @@ def test_collate_rejects_empty_batches_and_empty_sequences():
 def test_sorting_dataset_refuses_bad_examples(examples, match):
     with pytest.raises(ValueError, match=match):
         SortingDataset(examples, 10)
+
+
+def test_sorting_dataset_refuses_an_example_of_three_sequences():
+    with pytest.raises(ValueError, match=r"example 0 must be a pair"):
+        SortingDataset([([1, 2], [1, 2], [1, 2])], 10)
+
+
+def test_sizes_must_be_integers_not_bools():
+    with pytest.raises(ValueError, match=r"n_samples must be an integer >= 1, got True"):
+        generate_dataset(True, 1, 4, VOCAB)
+
+
+def test_token_batches_take_integer_scalars_of_every_kind():
+    got = as_token_batch([[torch.tensor(3), np.int16(2), 1], [torch.tensor(4, dtype=torch.uint8)]])
+    assert got.tolist() == [[3, 2, 1], [4, PAD, PAD]] and got.dtype == torch.int64
+    for bad in (torch.tensor(1.0), torch.tensor(True), np.bool_(True), 1.5):
+        with pytest.raises(ValueError, match="must hold integer token ids"):
+            as_token_batch([[1, bad]])
 
 
 def test_data_helpers_defaults_and_messages():

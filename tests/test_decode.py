@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from _tiny import DECODING_VOCAB, KINDS, RUN_MODEL, decoding_model, tiny_model
 
 from convs2s_edu import PAD, Hypothesis, beam_search, eos_index, greedy_decode, sos_index
+from convs2s_edu.decode import decode_all
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
@@ -133,6 +134,31 @@ def test_batch_decoding_equals_row_by_row(kind):
             )
 
 
+@pytest.mark.parametrize("bucket", [True, False])
+def test_decode_all_returns_every_output_in_the_order_given(bucket):
+    model = decoding_model("convs2s")
+    sources = [[t for t in row if t != PAD] for row in make_src(batch=7).tolist()]
+    for beam in (1, 2):  # 7 sources in chunks of 3: the last chunk holds one
+        alone = [beam_search(model, [s], beam_size=beam)[0] for s in sources]
+        assert decode_all(model, sources, beam, batch_size=3, bucket=bucket) == alone
+
+
+def test_decode_all_buckets_decode_sources_of_one_length_together(monkeypatch):
+    from convs2s_edu import decode
+
+    chunks = []
+
+    def spy(model, chunk, max_len):  # greedy_decode, recording each chunk; outputs = inputs
+        chunks.append(chunk)
+        return chunk
+
+    monkeypatch.setattr(decode, "greedy_decode", spy)
+    sources = [[1] * n for n in (3, 1, 3, 2, 1, 3, 2)]
+    assert decode_all(decoding_model("convs2s"), sources, batch_size=2) == sources
+    assert sorted(len(c) for c in chunks) == [1, 2, 2, 2]  # one length-3 source left over
+    assert all(len({len(s) for s in c}) == 1 for c in chunks)  # one length per chunk
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_eos_and_step_limits(kind):
     src = make_src(batch=4)
@@ -205,8 +231,9 @@ def test_bad_arguments():
         greedy_decode(model, src, max_len=25)
     with pytest.raises(ValueError, match="max_len"):
         beam_search(decoding_model("gru"), src, max_len=0)
-    with pytest.raises(ValueError, match="length_penalty"):
-        beam_search(model, src, length_penalty=-1.0)
+    for alpha in (-1.0, float("inf"), float("nan"), True):
+        with pytest.raises(ValueError, match="length_penalty"):
+            beam_search(model, src, length_penalty=alpha)
     with pytest.raises(ValueError, match="padding"):
         greedy_decode(model, torch.tensor([[1, 2], [0, 0]]))
     with pytest.raises(ValueError, match="token id"):

@@ -41,6 +41,30 @@ def test_measured_peak_times_the_given_shapes():
     )
 
 
+def test_products_and_decoding_are_timed_at_the_process_thread_count(monkeypatch):
+    # torch.utils.benchmark.Timer runs its statement at one thread unless told otherwise
+    import torch
+    from torch.utils.benchmark import set_torch_threads
+
+    import convs2s_edu.lab.bench as bench
+
+    seen = {"mm": set(), "decode": set()}
+
+    def spy(kind, fn):
+        return lambda *a, **k: (seen[kind].add(torch.get_num_threads()), fn(*a, **k))[1]
+
+    monkeypatch.setattr(torch, "mm", spy("mm", torch.mm))
+    monkeypatch.setattr(bench, "greedy_decode", spy("decode", bench.greedy_decode))
+    monkeypatch.setattr(bench, "beam_search", spy("decode", bench.beam_search))
+    ds = SortingDataset.generate(4, 3, 6, 10, seed=0)
+    budget = BenchBudget(decode_sentences=2, beam_sentences=2)
+    with set_torch_threads(2):
+        measured_peak([(8, 8, 8)], "cpu", repeats=1)
+        rates = bench._decode_rates(tiny_model("gru"), ds, budget, torch.device("cpu"))
+    assert seen == {"mm": {2}, "decode": {2}}
+    assert set(rates) == {"greedy_sentences_per_second", "beam5_sentences_per_second"}
+
+
 def test_quick_bench_runs_and_is_consistent(tmp_path, single_thread):
     budget = BenchBudget.quick()
     budget.n_batches, budget.batch_size, budget.incremental_lengths = 1, 8, (20,)
@@ -59,8 +83,22 @@ def test_quick_bench_runs_and_is_consistent(tmp_path, single_thread):
     assert [x["target_len"] for x in r["models"]["convs2s"]["incremental"]] == [20]
     text = format_bench(r)
     assert "convs2s" in text and "gru" in text and "measured peak" in text
+    # on a CPU: both models at every thread count, as compare prints them, and the verdict
+    assert r["threads"]["table"] in text and "ratio gru/convs2s" in r["threads"]["table"]
+    assert r["threads"]["verdict"] in r["threads"]["table"].replace("\n", " ")
 
 
 def test_full_budget_is_not_quick():
     # the full bench times every path this device can run (compiled ones included)
     assert BenchBudget().is_quick is False and BenchBudget.quick().is_quick is True
+
+
+def test_quick_bench_records_its_settings_machine_and_profiles(tmp_path, single_thread):
+    budget = BenchBudget.quick()
+    budget.n_batches, budget.batch_size, budget.incremental_lengths = 1, 8, (20,)
+    r = run_bench(models=("convs2s", "gru"), budget=budget, device="cpu", profile=True)
+    assert [x["batch_size"] for x in r["models"]["convs2s"]["incremental"]] == [4]
+    machine = r["measurement"]["machine"]
+    assert r["machine"] == {**machine, "describe": r["machine"]["describe"]} and "cores" in machine
+    assert "where the time of eager fp32 training steps goes" in format_bench(r)
+    assert "where the time" not in format_bench(r, profile=False)

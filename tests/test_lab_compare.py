@@ -31,6 +31,9 @@ def test_compare_prints_the_speed_table_threads_and_convergence(tmp_path, capsys
     assert saved["config"]["eval_every"] == 1
     assert " ".join(saved["verdict"]["text"].split()) in " ".join(printed.split())
     assert set(saved["verdict"]["by_threads"]) == {"1"}
+    one = saved["verdict"]["by_threads"]["1"]  # the verdict at one thread, without its own
+    assert set(one) == {"ok", "resolved", "text", "faster"}
+    assert one["text"].removeprefix("WARNING: ")[1:] in saved["verdict"]["text"]
     for r in rows:
         assert 0.0 <= r["exact_match"] <= 1.0 and 0.0 <= r["token_accuracy"] <= 1.0
         # the table's speed is the interleaved windows' median, not the training run's clock
@@ -142,3 +145,123 @@ def test_compare_on_an_accelerator_times_its_one_setting_and_converts_steps_with
     # the convergence steps become seconds at the measurement's median s/step
     assert seen["per_step"] == {n: {where: m.seconds_per_step(n).median} for n in m.models}
     assert seen["unsteady"] == [where]  # its seconds are flagged
+
+
+def test_format_speed_gives_each_models_windows_the_ratios_the_verdict_and_the_machine():
+    from convs2s_edu.lab.compare import format_speed
+    from convs2s_edu.lab.timing import MachineInfo, SpeedMeasurement, speed_verdict
+
+    seconds = {"convs2s": [2.0, 2.5, 2.0, 2.0], "gru": [1.0, 1.0, 1.25, 1.0]}
+    tokens = {n: [1000] * 4 for n in seconds}
+    mach = MachineInfo(cpu="Test CPU", cores=4, threads=2, torch_version="2.x", load_before=0.5)
+    m = SpeedMeasurement.of_windows(
+        ["convs2s", "gru"], ["convs2s", "gru", "gru", "convs2s"] * 2, seconds, tokens, mach,
+        steps_per_window=2, n_rounds=4, warmup_steps=1,
+    )  # fmt: skip
+    verdict = speed_verdict(m)
+    lines = format_speed(m, verdict, labels={"gru": "GRU"}, width=300).splitlines()
+    assert lines == [
+        "speed, measured interleaved: 4 windows of 2 training steps per model, in the order "
+        "convs2s, GRU, then back, on the same batches, after 1 warm-up steps",
+        # convs2s: 500, 400, 500, 500 tokens/s; GRU: 1000, 1000, 800, 1000
+        "  convs2s      500 tokens/s  (windows 400-500, spread 1.25x)",
+        "  GRU        1,000 tokens/s  (windows 800-1,000, spread 1.25x)",
+        # GRU / convs2s per round: 2.0, 2.5, 1.6, 2.0
+        "  throughput ratio GRU / convs2s: 2.00 (per round 1.60-2.50; above 1: GRU faster)",
+        verdict.text,
+        "machine: Test CPU; 4 cores usable, 2 PyTorch thread(s), OMP_WAIT_POLICY=unset; "
+        "device cpu; torch 2.x; load average 0.50 before, unknown after",
+    ]
+    # long lines wrap; a model's or the machine's continuation lines are indented
+    wrapped = format_speed(m, verdict, width=60).splitlines()
+    assert wrapped[1] == "per model, in the order convs2s, gru, then back, on the same"
+    i = next(k for k, line in enumerate(wrapped) if line.startswith("machine: "))
+    assert wrapped[i + 1].startswith("    ") and not wrapped[i - 1].startswith(" ")  # the verdict
+
+
+def _two_counts():
+    """Windows at 1 and 2 threads: GRU 1.8x as fast at 1 thread (per round 1.6, 2.0), ConvS2S
+    1.5x as fast at 2."""
+    from convs2s_edu.lab.timing import MachineInfo, SpeedMeasurement, ThreadScaling
+
+    seconds = {"convs2s@1": [2.0, 2.0], "gru@1": [1.0, 1.25], "convs2s@2": [1.0, 1.0]}
+    seconds["gru@2"] = [1.5, 1.5]
+    order = list(seconds) + list(seconds)[::-1]
+    tokens = {k: [1000, 1000] for k in seconds}
+    mach = MachineInfo(cpu="Test CPU", cores=2, threads=2)
+    raw = SpeedMeasurement.of_windows(
+        list(seconds), order, seconds, tokens, mach, steps_per_window=2, n_rounds=2, warmup_steps=1
+    )
+    return ThreadScaling(["convs2s", "gru"], [1, 2], raw)
+
+
+def test_format_threads_gives_every_count_its_throughputs_and_ratios():
+    from convs2s_edu.lab.compare import format_threads
+
+    assert format_threads(_two_counts(), labels={"gru": "GRU"}).splitlines() == [
+        "training throughput (target tokens/s, padding excluded) by PyTorch thread count, "
+        "interleaved (2 rounds):",
+        "    1 thread: convs2s 500 (500-500); GRU 900 (800-1,000); ratio GRU/convs2s 1.80 "
+        "(1.60-2.00)",
+        "   2 threads: convs2s 1,000 (1,000-1,000); GRU 667 (667-667); ratio GRU/convs2s 0.67 "
+        "(0.67-0.67)",
+    ]
+
+
+def test_seconds_per_step_at_every_thread_count():
+    from convs2s_edu.lab.compare import seconds_per_step
+
+    # a window of 2 steps: seconds / 2 per step; the GRU's median at 1 thread of 0.5 and 0.625
+    assert seconds_per_step(_two_counts()) == {
+        "convs2s": {"1 thread": 1.0, "2 threads": 0.5},
+        "gru": {"1 thread": 0.5625, "2 threads": 0.75},
+    }
+
+
+def test_format_table_without_a_measurement_shows_the_runs_own_clock():
+    from convs2s_edu.lab.compare import format_table
+
+    row = dict(model="convs2s", n_parameters=12345, run_sec_per_epoch=1.5)
+    row.update(run_tokens_per_second=9876.5, final_train_loss=0.12345, final_valid_loss=0.5)
+    row.update(exact_match=0.97, token_accuracy=0.991)
+    assert format_table([row, dict(row, model="gru", n_parameters=99)]).splitlines() == [
+        "  model  params  s/epoch (this run)  tokens/s (this run)  train loss  valid loss  "
+        "exact match  token acc.",
+        "-------  ------  ------------------  -------------------  ----------  ----------  "
+        "-----------  ----------",
+        "convs2s  12,345                1.50                9,876      0.1235      0.5000  "
+        "      97.0%       99.1%",
+        "    gru      99                1.50                9,876      0.1235      0.5000  "
+        "      97.0%       99.1%",
+    ]
+
+
+def test_compare_converts_steps_to_seconds_at_every_thread_count(tmp_path, monkeypatch):
+    from _tiny import tiny_config
+
+    from convs2s_edu._machine import usable_cores
+    from convs2s_edu.lab.compare import compare
+
+    if usable_cores() < 2:
+        pytest.skip("needs two usable cores")
+    monkeypatch.setenv("CONVS2S_EDU_CACHE", str(tmp_path / "cache"))
+    cfg = tiny_config(n_train=32, eval_every=1)
+    result = compare(cfg, n_rounds=2, steps_per_window=1, warmup_steps=0, threads=[1, 2])
+    assert [c["timed_on"] for c in result.convergence] == [["1 thread", "2 threads"]] * 2
+
+
+def test_format_threads_lists_the_ratio_of_every_model_to_the_first():
+    from convs2s_edu.lab.compare import format_threads
+    from convs2s_edu.lab.timing import MachineInfo, SpeedMeasurement, ThreadScaling
+
+    seconds = {"a@1": [1.0, 1.0], "b@1": [2.0, 2.0], "c@1": [4.0, 4.0]}
+    order = list(seconds) + list(seconds)[::-1]
+    tokens = {k: [1000, 1000] for k in seconds}
+    counts = dict(steps_per_window=1, n_rounds=2, warmup_steps=0)
+    raw = SpeedMeasurement.of_windows(
+        list(seconds), order, seconds, tokens, MachineInfo(), **counts
+    )
+    assert format_threads(ThreadScaling(["a", "b", "c"], [1], raw)).splitlines()[1] == (
+        "    1 thread: a 1,000 (1,000-1,000); b 500 (500-500); c 250 (250-250); "
+        "ratio b/a 0.50 (0.50-0.50), c/a 0.25 (0.25-0.25)"
+    )

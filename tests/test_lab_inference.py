@@ -2,7 +2,8 @@
 against known quantiles, Holm's step-down rule by hand, the paired test by hand, and the rule
 by seeded simulation: with identical arms a table of eleven claims says *supported* falsely at
 most 5% of the time (normal and bimodal per-seed results), and an effect of the stated size is
-supported at least 80% of the time (a rule that never says *supported* fails here)."""
+supported at least 80% of the time (a rule that never says *supported* fails here); and
+the summary of an arm over its seeds (``lab.experiments.statistics``)."""
 
 from __future__ import annotations
 
@@ -61,6 +62,10 @@ def test_paired_test_by_hand():
     stat = (1 / 6) / (sd / math.sqrt(3))
     assert t.p_greater == pytest.approx(1 - t_cdf(stat, 2))
     assert t.p_less == pytest.approx(t_cdf(stat, 2))
+    # TOST: the larger of P(T >= (mean + delta) / se) and P(T <= (mean - delta) / se)
+    se = sd / math.sqrt(3)
+    tost = max(1 - t_cdf((1 / 6 + 0.05) / se, 2), t_cdf((1 / 6 - 0.05) / se, 2))
+    assert t.p_equivalent == pytest.approx(tost) and tost > 0.9
     lo, hi = t.interval(0.90)
     assert lo == pytest.approx(1 / 6 - 2.919986 * sd / math.sqrt(3), abs=1e-6)
     assert hi == pytest.approx(1 / 6 + 2.919986 * sd / math.sqrt(3), abs=1e-6)
@@ -208,3 +213,16 @@ def test_equal_differences_are_weighed_by_the_resolution():
 def test_three_seeds_and_eleven_claims_detect_only_large_effects():
     assert min_detectable_effect(3, 11) > 5 * min_detectable_effect(3, 1) / 2
     assert min_detectable_effect(5, 11) < min_detectable_effect(3, 11) / 2
+
+
+def test_an_arm_is_summarised_by_its_mean_range_and_sample_standard_deviation():
+    # ``lab.experiments.statistics``: what the tables show beside the verdicts
+    from convs2s_edu.lab.experiments import Arm, summarise_runs
+
+    runs = [{"arm": "a", "seed": s, "acc": v} for s, v in ((2, 0.7), (0, 0.9), (1, 0.8))]
+    (row,) = summarise_runs(runs, [Arm("a", "a")])
+    assert row["acc"] == pytest.approx(0.8) and (row["acc_min"], row["acc_max"]) == (0.7, 0.9)
+    assert row["acc_std"] == pytest.approx(0.1)  # n - 1 in the denominator, not n
+    assert row["acc_values"] == [0.9, 0.8, 0.7] and row["acc_n"] == row["n_seeds"] == 3
+    (one,) = summarise_runs(runs[:1], [Arm("a", "a")])
+    assert one["acc_std"] == 0.0  # a single seed has no spread

@@ -52,3 +52,12 @@ def test_predict_samples_and_format():
         format_samples(rows, layout="wide")
     with pytest.raises(ValueError, match="beam_size"):
         predict_samples(models, examples, beam_size=0)
+
+
+def test_each_column_holds_its_own_decoder(monkeypatch):
+    from convs2s_edu.lab import samples
+
+    monkeypatch.setattr(samples, "greedy_decode", lambda m, src, max_len: [[1]] * len(src))
+    monkeypatch.setattr(samples, "beam_search", lambda m, src, **options: [[2]] * len(src))
+    rows = predict_samples({"m": None}, [([3, 1], [1, 3])], beam_size=4)
+    assert rows == [{"source": [3, 1], "reference": [1, 3], "m greedy": [1], "m beam=4": [2]}]

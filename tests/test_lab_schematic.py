@@ -158,6 +158,7 @@ def test_convs2s_labels_carry_the_shapes_of_the_forward_pass(sizes):
     found = labels(parse(fig.svg))
     expected = {
         "x": f"(S) = {shape(S)}",
+        "y": f"(T) = {shape(T)}",
         "e_j = w_j + p_j": f"(S, f) = {shape(S, f)}",
         "g_i = w_i + p_i": f"(T, f) = {shape(T, f)}",
         "Y = [A B]": f"(S, 2d) = {shape(S, 2 * d)}",
@@ -210,6 +211,53 @@ def test_gru_labels_carry_the_shapes_of_the_forward_pass(sizes):
     text = visible_text(parse(fig.svg))
     assert f"(m+2n) = {shape(m + 2 * n)}" in text  # the GRU's input [E y_{t-1}; c_t]
     assert f"T = {T} steps" in text
+
+
+def _points(line: ET.Element) -> list[tuple[float, ...]]:
+    return [tuple(map(float, p.split(","))) for p in line.get("points").split()]
+
+
+@pytest.mark.parametrize("kind", ["convs2s", "gru"])
+def test_labels_stand_beside_their_vertical_arrows(kind):
+    """A label anchored at its end stands left of its arrow, any other right of it."""
+    _, fig = draw(kind, SIZES[0])
+    checked = 0
+    for g in groups(parse(fig.svg), "edge"):
+        points = _points(g.find(f"{NS}polyline"))
+        if len(points) != 2 or points[0][0] != points[1][0]:
+            continue
+        for label in g.iter(f"{NS}text"):
+            x = float(label.get("x"))
+            assert (x < points[0][0]) == (label.get("text-anchor") == "end"), g.get("data-symbol")
+            checked += 1
+    assert checked >= 10
+
+
+def test_each_residual_comes_down_to_its_sum():
+    _, fig = draw("convs2s", SIZES[0])
+    root = parse(fig.svg)
+    in_edges = {id(line) for g in groups(root, "edge") for line in g.iter(f"{NS}polyline")}
+    plain = [_points(line) for line in root.iter(f"{NS}polyline") if id(line) not in in_edges]
+    sums = [
+        (float(c.get("cx")), float(c.get("cy")))
+        for g in groups(root, "box")
+        if g.get("data-name") == "⊕ residual"
+        for c in g.iter(f"{NS}circle")
+    ]
+    assert len(sums) == 2  # the encoder's block and the decoder's
+    for cx, cy in sums:  # a plain vertical line, left of the ⊕, down to its height
+        assert any(len(p) == 2 and p[0][0] == p[1][0] < cx and p[1][1] == cy for p in plain)
+
+
+def test_markup_lowers_subscripts_and_raises_superscripts():
+    assert schematic._tspans("x_{t−1}", 10) == (
+        '<tspan>x</tspan><tspan dy="3.0" font-size="7.2">t−1</tspan>'
+    )
+    # up for l, from there down below the line for i, back to the line for the rest
+    assert schematic._tspans("h^l_i + 1", 10) == (
+        '<tspan>h</tspan><tspan dy="-4.2" font-size="7.2">l</tspan>'
+        '<tspan dy="7.2" font-size="7.2">i</tspan><tspan dy="-3.0"> + 1</tspan>'
+    )
 
 
 def test_a_symbol_that_disagrees_with_the_forward_pass_is_an_error():
@@ -288,6 +336,14 @@ def test_gru_draws_the_attention_and_the_recurrence_back():
     assert "forward →h" in text and "backward ←h" in text
     cells = [r for r in root.iter(f"{NS}rect") if r.get("width") == "28"]
     assert len(cells) == 2 * SIZES[1]["S"]
+    # the forward row's arrows point right, the backward row's (below it) left
+    rows: dict[float, set[bool]] = {}
+    for g in groups(root, "edge"):
+        points = _points(g.find(f"{NS}polyline"))
+        if not g.get("data-symbol") and len(points) == 2 and points[0][1] == points[1][1]:
+            if abs(points[1][0] - points[0][0]) < 30:  # between two cells
+                rows.setdefault(points[0][1], set()).add(points[1][0] > points[0][0])
+    assert [rows[y] for y in sorted(rows)] == [{True}, {False}]
 
 
 # --------------------------------------------------------------------------
@@ -342,6 +398,9 @@ def test_the_figure_shows_the_critical_path_of_its_example(kind):
     text = visible_text(parse(fig.svg))
     for phase in ("training", "generation"):
         assert path[phase]["worked"] in text
+    # the caption under the figure
+    one_step = "; one decoder step's" if kind == "gru" else ""
+    assert f"(S = {S}, T = {S + 1}{one_step}); the batch of 1 is left out" in text
 
 
 # --------------------------------------------------------------------------
@@ -373,7 +432,30 @@ def test_drawing_leaves_the_model_as_it_was():
         gru_schematic(model, src, tgt_in)
 
 
+def test_convs2s_without_position_tables_says_so():
+    model = tiny_model("convs2s", source_positions=False, target_positions=False)
+    found = labels(parse(convs2s_schematic(model, *example(5)).svg))
+    assert "e_j = w_j (no positions)" in found and "g_i = w_i (no positions)" in found
+
+
 def test_convs2s_with_attention_in_one_layer_only():
     model = tiny_model("convs2s", n_decoder_layers=3, attention_layers=(2,))
     fig = convs2s_schematic(model, *example(5))
     assert "attention in (2,)" in visible_text(parse(fig.svg))
+
+
+def test_the_readme_figure_is_todays_trace_of_the_seed_model():
+    """``docs/_static/convs2s_figure1.svg`` (the README's figure) is what the schematic draws
+    of the seed's ConvS2S, with the paper's normalisation, on one sorting example: every
+    label is a shape, so a change to the model or to the drawing shows here."""
+    from pathlib import Path
+
+    from convs2s_edu import ConvS2S, ConvS2SConfig, sos_index
+
+    committed = Path(__file__).resolve().parents[1] / "docs" / "_static" / "convs2s_figure1.svg"
+    torch.manual_seed(0)
+    model = ConvS2S(ConvS2SConfig.paper())
+    svg = convs2s_schematic(model, [[5, 3, 9, 1, 3]], [[sos_index(50), 1, 3, 3, 5, 9]]).svg
+    assert committed.read_text(encoding="utf-8") == svg, (
+        "regenerate the README's figure: write this test's `svg` to " + str(committed)
+    )

@@ -90,6 +90,45 @@ def test_throughput_median_and_range_by_hand(monkeypatch):
     assert (m.ratios["b"].min, m.ratios["b"].max) == pytest.approx((2.0, 4.0))
     assert m.window_throughputs("b") == pytest.approx([1000.0, 1000.0, 500.0, 2000.0])
     assert m.seconds_per_step("a").median == pytest.approx(3.0)
+    # quartiles of 200, 250, 500, 1000, interpolated between the sorted values
+    assert (m.throughput["a"].q1, m.throughput["a"].q3) == pytest.approx((237.5, 625.0))
+
+
+def test_a_window_is_exactly_its_steps_and_the_warm_up_is_off_the_clock(monkeypatch):
+    # a step of "a" takes 1 s, one of "b" 2 s, on a clock that only steps move; the warm-up
+    # steps move it too, so a warm-up step counted in a window would show in its seconds
+    from types import SimpleNamespace
+
+    from torch.utils.benchmark import Compare
+
+    clock, calls = FakeClock(), {"a": 0, "b": 0}
+    batches = [SimpleNamespace(n_target_tokens=10), SimpleNamespace(n_target_tokens=5)]
+
+    def step(name):
+        def run(batch):
+            calls[name] += 1
+            clock.now += 1.0 if name == "a" else 2.0
+
+        return run
+
+    steps = {n: step(n) for n in calls}
+    m = time_interleaved(
+        {n: speed.window_runner(s, batches, 3) for n, s in steps.items()},
+        n_rounds=2,
+        clock=clock,
+        warmup={n: speed.warmup_runner(s, batches, 2) for n, s in steps.items()},
+        steps_per_window=3,
+        warmup_steps=2,
+    )
+    assert calls == {"a": 2 + 2 * 3, "b": 2 + 2 * 3}  # warm-up, then 3 steps per window
+    assert m.window_seconds == {"a": [3.0, 3.0], "b": [6.0, 6.0]}
+    assert m.window_tokens == {"a": [25, 25], "b": [25, 25]}  # batches 0, 1, 0
+    assert m.seconds_per_step("b").median == pytest.approx(2.0)
+    # the windows as the library's Measurement: 3 runs per window, at the machine's threads
+    b = m.measurement("b")
+    assert b.number_per_run == 3 and b.times == pytest.approx([2.0, 2.0])
+    assert b.num_threads == m.machine.threads and b.env == m.machine.device
+    assert "b" in str(Compare([m.measurement(n) for n in m.models]))
 
 
 def test_a_drifting_machine_leaves_the_paired_ratio_exact(monkeypatch):
@@ -359,6 +398,42 @@ def test_measure_threads_times_every_model_at_every_count():
         measure_threads(cfg, thread_counts=[1, 1])
 
 
+def test_every_window_runs_at_its_thread_count_and_the_process_keeps_its_own(monkeypatch):
+    from _tiny import tiny_config
+
+    seen = []  # the thread count at every training step
+    real = speed.make_train_step
+
+    def spied(*args):
+        step = real(*args)
+        return lambda batch: (seen.append(torch.get_num_threads()), step(batch))[1]
+
+    monkeypatch.setattr(speed, "make_train_step", spied)
+    monkeypatch.setattr(speed, "usable_cores", lambda: 2)
+    before = torch.get_num_threads()
+    cfg = tiny_config(n_train=64)
+    s = speed.measure_threads(cfg, thread_counts=[2, 1], steps_per_window=1, n_rounds=2)
+    # 2 warm-up steps at each count, then round 1: convs2s@2, convs2s@1, gru@2, gru@1;
+    # round 2 the other way round
+    assert s.measurement.order[:4] == ["convs2s@2", "convs2s@1", "gru@2", "gru@1"]
+    assert seen == [2, 2, 1, 1] * 2 + [2, 1, 2, 1] + [1, 2, 1, 2]
+    assert torch.get_num_threads() == before
+    assert s.at(2).machine.threads == 2 and s.at(1).machine.threads == 1
+
+
+def test_decoding_is_timed_at_the_process_thread_count(monkeypatch):
+    # torch.utils.benchmark.Timer runs its statement at one thread unless told otherwise
+    from torch.utils.benchmark import set_torch_threads
+
+    seen = []
+    real = speed.greedy_decode
+    spy = lambda *a, **k: (seen.append(torch.get_num_threads()), real(*a, **k))[1]
+    monkeypatch.setattr(speed, "greedy_decode", spy)
+    with set_torch_threads(2):
+        time_incremental_vs_full(decoding_model("convs2s", 0), (3,), batch_size=1, repeats=1)
+    assert seen and set(seen) == {2}
+
+
 def test_training_batches_follow_the_configs_batching_and_span_its_widths():
     from _tiny import tiny_config
 
@@ -445,3 +520,59 @@ def test_training_flops_per_token_are_the_same_on_every_device(kind, device):
     there = model.to(device)
     assert speed.training_flops_per_token(there, batch.to(device)) == on_cpu > 0
     assert next(there.parameters()).device.type == device.type  # the model stays where it was
+
+
+def test_measure_training_takes_its_warm_up_steps_then_every_window(monkeypatch, tiny_rnn_cfg):
+    steps = []  # every training step of every model
+    real = speed.make_train_step
+
+    def spied(*args):
+        step = real(*args)
+        return lambda batch: (steps.append(batch), step(batch))[1]
+
+    monkeypatch.setattr(speed, "make_train_step", spied)
+    batches = [collate_batch([([5, 3, 9], [3, 5, 9])], 10)]
+    torch.manual_seed(0)
+    models = {"a": RNNSeq2Seq(tiny_rnn_cfg()), "b": RNNSeq2Seq(tiny_rnn_cfg())}
+    m = measure_training(models, batches, steps_per_window=3, n_rounds=2, warmup_steps=1)
+    assert len(steps) == 2 * (1 + 3 * 2) and m.warmup_steps == 1  # per model: 1, then 2 x 3
+
+
+def test_random_training_batches_are_the_epochs_full_batches():
+    from _tiny import tiny_config
+
+    from convs2s_edu.lab.timing import training_batches
+
+    cfg = tiny_config(n_train=64, batch_size=16, batching="random")
+    assert [len(b.src) for b in training_batches(cfg, 4)] == [16] * 4
+
+
+def test_measure_config_builds_fresh_models_on_the_path_train_runs(monkeypatch):
+    from _tiny import tiny_config
+
+    from convs2s_edu.fast.paths import ExecutionPath
+
+    seen = []
+    monkeypatch.setattr(speed, "apply_path", lambda model, path: seen.append(path) or model)
+    monkeypatch.setattr(speed, "measure_training", lambda built, *args: sorted(built))
+    cfg = tiny_config(n_train=32).replace(fast=True)
+    assert speed.measure_config(cfg, n_batches=1) == ["convs2s", "gru"]
+    assert seen == [ExecutionPath.of(cfg)] * 2 and seen[0] != ExecutionPath()
+
+
+def test_a_thread_counts_measurement_keeps_the_window_settings(monkeypatch):
+    s = _scaling(monkeypatch, CROSSING)
+    raw, one = s.measurement, s.at(1)
+    counts = ("steps_per_window", "n_rounds", "warmup_steps")
+    assert [getattr(one, k) for k in counts] == [getattr(raw, k) for k in counts]
+    assert raw.n_rounds == 4
+
+
+def test_the_verdict_in_a_notebook_is_a_note_or_a_warning_box():
+    from convs2s_edu.lab.timing import SpeedVerdict
+
+    note = SpeedVerdict(True, True, "gru <b> faster")._repr_html_()
+    assert note == '<div class="admonition note"><p>Gru &lt;b&gt; faster</p></div>'
+    box = SpeedVerdict(False, False, "WARNING: busy")._repr_html_()
+    title = '<p class="admonition-title">Warning</p>'
+    assert box == f'<div class="admonition warning">{title}<p>Busy</p></div>'

@@ -136,3 +136,41 @@ def test_the_public_api_is_the_learners():
             exec(f"from convs2s_edu import {lab_name}", {})
     # the lab is imported from its subpackage
     assert importlib.import_module("convs2s_edu.lab.bench").run_bench
+
+
+#: The files a learner reads as the papers' models: the equations as written, nothing else.
+MODEL_FILES = ("convs2s.py", "rnn.py", "seq2seq.py", "hybrid.py")
+
+
+@pytest.mark.parametrize("name", MODEL_FILES)
+def test_the_model_files_hold_no_fast_path(name):
+    """Speed-ups live in ``convs2s_edu.fast``: a model file neither imports it nor branches
+    on how it is being run (compiled, traced, exported)."""
+    path = PACKAGE / name
+    assert not {m for m in imports_of(path) if m.startswith("convs2s_edu.fast")}, name
+    calls = {
+        node.attr
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Attribute)
+    }
+    banned = {"is_compiling", "is_tracing", "is_scripting", "is_in_onnx_export"}
+    assert not calls & banned, f"{name} branches on {sorted(calls & banned)}"
+
+
+def test_every_fast_path_replaces_a_model_class_and_lives_in_the_fast_package():
+    from convs2s_edu.fast import FAST_CLASSES
+
+    for reference, fast in FAST_CLASSES.items():
+        assert issubclass(fast, reference)
+        assert fast.__module__.startswith("convs2s_edu.fast."), fast
+        assert reference.__module__ in {f"convs2s_edu.{n[:-3]}" for n in MODEL_FILES}
+        # a fast class computes differently; it holds nothing new
+        assert not set(vars(fast)) - {
+            "__module__",
+            "__doc__",
+            "__qualname__",
+            "forward",
+            "convolve",
+            "__firstlineno__",
+            "__static_attributes__",
+        }

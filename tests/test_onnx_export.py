@@ -94,11 +94,10 @@ def test_the_graphs_keep_their_lengths_free(tool, exported):
 
 
 def test_a_length_frozen_to_the_example_is_refused(tool, models, tmp_path):
-    ConvS2SNext, _, _ = tool._wrappers()
-    module = ConvS2SNext(tool.without_weight_norm(models["convs2s"])).eval()
+    module = tool.ConvS2SNext(tool.without_weight_norm(models["convs2s"])).eval()
     path = tmp_path / "frozen.onnx"
     example = (torch.tensor([[3, 1, 2, 5]]), torch.tensor([[models["convs2s"].vocab_size + 1]]))
-    tool.export_graph(module, example, path, ("src", "prefix"), ("lp", "att"), {})
+    tool.export_graph(module, example, path, "src prefix", "lp att", {})
     with pytest.raises(tool.CheckFailed, match="not the free length 'S'"):
         tool.check_dynamic_axes(path, {"src": {1: "S"}})
 
@@ -122,6 +121,11 @@ def test_a_gru_without_linear_before_reset_is_caught(tool, models, sources, tmp_
     wrong = tool.OrtModel("step", files["gru"], ids)
     with pytest.raises(tool.CheckFailed, match="differ from PyTorch's"):
         tool.check_test_set("gru", models["gru"], wrong, sources, ids, P)
+    # and so does the comparison at lengths 1, 2 and max_positions
+    (tmp_path / "again").mkdir()
+    _, wrappers = tool.export_models(models["convs2s"], models["gru"], tmp_path / "again")
+    with pytest.raises(tool.CheckFailed, match="gru: onnxruntime's .* differs from PyTorch's"):
+        tool.check_lengths("gru", models["gru"], wrappers["gru"], wrong, ids, P, random.Random(0))
 
 
 def test_the_unpacked_gru_encoder_equals_the_packed_one(tool, models, sources, exported):
@@ -147,3 +151,18 @@ def test_the_web_runtime_must_be_on_the_python_runtimes_line(tool, tmp_path, mon
         tool.runtime_version()
     (tmp_path / "package.json").write_text(json.dumps({"version": f"{major}.{minor}.9"}))
     assert tool.runtime_version() == f"{major}.{minor}.9"
+
+
+def test_decodings_that_stop_at_eos_are_compared_to_their_end(tool, tmp_path):
+    """PyTorch's reference keeps the step that emitted <eos> (its log-probabilities too)."""
+    models = {m: tiny_model(m, eos_bias=3.0, max_positions=P).eval() for m in tool.MODELS}
+    ids = tool.token_ids(models["convs2s"].vocab_size)
+    sources = [[1, 2, 3], [4, 5, 6, 7, 8], [2, 2]]
+    files, _ = tool.export_models(models["convs2s"], models["gru"], tmp_path)
+    for name, kind in (("convs2s", "prefix"), ("gru", "step")):
+        refs = tool.torch_greedy_batch(models[name], sources, ids)
+        assert all(tokens[-1] == ids["eos"] for tokens, _, _ in refs)
+        assert all(len(logp) == len(tokens) for tokens, logp, _ in refs)
+        ort_model = tool.OrtModel(kind, files[name], ids)
+        facts = tool.check_test_set(name, models[name], ort_model, sources, ids, P)
+        assert facts["same_output"] == len(sources)

@@ -13,9 +13,8 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from convs2s_edu import PAD, BahdanauAttention, RNNSeq2Seq, RNNSeq2SeqConfig, sequence_loss
+from convs2s_edu import PAD, BahdanauAttention, RNNSeq2Seq, RNNSeq2SeqConfig
 from convs2s_edu import training as train_mod
-from convs2s_edu.rnn import GRUEncoder
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
@@ -122,22 +121,16 @@ def _reference_rnn(model: RNNSeq2Seq, src: torch.Tensor, tgt_in: torch.Tensor):
                 x = s[l]
             logits.append(dec.W_s.weight @ x + dec.W_s.bias)
             attn.append(torch.cat([a, torch.zeros(src.shape[1] - m)]))
-        # after the row's last token nothing is computed: zeros
-        last = int((tgt_in[b] != PAD).nonzero().max()) + 1
-        all_logits.append(
-            torch.stack(logits[:last] + [torch.zeros_like(logits[0])] * (len(logits) - last))
-        )
-        all_attn.append(
-            torch.stack(attn[:last] + [torch.zeros_like(attn[0])] * (len(attn) - last))
-        )
+        all_logits.append(torch.stack(logits))
+        all_attn.append(torch.stack(attn))
     return torch.stack(all_logits), torch.stack(all_attn)
 
 
 @pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
 @pytest.mark.parametrize("variant", list(VARIANTS), ids=list(VARIANTS))
 def test_rnn_forward_matches_reference_from_parameters(variant, grad, tiny_rnn_cfg, ragged_batch):
-    """With a gradient wanted, the encoder runs ``gru_fused.packed_bigru`` on a CPU, without
-    one :class:`torch.nn.GRU` itself: both against the reference."""
+    """Every position, the padding of the target too (the decoder runs every row every
+    step), with and without a gradient wanted."""
     torch.manual_seed(0)
     model = RNNSeq2Seq(tiny_rnn_cfg(**VARIANTS[variant], dropout=0.1)).eval()
     _randomise_zero_biases(model)
@@ -178,65 +171,8 @@ def test_rnn_step_matches_forward_column(tiny_rnn_cfg, ragged_batch):
         state = model.decoder.start(model.encode(batch.src))
         for t in range(batch.tgt_in.shape[1]):
             logits_t, a_t, state = model.decoder.step(batch.tgt_in[:, t], state)
-            real = batch.tgt_in[:, t] != PAD  # forward computes a row up to its last token
-            assert_close(logits_t[real], logits[real, t])
-            assert_close(a_t[real], attn[real, None, t])  # (B', L=1, S)
-            assert (logits[~real, t] == 0).all() and (attn[~real, t] == 0).all()
-
-
-def _forward_and_step_gradients(model, batch, between=lambda: None):
-    """The parameters' gradients of the loss of ``model(src, tgt_in)`` (teacher forcing),
-    then, after ``between()``, of the same loss from :meth:`step` run on every row for
-    every column."""
-
-    def grads(loss):
-        model.zero_grad()
-        loss.backward()
-        return [p.grad.clone() for p in model.parameters()]
-
-    forward = grads(sequence_loss(model(batch.src, batch.tgt_in), batch.tgt_out))
-    between()
-    state = model.decoder.start(model.encode(batch.src))
-    columns = []
-    for t in range(batch.tgt_in.shape[1]):
-        logits_t, _, state = model.decoder.step(batch.tgt_in[:, t], state)
-        columns.append(logits_t)
-    return forward, grads(sequence_loss(torch.stack(columns, dim=1), batch.tgt_out))
-
-
-def test_rnn_teacher_forcing_skips_padding_with_the_gradients_of_every_row_run_to_the_end(
-    tiny_rnn_cfg, ragged_batch
-):
-    """forward() runs the rows still going at each step (the packed target); its loss
-    and gradients are those of :meth:`step` run on every row for every column."""
-    torch.manual_seed(0)
-    model = RNNSeq2Seq(tiny_rnn_cfg(n_decoder_layers=2, dropout=0.0))
-    _randomise_zero_biases(model)
-    _, batch = ragged_batch
-    assert batch.tgt_padding_mask.any()  # rows of different lengths
-    packed, full = _forward_and_step_gradients(model, batch)
-    for name, a, b in zip([n for n, _ in model.named_parameters()], packed, full):
-        assert_close(a, b, msg=name)
-
-
-def test_rnn_teacher_forcing_drops_out_between_layers_where_nn_gru_does(
-    tiny_rnn_cfg, ragged_batch, monkeypatch
-):
-    """In training, the written-out paths (the fused encoder, forward()'s GRU equations)
-    drop out between stacked layers where :class:`torch.nn.GRU` itself does: with that
-    dropout at 1 (a deterministic mask of zeros) and no other dropout, the same loss and
-    gradients as the modules' own path (``fused = False`` and :meth:`step`)."""
-    torch.manual_seed(0)
-    model = RNNSeq2Seq(tiny_rnn_cfg(n_encoder_layers=2, n_decoder_layers=3, dropout=0.0))
-    _randomise_zero_biases(model)
-    model.encoder.gru.dropout = model.decoder.gru.dropout = 1.0
-    model.train()
-    _, batch = ragged_batch
-    written, modules = _forward_and_step_gradients(
-        model, batch, between=lambda: monkeypatch.setattr(GRUEncoder, "fused", False)
-    )
-    for name, a, b in zip([n for n, _ in model.named_parameters()], written, modules):
-        assert_close(a, b, msg=name)
+            assert_close(logits_t, logits[:, t])
+            assert_close(a_t, attn[:, None, t])  # (B, L=1, S)
 
 
 # --------------------------------------------------------------------------
@@ -268,28 +204,3 @@ RNN_SIZES = [
 def test_rnn_config_rejects_non_positive_sizes(field, value):
     with pytest.raises(ValueError, match=rf"{field} must be an integer >= 1, got {value}\b"):
         RNNSeq2SeqConfig(**{field: value})
-
-
-def test_rnn_teacher_forcing_under_compile_runs_every_row_with_the_same_outputs_and_gradients(
-    tiny_rnn_cfg, ragged_batch, monkeypatch
-):
-    """Under torch.compile, forward() runs every row every step (one graph for any batch);
-    its logits, attention (zero after a row's last token) and gradients are the packed loop's."""
-    torch.manual_seed(0)
-    model = RNNSeq2Seq(tiny_rnn_cfg(dropout=0.0))
-    _randomise_zero_biases(model)
-    _, batch = ragged_batch
-
-    def run():
-        model.zero_grad()
-        logits, attn = model(batch.src, batch.tgt_in, return_attention=True)
-        sequence_loss(logits, batch.tgt_out).backward()
-        return logits.detach(), attn.detach(), [p.grad.clone() for p in model.parameters()]
-
-    packed = run()
-    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
-    every_row = run()
-    assert_close(every_row[0], packed[0])
-    assert_close(every_row[1], packed[1])
-    for a, b in zip(every_row[2], packed[2]):
-        assert_close(a, b)

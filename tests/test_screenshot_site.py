@@ -1,16 +1,14 @@
 """How ``tools/screenshot_site.py`` judges what the browser recorded (no browser needed).
 
-``tools/screenshot_browser.mjs`` only records a view (its requests and their answers, what the
+``tools/browser.mjs`` only records a view (its requests and their answers, what the
 page showed once it settled, the screenshot); ``judge_view`` turns that record into the
 problems that fail the build. A clean record of a real page must pass, and each kind of fault
 a broken site produces must be named.
 """
 
-import struct
-import zlib
-
 import pytest
 from _files import load_module
+from PIL import Image
 
 BASE = "http://127.0.0.1:8000"
 
@@ -22,22 +20,12 @@ def tool():
 
 def _png(path, width, height, colourful=True):
     """A PNG of ``width`` x ``height``: noise (a real page's pixels) or one grey."""
-    raw = b"".join(
-        b"\x00" + bytes((x * 7 + y * 13) % 251 if colourful else 128 for x in range(width * 3))
+    raw = bytes(
+        (x * 7 + y * 13) % 251 if colourful else 128
         for y in range(height)
+        for x in range(width * 3)
     )
-
-    def chunk(kind, data):
-        body = kind + data
-        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    path.write_bytes(
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(raw))
-        + chunk(b"IEND", b"")
-    )
+    Image.frombytes("RGB", (width, height), raw).save(path, format="PNG")
 
 
 @pytest.fixture
@@ -66,6 +54,10 @@ def _view(tmp_path, theme="light", width=40, phone=False, colourful=True):
     }
 
 
+def _response(path, status):
+    return {"url": f"{BASE}/{path}", "status": status, "bytes": 0}
+
+
 def _record(**browser_changes):
     browser = {
         "images": [f"{BASE}/_images/fig.png"],
@@ -83,7 +75,7 @@ def _record(**browser_changes):
     browser.update(browser_changes)
     return {
         "requests": [f"{BASE}/page.html", f"{BASE}/_images/fig.png"],
-        "responses": [[f"{BASE}/page.html", 200], [f"{BASE}/_images/fig.png", 200]],
+        "responses": [_response("page.html", 200), _response("_images/fig.png", 200)],
         "failed": [],
         "browser": browser,
     }
@@ -124,11 +116,11 @@ def test_each_fault_of_the_page_is_named(tool, site, tmp_path):
 def test_requests_elsewhere_failed_or_refused_are_named(tool, site, tmp_path):
     record = _record()
     record["requests"].append("https://elsewhere.example/x.js")
-    record["responses"] = [[f"{BASE}/page.html", 200], [f"{BASE}/_images/fig.png", 404]]
+    record["responses"] = [_response("page.html", 200), _response("_images/fig.png", 404)]
     record["failed"] = [
-        [f"{BASE}/_images/fig.png", "net::ERR_ABORTED"],  # the 404's abort: reported once
-        [f"{BASE}/style.css", "net::ERR_CONNECTION_RESET"],
-        [f"{BASE}/favicon.ico", "net::ERR_ABORTED"],  # ignored, as browsers ask for it
+        {"url": f"{BASE}/_images/fig.png", "error": "net::ERR_ABORTED"},  # the 404's: once
+        {"url": f"{BASE}/style.css", "error": "net::ERR_CONNECTION_RESET"},
+        {"url": f"{BASE}/favicon.ico", "error": "net::ERR_ABORTED"},  # browsers ask for it
     ]
     problems = tool.judge_view(_view(tmp_path), record, site)["problems"]
     assert "request to another host: https://elsewhere.example/x.js" in problems
@@ -148,6 +140,12 @@ def test_phone_views_check_sideways_scrolling_not_code_cells(tool, site, tmp_pat
 def test_a_missing_blank_or_wrong_size_screenshot_fails(tool, site, tmp_path):
     blank = _view(tmp_path, colourful=False)
     assert any("blank" in p for p in tool.judge_view(blank, _record(), site)["problems"])
+    # almost one colour (a few stray pixels on an empty page) is blank too
+    almost = Image.new("RGB", (40, 30), "white")
+    for i, grey in enumerate(range(100, 200, 20)):
+        almost.putpixel((i, i), (grey, grey, grey))
+    almost.save(blank["shot"])
+    assert any("blank" in p for p in tool.judge_view(blank, _record(), site)["problems"])
     wrong = dict(_view(tmp_path), width=41)
     assert (
         "screenshot is 40x30, expected 41x30"
@@ -155,6 +153,22 @@ def test_a_missing_blank_or_wrong_size_screenshot_fails(tool, site, tmp_path):
     )
     gone = dict(_view(tmp_path), shot=str(tmp_path / "none.png"))
     assert "no screenshot was written" in tool.judge_view(gone, _record(), site)["problems"]
+
+
+def test_a_screenshot_that_is_no_png_or_is_cut_short_fails(tool, site, tmp_path):
+    view = _view(tmp_path)
+    Image.open(view["shot"]).save(tmp_path / "shot.jpg", format="JPEG")
+    jpeg = dict(view, shot=str(tmp_path / "shot.jpg"))
+    assert tool.judge_view(jpeg, _record(), site)["problems"] == [
+        "the screenshot is not a PNG file"
+    ]
+    (tmp_path / "text.png").write_text("<html>not an image</html>")
+    text = dict(view, shot=str(tmp_path / "text.png"))
+    assert "the screenshot is not a PNG file" in tool.judge_view(text, _record(), site)["problems"]
+    data = (tmp_path / view["shot"]).read_bytes()
+    (tmp_path / "cut.png").write_bytes(data[: len(data) // 2])
+    cut = tool.judge_view(dict(view, shot=str(tmp_path / "cut.png")), _record(), site)
+    assert any("image data cannot be read" in p for p in cut["problems"]), cut["problems"]
 
 
 def test_a_view_the_browser_could_not_show_fails(tool, site, tmp_path):

@@ -17,7 +17,6 @@ from torch.testing import assert_close
 
 from convs2s_edu import ConvS2SConfig, RNNSeq2SeqConfig, beam_search, greedy_decode, sos_index
 from convs2s_edu.data import PAD, n_token_ids
-from convs2s_edu.rnn import GRUDecoder
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 kinds = pytest.mark.parametrize("kind", KINDS)
@@ -59,18 +58,14 @@ def test_attention_shape_rows_sum_to_one_and_vanish_on_padding(variant, ragged_b
     else:  # a single attention: (B, T, S)
         assert attn.shape == (B, T, S)
         on_padding = batch.src_padding_mask[:, None, :].expand_as(attn)
-    # target positions after a row's last token: ConvS2S computes them, the GRU decoder
-    # skips them (its attention is zero there); the loss ignores them either way
+    # target positions after a row's last token: both models compute them (the loss ignores
+    # them), so the attention sums to 1 there too
     running = (
         (batch.tgt_in != PAD)[:, None, :] if model.decoder.multi_step else batch.tgt_in != PAD
     )
     running = running.expand(attn.shape[:-1])
     assert not running.all()
-    assert_close(attn.sum(-1)[running], torch.ones(int(running.sum())))
-    if isinstance(model.decoder, GRUDecoder):
-        assert (attn[~running] == 0).all()
-    else:
-        assert_close(attn.sum(-1)[~running], torch.ones(int((~running).sum())))
+    assert_close(attn.sum(-1), torch.ones(attn.shape[:-1]))
     on_padding = on_padding & running[..., None]
     assert on_padding.any()
     assert (attn[on_padding] == 0).all()
@@ -144,7 +139,7 @@ def test_step_by_step_equals_teacher_forcing_and_leaves_states_unchanged(
             again, _, _ = model.decoder.step(batch.tgt_in[:, t], state)
             assert torch.equal(again, logits_t)
             assert attn_t.shape == (B, L, batch.src.shape[1])
-            # teacher forcing computes a row up to its last token (the GRU: no further)
+            # the real positions (padding's outputs are read by no loss)
             real = batch.tgt_in[:, t] != PAD
             assert_close(logits_t[real], logits[real, t], atol=1e-5, rtol=1e-5)
             assert_close(attn_t[real], attn[real, :, t], atol=1e-5, rtol=1e-5)
@@ -402,3 +397,49 @@ def test_configs_reject_dropout_outside_unit_interval(config, dropout):
 def test_config_replace_validates_again(config):
     with pytest.raises(ValueError, match=r"hidden_dim must be an integer >= 1, got 0"):
         config().replace(hidden_dim=0)
+
+
+# --------------------------------------------------------------------------
+# Checks at the boundary, not in the package's own training step
+# --------------------------------------------------------------------------
+
+#: Operations that read a tensor's values on the host (on a GPU: wait for its queue).
+SYNCS = ("aten::item", "aten::_local_scalar_dense", "aten::nonzero", "aten::is_nonzero")
+
+
+def _profiled_syncs(run) -> tuple[list[str], list[str]]:
+    """The names of every profiled event of ``run()``, and those of its host reads."""
+    with torch.profiler.profile() as prof:
+        run()
+    names = [e.name for e in prof.events()]
+    return names, [n for n in names if n in SYNCS]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_training_step_reads_nothing_on_the_host_for_checks(kind, ragged_batch):
+    """The package's step (fast paths on, as it trains) runs no input check: what it reads on
+    the host is Adam's step counter of every parameter and, for a GRU encoder, the packing's
+    own index arithmetic; a user's call of the same model does check, inside its region."""
+    from convs2s_edu.fast import FastGRUEncoder, use_fast_paths
+    from convs2s_edu.training.step import make_train_step
+
+    torch.manual_seed(0)
+    model = use_fast_paths(tiny_model(kind))
+    optimizer = torch.optim.Adam(model.parameters())
+    step = make_train_step(model, optimizer, 1.0)
+    _, batch = ragged_batch
+    step(batch)  # Adam's state exists from here on
+    names, syncs = _profiled_syncs(lambda: step(batch))
+    assert "EncoderDecoder.check_inputs" not in names
+    n_params = len(list(model.parameters()))
+    _, adam_syncs = _profiled_syncs(optimizer.step)
+    assert adam_syncs.count("aten::item") == n_params  # one step counter per parameter
+    rest = list(syncs)
+    for name in adam_syncs:
+        rest.remove(name)
+    # the fused GRU encoder's positions of the packed batch (boolean indexing)
+    packing = ["aten::nonzero"] * (2 if isinstance(model.encoder, FastGRUEncoder) else 0)
+    assert rest == packing
+    # the same model called as a user calls it checks its inputs, reading them on the host
+    names, syncs = _profiled_syncs(lambda: model(batch.src, batch.tgt_in))
+    assert "EncoderDecoder.check_inputs" in names and "aten::nonzero" in syncs

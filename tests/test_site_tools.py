@@ -358,6 +358,12 @@ def test_redirect_stub_refreshes_links_and_names_the_canonical_page(site):
     )
     assert "url=plot_13_training.html" in stub
     assert '<li><a href="speed/plot_04_bench.html">Speed &amp; the bench</a></li>' in stub
+    # from an old address in a subfolder, every link climbs out of it first
+    stub = site.redirect_stub(
+        "speed/plot_09_old", ("plot_13_training", "speed/plot_04_bench"), titles
+    )
+    assert 'url=../plot_13_training.html"' in stub and 'href="../plot_13_training.html"' in stub
+    assert '<li><a href="../speed/plot_04_bench.html">' in stub
 
 
 def _gallery_page(stem: str) -> str:
@@ -398,3 +404,306 @@ def test_check_site_accepts_redirect_stubs_and_finds_the_broken_ones(site, tmp_p
     assert "auto_examples/plot_04_gone.html: no redirect stub" in failures
     assert len(checker.failures) == 3, failures
     assert "gallery: 2 pages, 1 redirect stubs" in checker.notes
+
+
+# ---- tools/check_site.py on a small site: every check passes, then fails on its defect ----
+
+MATHJAX = '<script src="_static/mathjax/tex-chtml.js?v=1"></script>'
+PAGES = {
+    "index.html": f"<html><head>{MATHJAX}"
+    '<link rel="canonical" href="https://example.org/index.html"></head><body>'
+    "<p>Built in quick mode</p><article><h1 id='top'>Title</h1>"
+    '<p>See <span class="math notranslate">\\(\\sqrt{d}\\)</span> and '
+    '<a href="paper_map.html#row">the map</a>, <img src="_images/a.png" alt="a">.</p>'
+    "<pre>x = r'\\sqrt'  # code may hold LaTeX</pre>"
+    '<div class="math">\\[y = 1\\]</div></article></body></html>',
+    "paper_map.html": f"<html><head>{MATHJAX}</head><body><article>"
+    '<table class="paper-map"><tbody><tr id="row"><td>(1) GLU</td>'
+    '<td><span class="math">\\(a \\otimes b\\)</span></td>'
+    '<td><a href="api/generated/pkg.f.html#pkg.f">f</a></td>'
+    "<td><code>tests/test_demo.py::test_a</code></td>\n"
+    '<td><a href="index.html#top">the page</a></td></tr></tbody></table>'
+    "<p>Also <code>test_b</code>.</p></article></body></html>",
+    "api.html": "<html><body><article>API</article></body></html>",
+    "api/generated/pkg.f.html": '<html><body><article id="pkg.f">f'
+    '<div class="sphx-glr-thumbnails"></div></article></body></html>',
+}
+
+
+@pytest.fixture
+def small_site(tmp_path, monkeypatch):
+    """A site of four pages on which every check below passes, and the checker's module."""
+    monkeypatch.setenv("CONVS2S_EDU_QUICK", "1")
+    html = tmp_path / "html"
+    for rel, text in {**PAGES, "_images/a.png": "png", "_static/mathjax/tex-chtml.js": ""}.items():
+        (html / rel).parent.mkdir(parents=True, exist_ok=True)
+        (html / rel).write_text(text, encoding="utf-8")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text('__all__ = ["f"]\n')
+    (tmp_path / "tests").mkdir()
+    tests = "def test_a():\n    pass\n\n\ndef test_b():\n    pass\n"
+    (tmp_path / "tests" / "test_demo.py").write_text(tests)
+    check = load_module("tools/check_site.py", "check_site_small_under_test")
+    return check, html
+
+
+def _run_checks(check, html):
+    root = html.parent
+    checker = check.Checker(html, root, root / "tests", root / "pkg", root / "none.py")
+    pages = checker.all_pages()
+    checker.check_images_and_links(pages)
+    checker.check_math(pages)
+    checker.check_paper_map()
+    checker.check_api()
+    checker.check_quick_banner()
+    return checker
+
+
+def _edit(html, rel, old, new):
+    text = (html / rel).read_text(encoding="utf-8")
+    assert old in text, old
+    (html / rel).write_text(text.replace(old, new), encoding="utf-8")
+
+
+def test_check_site_passes_a_good_small_site(small_site):
+    check, html = small_site
+    checker = _run_checks(check, html)
+    assert checker.failures == []
+    assert "math: 3 containers checked" in checker.notes
+    assert "paper map: 1 rows" in checker.notes
+    assert "test citations: 2 checked against " + str(html.parent / "tests") in checker.notes
+
+
+@pytest.mark.parametrize(
+    "rel, old, new, failure",
+    [
+        # images and links
+        (
+            "index.html",
+            "paper_map.html#row",
+            "paper_map.html#gone",
+            "index.html: link points to a missing anchor: paper_map.html#gone",
+        ),
+        (
+            "index.html",
+            "paper_map.html#row",
+            "nowhere.html",
+            "index.html: link points to a missing file: nowhere.html",
+        ),
+        (
+            "index.html",
+            "_images/a.png",
+            "_images/b.png",
+            "index.html: <img> points to a missing file: _images/b.png",
+        ),
+        (
+            "index.html",
+            "_images/a.png",
+            "https://example.org/a.png",
+            "index.html: <img> loads from another host: https://example.org/a.png",
+        ),
+        # no CDN, and MathJax from _static/mathjax
+        (
+            "index.html",
+            "</head>",
+            '<link rel="stylesheet" href="https://example.org/s.css"></head>',
+            "index.html: <link> loads from another host: https://example.org/s.css",
+        ),
+        (
+            "index.html",
+            "</head>",
+            '<script src="//example.org/x.js"></script></head>',
+            "index.html: <script> loads from another host: //example.org/x.js",
+        ),
+        (  # the URL in two parts: the site shows this file, which must not hold one itself
+            "index.html",
+            "Title",
+            "Title https:/" + "/cdn.example.org/lib.js",
+            "index.html: CDN URL in the page: https:/" + "/cdn.example.org/lib.js",
+        ),
+        (
+            "paper_map.html",
+            MATHJAX,
+            "",
+            "paper_map.html: page has math but does not load _static/mathjax/tex-chtml.js",
+        ),
+        (
+            "index.html",
+            "\\[y = 1\\]",
+            "y = 1",
+            "index.html: math container without \\( \\) or \\[ \\]: 'y = 1'",
+        ),
+        # what did not render
+        (
+            "index.html",
+            "Title",
+            "Title \\alpha ",
+            "index.html: unrendered LaTeX '\\\\alpha' in the text",
+        ),
+        (
+            "index.html",
+            "Title",
+            "Title :math:`x` ",
+            "index.html: unrendered reST markup ':math:`'",
+        ),
+        # the paper map
+        (
+            "paper_map.html",
+            '<span class="math">\\(a \\otimes b\\)</span>',
+            "a x b",
+            "paper_map.html row '(1) GLU': the equation cell holds no rendered math",
+        ),
+        (
+            "paper_map.html",
+            "api/generated/pkg.f.html#pkg.f",
+            "index.html",
+            "paper_map.html row '(1) GLU': the 'computed by' cell links to no API page",
+        ),
+        (
+            "paper_map.html",
+            "api/generated/pkg.f.html#pkg.f",
+            "api/generated/pkg.f.html#pkg.g",
+            "paper_map.html row '(1) GLU': link to a missing anchor: "
+            "api/generated/pkg.f.html#pkg.g",
+        ),
+        (
+            "paper_map.html",
+            "<code>tests/test_demo.py::test_a</code>",
+            "a test",
+            "paper_map.html "
+            "row '(1) GLU': the 'checked by' cell cites no tests/test_x.py::test_name",
+        ),
+        (
+            "paper_map.html",
+            '<a href="index.html#top">the page</a>',
+            "later",
+            "paper_map.html row '(1) GLU': the 'shown in' cell has no link",
+        ),
+        ("paper_map.html", "<td>(1) GLU</td>", "", "4 cells, expected 5"),
+        (
+            "paper_map.html",
+            "test_demo.py::test_a",
+            "test_demo.py::test_c",
+            "paper_map.html: cites tests/test_demo.py::test_c, which is not defined there",
+        ),
+        (
+            "paper_map.html",
+            "test_demo.py::test_a",
+            "test_gone.py::test_a",
+            "paper_map.html: "
+            "cites tests/test_gone.py::test_a, but tests/test_gone.py does not exist",
+        ),
+        (
+            "paper_map.html",
+            "<code>test_b</code>",
+            "<code>test_z</code>",
+            "paper_map.html: names test test_z, which no tests/test_*.py defines",
+        ),
+        # the API reference and the banner
+        (
+            "api/generated/pkg.f.html",
+            "sphx-glr-thumbnails",
+            "x",
+            "api/generated: no API page shows an 'Examples using' mini-gallery",
+        ),
+        (
+            "index.html",
+            "Built in quick mode",
+            "Built",
+            "index.html: CONVS2S_EDU_QUICK=1 but the page has no quick-mode banner",
+        ),
+    ],
+)
+def test_check_site_names_each_defect(small_site, rel, old, new, failure):
+    check, html = small_site
+    _edit(html, rel, old, new)
+    failures = "\n".join(_run_checks(check, html).failures)
+    assert failure in failures, failures
+
+
+def test_check_site_wants_an_api_page_for_every_public_name(small_site):
+    check, html = small_site
+    (html.parent / "pkg" / "__init__.py").write_text('__all__ = ["f", "g"]\n')
+    (html.parent / "pkg" / "sub").mkdir()
+    (html.parent / "pkg" / "sub" / "__init__.py").write_text('__all__ = ["h"]\n')
+    (html.parent / "pkg" / "sub" / "mod.py").write_text('__all__ = ["h", "k"]\n')
+    (html / "api/generated/pkg.sub.h.html").write_text("<html></html>")
+    failures = _run_checks(check, html).failures
+    assert failures == [
+        "api.rst: public object pkg.g has no API page (add it to an autosummary in docs/api.rst)",
+        "api.rst: public object pkg.sub.mod.k has no API page (add it to an autosummary in "
+        "docs/api.rst)",
+    ]
+
+
+def test_check_site_refuses_the_banner_on_a_full_build_and_reads_only_prose(
+    small_site, monkeypatch
+):
+    check, html = small_site
+    monkeypatch.delenv("CONVS2S_EDU_QUICK")
+    failures = _run_checks(check, html).failures
+    assert failures == [
+        "index.html: quick-mode banner on a full build (CONVS2S_EDU_QUICK unset): is this a "
+        "stale quick build?"
+    ]  # and the \sqrt of the <pre> and of the math containers is no failure
+
+
+def test_check_site_skips_the_anchors_of_viewcode_pages(small_site):
+    check, html = small_site
+    (html / "_modules").mkdir()
+    (html / "_modules" / "pkg.html").write_text('<a href="../index.html#nowhere">[docs]</a>')
+    assert _run_checks(check, html).failures == []
+    (html / "other.html").write_text('<a href="index.html#nowhere">x</a>')
+    assert _run_checks(check, html).failures == [
+        "other.html: link points to a missing anchor: index.html#nowhere"
+    ]
+
+
+def test_test_pages_give_every_test_its_anchor_and_code(site, tmp_path, monkeypatch):
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_demo.py").write_text(
+        '"""Demo tests.\n\nMore."""\n\n\ndef test_a():\n    pass\n\n\ndef test_b():\n    pass\n'
+    )
+    monkeypatch.setattr(site, "TESTS", tmp_path / "tests")
+    monkeypatch.setattr(site, "TEST_PAGES", tmp_path / "pages")
+    site.write_test_pages(None)
+    index = (tmp_path / "pages" / "index.rst").read_text()
+    assert index.startswith(":orphan:\n\nThe tests\n=========\n\n")
+    assert index.endswith(".. toctree::\n   :maxdepth: 1\n\n   test_demo\n")
+    page = (tmp_path / "pages" / "test_demo.rst").read_text()
+    assert page.startswith("tests/test_demo.py\n==================\n\nDemo tests.\n\n")
+    assert page.count(".. literalinclude:: ../../tests/test_demo.py") == 2
+    assert ".. _test-demo-test-b:\n\n.. rubric:: ``test_b``\n\n" in page
+    assert page.endswith("   :pyobject: test_b\n   :lineno-match:\n")
+
+
+def test_downloaded_notebooks_and_their_zip_are_processed_once(site, tmp_path):
+    import types
+    import zipfile
+
+    downloads = tmp_path / "_downloads" / "x"
+    downloads.mkdir(parents=True)
+    (downloads / "plot_01_x.ipynb").write_text(json.dumps(_notebook()))
+    with zipfile.ZipFile(downloads / "all.zip", "w") as zf:
+        zf.writestr("plot_01_x.ipynb", json.dumps(_notebook()))
+        zf.writestr("README.txt", "not a notebook")
+    objects = {"convs2s_edu.exact_match": types.SimpleNamespace(docname="api/em", node_id="em")}
+    app = types.SimpleNamespace(
+        outdir=str(tmp_path),
+        builder=types.SimpleNamespace(format="html"),
+        env=types.SimpleNamespace(domains={"py": types.SimpleNamespace(objects=objects)}),
+    )
+    site.fix_notebooks(app, None)
+    nb = json.loads((downloads / "plot_01_x.ipynb").read_text())
+    with zipfile.ZipFile(downloads / "all.zip") as zf:
+        zipped = json.loads(zf.read("plot_01_x.ipynb"))
+        assert zf.read("README.txt") == b"not a notebook"
+    for notebook in (nb, zipped):
+        assert notebook["cells"][0]["source"].startswith("**Before you run this notebook.**")
+        assert notebook["cells"][2]["source"] == "Use `exact_match`."
+    before = (downloads / "all.zip").read_bytes(), (downloads / "plot_01_x.ipynb").read_text()
+    site.fix_notebooks(app, None)  # a second build-finished changes nothing
+    assert (
+        (downloads / "all.zip").read_bytes(),
+        (downloads / "plot_01_x.ipynb").read_text(),
+    ) == before

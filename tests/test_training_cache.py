@@ -1,7 +1,8 @@
 """Tests of ``convs2s_edu.training.cache``: ``train_or_load`` trains a config once and then loads
 it (resuming an interrupted run, on the asked device, a damaged entry named with what to do),
-``cache_key`` tells apart every config, execution path, device kind and package version, and
-``cache_dir`` follows the environment."""
+``cache_key`` tells apart every config, execution path, device kind and package version,
+``cache_dir`` follows the environment, and the entry's lock makes two processes train it once
+and is released when its holder is killed."""
 
 from __future__ import annotations
 
@@ -107,14 +108,16 @@ def test_config_fields_validated_and_every_path_cached_apart(monkeypatch):
     with pytest.raises(TypeError, match="compile must be True or False"):
         TrainConfig(compile="yes")
     base = TrainConfig(device="cpu")
-    # a compiled run, another mode, another precision: each is cached apart
+    # the reference path, a compiled run, another mode, another precision: each is cached
+    # apart (the same function, but other roundings and dropout masks: other weights)
     keys = {
         cache_key(base),
-        cache_key(base.replace(compile=True)),
-        cache_key(base.replace(compile=True, compile_mode="max-autotune")),
+        cache_key(base.replace(fast=False)),
+        cache_key(base.replace(compile=True, fast=False)),
+        cache_key(base.replace(compile=True, fast=False, compile_mode="max-autotune")),
         cache_key(base.replace(precision="bf16")),
     }
-    assert len(keys) == 4
+    assert len(keys) == 5
     # another version of the package trains again instead of reusing an old entry
     monkeypatch.setattr(cache_mod, "__version__", "0.1.0")
     assert cache_key(base) not in keys
@@ -194,6 +197,40 @@ def test_two_processes_asking_for_one_entry_train_it_once(tmp_path):
     for k in a:  # the waiting process loaded what the other trained
         torch.testing.assert_close(a[k], b[k], rtol=0, atol=0, msg=k)
     assert train_mod.cache.is_cached(cfg, tmp_path / "cache")
+
+
+_HOLDER = r"""
+import sys, time
+from convs2s_edu.training.cache import entry_lock
+
+with entry_lock(sys.argv[1]):
+    print("held", flush=True)
+    time.sleep(600)
+"""
+
+
+def test_the_lock_of_a_process_killed_while_holding_it_is_released(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    from filelock import Timeout
+
+    entry = tmp_path / "entry"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(entry)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout.readline() == "held\n"
+        with pytest.raises(Timeout):  # the other process holds the entry
+            cache_mod.entry_lock(entry).acquire(timeout=0.5)
+        holder.send_signal(signal.SIGKILL)  # no clean-up runs: only the OS can release it
+        holder.wait(timeout=10)
+        with cache_mod.entry_lock(entry).acquire(timeout=5):  # the next process gets it
+            assert (entry / ".lock").is_file()
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 def test_is_cached_only_for_a_finished_run(tmp_path):

@@ -69,6 +69,18 @@ CORRUPTIONS = {
         lambda s: s["train_config"].update(lr="x"),
         "lr must be a positive finite number, got 'x'",
     ),
+    "config value of the wrong type": (
+        lambda s: s["train_config"].update(epochs="1"),
+        "bad train_config: epochs must be an integer in 1..10000, got '1'",
+    ),
+    "epoch not an integer": (
+        lambda s: s.update(epoch="1"),
+        "epoch must be an integer >= 1, got '1'",
+    ),
+    "history not a history": (
+        lambda s: s.update(history={"runs": []}),
+        "bad history: ",
+    ),
     "NaN weights": (_nan_weights, "NaN or infinite"),
     "format from the future": (
         lambda s: s.update(format=2),
@@ -85,6 +97,14 @@ CORRUPTIONS = {
         "history holds 2 epoch record(s) but the checkpoint says epoch 1",
     ),
     "weights of another size": (_narrow_weight, "has shape (9, 16), expected (13, 16)"),
+    "no shuffle state": (
+        lambda s: s["rng"].pop("shuffle"),
+        "rng must hold the 'torch' and 'shuffle' generator states",
+    ),
+    "rng not a dict": (
+        lambda s: s.update(rng=[1]),
+        "rng must hold the 'torch' and 'shuffle' generator states",
+    ),
 }
 
 

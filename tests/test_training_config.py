@@ -6,6 +6,7 @@ ConvS2S by default, ``model_options`` reaching every kind of model)."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -14,7 +15,8 @@ from _tiny import KINDS, SIX_STEPS, tiny_config
 
 from convs2s_edu import MODEL_NAMES, generate_dataset
 from convs2s_edu import training as train_mod
-from convs2s_edu.training import TrainConfig, build_model, make_datasets
+from convs2s_edu.training import TrainConfig, build_model, make_datasets, resolve_device
+from convs2s_edu.training import config as config_mod
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
@@ -53,6 +55,8 @@ pytestmark = pytest.mark.usefixtures("single_thread")
         ({"warmup": -0.1}, "warmup"),
         ({"adam_betas": (0.9,)}, r"adam_betas must be two numbers in \[0, 1\)"),
         ({"adam_betas": (0.9, 1.0)}, "adam_betas"),
+        ({"adam_betas": (0.9, 0.98, 0.5)}, "adam_betas"),
+        ({"adam_betas": "ab"}, "adam_betas"),
         ({"eval_every": 0}, "eval_every must be an integer in 1.."),
         ({"fresh_data": 1}, "fresh_data must be True or False, got 1"),
     ],
@@ -60,6 +64,18 @@ pytestmark = pytest.mark.usefixtures("single_thread")
 def test_train_config_names_the_bad_field_and_the_allowed_values(changes, match):
     with pytest.raises(ValueError, match=match):
         TrainConfig(**changes)
+
+
+@pytest.mark.parametrize("device", ["tpu", "meta", "cuda:x", None, 1.5])
+def test_resolve_device_refuses_what_is_not_a_cpu_or_cuda_name(device):
+    with pytest.raises(ValueError, match="device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got"):
+        resolve_device(device)
+
+
+def test_resolve_device_reads_auto_names_and_devices(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert resolve_device("auto") == resolve_device(torch.device("cpu")) == torch.device("cpu")
+    assert resolve_device("cpu:0") == torch.device("cpu:0")
 
 
 def test_train_config_bounds_are_inclusive():
@@ -142,6 +158,20 @@ def test_disjoint_splits_are_the_plain_draws_when_nothing_collides():
     cfg = TrainConfig(vocab_size=50, min_len=8, max_len=20, n_train=300, n_valid=50, n_test=50)
     for offset, ds in enumerate(make_datasets(cfg)):
         assert ds.examples == generate_dataset(len(ds), 8, 20, 50, cfg.seed + offset)
+
+
+def test_a_refill_never_repeats_a_source_the_draw_holds():
+    # three sources, (1,), (1, 1) and (1, 1, 1); with (1,) excluded, a clashing example is
+    # replaced by one whose source the draw does not hold yet
+    cfg = tiny_config(vocab_size=1, min_len=1, max_len=3, n_train=2, n_valid=1, n_test=1)
+    refilled = 0
+    for seed in range(40):
+        plain = Counter(tuple(x) for x, _ in generate_dataset(2, 1, 3, 1, seed))
+        drawn = Counter(tuple(x) for x, _ in config_mod._draw(cfg, 2, seed, {(1,)}, "held-out"))
+        assert sum(drawn.values()) == 2 and (1,) not in drawn
+        assert all(n <= max(plain[source], 1) for source, n in drawn.items()), (plain, drawn)
+        refilled += drawn != plain
+    assert refilled  # some draws clashed
 
 
 def test_a_task_too_small_for_disjoint_splits_is_refused():

@@ -153,8 +153,9 @@ def test_non_finite_loss_names_epoch_and_step_and_keeps_last_good_checkpoint(
         return loss
 
     monkeypatch.setattr(step_mod, "sequence_loss", poisoned)
-    with pytest.raises(TrainingDivergedError, match=r"epoch 2, step 3 of"):
+    with pytest.raises(TrainingDivergedError, match=r"epoch 2, step 3 of") as info:
         train(cfg, out_dir=tmp_path, progress=False)
+    assert f"the last good checkpoint (epoch 1) is kept in {tmp_path}" in str(info.value)
     kept = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
     assert kept["epoch"] == 1
     assert all(math.isfinite(v.float().sum()) for v in kept["model"].values())

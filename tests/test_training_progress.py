@@ -11,6 +11,7 @@ import pytest
 from _tiny import tiny_config
 
 from convs2s_edu.training import train
+from convs2s_edu.training.progress import Progress
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
@@ -41,6 +42,19 @@ def test_one_line_per_epoch_when_stderr_is_not_a_terminal(model, capsys):
         assert float(m[3]) == pytest.approx(record["seconds"], abs=0.051)
 
 
+def test_the_epoch_line_names_the_held_out_exact_match_with_eval_every(capsys):
+    result = train(tiny_config("gru", n_train=64, epochs=2, eval_every=2), progress=None)
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 2, lines
+    m = re.fullmatch(
+        r"gru: epoch 2/2, train loss [0-9.]+, held-out exact match ([0-9.]+)%, [0-9.]+ s "
+        r"\([0-9,]+ tokens/s\)",
+        lines[-1],
+    )
+    assert m, lines[-1]
+    assert float(m[1]) == pytest.approx(100 * result.history.evals[-1]["exact_match"], abs=0.051)
+
+
 def test_nothing_when_progress_is_off(capsys):
     train(tiny_config("gru", n_train=64, epochs=1), progress=False)
     captured = capsys.readouterr()
@@ -56,6 +70,13 @@ def test_a_bar_without_warnings_on_a_terminal(monkeypatch):
     out = term.getvalue()
     assert "convs2s" in out and "\r" in out  # tqdm redraws its line
     assert "epoch 1/2, train loss" not in out  # no log lines on a terminal
+
+
+def test_the_bar_closes_when_its_block_ends(monkeypatch):
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    with Progress(3, "jobs") as progress:
+        assert progress.bar is not None and not progress.bar.disable
+    assert progress.bar.disable  # tqdm's close() switches the bar off
 
 
 def test_lines_go_to_the_build_log_under_sphinx_gallery(monkeypatch, capfd):

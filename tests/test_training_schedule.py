@@ -49,7 +49,9 @@ def test_jobs_run_concurrently_but_never_more_than_the_workers(tmp_path, helpers
 
 def test_every_worker_gets_its_thread_count(helpers_importable):
     jobs = [Job("torch:get_num_threads", label=f"threads {i}") for i in range(2)]
-    assert [r.value for r in run_jobs(jobs, workers=2, threads=2, progress=False)] == [2, 2]
+    jobs += [Job("os:getenv", ("OMP_NUM_THREADS",), label=f"OpenMP {i}") for i in range(2)]
+    values = [r.value for r in run_jobs(jobs, workers=2, threads=2, progress=False)]
+    assert values == [2, 2, "2", "2"]  # OpenMP's too, set before the worker imports torch
     jobs = [Job("os:getpid", label=f"pid {i}") for i in range(2)]
     pids = [r.value for r in run_jobs(jobs, workers=2, threads=1, progress=False)]
     assert len(set(pids)) == 2  # separate processes
@@ -75,6 +77,26 @@ def test_a_failed_job_is_named_and_the_others_finish(tmp_path, helpers_importabl
     with pytest.raises(RuntimeError, match="1 of 2 jobs failed: the bad one: .*no such thing"):
         run_jobs(jobs, workers=2, progress=False)
     assert len(_spans(tmp_path)) == 1
+
+
+def test_a_dead_or_late_worker_is_replaced_alone(tmp_path, helpers_importable):
+    """A worker that dies (a segmentation fault, the out-of-memory killer) or runs past the
+    timeout is killed and replaced: its job is named with how it ended and the worker's last
+    error output, the job beside it and the jobs after it finish."""
+    jobs = [
+        Job("_jobs:sleep_and_record", (str(tmp_path), 0, 3.0), label="beside", cost=3),
+        Job("_jobs:crash", (3,), label="the crash", cost=2),
+        Job("_jobs:sleep_and_record", (str(tmp_path), 1, 60.0), label="the late one", cost=1),
+        Job("_jobs:sleep_and_record", (str(tmp_path), 2, 0.1), label="after", cost=0),
+    ]
+    with pytest.raises(RuntimeError) as info:
+        run_jobs(jobs, workers=2, progress=False, timeout=8)
+    message = str(info.value)
+    assert message.startswith("2 of 4 jobs failed: ")
+    assert "the crash: The exit codes of the workers are {EXIT(3)}" in message
+    assert "the last words of a crashing worker" in message
+    assert "the late one: killed after 8 s" in message
+    assert sorted(p.name for p in tmp_path.glob("span-*")) == ["span-0.json", "span-2.json"]
 
 
 def _gone(pid: int) -> bool:
@@ -142,6 +164,27 @@ def test_workers_end_when_their_parent_is_killed_or_interrupted(tmp_path, helper
         for pid in workers:
             if not _gone(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_a_script_that_calls_run_jobs_is_not_run_again_by_the_workers(tmp_path):
+    """A gallery page downloaded as a script, or any script without a ``__main__`` guard:
+    ``multiprocessing``'s spawn would import it again in every worker, which would run it
+    (and its ``run_jobs``) again."""
+    script = tmp_path / "page.py"
+    script.write_text(
+        "import os\n"
+        f"with open({str(tmp_path / 'ran')!r}, 'a') as f:\n"
+        "    f.write(f'{os.getpid()}\\n')\n"
+        "from convs2s_edu.training import Job, run_jobs\n"
+        "jobs = [Job('os:getpid', label=str(i)) for i in range(3)]\n"
+        "print(len({r.value for r in run_jobs(jobs, workers=2, progress=False)}))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() in ("1", "2")  # the jobs ran in the workers
+    assert len((tmp_path / "ran").read_text().split()) == 1  # the script ran once
 
 
 def test_bad_jobs_and_counts_are_refused():

@@ -13,7 +13,7 @@ from _reference import nll_one_by_one
 from _tiny import THREE_STEPS, tiny_config
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 
-from convs2s_edu.training import build_model, make_datasets, train
+from convs2s_edu.training import RunContext, build_model, make_datasets, train
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
@@ -54,3 +54,16 @@ def test_clip_norm_bounds_the_gradient_the_optimiser_sees():
     assert len(clipped) == 3
     for norm in clipped:  # ||g|| > c: g <- g c / ||g||, so ||g|| = c exactly
         assert norm == pytest.approx(clip, rel=1e-3)
+
+
+@pytest.mark.parametrize("batching", ["random", "bucket"])
+def test_the_loader_draws_its_batches_from_its_generator_alone(batching):
+    dataset = make_datasets(tiny_config(n_train=32))[0]
+
+    def batches(global_seed):
+        torch.manual_seed(global_seed)  # must not matter: the generator decides
+        generator = torch.Generator().manual_seed(1)
+        loader = RunContext(torch.device("cpu")).loader(dataset, 8, generator, batching)
+        return [batch.src.tolist() for batch in loader]
+
+    assert batches(0) == batches(1)

@@ -30,11 +30,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def problems_of_wheel(wheel: Path) -> list[str]:
     names = set(zipfile.ZipFile(wheel).namelist())
-    problems = []
-    for module in sorted((ROOT / "convs2s_edu").rglob("*.py")):  # subpackages included
-        rel = module.relative_to(ROOT).as_posix()
-        if rel not in names:
-            problems.append(f"{wheel.name}: misses {rel}")
+    modules = [p.relative_to(ROOT).as_posix() for p in (ROOT / "convs2s_edu").rglob("*.py")]
+    problems = [f"{wheel.name}: misses {rel}" for rel in sorted(modules) if rel not in names]
     for name in names:
         if name.startswith(("tests/", "gallery/", "docs/", "tools/")):
             problems.append(f"{wheel.name}: holds {name}, which is not part of the package")
@@ -47,14 +44,8 @@ def problems_of_wheel(wheel: Path) -> list[str]:
 def problems_of_sdist(sdist: Path) -> list[str]:
     with tarfile.open(sdist) as tf:
         names = {n.split("/", 1)[1] for n in tf.getnames() if "/" in n}
-    wanted = [
-        "pyproject.toml",
-        "README.md",
-        "convs2s_edu/__init__.py",
-        "convs2s_edu/cli.py",
-        "convs2s_edu/training/loop.py",
-        "convs2s_edu/lab/experiments/runner.py",
-    ]
+    wanted = ["pyproject.toml", "README.md", "convs2s_edu/__init__.py", "convs2s_edu/cli.py"]
+    wanted += ["convs2s_edu/training/loop.py", "convs2s_edu/lab/experiments/runner.py"]
     return [f"{sdist.name}: misses {w}" for w in wanted if w not in names]
 
 
@@ -63,9 +54,7 @@ def main(argv=None) -> int:
     parser.add_argument("--outdir", type=Path, default=ROOT / "dist")
     args = parser.parse_args(argv)
     shutil.rmtree(args.outdir, ignore_errors=True)
-    subprocess.run(
-        [sys.executable, "-m", "build", "--outdir", str(args.outdir), str(ROOT)], check=True
-    )
+    subprocess.run([sys.executable, "-m", "build", "--outdir", str(args.outdir), ROOT], check=True)
     wheels = sorted(args.outdir.glob("convs2s_edu-*-py3-none-any.whl"))
     sdists = sorted(args.outdir.glob("convs2s_edu-*.tar.gz"))
     problems = []
@@ -74,12 +63,8 @@ def main(argv=None) -> int:
     if len(sdists) != 1:
         problems.append(f"expected one sdist in {args.outdir}, found {len(sdists)}")
     if wheels and sdists:
-        twine = subprocess.run(
-            [sys.executable, "-m", "twine", "check", "--strict", str(wheels[0]), str(sdists[0])],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        twine = [sys.executable, "-m", "twine", "check", "--strict", wheels[0], sdists[0]]
+        twine = subprocess.run(twine, capture_output=True, text=True, check=False)
         print(twine.stdout.strip())
         if twine.returncode != 0:
             problems.append(f"twine check failed:\n{twine.stdout}{twine.stderr}")

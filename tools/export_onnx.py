@@ -34,7 +34,7 @@ which ``docs/conf.py`` adds to the site's static files (``_static/try/``):
 
 Checks; any failure exits with status 1 and writes nothing:
 
-* weight normalisation: the parametrizations are removed on a deep copy (the graph holds
+* weight normalisation: a copy without the parametrizations is exported (the graph holds
   the plain weights :math:`w = g v / \\lVert v \\rVert`); the cached model keeps them and its
   parameters are unchanged afterwards;
 * the unpacked GRU encoder equals the packed one on every test source and at lengths 1, 2
@@ -56,8 +56,8 @@ Checks; any failure exits with status 1 and writes nothing:
   on that release line.
 
 Cache: the exported and checked files are kept in ``$CONVS2S_EDU_CACHE/onnx-export/<key>``,
-the key a hash of both checkpoints, this file and the versions of torch, onnx, onnxscript
-and onnxruntime; a later build with the same key copies them instead of exporting and
+the key a hash of both checkpoints, this file and the versions of torch, onnx, onnxruntime
+and the package; a later build with the same key copies them instead of exporting and
 checking again.
 """
 
@@ -72,10 +72,23 @@ import shutil
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 # before anything loads torch: the package's OpenMP settings (convs2s_edu._threads)
-import convs2s_edu  # noqa: F401
+import convs2s_edu
+
+# isort: split
+import numpy as np
+import onnx
+import onnxruntime
+import torch
+from torch import nn
+from torch.nn.utils import parametrize
+
+from convs2s_edu.data import PAD, eos_index, sos_index
+from convs2s_edu.rnn import GRUDecoderState
+from convs2s_edu.seq2seq import EncoderOut
 
 ROOT = Path(__file__).resolve().parents[1]
 NODE_ORT = ROOT / "node_modules" / "onnxruntime-web"
@@ -83,80 +96,69 @@ NODE_ORT = ROOT / "node_modules" / "onnxruntime-web"
 OPSET = 18
 #: Most a log-probability (or an attention weight, or a GRU state) may differ between
 #: onnxruntime and PyTorch. Both compute in float32; what they differ by is the order of
-#: the sums (about 1e-6 here); a wrong graph differs by 1e-2 and more.
+#: the sums; a wrong graph differs by 1e-2 and more.
 TOL = 1e-4
 #: Most the unpacked GRU encoder may differ from the packed one (the same kernels, one
 #: sequence: in practice they agree exactly).
 PACK_TOL = 1e-6
 #: The onnxruntime-web files the page loads: the classic-script API (no bundler needed),
-#: the WebAssembly runtime without WebGPU (the smallest, 14 MB) and its ES-module loader.
-RUNTIME_FILES = (
-    "dist/ort.wasm.min.js",
-    "dist/ort-wasm-simd-threaded.wasm",
-    "dist/ort-wasm-simd-threaded.mjs",
-)
+#: the WebAssembly runtime without WebGPU (the smallest) and its ES-module loader.
+RUNTIME_FILES = ("ort.wasm.min.js", "ort-wasm-simd-threaded.wasm", "ort-wasm-simd-threaded.mjs")
 MODELS = ("convs2s", "gru")
 LABELS = {"convs2s": "ConvS2S", "gru": "GRU + attention"}
 
 
+class CheckFailed(RuntimeError):
+    """A check of the exported graphs failed: the message says which and by how much."""
+
+
 # --------------------------------------------------------------------------
-# The graphs: thin wrappers around the package's own modules
+# The graphs: thin wrappers around the package's own modules (nothing re-implemented)
 # --------------------------------------------------------------------------
 
 
-def _wrappers():
-    """The three modules that are exported: ``(ConvS2SNext, GRUStart, GRUStep)``, each a thin
-    wrapper that calls the package's own modules (nothing of the models is re-implemented)."""
-    import torch
-    from torch import nn
+class _Wrapper(nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
 
-    from convs2s_edu.data import PAD
-    from convs2s_edu.rnn import GRUDecoderState
-    from convs2s_edu.seq2seq import EncoderOut
 
-    class ConvS2SNext(nn.Module):
-        """``(src (1, S), prefix (1, T)) -> log p(y_{T+1} | prefix, src) (1, V)``, and the
-        attention of every decoder layer for that position ``(1, L, S)``."""
+class ConvS2SNext(_Wrapper):
+    """``(src (1, S), prefix (1, T)) -> log p(y_{T+1} | prefix, src) (1, V)``, and the
+    attention of every decoder layer for that position ``(1, L, S)``."""
 
-        def __init__(self, model):
-            super().__init__()
-            self.model = model
+    def forward(self, src, prefix):
+        logits, attention = self.model.decoder(prefix, self.model.encode(src))
+        return torch.log_softmax(logits[:, -1], dim=-1), attention[:, :, -1]
 
-        def forward(self, src, prefix):
-            logits, attention = self.model.decoder(prefix, self.model.encode(src))
-            return torch.log_softmax(logits[:, -1], dim=-1), attention[:, :, -1]
 
-    class GRUStart(nn.Module):
-        """``src (1, S) -> h, keys, s_0``: the GRU encoder without packing, then
-        ``Decoder.start``. One source has no padding, so packing changes nothing."""
+class GRUStart(_Wrapper):
+    """``src (1, S) -> h, keys, s_0``: the GRU encoder without packing, then
+    ``Decoder.start``. One source has no padding, so packing changes nothing."""
 
-        def __init__(self, model):
-            super().__init__()
-            self.encoder, self.decoder = model.encoder, model.decoder
+    def forward(self, src):
+        enc = self.model.encoder
+        x = enc.dropout(enc.embed(src))  # (1, S, E)
+        h, h_n = enc.gru(x)  # (1, S, 2n), (2 L_enc, 1, n)
+        out = EncoderOut(states=h, embedded=x, padding_mask=src.eq(PAD), summary=h_n[-1])
+        state = self.model.decoder.start(out)
+        return state.h, state.keys, state.s
 
-        def forward(self, src):
-            enc = self.encoder
-            x = enc.dropout(enc.embed(src))  # (1, S, E)
-            h, h_n = enc.gru(x)  # (1, S, 2n), (2 L_enc, 1, n)
-            out = EncoderOut(states=h, embedded=x, padding_mask=src.eq(PAD), summary=h_n[-1])
-            state = self.decoder.start(out)
-            return state.h, state.keys, state.s
 
-    class GRUStep(nn.Module):
-        """``(y_prev (1,), h, keys, s) -> log p(y_t) (1, V), attention (1, 1, S), s_t``:
-        ``Decoder.step`` on a state without padding."""
+class GRUStep(_Wrapper):
+    """``(y_prev (1,), h, keys, s) -> log p(y_t) (1, V), attention (1, 1, S), s_t``:
+    ``Decoder.step`` on a state without padding."""
 
-        def __init__(self, model):
-            super().__init__()
-            self.decoder = model.decoder
+    def forward(self, y_prev, h, keys, s):
+        no_padding = torch.zeros(h.shape[:2], dtype=torch.bool, device=h.device)
+        state = GRUDecoderState(h=h, keys=keys, padding_mask=no_padding, s=s)
+        logits, attention, new = self.model.decoder.step(y_prev, state)
+        return torch.log_softmax(logits, dim=-1), attention, new.s
 
-        def forward(self, y_prev, h, keys, s):
-            no_padding = torch.zeros(h.shape[:2], dtype=torch.bool, device=h.device)
-            state = GRUDecoderState(h=h, keys=keys, padding_mask=no_padding, s=s)
-            logits, attention, new = self.decoder.step(y_prev, state)
-            return torch.log_softmax(logits, dim=-1), attention, new.s
 
-    return ConvS2SNext, GRUStart, GRUStep
+def parametrized(model) -> list[str]:
+    """The names of the parametrized (weight-normalised) modules of ``model``."""
+    return [n for n, m in model.named_modules() if parametrize.is_parametrized(m)]
 
 
 def without_weight_norm(model):
@@ -169,9 +171,6 @@ def without_weight_norm(model):
     ``weight`` property from that shared class, which breaks the original (the cached model
     then fails with ``'ParametrizedLinear' object has no attribute 'weight'``).
     """
-    import torch
-    from torch.nn.utils import parametrize
-
     cfg = getattr(model, "cfg", None)
     if not getattr(cfg, "weight_norm", False):
         plain = copy.deepcopy(model)
@@ -184,35 +183,22 @@ def without_weight_norm(model):
                     for p in module.parametrizations:
                         state[f"{name}.{p}"] = getattr(module, p).detach().clone()
         plain.load_state_dict(state)  # strict: every tensor of the plain model accounted for
-    left = [n for n, m in plain.named_modules() if parametrize.is_parametrized(m)]
-    if left:
+    if left := parametrized(plain):
         raise CheckFailed(f"parametrizations left in the copy to export: {left}")
     return plain.eval()
 
 
-def _state_fingerprint(model) -> dict:
-    """Every parameter and buffer of ``model`` (copied), and its parametrized modules."""
-    from torch.nn.utils import parametrize
-
-    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    names = [n for n, m in model.named_modules() if parametrize.is_parametrized(m)]
-    return {"state": state, "parametrized": names}
-
-
-def export_graph(module, args, path: Path, inputs, outputs, dynamic) -> None:
-    """``torch.onnx.export`` of ``module`` at :data:`OPSET`, one file, with the axes in
-    ``dynamic`` (``{input or output name: {axis: name}}``) left free.
+def export_graph(module, args, path: Path, inputs: str, outputs: str, dynamic) -> None:
+    """``torch.onnx.export`` of ``module`` at :data:`OPSET`, one file, its inputs and outputs
+    named (``inputs``, ``outputs``: names separated by spaces), with the axes in ``dynamic``
+    (``{input or output name: {axis: name}}``) left free.
 
     The TorchScript exporter (``dynamo=False``), not the ``torch.export`` one: both give
-    the same numbers here (measured with torch 2.13 and onnxscript 0.7.2), but the latter
-    freezes the sequence length of the GRU's intermediate shapes at the example's, so that
-    onnxruntime warns at every run at another length, and it needs onnxscript. The
-    TorchScript exporter translates ``nn.GRU`` to one ONNX ``GRU`` node with free lengths.
+    the same numbers here, but the latter freezes the sequence length of the GRU's
+    intermediate shapes at the example's, so that onnxruntime warns at every run at another
+    length, and it needs onnxscript. The TorchScript exporter translates ``nn.GRU`` to one
+    ONNX ``GRU`` node with free lengths.
     """
-    import warnings
-
-    import torch
-
     with torch.no_grad(), warnings.catch_warnings():
         # What the TorchScript exporter says about this export, each checked below instead:
         # it is deprecated (see the note in this docstring); the tracer freezes three Python
@@ -224,34 +210,24 @@ def export_graph(module, args, path: Path, inputs, outputs, dynamic) -> None:
         warnings.filterwarnings("ignore", message="Constant folding", category=UserWarning)
         warnings.filterwarnings("ignore", message="Exporting a model to ONNX with a batch_size")
         warnings.filterwarnings("ignore", message="The feature will be removed")
-        torch.onnx.export(
-            module,
-            args,
-            str(path),
-            input_names=list(inputs),
-            output_names=list(outputs),
-            dynamic_axes=dynamic,
-            opset_version=OPSET,
-            dynamo=False,
-        )
+        names = {"input_names": inputs.split(), "output_names": outputs.split()}
+        options = {"dynamic_axes": dynamic, "opset_version": OPSET, "dynamo": False}
+        torch.onnx.export(module, args, str(path), **names, **options)
     check_dynamic_axes(path, dynamic)
 
 
 def check_dynamic_axes(path: Path, dynamic: dict) -> None:
     """Every axis of ``dynamic`` is a named (free) dimension of the saved graph, not the
     example's length."""
-    import onnx
-
     graph = onnx.load(str(path)).graph
     declared = {v.name: v.type.tensor_type.shape.dim for v in [*graph.input, *graph.output]}
     for name, axes in dynamic.items():
         for axis, label in axes.items():
-            dim = declared[name][axis]
-            if dim.dim_param != label:
-                raise CheckFailed(
-                    f"{path.name}: axis {axis} of {name!r} is "
-                    f"{dim.dim_param or dim.dim_value}, not the free length {label!r}"
+            if (dim := declared[name][axis]).dim_param != label:
+                frozen = (
+                    f"{path.name}: axis {axis} of {name!r} is {dim.dim_param or dim.dim_value}"
                 )
+                raise CheckFailed(f"{frozen}, not the free length {label!r}")
 
 
 # --------------------------------------------------------------------------
@@ -260,116 +236,72 @@ def check_dynamic_axes(path: Path, dynamic: dict) -> None:
 
 
 class OrtModel:
-    """The exported graphs of one model, run by onnxruntime (Python) the way the page runs
-    them in the browser: ``start(src)``, then ``step(y_prev)`` -> (log-probs, attention)."""
+    """The exported graphs of one model (``kind``: ``"prefix"``, ConvS2S's one graph over the
+    prefix, or ``"step"``, the GRU's encoder and one-step graphs), run by onnxruntime (Python)
+    the way the page runs them in the browser."""
 
     def __init__(self, kind: str, files: dict, ids: dict):
-        import onnxruntime as ort
-
-        options = ort.SessionOptions()
+        options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = 1  # like the page (one WebAssembly thread)
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
         self.kind, self.ids = kind, ids
         self.sessions = {
-            role: ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+            role: onnxruntime.InferenceSession(str(path), options, ["CPUExecutionProvider"])
             for role, path in files.items()
         }
 
-    def start(self, src):
-        import numpy as np
-
-        self.src = np.asarray([src], dtype=np.int64)
-        if self.kind == "prefix":
-            self.prefix = [self.ids["sos"]]
-        else:
-            self.h, self.keys, self.s = self.sessions["encoder"].run(None, {"src": self.src})
-            self.y = self.ids["sos"]
-
-    def step(self, y_prev):
-        import numpy as np
-
-        if self.kind == "prefix":
-            if y_prev is not None:
-                self.prefix.append(y_prev)
-            prefix = np.asarray([self.prefix], dtype=np.int64)
-            logp, attn = self.sessions["decoder"].run(None, {"src": self.src, "prefix": prefix})
-        else:
-            if y_prev is not None:
-                self.y = y_prev
-            feed = {
-                "y_prev": np.asarray([self.y], dtype=np.int64),
-                "h": self.h,
-                "keys": self.keys,
-                "s": self.s,
-            }
-            logp, attn, self.s = self.sessions["step"].run(None, feed)
-        return logp[0], attn[0]  # (V,), (L, S)
+    def greedy(self, src, max_positions: int):
+        """Greedy decoding of ``src``: tokens (``<eos>`` included when emitted), and the
+        log-probabilities and attention of every step."""
+        run = {role: session.run for role, session in self.sessions.items()}
+        x, tokens, logps, attns = np.asarray([src], dtype=np.int64), [self.ids["sos"]], [], []
+        if self.kind == "step":
+            h, keys, s = run["encoder"](None, {"src": x})
+        for _ in range(min(len(src) + 1, max_positions)):
+            fed = np.asarray([tokens] if self.kind == "prefix" else tokens[-1:], dtype=np.int64)
+            if self.kind == "prefix":
+                logp, attn = run["decoder"](None, {"src": x, "prefix": fed})
+            else:
+                logp, attn, s = run["step"](None, {"y_prev": fed, "h": h, "keys": keys, "s": s})
+            tokens.append(next_token(logp[0], self.ids))
+            logps.append(logp[0])  # (V,)
+            attns.append(attn[0])  # (L, S)
+            if tokens[-1] == self.ids["eos"]:
+                break
+        return tokens[1:], logps, attns
 
 
 def next_token(logp, ids) -> int:
     """greedy_decode's rule: the most probable id that is neither PAD nor <sos>."""
-    import numpy as np
-
     masked = np.array(logp, dtype=np.float64)
     masked[[ids["pad"], ids["sos"]]] = -np.inf
     return int(masked.argmax())
 
 
-def ort_greedy(model: OrtModel, src, max_positions: int):
-    """Greedy decoding with the exported graphs: tokens (``<eos>`` included when emitted),
-    and the log-probabilities and attention of every step."""
-    ids = model.ids
-    model.start(src)
-    tokens, logps, attns = [], [], []
-    for t in range(min(len(src) + 1, max_positions)):
-        logp, attn = model.step(tokens[-1] if t else None)
-        tokens.append(next_token(logp, ids))
-        logps.append(logp)
-        attns.append(attn)
-        if tokens[-1] == ids["eos"]:
-            break
-    return tokens, logps, attns
-
-
-def torch_greedy(model, src, ids):
-    """PyTorch's greedy decoding of ``src`` (:func:`~convs2s_edu.greedy_decode`), with the
-    log-probabilities of every step from teacher forcing on that output, and the attention.
-
-    Returns tokens (``<eos>`` included when emitted), log-probs ``(T, V)``, attention
-    ``(T, L, S)`` (numpy). One source of :func:`torch_greedy_batch`.
-    """
-    return torch_greedy_batch(model, [src], ids)[0]
-
-
 def torch_greedy_batch(model, sources, ids) -> list:
-    """:func:`torch_greedy` of every source of ``sources``, in one batch per source length.
+    """PyTorch's greedy decoding of every source of ``sources``
+    (:func:`~convs2s_edu.greedy_decode`), with the log-probabilities of every step from teacher
+    forcing on that output, and the attention: one ``(tokens, log-probs (T, V), attention
+    (T, L, S))`` per source (numpy; the tokens with ``<eos>`` when emitted), in the order of
+    ``sources``.
 
-    Sources of one length need no padding, so each row is what its own decoding gives (up to
-    the rounding of a batched matrix product, far below the checks' tolerance); the teacher-
-    forced pass pads the shorter outputs on the right, which the causal decoders never see.
-    Returns one ``(tokens, logp, attention)`` per source, in the order of ``sources``.
+    One batch per source length: sources of one length need no padding, so each row is what
+    its own decoding gives (up to the rounding of a batched matrix product, far below the
+    checks' tolerance); the teacher-forced pass pads the shorter outputs on the right, which
+    the causal decoders never see.
     """
-    import torch
-
-    from convs2s_edu import greedy_decode
-
-    by_length: dict[int, list[int]] = {}
-    for i, src in enumerate(sources):
-        by_length.setdefault(len(src), []).append(i)
     refs: list = [None] * len(sources)
     modes = {m: m.training for m in model.modules()}
     model.eval()  # no dropout in the reference (greedy_decode does the same); restored below
     try:
-        for rows in by_length.values():
+        for length in sorted({len(src) for src in sources}):
+            rows = [i for i, src in enumerate(sources) if len(src) == length]
             src = torch.tensor([sources[i] for i in rows])  # (B, S): one length, no padding
-            out, attn = greedy_decode(model, src, return_attention=True)
-            tokens = []
-            for b in range(len(rows)):
-                toks = list(out[b])
-                if attn[b].shape[-2] > len(toks):  # T_b: the tokens plus the step of <eos>
-                    toks.append(ids["eos"])
-                tokens.append(toks)
+            out, attn = convs2s_edu.greedy_decode(model, src, return_attention=True)
+            # T_b, attention's rows: the tokens, plus the step of <eos> when one was emitted
+            eos = [[ids["eos"]] * (a.shape[-2] > len(o)) for o, a in zip(out, attn)]
+            tokens = [list(o) + e for o, e in zip(out, eos)]
             T = max(len(t) for t in tokens)
             tgt_in = torch.full((len(rows), T), ids["pad"], dtype=torch.long)  # (B, T)
             for b, toks in enumerate(tokens):
@@ -392,48 +324,46 @@ def torch_greedy_batch(model, sources, ids) -> list:
 # --------------------------------------------------------------------------
 
 
-class CheckFailed(RuntimeError):
-    """A check of the exported graphs failed: the message says which and by how much."""
-
-
 def _max_diff(a, b) -> float:
-    import numpy as np
-
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if a.shape != b.shape:
         return float("inf")
     return float(np.abs(a - b).max()) if a.size else 0.0
 
 
+def _compare(pairs, what: str, tol: float = TOL) -> float:
+    """The largest difference of the ``(name, got, expected)`` triples ``pairs`` (arrays or
+    tensors); past ``tol``, :class:`CheckFailed` says ``what.format(name)`` differs."""
+    worst = 0.0
+    for name, got, expected in pairs:
+        if (d := _max_diff(got, expected)) > tol:
+            raise CheckFailed(
+                f"{what.format(name)} by {d:.2e} (tolerance {tol:.0e}); shapes "
+                f"{tuple(np.shape(got))} and {tuple(np.shape(expected))}"
+            )
+        worst = max(worst, d)
+    return worst
+
+
 def check_packing(model, gru_start, sources, what: str) -> float:
     """The unpacked encoder + ``Decoder.start`` against the package's (packed) ones."""
-    import torch
-
     worst = 0.0
     with torch.no_grad():
         for src in sources:
             x = torch.tensor([src])
             ref = model.decoder.start(model.encode(x))
-            h, keys, s = gru_start(x)
-            for name, mine, theirs in (("h", h, ref.h), ("keys", keys, ref.keys), ("s", s, ref.s)):
-                d = _max_diff(mine.numpy(), theirs.numpy())
-                worst = max(worst, d)
-                if d > PACK_TOL:
-                    raise CheckFailed(
-                        f"GRU encoder without packing differs from the packed one on {what} "
-                        f"(length {len(src)}): {name} by {d:.2e} > {PACK_TOL:.0e}"
-                    )
+            pairs = zip(("h", "keys", "s"), gru_start(x), (ref.h, ref.keys, ref.s))
+            where = f"on {what} (length {len(src)})"
+            differs = f"GRU encoder without packing: {{}} differs from the packed one's {where}"
+            worst = max(worst, _compare(pairs, differs, PACK_TOL))
     return worst
 
 
 def check_lengths(name, model, wrappers, ort_model: OrtModel, ids, max_positions, rng) -> float:
     """onnxruntime against PyTorch at source and prefix lengths 1, 2 and ``max_positions``."""
-    import numpy as np
-    import torch
-
-    vocab = model.vocab_size
-    lengths = sorted({1, 2, max_positions})
-    worst = 0.0
+    vocab, lengths, worst = model.vocab_size, sorted({1, 2, max_positions}), 0.0
+    run = {role: session.run for role, session in ort_model.sessions.items()}
+    differs = f"{name}: onnxruntime's {{}} differs from PyTorch's at "
     with torch.no_grad():
         for S in lengths:
             src = [rng.randint(1, vocab) for _ in range(S)]
@@ -443,42 +373,25 @@ def check_lengths(name, model, wrappers, ort_model: OrtModel, ids, max_positions
                 for T in lengths:
                     prefix = [ids["sos"]] + [rng.randint(1, vocab) for _ in range(T - 1)]
                     ref = module(x, torch.tensor([prefix]))
-                    got = ort_model.sessions["decoder"].run(
-                        None, {"src": np.asarray([src]), "prefix": np.asarray([prefix])}
-                    )
+                    got = run["decoder"](None, {"src": x.numpy(), "prefix": np.asarray([prefix])})
                     pairs = zip(("log_probs", "attention"), got, ref)
-                    worst = max(worst, _compare(name, pairs, f"S={S}, T={T}"))
-            else:
-                start, step = wrappers
-                ref_start = start(x)
-                got_start = ort_model.sessions["encoder"].run(None, {"src": np.asarray([src])})
-                worst = max(
-                    worst,
-                    _compare(name, zip(("h", "keys", "s"), got_start, ref_start), f"S={S}"),
-                )
-                # a few steps from s_0, each from the state PyTorch reached
-                h, keys, s = ref_start
-                y = ids["sos"]
-                for t in range(min(3, S + 1)):
-                    ref = step(torch.tensor([y]), h, keys, s)
-                    feed = {"y_prev": np.asarray([y]), "h": h.numpy(), "keys": keys.numpy()}
-                    got = ort_model.sessions["step"].run(None, {**feed, "s": s.numpy()})
-                    pairs = zip(("log_probs", "attention", "s_next"), got, ref)
-                    worst = max(worst, _compare(name, pairs, f"S={S}, step {t + 1}"))
-                    s, y = ref[2], rng.randint(1, vocab)
-    return worst
-
-
-def _compare(name, pairs, where: str) -> float:
-    worst = 0.0
-    for what, got, ref in pairs:
-        d = _max_diff(got, ref.numpy())
-        if d > TOL:
-            raise CheckFailed(
-                f"{name}: onnxruntime's {what} differs from PyTorch's at {where} by {d:.2e} "
-                f"(tolerance {TOL:.0e}); shapes {tuple(got.shape)} and {tuple(ref.shape)}"
+                    worst = max(worst, _compare(pairs, differs + f"S={S}, T={T}"))
+                continue
+            start, step = wrappers
+            h, keys, s = ref_start = start(x)
+            got = run["encoder"](None, {"src": x.numpy()})
+            worst = max(
+                worst, _compare(zip(("h", "keys", "s"), got, ref_start), differs + f"S={S}")
             )
-        worst = max(worst, d)
+            # a few steps from s_0, each from the state PyTorch reached
+            y = ids["sos"]
+            for t in range(min(3, S + 1)):
+                ref = step(torch.tensor([y]), h, keys, s)
+                feed = {"y_prev": np.asarray([y]), "h": h.numpy(), "keys": keys.numpy()}
+                got = run["step"](None, {**feed, "s": s.numpy()})
+                pairs = zip(("log_probs", "attention", "s_next"), got, ref)
+                worst = max(worst, _compare(pairs, differs + f"S={S}, step {t + 1}"))
+                s, y = ref[2], rng.randint(1, vocab)
     return worst
 
 
@@ -487,10 +400,9 @@ def check_test_set(name, model, ort_model: OrtModel, sources, ids, max_positions
     worst_lp, worst_att, ties, exact = 0.0, 0.0, 0, 0
     refs = torch_greedy_batch(model, sources, ids)
     for i, (src, (ref_tokens, ref_logp, ref_attn)) in enumerate(zip(sources, refs)):
-        tokens, logps, attns = ort_greedy(ort_model, src, max_positions)
+        tokens, logps, attns = ort_model.greedy(src, max_positions)
         for t, (tok, logp, attn) in enumerate(zip(tokens, logps, attns)):
-            d_lp = _max_diff(logp, ref_logp[t])
-            d_att = _max_diff(attn, ref_attn[t])
+            d_lp, d_att = _max_diff(logp, ref_logp[t]), _max_diff(attn, ref_attn[t])
             if d_lp > TOL or d_att > TOL:
                 raise CheckFailed(
                     f"{name}: test example {i} (length {len(src)}), step {t + 1}: "
@@ -512,9 +424,8 @@ def check_test_set(name, model, ort_model: OrtModel, sources, ids, max_positions
                 break
         else:
             if tokens != ref_tokens:
-                raise CheckFailed(
-                    f"{name}: test example {i}: onnxruntime decodes {tokens}, PyTorch {ref_tokens}"
-                )
+                decodes = f"onnxruntime decodes {tokens}, PyTorch {ref_tokens}"
+                raise CheckFailed(f"{name}: test example {i}: {decodes}")
         exact += tokens == ref_tokens
     return {
         "examples": len(sources),
@@ -527,25 +438,20 @@ def check_test_set(name, model, ort_model: OrtModel, sources, ids, max_positions
 
 def check_gru_nodes(paths) -> None:
     """Every ONNX ``GRU`` node keeps ``linear_before_reset=1`` (PyTorch's GRU)."""
-    import onnx
-
     for path in paths:
-        graph = onnx.load(str(path)).graph
-        grus = [n for n in graph.node if n.op_type == "GRU"]
+        grus = [n for n in onnx.load(str(path)).graph.node if n.op_type == "GRU"]
         if not grus:
             raise CheckFailed(f"{path.name}: no ONNX GRU node (the GRU was translated otherwise)")
         for node in grus:
             attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
-            if attrs.get("linear_before_reset") != 1:
-                raise CheckFailed(
-                    f"{path.name}: GRU node {node.name!r} has linear_before_reset="
-                    f"{attrs.get('linear_before_reset', 0)}, PyTorch's GRU needs 1"
-                )
+            if (lbr := attrs.get("linear_before_reset", 0)) != 1:
+                gru = f"{path.name}: GRU node {node.name!r}"
+                raise CheckFailed(f"{gru} has linear_before_reset={lbr}, PyTorch's GRU needs 1")
 
 
 def graph_facts(path: Path) -> dict:
-    import onnx
-
+    """The graph's IR version, opset and size, once its opset is :data:`OPSET` alone and
+    ``onnx.checker`` accepts it."""
     model = onnx.load(str(path))
     opsets = {o.domain or "ai.onnx": o.version for o in model.opset_import}
     if opsets.get("ai.onnx") != OPSET or len(opsets) != 1:
@@ -560,16 +466,7 @@ def graph_facts(path: Path) -> dict:
 
 
 def versions() -> dict:
-    import onnx
-    import onnxruntime
-    import torch
-
-    return {
-        "torch": torch.__version__,
-        "onnx": onnx.__version__,
-        "onnxruntime": onnxruntime.__version__,
-        "convs2s_edu": convs2s_edu.__version__,
-    }
+    return {m.__name__: m.__version__ for m in (torch, onnx, onnxruntime, convs2s_edu)}
 
 
 def cache_key(results: dict) -> str:
@@ -582,8 +479,6 @@ def cache_key(results: dict) -> str:
 
 
 def token_ids(vocab_size: int) -> dict:
-    from convs2s_edu.data import PAD, eos_index, sos_index
-
     return {"pad": PAD, "sos": sos_index(vocab_size), "eos": eos_index(vocab_size)}
 
 
@@ -593,115 +488,90 @@ def export_models(conv, gru, out: Path):
     Returns the files per model (``{"convs2s": {"decoder": path}, "gru": {"encoder": path,
     "step": path}}``) and the PyTorch modules that were exported (the same keys).
     """
-    import torch
-
-    ConvS2SNext, GRUStart, GRUStep = _wrappers()
-    ids = token_ids(conv.vocab_size)
+    src = torch.tensor([[3, 1, 2, 5]])
+    prefix = torch.tensor([[token_ids(conv.vocab_size)["sos"], 1, 2]])
+    files = {"convs2s": {"decoder": out / "convs2s.onnx"}}
+    files["gru"] = {"encoder": out / "gru_encoder.onnx", "step": out / "gru_step.onnx"}
     # ConvS2S: one graph over the prefix
-    conv_plain = without_weight_norm(conv)
-    conv_next = ConvS2SNext(conv_plain).eval()
-    example = (torch.tensor([[3, 1, 2, 5]]), torch.tensor([[ids["sos"], 1, 2]]))
-    conv_files = {"decoder": out / "convs2s.onnx"}
-    export_graph(
-        conv_next,
-        example,
-        conv_files["decoder"],
-        ("src", "prefix"),
-        ("log_probs", "attention"),
-        {"src": {1: "S"}, "prefix": {1: "T"}, "attention": {2: "S"}},
-    )
-
+    conv_next = ConvS2SNext(without_weight_norm(conv)).eval()
+    free = {"src": {1: "S"}, "prefix": {1: "T"}, "attention": {2: "S"}}
+    names = ("src prefix", "log_probs attention")
+    export_graph(conv_next, (src, prefix), files["convs2s"]["decoder"], *names, free)
     # GRU: an encoder graph (with Decoder.start) and a one-step graph
     gru_plain = without_weight_norm(gru)
     gru_start, gru_step = GRUStart(gru_plain).eval(), GRUStep(gru_plain).eval()
-    gru_files = {"encoder": out / "gru_encoder.onnx", "step": out / "gru_step.onnx"}
-    src = torch.tensor([[3, 1, 2, 5]])
+    free = {"src": {1: "S"}, "h": {1: "S"}, "keys": {1: "S"}}
+    export_graph(gru_start, (src,), files["gru"]["encoder"], "src", "h keys s", free)
     with torch.no_grad():
-        h, keys, s = gru_start(src)
-    export_graph(
-        gru_start,
-        (src,),
-        gru_files["encoder"],
-        ("src",),
-        ("h", "keys", "s"),
-        {"src": {1: "S"}, "h": {1: "S"}, "keys": {1: "S"}},
-    )
-    export_graph(
-        gru_step,
-        (torch.tensor([1]), h, keys, s),
-        gru_files["step"],
-        ("y_prev", "h", "keys", "s"),
-        ("log_probs", "attention", "s_next"),
-        {"h": {1: "S"}, "keys": {1: "S"}, "attention": {2: "S"}},
-    )
-    files = {"convs2s": conv_files, "gru": gru_files}
+        state = gru_start(src)  # h, keys, s
+    free = {"h": {1: "S"}, "keys": {1: "S"}, "attention": {2: "S"}}
+    names = ("y_prev h keys s", "log_probs attention s_next")
+    export_graph(gru_step, (torch.tensor([1]), *state), files["gru"]["step"], *names, free)
     return files, {"convs2s": (conv_next,), "gru": (gru_start, gru_step)}
 
 
 def export_and_check(models: dict, sources, out: Path, seed: int) -> dict:
     """Export both models (``{"convs2s": model, "gru": model}``) into ``out`` and run every
     check, the greedy one on every source of ``sources``; returns the report."""
-    import torch
-
     conv, gru = models["convs2s"], models["gru"]
     V, P = conv.vocab_size, conv.max_positions
     if (gru.vocab_size, gru.max_positions) != (V, P):
+        both = f"{V}/{P} and {gru.vocab_size}/{gru.max_positions}"
         raise CheckFailed(
-            f"the two models disagree on the vocabulary or the position table: "
-            f"{V}/{P} and {gru.vocab_size}/{gru.max_positions}"
+            f"the two models disagree on the vocabulary or the position table: {both}"
         )
     for name, model in models.items():
         if model.bridge is not None:
             raise CheckFailed(f"{name} has a bridge; the exported graphs assume none")
     ids = token_ids(V)
-    before = {name: _state_fingerprint(models[name]) for name in MODELS}
+    # every parameter and buffer of the cached models (copied), and their parametrized modules
+    before = {
+        name: ({k: v.detach().clone() for k, v in m.state_dict().items()}, parametrized(m))
+        for name, m in models.items()
+    }
     rng = random.Random(seed)
     report: dict = {"tolerance": TOL, "pack_tolerance": PACK_TOL, "models": {}}
     t0 = time.perf_counter()
     files, wrappers = export_models(conv, gru, out)
-    conv_files, gru_files = files["convs2s"], files["gru"]
-    gru_start = wrappers["gru"][0]
     report["export_seconds"] = round(time.perf_counter() - t0, 1)
-    check_gru_nodes(gru_files.values())
-    graphs = {p.name: graph_facts(p) for p in [*conv_files.values(), *gru_files.values()]}
-    report["graphs"] = graphs
+    check_gru_nodes(files["gru"].values())
+    paths = [p for model in files.values() for p in model.values()]
+    report["graphs"] = {p.name: graph_facts(p) for p in paths}
 
     # the packed and the unpacked GRU encoder agree
     trap_sources = [[rng.randint(1, V) for _ in range(n)] for n in sorted({1, 2, P})]
     report["pack_max_diff"] = max(
-        check_packing(gru, gru_start, trap_sources, "lengths 1, 2, max"),
-        check_packing(gru, gru_start, sources, "the test set"),
+        check_packing(gru, wrappers["gru"][0], trap_sources, "lengths 1, 2, max"),
+        check_packing(gru, wrappers["gru"][0], sources, "the test set"),
     )
 
-    ort_models = {
-        "convs2s": OrtModel("prefix", conv_files, ids),
-        "gru": OrtModel("step", gru_files, ids),
-    }
+    kinds = {"convs2s": "prefix", "gru": "step"}
     t1 = time.perf_counter()
     # whole decodings at the longest length the position table allows (up to P steps, where
     # the rounding of the GRU's state has the most steps to add up)
     longest = [[rng.randint(1, V) for _ in range(P)] for _ in range(3)]
     for name in MODELS:
-        lengths = check_lengths(name, models[name], wrappers[name], ort_models[name], ids, P, rng)
-        long = check_test_set(name, models[name], ort_models[name], longest, ids, P)
-        facts = check_test_set(name, models[name], ort_models[name], sources, ids, P)
+        ort_model = OrtModel(kinds[name], files[name], ids)
+        lengths = check_lengths(name, models[name], wrappers[name], ort_model, ids, P, rng)
+        long = check_test_set(name, models[name], ort_model, longest, ids, P)
+        facts = check_test_set(name, models[name], ort_model, sources, ids, P)
         lengths = max(lengths, long["max_logp_diff"], long["max_attention_diff"])
         report["models"][name] = {"lengths_max_diff": lengths, **facts}
     report["check_seconds"] = round(time.perf_counter() - t1, 1)
 
     # the cached models are as they were: parameters and parametrizations
-    for name in MODELS:
-        after = _state_fingerprint(models[name])
-        if after["parametrized"] != before[name]["parametrized"]:
+    for name, (state, names) in before.items():
+        if parametrized(models[name]) != names:
             raise CheckFailed(f"{name}: the export changed the cached model's parametrizations")
-        for key, value in before[name]["state"].items():
-            if not torch.equal(value, after["state"][key]):
+        after = models[name].state_dict()
+        for key, value in state.items():
+            if not torch.equal(value, after[key]):
                 raise CheckFailed(f"{name}: the export changed the cached model's {key}")
-    report["weight_norm_removed"] = {name: len(before[name]["parametrized"]) for name in MODELS}
+    report["weight_norm_removed"] = {name: len(names) for name, (_, names) in before.items()}
     report["ids"], report["vocab_size"], report["max_positions"] = ids, V, P
     report["files"] = {
-        "convs2s": {"kind": "prefix", "files": {k: p.name for k, p in conv_files.items()}},
-        "gru": {"kind": "step", "files": {k: p.name for k, p in gru_files.items()}},
+        name: {"kind": kinds[name], "files": {k: p.name for k, p in files[name].items()}}
+        for name in MODELS
     }
     report["versions"] = versions()
     return report
@@ -709,8 +579,6 @@ def export_and_check(models: dict, sources, out: Path, seed: int) -> dict:
 
 def runtime_version() -> str:
     """The version of onnxruntime-web in node_modules, checked against the Python runtime."""
-    import onnxruntime
-
     package = NODE_ORT / "package.json"
     if not package.is_file():
         raise CheckFailed(
@@ -729,23 +597,20 @@ def runtime_version() -> str:
 
 def write_site(report: dict, cached: Path, dest: Path, results: dict, web: str) -> dict:
     """Copy the graphs and the runtime into ``dest`` and write ``models.json``."""
-    if dest.exists():
-        shutil.rmtree(dest)
+    from convs2s_edu.lab.site import is_quick_mode
+
+    shutil.rmtree(dest, ignore_errors=True)
     (dest / "ort").mkdir(parents=True)
     for name in report["graphs"]:
         shutil.copy2(cached / name, dest / name)
-    for rel in RUNTIME_FILES:
-        source = NODE_ORT / rel
-        if not source.is_file():
-            raise CheckFailed(f"onnxruntime-web {web} has no {rel}")
-        shutil.copy2(source, dest / "ort" / Path(rel).name)
+    for name in RUNTIME_FILES:
+        if not (NODE_ORT / "dist" / name).is_file():
+            raise CheckFailed(f"onnxruntime-web {web} has no dist/{name}")
+        shutil.copy2(NODE_ORT / "dist" / name, dest / "ort" / name)
     cfg = results["convs2s"].config
+    layers = {"convs2s": results["convs2s"].model.decoder.cfg.n_decoder_layers, "gru": 1}
     loaded = sum(g["bytes"] for g in report["graphs"].values())
-    loaded += (dest / "ort" / "ort-wasm-simd-threaded.wasm").stat().st_size
-    loaded += (dest / "ort" / "ort-wasm-simd-threaded.mjs").stat().st_size
-    loaded += (dest / "ort" / "ort.wasm.min.js").stat().st_size
-    from convs2s_edu.lab.site import is_quick_mode
-
+    loaded += sum((dest / "ort" / name).stat().st_size for name in RUNTIME_FILES)
     manifest = {
         "mode": "quick" if is_quick_mode() else "full",
         **report["ids"],
@@ -757,16 +622,9 @@ def write_site(report: dict, cached: Path, dest: Path, results: dict, web: str) 
         "tolerance": report["tolerance"],
         "download_bytes": loaded,
         "download_mb": f"{loaded / 1e6:.1f}",
-        "runtime": {"package": "onnxruntime-web", "version": web, "script": "ort.wasm.min.js"},
+        "runtime": {"package": "onnxruntime-web", "version": web, "script": RUNTIME_FILES[0]},
         "models": {
-            name: {
-                "label": LABELS[name],
-                **report["files"][name],
-                "layers": (
-                    results[name].model.decoder.cfg.n_decoder_layers if name == "convs2s" else 1
-                ),
-            }
-            for name in MODELS
+            n: {"label": LABELS[n], **report["files"][n], "layers": layers[n]} for n in MODELS
         },
     }
     (dest / "models.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
@@ -798,8 +656,7 @@ def main(argv=None) -> int:
         if args.no_cache or not (cached / "report.json").is_file():
             with tempfile.TemporaryDirectory(prefix="export-onnx-") as tmp:
                 models = {name: results[name].model for name in MODELS}
-                test_set = make_datasets(results["convs2s"].config)[2]
-                sources = [list(x) for x, _ in test_set]
+                sources = [list(x) for x, _ in make_datasets(results["convs2s"].config)[2]]
                 report = export_and_check(models, sources, Path(tmp), args.seed)
                 (Path(tmp) / "report.json").write_text(json.dumps(report, indent=2) + "\n")
                 shutil.rmtree(cached, ignore_errors=True)

@@ -1,19 +1,19 @@
-"""The GPU check (issues 10 and 18): one script for a 10-minute slot on one H200.
+"""The GPU check: one script for a 10-minute slot on one GPU machine.
 
-Usage, on the GPU machine, from the repository's root, with the machine's own PyTorch
-(nothing to install: the package runs from the source tree; the tests need pytest,
-pytest-xdist, numpy, tqdm, matplotlib, onnx and onnxruntime)::
+Usage, from the repository's root, with the machine's own PyTorch (nothing to install: the
+package runs from the source tree; the tests need pytest, pytest-xdist, numpy, tqdm,
+matplotlib, onnx and onnxruntime)::
 
     PYTHONPATH=. python3 tools/gpu_check.py OUT_DIR               # the real check (CUDA)
     PYTHONPATH=. python3 tools/gpu_check.py OUT_DIR --device cpu  # dry run, tiny budgets
 
-``tox -e gpu-dry`` runs the dry run the same way. Time counts from the process's start:
-no step starts after ``--deadline`` seconds (default 420; the steps left are recorded as
-skipped), and the step still running at ``--stop`` (default 560) is stopped and recorded
-as failed, so that the check ends inside the machine's time limit with what it measured.
-The summary is written after every step (whole or not at all), so a run killed even later
-keeps the steps it finished. Before the steps, a one-line :func:`torch.compile` on the
-device: when it fails, the compiled paths are left out of steps 5 and 6, with the reason.
+``tox -e gpu-dry`` runs the dry run the same way. Time counts from the process's start: no
+step starts after ``--deadline`` seconds (default 420; the steps left are recorded as
+skipped), and the step still running at ``--stop`` (default 560) is stopped and recorded as
+failed, so that the check ends inside the machine's time limit with what it measured. The
+summary is written after every step (whole or not at all). Before the steps, a one-line
+:func:`torch.compile` on the device: when it fails, the compiled paths are left out of
+steps 5 and 6, with the reason.
 
 Steps, in this order (each timed; a failing step is recorded and the next one still runs):
 
@@ -36,7 +36,7 @@ Steps, in this order (each timed; a failing step is recorded and the next one st
 5. ``bench``: ``convs2s-edu bench`` on the paths of ``BENCH_PATHS`` (the dry run:
    ``--quick``);
 6. ``train``: both models trained for the seed's 30 epochs on the device, on every
-   execution path the device can run (:func:`convs2s_edu.training.paths.available_paths`),
+   execution path the device can run (:func:`convs2s_edu.fast.paths.available_paths`),
    in the order of ``ORDER``, until ``--train-budget`` seconds (default 120, less when the
    deadline is nearer) have passed: runs not started by then are listed as skipped; per
    run: seconds, tokens/s of the last epoch, final losses, greedy exact match on the test
@@ -144,12 +144,13 @@ def compile_check(device: str) -> str | None:
 
 
 #: Training runs in this order, so that the paths that matter most run first when the time
-#: budget (``--train-budget``) ends the step early: today's path, then the expected fastest.
+#: budget (``--train-budget``) ends the step early: the default path, then the expected fastest.
 ORDER = (
-    "eager-fp32",
+    "fast-fp32",
     "compile-reduce-overhead-bf16",
-    "eager-bf16",
+    "fast-bf16",
     "compile-fp32",
+    "eager-fp32",
     "compile-reduce-overhead-fp32",
     "compile-bf16",
 )
@@ -157,7 +158,8 @@ ORDER = (
 #: Paths the GPU bench times (the full set would not fit in the check's minutes with compiling).
 BENCH_PATHS = (
     "eager-fp32",
-    "eager-bf16",
+    "fast-fp32",
+    "fast-bf16",
     "compile-reduce-overhead-fp32",
     "compile-reduce-overhead-bf16",
 )
@@ -167,7 +169,7 @@ def train_all(device: str, dry: bool, budget_s: float = 120.0, no_compile=None) 
     import torch
 
     from convs2s_edu import TrainConfig, evaluate, make_datasets, train
-    from convs2s_edu.training import paths as fast
+    from convs2s_edu.fast import paths as fast
 
     paths, skipped = fast.available_paths(device)
     if no_compile:
@@ -217,8 +219,8 @@ def train_all(device: str, dry: bool, budget_s: float = 120.0, no_compile=None) 
 
 
 def bench(device: str, dry: bool, out: Path, no_compile=None) -> dict:
+    from convs2s_edu.fast.paths import available_paths
     from convs2s_edu.lab.bench import format_bench, run_bench
-    from convs2s_edu.training.paths import available_paths
 
     runnable = {p.name for p in available_paths(device)[0] if not (no_compile and p.compile)}
     paths = None if dry else [p for p in BENCH_PATHS if p in runnable]

@@ -6,18 +6,18 @@ Usage::
     git worktree add /tmp/before <commit>        # the code to compare with
     python tools/loop_throughput.py /tmp/before/convs2s_edu --threads 1
 
-The other checkout's package is copied next to a temporary folder as ``convs2s_edu_before``
-(its imports are relative, so it imports as a package of its own) and both are loaded in
-this process. For every model, each version trains with its own loop's parts: its
+The other checkout's package is copied to a temporary folder as ``convs2s_edu_before`` and
+both are loaded in this process. Each version trains with its own loop's parts: its
 ``TrainConfig`` (the seed's data: 10,000 examples, batches of 128; this checkout with
-``--batching``, default ``bucket``), its ``RunContext.loader`` (the batches are collated in
-the timed windows, as the loop does) and its ``make_train_step``. The windows are timed
-interleaved (``convs2s_edu.lab.timing.time_interleaved``): every round runs a window of
-``--steps`` steps of every (version, model), the order reversed every other round. A
-window's throughput counts real target tokens (padding excluded, ``<eos>`` included).
-
-Prints, per model, both versions' median tokens/s with the window range and the ratio
-after / before with the range of the per-round ratios, then the machine line.
+``--batching``, default ``random``), its ``RunContext.loader`` (batches collated inside the
+timed windows, as in the loop) and its ``make_train_step``. This checkout trains twice:
+through its fast paths (``TrainConfig.fast``: "after") and through the model files'
+reference code ("reference"). The windows are timed interleaved
+(``convs2s_edu.lab.timing.time_interleaved``): a window of ``--steps`` steps of every
+(version, model) per round, the order reversed every other round; a window's throughput
+counts real target tokens (padding excluded, ``<eos>`` included). Prints, per model, the
+median tokens/s of each with the window range, the ratios after / before, reference /
+before and after / reference with the range of the per-round ratios, then the machine line.
 """
 
 from __future__ import annotations
@@ -49,6 +49,8 @@ def _window(pkg, cfg, steps: int):
     train_ds = training.make_datasets(cfg)[0]
     torch.manual_seed(cfg.seed)
     model = training.build_model(cfg)
+    if getattr(cfg, "fast", False):  # a version whose fast paths are a switch of the config
+        importlib.import_module(f"{pkg.__name__}.fast").use_fast_paths(model)
     model.train()
     step = step_mod.make_train_step(model, torch.optim.Adam(model.parameters(), lr=cfg.lr))
     context = step_mod.RunContext(torch.device("cpu"))
@@ -96,7 +98,12 @@ def main(argv=None) -> int:
     for name in args.models:
         old_cfg = before.training.TrainConfig(model=name, device="cpu")
         new_cfg = TrainConfig(model=name, device="cpu", batching=args.batching)
-        for version, pkg, cfg in (("before", before, old_cfg), ("after", convs2s_edu, new_cfg)):
+        versions = (
+            ("before", before, old_cfg),
+            ("after", convs2s_edu, new_cfg),  # through the fast paths (TrainConfig.fast)
+            ("reference", convs2s_edu, new_cfg.replace(fast=False)),  # the model files as written
+        )
+        for version, pkg, cfg in versions:
             key = f"{name}/{version}"
             windows[key] = _window(pkg, cfg, args.steps)
             warmups[key] = _window(pkg, cfg, 2)
@@ -106,18 +113,13 @@ def main(argv=None) -> int:
         f"{args.steps} steps per (model, version); after: batching={args.batching}"
     )
     for name in args.models:
-        b, a = m.throughput[f"{name}/before"], m.throughput[f"{name}/after"]
-        after, prior = (
-            m.window_throughputs(f"{name}/after"),
-            m.window_throughputs(f"{name}/before"),
-        )
-        ratios = sorted(x / y for x, y in zip(after, prior))  # within each round
-        mid = statistics.median(ratios)
-        print(
-            f"  {name:8s} before {b.median:>8,.0f} ({b.min:,.0f}-{b.max:,.0f})  after "
-            f"{a.median:>8,.0f} ({a.min:,.0f}-{a.max:,.0f})  after/before {mid:.2f} "
-            f"(rounds {ratios[0]:.2f}-{ratios[-1]:.2f})"
-        )
+        rates = ((v, m.throughput[f"{name}/{v}"]) for v in ("before", "after", "reference"))
+        shown = (f"{v} {t.median:,.0f} ({t.min:,.0f}-{t.max:,.0f})" for v, t in rates)
+        print(f"  {name}: {', '.join(shown)}")
+        for a, b in (("after", "before"), ("reference", "before"), ("after", "reference")):
+            pairs = zip(m.window_throughputs(f"{name}/{a}"), m.window_throughputs(f"{name}/{b}"))
+            r = sorted(x / y for x, y in pairs)  # within each round
+            print(f"    {a}/{b} {statistics.median(r):.2f} (rounds {r[0]:.2f}-{r[-1]:.2f})")
     print(f"machine: {m.machine.describe()}")
     return 0
 

@@ -60,14 +60,9 @@ def main(argv=None) -> int:
 
     from convs2s_edu import evaluate, make_datasets, train_or_load
     from convs2s_edu.data import padding_fraction
+    from convs2s_edu.lab import timing
     from convs2s_edu.lab.convergence import LEVELS
     from convs2s_edu.lab.experiments.inference import paired_test
-    from convs2s_edu.lab.timing import (
-        time_interleaved,
-        training_batches,
-        warmup_runner,
-        window_runner,
-    )
     from convs2s_edu.training import TrainConfig, build_model, make_train_step, run_jobs, train_job
 
     models, field = tuple(args.models), args.field
@@ -83,33 +78,24 @@ def main(argv=None) -> int:
     rows = {}
     for key, cfg in cfgs.items():
         r = train_or_load(cfg, progress=False, directory=args.cache)
-        scores = evaluate(r.model, make_datasets(cfg)[2])
-        hits = {x: r.history.reached(x) for x in LEVELS}
-        rows[key] = {
-            "exact_match": scores["exact_match"],
-            "token_accuracy": scores["token_accuracy"],
-            "valid_loss": r.history.epochs[-1]["valid_loss"],
-            **{f"steps_{x}": (h["step"] if h else None) for x, h in hits.items()},
-        }
+        rows[key] = evaluate(r.model, make_datasets(cfg)[2])  # exact_match, token_accuracy, ...
+        rows[key]["valid_loss"] = r.history.epochs[-1]["valid_loss"]
+        for x in LEVELS:
+            rows[key][f"steps_{x}"] = (r.history.reached(x) or {}).get("step")
     print(f"fast recipe, {args.seeds} seeds; test set scores and held-out convergence")
     for m in models:
         for b in values:
             runs = [rows[(m, b, s)] for s in range(args.seeds)]
             em = [x["exact_match"] for x in runs]
             steps = {x: [r[f"steps_{x}"] for r in runs] for x in LEVELS}
-            print(
-                f"  {m:8s} {b:7s} exact match {statistics.mean(em):.2%} (seeds "
-                + ", ".join(f"{v:.1%}" for v in em)
-                + "); steps to "
-                + "; ".join(f"{x:.0%}: {steps[x]}" for x in LEVELS)
-            )
+            seeds = ", ".join(f"{v:.1%}" for v in em)
+            reached = "; ".join(f"{x:.0%}: {steps[x]}" for x in LEVELS)
+            mean = f"{statistics.mean(em):.2%}"
+            print(f"  {m:8s} {b:7s} exact match {mean} (seeds {seeds}); steps to {reached}")
         for b in values[1:]:
             for key, effect in (("exact_match", 0.005), ("token_accuracy", 0.002)):
-                t = paired_test(
-                    [rows[(m, b, s)][key] for s in range(args.seeds)],
-                    [rows[(m, ref, s)][key] for s in range(args.seeds)],
-                    effect,
-                )
+                series = [[rows[(m, v, s)][key] for s in range(args.seeds)] for v in (b, ref)]
+                t = paired_test(*series, effect)
                 lo, hi = t.interval(0.90)
                 print(
                     f"  {m:8s} {b} - {ref} {key}: {t.mean:+.2%} (90% interval "
@@ -120,22 +106,19 @@ def main(argv=None) -> int:
     for m in models:
         for b in values:
             cfg = cfgs[(m, b, 0)]
-            batches = training_batches(cfg, 8)
+            batches = timing.training_batches(cfg, 8)
             torch.manual_seed(0)
-            model = build_model(cfg)
-            model.train()
+            model = build_model(cfg).train()
             step = make_train_step(
                 model, torch.optim.Adam(model.parameters(), lr=cfg.lr), precision=cfg.precision
             )
-            windows[f"{m}/{b}"] = window_runner(step, batches, 8)
-            warm[f"{m}/{b}"] = warmup_runner(step, batches, 2)
-            epoch = training_batches(cfg.replace(), cfg.steps_per_epoch)
+            windows[f"{m}/{b}"] = timing.window_runner(step, batches, 8)
+            warm[f"{m}/{b}"] = timing.warmup_runner(step, batches, 2)
+            epoch = timing.training_batches(cfg.replace(), cfg.steps_per_epoch)
             pads[f"{field}={b}"] = padding_fraction(epoch)
-    meas = time_interleaved(windows, args.rounds, "cpu", warmup=warm, steps_per_window=8)
-    print(
-        "padding of an epoch's target positions: "
-        + ", ".join(f"{b} {p:.1%}" for b, p in pads.items())
-    )
+    meas = timing.time_interleaved(windows, args.rounds, "cpu", warmup=warm, steps_per_window=8)
+    padding = ", ".join(f"{b} {p:.1%}" for b, p in pads.items())
+    print(f"padding of an epoch's target positions: {padding}")
     for m in models:
         r = meas.throughput[f"{m}/{ref}"]
         line = f"  {m:8s} real tokens/s {ref} {r.median:,.0f} ({r.min:,.0f}-{r.max:,.0f})"

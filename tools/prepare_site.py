@@ -29,9 +29,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from timed import busy_fractions, cpu_times
+    from timed import cpu_times, machine_line
 
-    from convs2s_edu._machine import cpu_model, usable_cores
     from convs2s_edu.lab.prepare import prepare_site
     from convs2s_edu.lab.site import is_quick_mode
 
@@ -41,14 +40,9 @@ def main(argv=None) -> int:
     except (RuntimeError, ValueError) as err:
         print(f"prepare_site: error: {err}", file=sys.stderr)
         return 1
-    seconds, busy = time.perf_counter() - t0, busy_fractions(before, cpu_times())
-    mode = "quick" if is_quick_mode() else "full"
-    print(
-        f"prepare_site ({mode} site): {len(results)} runs ready in {seconds:.0f} s on "
-        f"{cpu_model()}, {usable_cores()} cores usable; cores busy: "
-        + ", ".join(f"{b:.0%}" for b in busy),
-        flush=True,
-    )
+    seconds, mode = time.perf_counter() - t0, "quick" if is_quick_mode() else "full"
+    ready = f"{len(results)} runs ready in {seconds:.0f} s"
+    print(f"prepare_site ({mode} site): {ready} on {machine_line(before)}", flush=True)
     return 0
 
 

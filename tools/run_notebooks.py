@@ -44,20 +44,15 @@ def main(argv=None) -> int:
     parser.add_argument("site", type=Path, help="the built site, e.g. docs/_build/html-quick")
     parser.add_argument("pages", nargs="+", help="page names, e.g. plot_00_sorting_task")
     parser.add_argument("--timeout", type=int, default=600, help="seconds per cell")
+    allow = "run even when convs2s_edu is already installed here (the notebooks' install step is "
     parser.add_argument(
-        "--allow-installed",
-        action="store_true",
-        help="run even when convs2s_edu is already installed here (the "
-        "notebooks' install step is then not exercised)",
+        "--allow-installed", action="store_true", help=allow + "then not exercised)"
     )
     args = parser.parse_args(argv)
     if importlib.util.find_spec("convs2s_edu") is not None and not args.allow_installed:
-        print(
-            "run_notebooks: convs2s_edu is importable in this environment, so the "
-            "notebooks' first cell would not install it; run in a fresh venv "
-            "(or pass --allow-installed)",
-            file=sys.stderr,
-        )
+        fix = "run in a fresh venv (or pass --allow-installed)"
+        why = f"the notebooks' first cell would not install it; {fix}"
+        print(f"run_notebooks: convs2s_edu is importable here, so {why}", file=sys.stderr)
         return 1
 
     import nbformat
@@ -82,11 +77,9 @@ def main(argv=None) -> int:
                         f"{cell.source[max(0, m.start() - 30) : m.end() + 30]!r}"
                     )
             start = time.perf_counter()
+            where = {"metadata": {"path": str(work)}}
             client = NotebookClient(
-                nb,
-                timeout=args.timeout,
-                kernel_name="python3",
-                resources={"metadata": {"path": str(work)}},
+                nb, timeout=args.timeout, kernel_name="python3", resources=where
             )
             try:
                 client.execute()

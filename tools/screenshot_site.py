@@ -7,7 +7,7 @@ Usage::
     python tools/screenshot_site.py docs/_build/html --out shots --pages index.html api.html
 
 The site is served from ``127.0.0.1`` by a local :mod:`http.server`; Chromium may
-reach no other host. One browser (``tools/screenshot_browser.mjs``: puppeteer-core,
+reach no other host. One browser (``tools/browser.mjs``: puppeteer-core,
 installed by ``npm ci``, driving Debian's Chromium) opens every view, each in a fresh
 context. For each page (by default the landing page, the paper map, the "Try the
 models" page, the first two gallery pages, one more gallery page with figures and math,
@@ -15,10 +15,10 @@ and the first page of every chapter), in each theme (``--themes``, default light
 dark) and at each width (``--width`` for a desktop, ``--phone-width`` for a phone), the
 script
 
-1. saves a screenshot ``<page>-<theme>[-phone].png`` and checks that it is a
-   non-blank PNG of the requested size. The theme is chosen the way the
-   pydata theme remembers a reader's choice: ``localStorage["theme"]``, set
-   before the page's own scripts run;
+1. saves a screenshot ``<page>-<theme>[-phone].png`` and checks (with Pillow) that it is a
+   PNG of the requested size and not blank (a single colour, or nearly). The theme is
+   chosen the way the pydata theme remembers a reader's choice: ``localStorage["theme"]``,
+   set before the page's own scripts run;
 2. records, once the page's requests have settled and MathJax has finished (on the
    "Try the models" page: once both models have decoded; every wait within
    ``--timeout``), every ``<img>`` of the page that fails to
@@ -43,31 +43,23 @@ import argparse
 import functools
 import json
 import math
-import os
-import re
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
 import threading
-import zlib
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
 
+from bs4 import BeautifulSoup
+from PIL import Image, UnidentifiedImageError
+
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome")
 FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--hide-scrollbars",
-    "--disable-dev-shm-usage",
-    "--mute-audio",
+    *"--headless --no-sandbox --disable-gpu --disable-background-networking --disable-sync "
+    "--disable-component-update --no-first-run --hide-scrollbars --disable-dev-shm-usage "
+    "--mute-audio".split(),
     # the site must render offline: no host but the local server resolves
     "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
 ]
@@ -75,124 +67,123 @@ FLAGS = [
 CODE_SELECTOR = "article div.highlight pre"
 IGNORED_PATHS = {"/favicon.ico"}
 ROOT = Path(__file__).resolve().parent.parent
-DRIVER = ROOT / "tools" / "screenshot_browser.mjs"
+DRIVER = ROOT / "tools" / "browser.mjs"
+#: A screenshot of fewer colours than this is blank (a real page has text, anti-aliased).
+BLANK_COLOURS = 16
 
 
 # --------------------------------------------------------------------------
-# Local server that records every request
+# The local server, the browser and its driver (tools/try_page_check.py uses them too)
 # --------------------------------------------------------------------------
-
-
-class RequestLog:
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.entries: list[tuple[str, int]] = []
-
-    def add(self, path: str, status: int) -> None:
-        with self.lock:
-            self.entries.append((path, status))
-
-    def take(self) -> list[tuple[str, int]]:
-        with self.lock:
-            entries, self.entries = self.entries, []
-        return entries
 
 
 class Handler(SimpleHTTPRequestHandler):
-    log: RequestLog | None = None
+    log: list | None = None  # (path, status) of every request, when given a list
 
     def log_request(self, code="-", size="-"):
         try:
             status = int(code)
         except (TypeError, ValueError):
-            status = int(getattr(code, "value", 0) or 0)
+            status = 0
         if self.log is not None:
-            self.log.add(unquote(urlsplit(self.path).path), status)
+            self.log.append((unquote(urlsplit(self.path).path), status))
 
     def log_message(self, format, *args):  # noqa: A002 - keep the console quiet
         pass
 
 
-def start_server(root: Path, log: RequestLog | None = None):
-    """Serve ``root`` on a free port of 127.0.0.1 (in a thread); ``log`` records every
-    request and its status (``tools/try_page_check.py`` reads it)."""
-    handler = functools.partial(
-        type("BoundHandler", (Handler,), {"log": log}), directory=str(root)
-    )
+def browser_or_missing(explicit: str | None) -> tuple[str | None, list[str]]:
+    """The Chromium to drive (``explicit``, else the first of :data:`CHROMIUM_CANDIDATES`
+    found), and what is missing to drive it (Chromium, Node.js, puppeteer-core)."""
+    found = (shutil.which(c) for c in ([explicit] if explicit else []) + list(CHROMIUM_CANDIDATES))
+    chromium = next(filter(None, found), None)
+    needs = {
+        f"Chromium (looked for {', '.join(CHROMIUM_CANDIDATES)}; "
+        "apt-get install chromium)": chromium,
+        "Node.js": shutil.which("node"),
+        "puppeteer-core (npm ci)": (ROOT / "node_modules" / "puppeteer-core").is_dir(),
+    }
+    return chromium, [what for what, ok in needs.items() if not ok]
+
+
+def drive(site: Path, make_job, limit: float, grace: float, log: list | None = None):
+    """Serve ``site`` on a free port of 127.0.0.1 (``log``, when given, records every request
+    and its status) while ``tools/browser.mjs`` runs the job ``make_job(base)`` makes for the
+    server's address. Returns the driver's exit status, what it recorded (``None``: nothing)
+    and, when it ran past ``limit`` seconds, why it was stopped: past the limit it gets
+    SIGTERM, finishes the page it is on and closes Chromium (``grace`` seconds), then it is
+    killed."""
+    handler = functools.partial(type("BoundHandler", (Handler,), {"log": log}), directory=site)
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    return server
-
-
-# --------------------------------------------------------------------------
-# Chromium
-# --------------------------------------------------------------------------
-
-
-def find_chromium(explicit: str | None) -> str | None:
-    for candidate in ([explicit] if explicit else []) + list(CHROMIUM_CANDIDATES):
-        path = candidate if os.path.isabs(candidate) else shutil.which(candidate)
-        if path and os.path.isfile(path) and os.access(path, os.X_OK):
-            return path
-    return None
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    stopped = None
+    try:
+        with tempfile.TemporaryDirectory(prefix="site-browser-job-") as tmp:
+            job, result = Path(tmp) / "job.json", Path(tmp) / "result.json"
+            job.write_text(json.dumps(make_job(f"http://127.0.0.1:{server.server_address[1]}")))
+            proc = subprocess.Popen(["node", str(DRIVER), str(job), str(result)], cwd=ROOT)
+            try:
+                proc.wait(timeout=limit)
+            except subprocess.TimeoutExpired:
+                stopped = f"the browser was stopped after {limit:.0f} s"
+                proc.terminate()
+                try:
+                    proc.wait(timeout=grace)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+            result = json.loads(result.read_text("utf-8")) if result.is_file() else None
+    finally:
+        server.shutdown()
+        server.server_close()
+    if proc.returncode not in (0, 3) and not stopped:
+        stopped = f"the browser driver exited with {proc.returncode}"
+    return proc.returncode, result, stopped
 
 
 def png_problems(path: Path, width: int, height: int) -> list[str]:
     """Empty list when ``path`` is a non-blank PNG of ``width`` x ``height``."""
     if not path.is_file() or path.stat().st_size == 0:
         return ["no screenshot was written"]
-    data = path.read_bytes()
-    if data[:8] != b"\x89PNG\r\n\x1a\n":
-        return ["the screenshot is not a PNG file"]
-    w, h = struct.unpack(">II", data[16:24])
-    problems = []
-    if (w, h) != (width, height):
-        problems.append(f"screenshot is {w}x{h}, expected {width}x{height}")
-    idat, pos = b"", 8
-    while pos < len(data):
-        (length,) = struct.unpack(">I", data[pos : pos + 4])
-        kind = data[pos + 4 : pos + 8]
-        if kind == b"IDAT":
-            idat += data[pos + 8 : pos + 8 + length]
-        pos += 12 + length
     try:
-        pixels = zlib.decompress(idat)
-    except zlib.error:
-        return problems + ["the screenshot's image data does not decompress"]
-    if len(set(pixels[:: max(1, len(pixels) // 200_000)])) < 16:
-        problems.append("the screenshot is blank (almost a single colour)")
-    return problems
+        with Image.open(path) as image:
+            if image.format != "PNG":
+                return ["the screenshot is not a PNG file"]
+            problems = []
+            if (size := f"{image.width}x{image.height}") != f"{width}x{height}":
+                problems.append(f"screenshot is {size}, expected {width}x{height}")
+            if image.convert("RGB").getcolors(BLANK_COLOURS - 1) is not None:
+                problems.append("the screenshot is blank (almost a single colour)")
+            return problems
+    except UnidentifiedImageError:
+        return ["the screenshot is not a PNG file"]
+    except (OSError, SyntaxError) as err:  # a PNG cut short or corrupt
+        return [f"the screenshot's image data cannot be read: {err}"]
 
 
-def img_sources(page_file: Path) -> list[str]:
-    """``src`` of every <img> in the HTML file (raw, before any script runs)."""
-    text = page_file.read_text(encoding="utf-8")
-    return re.findall(r"<img\b[^>]*?\ssrc=\"([^\"]+)\"", text)
+def html_of(page_file: Path) -> BeautifulSoup:
+    return BeautifulSoup(page_file.read_text(encoding="utf-8"), "html.parser")
 
 
 # --------------------------------------------------------------------------
-# One page
+# One view
 # --------------------------------------------------------------------------
 
 
 def judge_view(view: dict, record: dict, site: Path) -> dict:
     """The report of one view: what the browser recorded (``record``, from
-    ``tools/screenshot_browser.mjs``) against what the view asked for."""
+    ``tools/browser.mjs``) against what the view asked for."""
     rel, theme, width, phone = view["page"], view["theme"], view["width"], view["phone"]
-    report: dict = {"page": rel, "theme": theme, "width": width, "problems": []}
-    problems = report["problems"]
+    report = {"page": rel, "theme": theme, "width": width, "screenshot": view["shot"]}
+    problems = report["problems"] = []
     if record.get("driver_error"):
         problems.append(f"the browser could not show the page: {record['driver_error'][:500]}")
     if record.get("screenshot_error"):
         problems.append(f"the screenshot failed: {record['screenshot_error'][:500]}")
-    shot = Path(view["shot"])
-    report["screenshot"] = str(shot)
-    problems += png_problems(shot, width, view["height"])
+    problems += png_problems(Path(view["shot"]), width, view["height"])
 
     # 1. the page as the browser left it: images, MathJax, theme, overflow
-    result = record.get("browser")
-    report["browser"] = result
+    result = report["browser"] = record.get("browser")
     if result is None:
         problems.append("the page did not finish loading in the browser (raise --timeout?)")
     else:
@@ -201,69 +192,58 @@ def judge_view(view: dict, record: dict, site: Path) -> dict:
         for what in result.get("late", []):
             if not what.startswith("image "):  # a late image is reported as not loaded
                 problems.append(f"{what}: not ready within --timeout")
-        for src in result["broken"]:
-            problems.append(f"image did not load: {src}")
-        if result["math"] and result["mathjax"] != "typeset":
-            problems.append(
-                f"page has {result['math']} formulas but MathJax is {result['mathjax']}"
-            )
-        if result["math"] and result["rendered"] == 0:
+        problems += [f"image did not load: {src}" for src in result["broken"]]
+        if (n := result["math"]) and result["mathjax"] != "typeset":
+            problems.append(f"page has {n} formulas but MathJax is {result['mathjax']}")
+        if n and result["rendered"] == 0:
             problems.append("MathJax rendered none of the page's formulas")
         if result["merror"]:
             problems.append(f"MathJax reported {result['merror']} formula error(s)")
         if result.get("theme") != theme:
             problems.append(f"the page is in theme {result.get('theme')!r}, not {theme!r}")
         if not phone:
-            for cell in result.get("overflow", []):
-                problems.append(
-                    f"code cell {cell['excess']} px wider than the page's column: {cell['line']!r}"
-                )
-        elif result.get("page_width", 0) > result.get("window_width", 0) + 2:
-            problems.append(
-                f"the page is {result['page_width']} px wide in a "
-                f"{result['window_width']} px window: it scrolls sideways"
-            )
+            problems += [
+                f"code cell {cell['excess']} px wider than the page's column: {cell['line']!r}"
+                for cell in result.get("overflow", [])
+            ]
+        elif (wide := result.get("page_width", 0)) > (window := result["window_width"]) + 2:
+            sideways = "it scrolls sideways"
+            problems.append(f"the page is {wide} px wide in a {window} px window: {sideways}")
 
     # 2. the requests: only this server, every one answered, every <img> fetched
-    base = urlsplit(view["base"])
+    host = urlsplit(view["base"]).netloc
     report["requests"] = len(record.get("requests", []))
     for url in record.get("requests", []):
         parts = urlsplit(url)
-        if parts.scheme in ("http", "https", "ws", "wss") and parts.netloc != base.netloc:
+        if parts.scheme in ("http", "https", "ws", "wss") and parts.netloc != host:
             problems.append(f"request to another host: {url}")
     fetched = set()
-    for url, status in record.get("responses", []):
-        path = unquote(urlsplit(url).path)
+    for response in record.get("responses", []):
+        path, status = unquote(urlsplit(response["url"]).path), response["status"]
         if status >= 400 and path not in IGNORED_PATHS:
             problems.append(f"request {path} answered {status}")
         if status in (200, 304):
             fetched.add(path)
-    answered = {url for url, _ in record.get("responses", [])}
-    for url, error in record.get("failed", []):
-        path = unquote(urlsplit(url).path)
-        if url in answered:  # a 4xx answer is aborted too: reported above
-            continue
-        if path not in IGNORED_PATHS and urlsplit(url).netloc == base.netloc:
-            problems.append(f"request {path} failed: {error}")
-    page_dir = (site / rel).parent
-    for src in img_sources(site / rel):
+    answered = {response["url"] for response in record.get("responses", [])}
+    for failed in record.get("failed", []):  # a 4xx answer is aborted too: reported above
+        parts, path = urlsplit(failed["url"]), unquote(urlsplit(failed["url"]).path)
+        if failed["url"] not in answered and path not in IGNORED_PATHS and parts.netloc == host:
+            problems.append(f"request {path} failed: {failed['error']}")
+    for img in html_of(site / rel).find_all("img", src=True):  # the HTML, before any script
+        src = img["src"]
         if src.startswith("data:") or urlsplit(src).scheme:
             continue
-        target = (page_dir / unquote(urlsplit(src).path)).resolve()
-        try:
-            path = "/" + target.relative_to(site).as_posix()
-        except ValueError:
+        target = ((site / rel).parent / unquote(urlsplit(src).path)).resolve()
+        if not target.is_relative_to(site):
             problems.append(f"image outside the site: {src}")
-            continue
-        if path not in fetched:
+        elif "/" + target.relative_to(site).as_posix() not in fetched:
             problems.append(f"image never fetched with status 200: {src}")
     return report
 
 
-def is_redirect_stub(page_file: Path) -> bool:
+def is_redirect_stub(page: BeautifulSoup) -> bool:
     """A page left at an old address that sends the reader to the new one."""
-    text = page_file.read_text(encoding="utf-8")
-    return re.search(r'<meta\s+http-equiv="refresh"', text, flags=re.I) is not None
+    return page.select_one('meta[http-equiv="refresh" i]') is not None
 
 
 def default_pages(site: Path) -> list[str]:
@@ -271,48 +251,42 @@ def default_pages(site: Path) -> list[str]:
     the first two gallery pages (where a reader starts), the next gallery page with both
     figures and math, and the first page of every chapter in a subfolder (the speed
     chapter, the appendix, ...)."""
-    pages = ["index.html", "paper_map.html"]
-    if (site / "try.html").is_file():
-        pages.append("try.html")
+    has_try = (site / "try.html").is_file()
+    pages = ["index.html", "paper_map.html"] + (["try.html"] if has_try else [])
     auto = site / "auto_examples"
     if not auto.is_dir():
         return pages
-    gallery = [p for p in sorted(auto.glob("plot_*.html")) if not is_redirect_stub(p)]
-    chosen = gallery[:2]
+
+    def gallery(folder: Path) -> list[tuple[Path, BeautifulSoup]]:
+        found = [(p, html_of(p)) for p in sorted(folder.glob("plot_*.html"))]
+        return [(p, html) for p, html in found if not is_redirect_stub(html)]
+
+    main = gallery(auto)
     # prefer a gallery page with both figures and math
-    rich = [
-        p
-        for p in gallery[2:]
-        if "<img" in (text := p.read_text(encoding="utf-8")) and 'class="math' in text
-    ]
-    chosen += (rich or gallery[2:])[:1]
+    rich = [p for p, html in main[2:] if html.find("img") and html.select_one(".math")]
+    chosen = [p for p, _ in main[:2]] + (rich or [p for p, _ in main[2:]])[:1]
     for chapter in sorted(d for d in auto.iterdir() if d.is_dir()):
-        first = [p for p in sorted(chapter.glob("plot_*.html")) if not is_redirect_stub(p)]
-        chosen += first[:1]
+        chosen += [p for p, _ in gallery(chapter)[:1]]
     return pages + [p.relative_to(site).as_posix() for p in chosen]
 
 
-def _at_least(low: int):
-    def parse(text: str) -> int:
+def _number(low: int, seconds: bool = False):
+    """An argparse type: a whole number at least ``low``, or (``seconds``) a number of seconds
+    above ``low`` and at most an hour."""
+
+    def parse(text: str):
         try:
-            value = int(text)
+            value = float(text) if seconds else int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-        if value < low:
+            what = "seconds" if seconds else "a whole number"
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if seconds and not (math.isfinite(value) and low < value <= 3600):
+            raise argparse.ArgumentTypeError(f"must be between {low} and 3600 seconds, got {text}")
+        if not seconds and value < low:
             raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
         return value
 
     return parse
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if not (math.isfinite(value) and 0 < value <= 3600):
-        raise argparse.ArgumentTypeError(f"must be between 0 and 3600 seconds, got {text}")
-    return value
 
 
 def main(argv=None) -> int:
@@ -327,56 +301,37 @@ def main(argv=None) -> int:
         "every chapter)",
     )
     parser.add_argument("--chromium", help="path of the browser (default: /usr/bin/chromium)")
-    parser.add_argument("--width", type=_at_least(1), default=1400, help="default: 1400")
-    parser.add_argument("--height", type=_at_least(1), default=2000, help="default: 2000")
+    parser.add_argument("--width", type=_number(1), default=1400, help="default: 1400")
+    parser.add_argument("--height", type=_number(1), default=2000, help="default: 2000")
+    themes = ["light", "dark"]
     parser.add_argument(
-        "--themes",
-        nargs="+",
-        default=["light", "dark"],
-        choices=["light", "dark"],
-        help="default: light dark",
+        "--themes", nargs="+", default=themes, choices=themes, help="default: light dark"
     )
     parser.add_argument(
         "--phone-width",
-        type=_at_least(0),
+        type=_number(0),
         default=390,
         help="also screenshot each page this wide, in the first theme, and "
         "fail if it scrolls sideways (0: no phone run; default 390)",
     )
     parser.add_argument(
         "--timeout",
-        type=_seconds,
+        type=_number(0, seconds=True),
         default=60.0,
         help="seconds one page may take to load and typeset (default: %(default)s)",
     )
     args = parser.parse_args(argv)
 
-    chromium, node = find_chromium(args.chromium), shutil.which("node")
-    missing = [
-        what
-        for what, ok in (
-            (
-                f"Chromium (looked for {', '.join(CHROMIUM_CANDIDATES)}; "
-                "apt-get install chromium)",
-                chromium,
-            ),
-            ("Node.js", node),
-            ("puppeteer-core (npm ci)", (ROOT / "node_modules" / "puppeteer-core").is_dir()),
-        )
-        if not ok
-    ]
+    chromium, missing = browser_or_missing(args.chromium)
     if missing:
         print(f"screenshot_site: missing: {'; '.join(missing)}", file=sys.stderr)
         return 2
     site = args.html_dir.resolve()
     if not (site / "index.html").is_file():
-        print(
-            f"screenshot_site: {site} holds no index.html; build the site first", file=sys.stderr
-        )
+        print(f"screenshot_site: {site} holds no index.html; build it first", file=sys.stderr)
         return 1
     pages = args.pages or default_pages(site)
-    missing = [p for p in pages if not (site / p).is_file()]
-    if missing:
+    if missing := [p for p in pages if not (site / p).is_file()]:
         print(f"screenshot_site: pages not in the site: {', '.join(missing)}", file=sys.stderr)
         return 1
     args.out.mkdir(parents=True, exist_ok=True)
@@ -384,89 +339,38 @@ def main(argv=None) -> int:
     runs = [(rel, theme, args.width, False) for rel in pages for theme in args.themes]
     if args.phone_width:
         runs += [(rel, args.themes[0], args.phone_width, True) for rel in pages]
-    server = start_server(site)
-    base = f"http://127.0.0.1:{server.server_address[1]}"
-    views = [
-        {
-            "page": rel,
-            "url": "/" + quote(rel),
-            "theme": theme,
-            "width": width,
-            "height": args.height,
-            "phone": phone,
-            "base": base,
-            "shot": str(
-                (
-                    args.out
-                    / (
-                        rel.replace("/", "__").removesuffix(".html")
-                        + f"-{theme}"
-                        + ("-phone" if phone else "")
-                        + ".png"
-                    )
-                ).resolve()
-            ),
-        }
-        for rel, theme, width, phone in runs
-    ]
-    job = {
-        "base": base,
-        "chromium": chromium,
-        # puppeteer sets headless itself
-        "chromium_flags": [f for f in FLAGS if f != "--headless"],
-        "code_selector": CODE_SELECTOR,
-        "timeout_ms": int(args.timeout * 1000),
-        "views": views,
-    }
-    stopped = None
-    try:
-        with tempfile.TemporaryDirectory(prefix="screenshot-site-job-") as tmp:
-            job_file, result_file = Path(tmp) / "job.json", Path(tmp) / "result.json"
-            job_file.write_text(json.dumps(job), encoding="utf-8")
-            limit = args.timeout * (len(views) + 2)
-            proc = subprocess.Popen([node, str(DRIVER), str(job_file), str(result_file)], cwd=ROOT)
-            try:
-                proc.wait(timeout=limit)
-            except subprocess.TimeoutExpired:
-                # SIGTERM: the driver stops after the current view and closes Chromium
-                stopped = (
-                    f"the browser was stopped after {limit:.0f} s "
-                    f"(--timeout {args.timeout:g} s a view)"
-                )
-                proc.terminate()
-                try:
-                    proc.wait(timeout=args.timeout + 15)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
-            if proc.returncode == 3:
-                return 2  # Chromium did not start: the driver said why
-            if not result_file.is_file():
-                print(
-                    f"screenshot_site: the browser driver exited with {proc.returncode} "
-                    "before any view finished" + (f"; {stopped}" if stopped else ""),
-                    file=sys.stderr,
-                )
-                return 1
-            browser = json.loads(result_file.read_text(encoding="utf-8"))
-            if proc.returncode != 0 and not stopped:
-                stopped = f"the browser driver exited with {proc.returncode}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    views = []
+    for rel, theme, width, phone in runs:
+        shot = rel.replace("/", "__").removesuffix(".html") + f"-{theme}" + "-phone" * phone
+        shot = str((args.out / f"{shot}.png").resolve())
+        views.append(dict(page=rel, url="/" + quote(rel), theme=theme, width=width, shot=shot))
+        views[-1].update(height=args.height, phone=phone)
+
+    def make_job(base: str) -> dict:
+        for view in views:
+            view["base"] = base
+        flags = [f for f in FLAGS if f != "--headless"]  # puppeteer sets headless
+        job = {"base": base, "chromium": chromium, "chromium_flags": flags, "views": views}
+        return job | {"code_selector": CODE_SELECTOR, "timeout_ms": int(args.timeout * 1000)}
+
+    limit = args.timeout * (len(views) + 2)
+    code, browser, stopped = drive(site, make_job, limit, grace=args.timeout + 15)
+    if code == 3:
+        return 2  # Chromium did not start: the driver said why
+    if stopped and stopped.startswith("the browser was stopped"):
+        stopped += f" (--timeout {args.timeout:g} s a view)"
+    if browser is None:
+        why = f"the browser driver exited with {code} before any view finished"
+        print(f"screenshot_site: {'; '.join(filter(None, [why, stopped]))}", file=sys.stderr)
+        return 1
     done = browser["views"]
     reports = [judge_view(v, r, site) for v, r in zip(views, done)]
-    for view in views[len(done) :]:
-        reports.append(
-            {
-                "page": view["page"],
-                "theme": view["theme"],
-                "width": view["width"],
-                "problems": [f"not shown: {stopped or 'the driver returned fewer views'}"],
-                "requests": 0,
-                "screenshot": "-",
-            }
-        )
+    not_shown = [f"not shown: {stopped or 'the driver returned fewer views'}"]
+    reports += [
+        {k: v[k] for k in ("page", "theme", "width")}
+        | {"problems": not_shown, "requests": 0, "screenshot": "-"}
+        for v in views[len(done) :]
+    ]
     for report in reports:
         result = report.get("browser") or {}
         print(
@@ -477,17 +381,13 @@ def main(argv=None) -> int:
             f"{report['requests']} requests -> {report['screenshot']}"
         )
     (args.out / "report.json").write_text(json.dumps(reports, indent=2), encoding="utf-8")
-
-    def view(r):
-        return f"{r['page']} ({r.get('theme', '?')}, {r.get('width', '?')} px)"
-
-    failures = list(dict.fromkeys((view(r), p) for r in reports for p in r["problems"]))
+    named = [(f"{r['page']} ({r['theme']}, {r['width']} px)", r["problems"]) for r in reports]
+    failures = list(dict.fromkeys((name, p) for name, problems in named for p in problems))
     if stopped and not failures:
         failures.append(("the browser driver", stopped))
     if failures:
-        print(f"\nscreenshot_site: {len(failures)} problem(s):", file=sys.stderr)
-        for page, problem in failures:
-            print(f"  - {page}: {problem}", file=sys.stderr)
+        lines = [f"\nscreenshot_site: {len(failures)} problem(s):"]
+        print("\n  - ".join(lines + [f"{page}: {p}" for page, p in failures]), file=sys.stderr)
         return 1
     print(
         f"screenshot_site: OK ({len(pages)} pages x {len(runs) // max(1, len(pages))} "

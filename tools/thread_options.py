@@ -51,12 +51,8 @@ def child(args) -> None:
     from convs2s_edu.lab.timing import measure_config
 
     torch.set_num_threads(args.threads)
-    m = measure_config(
-        TrainConfig(device="cpu"),
-        steps_per_window=args.steps,
-        n_rounds=args.rounds,
-        warmup_steps=1,
-    )
+    windows = {"steps_per_window": args.steps, "n_rounds": args.rounds, "warmup_steps": 1}
+    m = measure_config(TrainConfig(device="cpu"), **windows)
     print(json.dumps(m.to_dict()))
 
 
@@ -67,17 +63,8 @@ def run_child(openmp, threads, args) -> dict | None:
     # what is not set stays unset: the child imports torch before convs2s_edu, whose
     # defaults then cannot apply (convs2s_edu._threads)
     env.update(openmp)
-    cmd = [
-        sys.executable,
-        __file__,
-        "--child",
-        "--threads",
-        str(threads),
-        "--steps",
-        str(args.steps),
-        "--rounds",
-        str(args.rounds),
-    ]
+    cmd = [sys.executable, __file__, "--child", f"--threads={threads}", f"--steps={args.steps}"]
+    cmd.append(f"--rounds={args.rounds}")
     try:
         done = subprocess.run(
             cmd, env=env, capture_output=True, text=True, timeout=args.timeout, check=False
@@ -112,12 +99,8 @@ def main() -> None:
                 continue
             busy = []
             if condition == "busy":
-                busy = [
-                    subprocess.Popen(
-                        [sys.executable, "-c", BUSY.format(seconds=args.timeout + 30)]
-                    )
-                    for _ in range(args.competitors)
-                ]
+                competitor = [sys.executable, "-c", BUSY.format(seconds=args.timeout + 30)]
+                busy = [subprocess.Popen(competitor) for _ in range(args.competitors)]
                 time.sleep(1.0)
             try:
                 row[condition] = run_child(openmp, threads, args)

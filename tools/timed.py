@@ -2,11 +2,7 @@
 wall-clock time since then, with the CPU it ran on, how busy each core was and the load average.
 
 tox 4 has no timer of its own; ``tox -e docs`` runs ``start`` first and ``stop`` last, so
-the build prints its own measured time at the end::
-
-    docs build: 10 min 3 s wall clock (tox commands only, environment set-up excluded)
-      on AMD EPYC 7B13, 2 cores usable; cores busy 97%, 95% (from /proc/stat);
-      load average now 1.02, 0.98, 0.75 (1, 5, 15 min)
+the build prints its own measured time at the end (``stop FILE LABEL`` names it).
 
 Only the standard library is used (it must run before and after anything is imported): the
 machine's description comes from ``convs2s_edu/_machine.py``, loaded by its path.
@@ -22,34 +18,36 @@ import time
 from pathlib import Path
 
 
-def _machine():
-    """``convs2s_edu/_machine.py``, loaded by its path: the package (and torch) stay unloaded."""
-    path = Path(__file__).resolve().parent.parent / "convs2s_edu" / "_machine.py"
-    spec = importlib.util.spec_from_file_location("convs2s_edu_machine", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def cpu_times() -> list[list[int]]:
     """[busy, total] jiffies of every core from ``/proc/stat`` (empty where it does not exist)."""
-    rows = []
     try:
-        with open("/proc/stat") as f:
-            for line in f:
-                name, *values = line.split()
-                if name.startswith("cpu") and name != "cpu":
-                    v = [int(x) for x in values]
-                    idle = v[3] + (v[4] if len(v) > 4 else 0)
-                    rows.append([sum(v) - idle, sum(v)])
+        lines = Path("/proc/stat").read_text().splitlines()
     except OSError:
         return []
+    rows = []
+    for name, *values in map(str.split, lines):
+        if name.startswith("cpu") and name != "cpu":
+            v = [int(x) for x in values]
+            idle = v[3] + (v[4] if len(v) > 4 else 0)  # idle + iowait
+            rows.append([sum(v) - idle, sum(v)])
     return rows
 
 
 def busy_fractions(before: list, after: list) -> list[float]:
     """How busy each core was between two :func:`cpu_times` readings (0..1)."""
     return [(b1 - b0) / (t1 - t0) if t1 > t0 else 0.0 for (b0, t0), (b1, t1) in zip(before, after)]
+
+
+def machine_line(before: list) -> str:
+    """``<CPU>, N cores usable; cores busy a%, b%``: how busy each core was since the
+    :func:`cpu_times` reading ``before``. The CPU comes from ``convs2s_edu/_machine.py``,
+    loaded by its path: the package (and torch) stay unloaded."""
+    path = Path(__file__).resolve().parent.parent / "convs2s_edu" / "_machine.py"
+    spec = importlib.util.spec_from_file_location("convs2s_edu_machine", path)
+    machine = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(machine)
+    busy = ", ".join(f"{b:.0%}" for b in busy_fractions(before, cpu_times())) or "unknown"
+    return f"{machine.cpu_model()}, {machine.usable_cores()} cores usable; cores busy {busy}"
 
 
 def human(seconds: float) -> str:
@@ -80,14 +78,10 @@ def main(argv=None) -> int:
         load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     except (AttributeError, OSError):
         load = "unknown"
-    machine = _machine()
-    busy = busy_fractions(cores_before, cpu_times())
-    cores = ", ".join(f"{b:.0%}" for b in busy) if busy else "unknown"
     print(
         f"{label}: {human(time.time() - start)} wall clock (tox commands only, environment "
-        f"set-up excluded)\n  on {machine.cpu_model()}, {machine.usable_cores()} cores "
-        f"usable; cores busy {cores} (from /proc/stat); load average now {load} "
-        "(1, 5, 15 min)",
+        f"set-up excluded)\n  on {machine_line(cores_before)} (from /proc/stat); load average "
+        f"now {load} (1, 5, 15 min)",
         flush=True,
     )
     return 0

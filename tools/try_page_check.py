@@ -7,8 +7,8 @@
     python tools/try_page_check.py docs/_build/html-quick --seed 7   # the same inputs again
 
 It serves the site on ``127.0.0.1`` (a :mod:`http.server` that logs every request), drives
-Debian's Chromium with puppeteer-core (``tools/try_page_browser.mjs``; ``npm ci`` installs it),
-and checks:
+Debian's Chromium with puppeteer-core (``tools/browser.mjs``; ``npm ci`` installs it), and
+checks:
 
 * inputs drawn now (the seed is printed; ``--seed`` repeats them): one with duplicates, one
   at the longest length the position table allows, one with every token equal, and the
@@ -38,24 +38,20 @@ check passes, 1 when one fails, 2 when Chromium, Node.js or puppeteer-core is mi
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import random
-import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from urllib.parse import quote
 
-TOOLS = Path(__file__).resolve().parent
-ROOT = TOOLS.parent
-sys.path.insert(0, str(TOOLS))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import export_onnx  # noqa: E402  (tools/export_onnx.py: the tolerance, the greedy reference)
-from screenshot_site import FLAGS, RequestLog, find_chromium, start_server  # noqa: E402
+from screenshot_site import FLAGS, browser_or_missing, drive  # noqa: E402
 
-DRIVER = TOOLS / "try_page_browser.mjs"
 PAGE = "try.html"
 MODELS = export_onnx.MODELS
 
@@ -82,65 +78,44 @@ def bad_inputs(rng: random.Random, manifest: dict) -> list[tuple[str, str, list[
     V, P = manifest["vocab_size"], manifest["max_positions"]
     word = rng.choice(["x", "seven", "3.5", "1e3", "4-"])
     high = rng.randint(V + 1, V + 100)
+    too_long = ",".join(str(rng.randint(1, V)) for _ in range(P + 1))
     return [
         ("empty", "", ["empty", f"1 to {V}"]),
         ("not-a-number", f"3, {word}, 5", [f"“{word}”", "not a whole number", f"1 to {V}"]),
         ("zero", "0, 4", ["0 (item 1)", f"1 to {V}"]),
         ("too-high", f"4 {high}", [f"{high} (item 2)", f"1 to {V}"]),
-        (
-            "too-long",
-            ",".join(str(rng.randint(1, V)) for _ in range(P + 1)),
-            [f"{P + 1} numbers", f"at most {P}"],
-        ),
+        ("too-long", too_long, [f"{P + 1} numbers", f"at most {P}"]),
     ]
 
 
-def url(base: str, src: str | None) -> str:
-    return f"{base}/{PAGE}" + ("" if src is None else f"?src={quote(src, safe=',')}")
+def make_job(site: Path, chromium: str, cases: dict, bad, out: Path, timeout_ms: int, base: str):
+    """The browser's job for the site served at ``base``: the drawn inputs (the first one then
+    presses "Reversed" and is screenshotted; the last one then gets a bad input typed into its
+    box), every bad input in the address, the page opened from ``file://`` and without
+    WebAssembly."""
 
+    def case(name: str, src: str | None = None, **more) -> dict:
+        src = text[name] if src is None else src
+        return {"name": name, "url": f"{base}/{PAGE}?src={quote(src, safe=',')}", **more}
 
-def make_job(base: str, site: Path, chromium: str, cases: dict, bad, out: Path, timeout_ms: int):
-    def text(tokens):
-        return ",".join(map(str, tokens))
+    def shot(name: str, width: int, theme: str) -> dict:
+        return {"path": str(out / f"try-page-{name}.png"), "width": width, "theme": theme}
 
-    good = [
-        {
-            "name": "duplicates",
-            "url": url(base, text(cases["duplicates"])),
-            "actions": [{"press": "reversed"}],
-            "screenshots": [
-                {"path": str(out / "try-page-light.png"), "width": 1280, "theme": "light"},
-                {"path": str(out / "try-page-dark.png"), "width": 1280, "theme": "dark"},
-                {"path": str(out / "try-page-phone.png"), "width": 390, "theme": "light"},
-            ],
-        },
-        {"name": "longest", "url": url(base, text(cases["longest"]))},
-        {
-            "name": "all-equal",
-            "url": url(base, text(cases["all-equal"])),
-            "width": 390,
-            "theme": "dark",
-            # a bad input typed into the box after a successful run
-            "actions": [{"type": bad[1][1]}],
-        },
-    ]
-    bad_cases = [{"name": f"bad-{name}", "url": url(base, txt)} for name, txt, _ in bad]
-    file_case = {"name": "file-url", "url": (site / PAGE).as_uri() + "?src=3,1,2"}
+    text = {name: ",".join(map(str, tokens)) for name, tokens in cases.items()}
+    shots = [shot("light", 1280, "light"), shot("dark", 1280, "dark"), shot("phone", 390, "light")]
     return {
         "chromium": chromium,
         # screenshot_site's flags (offline, nothing phones home); puppeteer sets headless
         "chromium_flags": [f for f in FLAGS if f not in ("--headless", "--hide-scrollbars")],
         "timeout_ms": timeout_ms,
-        "browsers": [
-            {
-                "flags": [],
-                "cases": [
-                    *good,
-                    *bad_cases,
-                    file_case,
-                    {"name": "no-webassembly", "url": url(base, "3,1,2"), "noWebAssembly": True},
-                ],
-            },
+        "cases": [
+            case("duplicates", actions=[{"press": "reversed"}], screenshots=shots),
+            case("longest"),
+            # a bad input typed into the box after a successful run
+            case("all-equal", width=390, theme="dark", actions=[{"type": bad[1][1]}]),
+            *(case(f"bad-{name}", txt) for name, txt, _ in bad),
+            {"name": "file-url", "url": (site / PAGE).as_uri() + "?src=3,1,2"},
+            case("no-webassembly", "3,1,2", noWebAssembly=True),
         ],
     }
 
@@ -156,40 +131,34 @@ class Checker:
 
 def compare_model(check: Checker, case: str, name: str, page: dict, ref, ids) -> str:
     """The page's decoding of one model against PyTorch's; returns a one-line summary."""
-    tol = export_onnx.TOL
-    ref_tokens, ref_logp, ref_attn = ref
-    tokens = page["tokens"]
-    worst = 0.0
+    tol, fail = export_onnx.TOL, functools.partial(check.fail, case)
+    (ref_tokens, ref_logp, ref_attn), tokens, worst = ref, page["tokens"], 0.0
     for t, step in enumerate(page["steps"]):
         if t >= len(ref_tokens):
-            check.fail(case, f"{name} wrote more tokens than PyTorch: {tokens} vs {ref_tokens}")
+            fail(f"{name} wrote more tokens than PyTorch: {tokens} vs {ref_tokens}")
             return ""
         for tok, lp in step["top"]:
-            d = abs(lp - float(ref_logp[t][tok]))
-            worst = max(worst, d)
+            theirs = float(ref_logp[t][tok])
+            worst = max(worst, d := abs(lp - theirs))
             if d > tol:
-                check.fail(
-                    case,
-                    f"{name}, step {t + 1}: the page's log p({tok}) = {lp:.6f}, PyTorch's "
-                    f"{float(ref_logp[t][tok]):.6f} (difference {d:.1e} > {tol:.0e})",
-                )
+                ours = f"the page's log p({tok}) = {lp:.6f}, PyTorch's {theirs:.6f}"
+                fail(f"{name}, step {t + 1}: {ours} (difference {d:.1e} > {tol:.0e})")
         for l, (row, ref_row) in enumerate(zip(step["attention"], ref_attn[t])):
             d = max((abs(a - float(b)) for a, b in zip(row, ref_row)), default=0.0)
             worst = max(worst, d)
             if d > tol or len(row) != len(ref_row):
-                check.fail(case, f"{name}, step {t + 1}, attention {l + 1}: differs by {d:.1e}")
+                fail(f"{name}, step {t + 1}, attention {l + 1}: differs by {d:.1e}")
         if step["token"] != ref_tokens[t]:
             gap = abs(float(ref_logp[t][step["token"]]) - float(ref_logp[t][ref_tokens[t]]))
             if gap > tol:
-                check.fail(
-                    case,
-                    f"{name}: the page decodes {tokens}, PyTorch {ref_tokens}: they part at "
-                    f"step {t + 1}, where PyTorch's log-probabilities differ by {gap:.1e}",
+                part = f"they part at step {t + 1}, where PyTorch's log-probabilities differ"
+                fail(
+                    f"{name}: the page decodes {tokens}, PyTorch {ref_tokens}: {part} by {gap:.1e}"
                 )
                 return ""
             return f"{name}: same as PyTorch up to a near-tie at step {t + 1} (gap {gap:.1e})"
     if tokens != ref_tokens:
-        check.fail(case, f"{name}: the page decodes {tokens}, PyTorch {ref_tokens}")
+        fail(f"{name}: the page decodes {tokens}, PyTorch {ref_tokens}")
         return ""
     return f"{name}: {len(tokens)} tokens as PyTorch, within {worst:.1e}"
 
@@ -230,17 +199,7 @@ def main(argv=None) -> int:
     parser.add_argument("--timeout", type=float, default=240.0, help="seconds per page")
     args = parser.parse_args(argv)
 
-    chromium = find_chromium(args.chromium)
-    node = shutil.which("node")
-    missing = [
-        what
-        for what, ok in (
-            ("Chromium (apt-get install chromium)", chromium),
-            ("Node.js", node),
-            ("puppeteer-core (npm ci)", (ROOT / "node_modules" / "puppeteer-core").is_dir()),
-        )
-        if not ok
-    ]
+    chromium, missing = browser_or_missing(args.chromium)
     if missing:
         print(f"try_page_check: missing: {', '.join(missing)}", file=sys.stderr)
         return 2
@@ -258,34 +217,14 @@ def main(argv=None) -> int:
 
     out = args.out or Path(tempfile.mkdtemp(prefix="try-page-"))
     out.mkdir(parents=True, exist_ok=True)
-    log = RequestLog()
-    server = start_server(site, log)
-    base = f"http://127.0.0.1:{server.server_address[1]}"
-    job = make_job(base, site, chromium, cases, bad, out, int(args.timeout * 1000))
+    requests: list = []  # (path, status) of every request the server answered
     t0 = time.perf_counter()
-    try:
-        with tempfile.TemporaryDirectory(prefix="try-page-job-") as tmp:
-            job_file, result_file = Path(tmp) / "job.json", Path(tmp) / "result.json"
-            job_file.write_text(json.dumps(job), encoding="utf-8")
-            proc = subprocess.run(
-                [node, str(DRIVER), str(job_file), str(result_file)],
-                cwd=ROOT,
-                capture_output=True,
-                text=True,
-                timeout=args.timeout * 12,
-            )
-            if proc.returncode != 0 or not result_file.is_file():
-                print(
-                    f"try_page_check: the browser driver exited with {proc.returncode}:\n"
-                    f"{proc.stdout[-2000:]}{proc.stderr[-3000:]}",
-                    file=sys.stderr,
-                )
-                return 1
-            browser = json.loads(result_file.read_text(encoding="utf-8"))
-    finally:
-        requests = log.take()
-        server.shutdown()
-        server.server_close()
+    job = functools.partial(make_job, site, chromium, cases, bad, out, int(args.timeout * 1000))
+    code, browser, stopped = drive(site, job, args.timeout * 12, grace=30, log=requests)
+    if code != 0 or browser is None:
+        why = f"the browser driver exited with {code}"
+        print(f"try_page_check: {'; '.join(filter(None, [why, stopped]))}", file=sys.stderr)
+        return 1
     browser_seconds = time.perf_counter() - t0
 
     # PyTorch's decoding of every input the page decoded
@@ -302,6 +241,11 @@ def main(argv=None) -> int:
     for record in browser["cases"]:
         check_console(check, record)
 
+    def seen(name: str, action: bool = False) -> dict | None:
+        """What the page of case ``name`` showed when it loaded, or after its first action."""
+        record = records.get(name) or {}
+        return (record.get("actions") or [None])[0] if action else record.get("first")
+
     def check_decoded(case: str, page: dict | None, src: list[int] | None = None) -> None:
         if not page or page.get("state") != "done" or not page.get("result"):
             state, message = (page or {}).get("state"), (page or {}).get("message")
@@ -313,26 +257,22 @@ def main(argv=None) -> int:
         check_shown(check, case, page, ids)
         lines = []
         for name in MODELS:
-            ref = export_onnx.torch_greedy(models[name], got, ids)
+            ref = export_onnx.torch_greedy_batch(models[name], [got], ids)[0]
             decoded = page["result"]["models"][name]
             lines.append(compare_model(check, case, name, decoded, ref, ids))
         check.notes.append(f"{case} (length {len(got)}): " + "; ".join(x for x in lines if x))
 
     for name in ("duplicates", "longest", "all-equal"):
-        record = records.get(name, {})
-        check_decoded(name, record.get("first"), cases[name])
-    dup = records.get("duplicates", {})
-    check_decoded("the Reversed button", (dup.get("actions") or [None])[0])
-    reversed_src = ((dup.get("actions") or [{}])[0].get("result") or {}).get("src")
+        check_decoded(name, seen(name), cases[name])
+    check_decoded("the Reversed button", seen("duplicates", action=True))
+    reversed_src = ((seen("duplicates", action=True) or {}).get("result") or {}).get("src")
     if reversed_src and reversed_src != sorted(reversed_src, reverse=True):
         check.fail("the Reversed button", f"drew {reversed_src}, not a reversed sequence")
 
     # bad input: from the address, and typed into the box after a successful run
-    typed = (records.get("all-equal", {}).get("actions") or [None])[0]
-    for (name, _, phrases), page in [
-        *((b, (records.get(f"bad-{b[0]}") or {}).get("first")) for b in bad),
-        ((f"typed {bad[1][0]}", bad[1][1], bad[1][2]), typed),
-    ]:
+    typed = (f"typed {bad[1][0]}", bad[1][1], bad[1][2])
+    pages = [(b, seen(f"bad-{b[0]}")) for b in bad] + [(typed, seen("all-equal", action=True))]
+    for (name, _, phrases), page in pages:
         case = f"bad input {name}"
         if not page or page["state"] != "input-error":
             check.fail(case, f"state {page and page['state']!r}, expected input-error")
@@ -345,7 +285,7 @@ def main(argv=None) -> int:
         check.notes.append(f"{case}: {page['error']}")
 
     for name, phrase in (("no-webassembly", "WebAssembly"), ("file-url", "python -m http.server")):
-        page = (records.get(name) or {}).get("first")
+        page = seen(name)
         if not page or page["state"] != "unavailable" or phrase not in page["unavailable"]:
             check.fail(name, f"expected a message naming {phrase!r}, got {page}")
             continue
@@ -356,10 +296,8 @@ def main(argv=None) -> int:
 
     # the graphs and the runtime came from the server
     fetched = {path for path, status in requests if status == 200}
-    needed = [
-        f"/_static/try/{f}" for m in manifest["models"].values() for f in m["files"].values()
-    ] + ["/_static/try/ort/ort-wasm-simd-threaded.wasm"]
-    for path in needed:
+    needed = [f for m in manifest["models"].values() for f in m["files"].values()]
+    for path in (f"/_static/try/{f}" for f in [*needed, "ort/ort-wasm-simd-threaded.wasm"]):
         if path not in fetched:
             check.fail("requests", f"{path} was never fetched with status 200")
     first = records.get("duplicates", {})
@@ -386,9 +324,8 @@ def main(argv=None) -> int:
         f"{browser['chromium']}; browser runs {browser_seconds:.0f} s; screenshots in {out}"
     )
     if check.problems:
-        print(f"\ntry_page_check: {len(check.problems)} problem(s):", file=sys.stderr)
-        for problem in check.problems:
-            print(f"  - {problem}", file=sys.stderr)
+        header = f"\ntry_page_check: {len(check.problems)} problem(s):"
+        print("\n  - ".join([header, *check.problems]), file=sys.stderr)
         return 1
     print("try_page_check: OK")
     return 0

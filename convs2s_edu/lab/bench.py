@@ -2,59 +2,49 @@ r"""``convs2s-edu bench``: both models against the machine's own limit, on every
 
 What :func:`run_bench` measures, in one process, on the machine it runs on:
 
-1. **Training throughput** (target tokens per second) of every model on every
-   execution path (:mod:`convs2s_edu.training.paths`), timed *interleaved*
-   (:func:`convs2s_edu.lab.timing.time_interleaved`: alternating windows of
-   training steps on the same batches, median and range over windows), after
-   untimed warm-up steps (whose seconds, the compile time of compiled paths
-   included, are reported).
-2. **FLOPs per target token** of a training step (forward + backward), counted
-   by :class:`torch.utils.flop_counter.FlopCounterMode`
-   (:func:`convs2s_edu.lab.timing.training_flops_per_token`): matrix products and
-   convolutions only.
-3. **The measured peak**: every matrix product of one training step
-   (ConvS2S's convolutions included, which are matrix products over windows)
-   is recorded with its shapes (as a GEMM
-   :math:`(m \times k)\cdot(k \times n)`), each distinct shape is timed as a
-   dense ``torch.mm`` (float32) on the same device, and the fastest rate is
-   the peak. The *fraction of peak* of a model and path is
+1. **Training throughput** (target tokens per second) of every model on every execution
+   path (:mod:`convs2s_edu.fast.paths`), timed interleaved
+   (:func:`~convs2s_edu.lab.timing.time_interleaved`), after untimed warm-up steps whose
+   seconds (the compile time of compiled paths included) are reported.
+2. **FLOPs per target token** of a training step, forward and backward
+   (:func:`~convs2s_edu.lab.timing.training_flops_per_token`).
+3. **The measured peak** (:func:`measured_peak`): the fastest rate of a dense ``torch.mm`` on
+   the shapes of the step's matrix products (:func:`gemm_shapes`). The *fraction of peak* of
+   a model and path is
 
    .. math:: \frac{\text{FLOPs per token} \times \text{tokens per second}}{\text{peak FLOP/s}}
 
-   and the *GEMM-bound time* of an epoch, the time it would take if every
-   product ran at its measured rate and nothing else cost anything, is the
-   lower limit that the model's arithmetic sets on this machine.
-4. **Decoding**: greedy and beam-5 sentences per second, and ConvS2S
-   incremental against full-recompute greedy decoding at target lengths 20,
-   50, 100, 200 (:func:`convs2s_edu.lab.timing.time_incremental_vs_full`).
-5. **Where the time goes**: a :mod:`torch.profiler` table of a few eager
-   training steps per model (top rows by self CPU time, or CUDA time on a GPU).
-6. **Parallel hardware** (on a CPU): training throughput of both models at every
-   thread count from 1 to the usable cores, interleaved
-   (:func:`convs2s_edu.lab.timing.measure_threads`), with the verdict at each
-   (:func:`~convs2s_edu.lab.timing.thread_verdict`).
+   and the *GEMM-bound time* of an epoch, the time it would take if every product ran at
+   its measured rate and nothing else cost anything, is the lower limit that the model's
+   arithmetic sets on this machine.
+4. **Decoding**: greedy and beam-5 sentences per second, and ConvS2S incremental against
+   full-recompute greedy decoding (:func:`~convs2s_edu.lab.timing.time_incremental_vs_full`).
+5. **Where the time goes**: a :mod:`torch.profiler` table of a few eager training steps
+   per model (top rows by self CPU time, or CUDA time on a GPU).
+6. **Parallel hardware** (on a CPU): training throughput of both models at every thread
+   count, and the verdict at each (:func:`~convs2s_edu.lab.timing.measure_threads`).
 
-Models are untrained (how long a step takes does not depend on the weights);
-the decoding rates of an untrained model decode to the length limit (source
-length + 1), which a trained one also reaches on this task.
+Models are untrained (how long a step takes does not depend on the weights); an untrained model
+decodes to the length limit (source length + 1), which a trained one also reaches on this task.
 """
 
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import torch
+from torch.utils.benchmark import Timer, timer
 
 from ..convs2s import ConvS2S
 from ..decode import beam_search, greedy_decode
+from ..fast import paths as execution
 from ..loss import sequence_loss
-from ..training import paths as execution
 from ..training.config import TrainConfig, build_model, make_datasets
 from ..training.device import resolve_device, synchronize
 from ..training.step import make_train_step
+from .compare import format_threads
 from .timing import (
     measure_threads,
     thread_verdict,
@@ -71,8 +61,8 @@ __all__ = ["BenchBudget", "run_bench", "format_bench", "gemm_shapes", "measured_
 
 @dataclass
 class BenchBudget:
-    """How much the bench times: the full budget, or ``BenchBudget.quick()`` (tests, quick
-    site)."""
+    """How much the bench times: the full budget, or ``BenchBudget.quick()`` (the tests, the
+    quick site)."""
 
     n_batches: int = 4
     steps_per_window: int = 2
@@ -99,7 +89,6 @@ class BenchBudget:
             beam_sentences=4,
             incremental_lengths=(20, 50),
             incremental_batch=4,
-            incremental_repeats=1,
             profile_steps=1,
             peak_repeats=2,
             batch_size=32,
@@ -110,10 +99,11 @@ class BenchBudget:
 def gemm_shapes(model, batch) -> list[tuple[int, int, int]]:
     """The ``(m, k, n)`` of every matrix product of one training step.
 
-    ConvS2S's convolutions are among them: :class:`~convs2s_edu.convs2s.WindowConv1d`
-    computes a 1-D convolution of ``C_in -> C_out`` channels, kernel ``k``, over
-    ``B x T`` output positions as the GEMM ``(B T) x (k C_in) . (k C_in) x C_out``, and
-    its backward as two more products of the same FLOPs (input and weight gradients).
+    ConvS2S's convolutions are among them: a 1-D convolution of ``C_in -> C_out`` channels,
+    kernel ``k``, over ``B x T`` output positions is the GEMM
+    ``(B T) x (k C_in) . (k C_in) x C_out`` (as :class:`~convs2s_edu.fast.FastConvBlock`
+    computes it; a :class:`torch.nn.Conv1d` is recorded as that product), and its backward two
+    more products of the same FLOPs (input and weight gradients).
     """
     from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -122,15 +112,20 @@ def gemm_shapes(model, batch) -> list[tuple[int, int, int]]:
 
     class Record(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
             p = func._overloadpacket
-            if p in (aten.mm, aten.addmm):
-                a, b = (args[0], args[1]) if p is aten.mm else (args[1], args[2])
-                shapes.append((a.shape[0], a.shape[1], b.shape[1]))
-            elif p in (aten.bmm, aten.baddbmm):
-                a, b = (args[0], args[1]) if p is aten.bmm else (args[1], args[2])
-                shapes.extend([(a.shape[1], a.shape[2], b.shape[2])] * a.shape[0])
-            return func(*args, **kwargs)
+            if p in (aten.mm, aten.addmm, aten.bmm, aten.baddbmm):
+                a, b = args[:2] if p in (aten.mm, aten.bmm) else args[1:3]
+                n = a.shape[0] if a.dim() == 3 else 1  # a bmm is a batch of n products
+                shapes.extend([(a.shape[-2], a.shape[-1], b.shape[-1])] * n)
+            elif p is aten.convolution:  # weight (C_out, C_in, k) -> output (B, C_out, T)
+                y, w = func(*args, **(kwargs or {})), args[1]
+                shapes.append((y.shape[0] * y.shape[2:].numel(), w[0].numel(), w.shape[0]))
+                return y
+            elif p is aten.convolution_backward:  # grad_output, input, weight, ..., output_mask
+                g, w, mask = args[0], args[2], args[10]
+                bt, kc = g.shape[0] * g.shape[2:].numel(), w[0].numel()
+                shapes.extend([(bt, w.shape[0], kc)] * mask[0] + [(kc, bt, w.shape[0])] * mask[1])
+            return func(*args, **(kwargs or {}))
 
     model.train()
     batch = batch.to(next(model.parameters()).device)
@@ -143,31 +138,21 @@ def gemm_shapes(model, batch) -> list[tuple[int, int, int]]:
 def measured_peak(shapes: Sequence[tuple[int, int, int]], device, repeats: int = 5) -> dict:
     """Time a dense float32 ``torch.mm`` of every distinct ``(m, k, n)``; the best is the peak.
 
-    Returns ``{"peak_flops": ..., "shape": (m, k, n), "gemm_seconds_per_step": ...}``,
-    the last being the seconds the step's products take at their measured rates.
+    Each shape is timed ``repeats`` times by :meth:`torch.utils.benchmark.Timer.timeit`, each
+    timing of enough products for about 0.2 GFLOP; its fastest timing gives its rate. Returns
+    ``{"peak_flops": ..., "shape": (m, k, n), "gemm_seconds_per_step": ...}``, the last being
+    the seconds the step's products take at their measured rates.
     """
     device = torch.device(device)
     rates = {}
     for m, k, n in sorted(set(shapes)):
-        a = torch.randn(m, k, device=device)
-        b = torch.randn(k, n, device=device)
+        mats = {"a": torch.randn(m, k, device=device), "b": torch.randn(k, n, device=device)}
         reps = max(1, min(200, int(2e8 // max(1, 2 * m * k * n))))  # ~0.2 GFLOP per timing
-        best = float("inf")
-        for _ in range(repeats + 1):  # the first is a warm-up
-            synchronize(device)
-            t0 = time.perf_counter()
-            for _ in range(reps):
-                torch.mm(a, b)
-            synchronize(device)
-            best = min(best, (time.perf_counter() - t0) / reps)
-        rates[(m, k, n)] = 2 * m * k * n / best
+        t = Timer("torch.mm(a, b)", globals=mats, num_threads=torch.get_num_threads())
+        rates[(m, k, n)] = 2 * m * k * n / min(t.timeit(reps).median for _ in range(repeats))
     shape = max(rates, key=rates.get)
-    gemm_seconds = sum(2 * m * k * n / rates[(m, k, n)] for m, k, n in shapes)
-    return {
-        "peak_flops": rates[shape],
-        "shape": list(shape),
-        "gemm_seconds_per_step": gemm_seconds,
-    }
+    gemm = sum(2 * m * k * n / rates[(m, k, n)] for m, k, n in shapes)
+    return {"peak_flops": rates[shape], "shape": list(shape), "gemm_seconds_per_step": gemm}
 
 
 def _profile(step, batches, steps: int, device) -> str:
@@ -183,18 +168,17 @@ def _profile(step, batches, steps: int, device) -> str:
 
 
 def _decode_rates(model, test_ds, budget: BenchBudget, device) -> dict:
+    """Greedy and beam-5 sentences per second, by the median of a
+    :meth:`~torch.utils.benchmark.Timer.blocked_autorange`."""
     out = {}
     for name, n, fn in (
         ("greedy", budget.decode_sentences, greedy_decode),
         ("beam5", budget.beam_sentences, lambda m, s: beam_search(m, s, beam_size=5)),
     ):
         batch = test_ds.collate([test_ds[j] for j in range(min(n, len(test_ds)))]).to(device)
-        fn(model, batch.src[:2])  # warm-up
-        synchronize(device)
-        t0 = time.perf_counter()
-        fn(model, batch.src)
-        synchronize(device)
-        out[f"{name}_sentences_per_second"] = batch.src.shape[0] / (time.perf_counter() - t0)
+        scope = {"fn": fn, "model": model, "src": batch.src}
+        t = Timer("fn(model, src)", globals=scope, num_threads=torch.get_num_threads())
+        out[f"{name}_sentences_per_second"] = len(batch.src) / t.blocked_autorange().median
     return out
 
 
@@ -205,7 +189,6 @@ def _choose_paths(paths, dev, budget: BenchBudget) -> tuple[list, dict]:
     if paths is None:
         chosen = runnable
         if budget.is_quick and dev.type == "cpu":
-            # compiling takes minutes on a small CPU: quick runs time eager paths only
             chosen = [p for p in runnable if not p.compile]
             why = "not timed in quick mode on a CPU (compile time)"
             skipped.update({p.name: why for p in runnable if p.compile})
@@ -239,35 +222,28 @@ def _measure_model(cfg: TrainConfig, batches, budget: BenchBudget, dev) -> dict:
         "decoding": _decode_rates(ref, make_datasets(cfg)[2], budget, dev),
     }
     if cfg.model == "convs2s":
-        long = ConvS2S(ref.cfg.replace(max_positions=max(budget.incremental_lengths) + 1))
-        entry["incremental"] = time_incremental_vs_full(
-            long.to(dev),
-            budget.incremental_lengths,
-            budget.incremental_batch,
-            budget.incremental_repeats,
-        )
+        lengths = budget.incremental_lengths
+        long = ConvS2S(ref.cfg.replace(max_positions=max(lengths) + 1)).to(dev)
+        batch, repeats = budget.incremental_batch, budget.incremental_repeats
+        entry["incremental"] = time_incremental_vs_full(long, lengths, batch, repeats)
     return entry
 
 
 def _path_step(cfg: TrainConfig, path, dev):
     """A fresh model of ``cfg`` on ``path`` and its training step."""
     torch.manual_seed(cfg.seed)
-    model = build_model(cfg).to(dev)
-    if path.compile:
-        execution.apply_compile(model, path.compile_mode)
+    model = execution.apply_path(build_model(cfg).to(dev), path)
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     return make_train_step(model, optimizer, cfg.clip_norm, path.precision)
 
 
-def _timed_warmup(run, dev, seconds: dict, key: str):
-    """``run`` (an untimed warm-up of the interleaved measurement) with its own clock: the
-    compile time of a compiled path shows there."""
+def _timed_warmup(run, seconds: dict, key: str):
+    """``run``, a warm-up, with its own clock: the compile time of a compiled path shows there."""
 
     def timed() -> None:
-        t0 = time.perf_counter()
+        t0 = timer()
         run()
-        synchronize(dev)
-        seconds[key] = time.perf_counter() - t0
+        seconds[key] = timer() - t0
 
     return timed
 
@@ -300,36 +276,19 @@ def run_bench(
     out=None,
     profile: bool = True,
 ) -> dict:
-    """Measure ``models`` on ``paths`` (default: every path this device can run).
+    """Measure ``models`` (names of :data:`~convs2s_edu.training.config.MODEL_NAMES`, at the
+    seed's configuration) on ``paths`` (:class:`~convs2s_edu.fast.paths.ExecutionPath` or
+    their names, ``"eager-fp32"``, ``"compile-fp32"``, ...; default every path ``device``
+    can run). ``budget`` sets how much is timed (default ``BenchBudget.quick()`` with
+    ``quick``, else the full one); ``out``: a JSON file to write the result to; ``profile``:
+    include the profiler tables.
 
-    Parameters
-    ----------
-    models : sequence of str
-        Names of :data:`~convs2s_edu.training.config.MODEL_NAMES`, at the seed's configuration.
-    paths : sequence of :class:`~convs2s_edu.training.paths.ExecutionPath` or str, optional
-        Paths or their names (``"eager-fp32"``, ``"compile-fp32"``, ...);
-        default :func:`~convs2s_edu.training.paths.available_paths`.
-    device : str
-        ``"auto"``, ``"cpu"``, ``"cuda"``...
-    quick : bool
-        Small budgets (``BenchBudget.quick()``): seconds, for tests and the quick site.
-    budget : BenchBudget, optional
-        Overrides ``quick``.
-    out : str or Path, optional
-        Write the result as JSON here.
-    profile : bool
-        Include the profiler tables.
-
-    Returns
-    -------
-    dict
-        ``machine``, ``paths``, ``skipped_paths``, per model ``models[name]``:
-        ``flops_per_token``, ``peak``, ``paths[path]`` (``tokens_per_second``
-        median/min/max, ``fraction_of_peak``, ``warmup_seconds``,
-        ``speedup_vs_eager``), decoding rates, ``incremental`` (ConvS2S) and
-        ``profile`` (text); ``fastest`` per model, the raw
-        :class:`~convs2s_edu.lab.timing.SpeedMeasurement`, and on a CPU ``threads``
-        (:meth:`~convs2s_edu.lab.timing.ThreadScaling.to_dict` and its ``verdict``).
+    Returns a dict: ``machine``, ``paths``, ``skipped_paths``, per model ``models[name]``:
+    ``flops_per_token``, ``peak``, ``paths[path]`` (``tokens_per_second`` median/min/max,
+    ``fraction_of_peak``, ``warmup_seconds``, ``speedup_vs_eager``), decoding rates,
+    ``incremental`` (ConvS2S), ``profile`` (text) and ``fastest``; ``measurement``, the raw
+    :class:`~convs2s_edu.lab.timing.SpeedMeasurement`; on a CPU ``threads``
+    (:meth:`~convs2s_edu.lab.timing.ThreadScaling.to_dict`, its ``verdict`` and ``table``).
     """
     budget = budget or (BenchBudget.quick() if quick else BenchBudget())
     dev = resolve_device(device)
@@ -354,34 +313,23 @@ def run_bench(
             step = _path_step(cfg, p, dev)
             windows[key] = window_runner(step, batches, budget.steps_per_window)
             warm = warmup_runner(step, batches, budget.warmup_steps)
-            warmups[key] = _timed_warmup(warm, dev, warm_seconds, key)
+            warmups[key] = _timed_warmup(warm, warm_seconds, key)
             if profile and p == execution.ExecutionPath():
                 entry["profile"] = _profile(step, batches, budget.profile_steps, dev)
 
-    m = time_interleaved(
-        windows,
-        budget.n_rounds,
-        dev,
-        warmup=warmups,
-        steps_per_window=budget.steps_per_window,
-        warmup_steps=budget.warmup_steps,
-    )
-    result["machine"] = {**asdict(m.machine), "load": m.machine.load}
-    result["machine"]["describe"] = m.machine.describe()
+    steps = {"steps_per_window": budget.steps_per_window, "warmup_steps": budget.warmup_steps}
+    m = time_interleaved(windows, budget.n_rounds, dev, warmup=warmups, **steps)
+    result["measurement"] = m.to_dict()
+    result["machine"] = {**result["measurement"]["machine"], "describe": m.machine.describe()}
     for name in models:
         _path_rows(result["models"][name], name, chosen, m, warm_seconds)
-    result["measurement"] = m.to_dict()
     if dev.type == "cpu" and len(models) >= 2:
         cfg = TrainConfig(device="cpu", batch_size=budget.batch_size or 128)
-        scaling = measure_threads(
-            cfg,
-            models,
-            steps_per_window=budget.steps_per_window,
-            n_rounds=max(budget.n_rounds, 2),
-            warmup_steps=budget.warmup_steps,
-            n_batches=budget.n_batches,
-        )
-        result["threads"] = {**scaling.to_dict(), "verdict": thread_verdict(scaling).text}
+        n = {"n_rounds": max(budget.n_rounds, 2), "n_batches": budget.n_batches}
+        scaling = measure_threads(cfg, models, **steps, **n)
+        v = thread_verdict(scaling)
+        table = format_threads(scaling, verdict=v)
+        result["threads"] = {**scaling.to_dict(), "verdict": v.text, "table": table}
     if out is not None:
         with open(out, "w") as f:
             json.dump(result, f, indent=2, default=str)
@@ -406,44 +354,25 @@ def format_bench(result: dict, profile: bool = True) -> str:
             )
     lines.append("")
     for name, e in result["models"].items():
-        pk = e["peak"]
+        pk, dec = e["peak"], e["decoding"]
         lines.append(
             f"{name}: measured peak {pk['peak_flops'] / 1e9:,.1f} GFLOP/s "
             f"(dense fp32 mm {tuple(pk['shape'])}), fastest path {e['fastest']}, "
-            f"greedy {e['decoding']['greedy_sentences_per_second']:,.1f} sentences/s, "
-            f"beam 5 {e['decoding']['beam5_sentences_per_second']:,.1f} sentences/s"
+            f"greedy {dec['greedy_sentences_per_second']:,.1f} sentences/s, "
+            f"beam 5 {dec['beam5_sentences_per_second']:,.1f} sentences/s"
         )
-    for name, e in result["models"].items():
-        for r in e.get("incremental", []):
-            lines.append(
-                f"{name} greedy decoding T={r['target_len']:>3}: full recompute "
-                f"{r['seconds_full']:.3f} s, incremental {r['seconds_incremental']:.3f} s"
-                f" ({r['speedup']:.1f}x)"
-            )
+    lines += [
+        f"{name} greedy decoding T={r['target_len']:>3}: full recompute "
+        f"{r['seconds_full']:.3f} s, incremental {r['seconds_incremental']:.3f} s"
+        f" ({r['speedup']:.1f}x)"
+        for name, e in result["models"].items()
+        for r in e.get("incremental", [])
+    ]
     if result.get("threads"):
-        th = result["threads"]
-        lines.append("")
-        lines.append("training tokens/s by PyTorch thread count (interleaved, eager fp32):")
-        for t in th["thread_counts"]:
-            p = th["points"][str(t)]
-            cells = [
-                f"{n} {p['throughput'][n]['median']:,.0f} "
-                f"({p['throughput'][n]['min']:,.0f}-{p['throughput'][n]['max']:,.0f})"
-                for n in th["models"]
-            ]
-            ratios = [f"{n}/{th['models'][0]} {p['ratio'][n]['median']:.2f}" for n in p["ratio"]]
-            lines.append(f"  {t:>2} thread(s): " + "; ".join(cells) + "; " + ", ".join(ratios))
-        lines.append(th["verdict"])
+        lines += ["", "eager fp32 " + result["threads"]["table"]]
     if result["skipped_paths"]:
-        lines.append("")
-        for p, why in result["skipped_paths"].items():
-            lines.append(f"not run: {p}: {why}")
-    if profile:
-        for name, e in result["models"].items():
-            if "profile" in e:
-                lines += [
-                    "",
-                    f"{name}: where the time of eager fp32 training steps goes",
-                    e["profile"],
-                ]
+        lines += [""] + [f"not run: {p}: {why}" for p, why in result["skipped_paths"].items()]
+    tables = {n: e["profile"] for n, e in result["models"].items() if "profile" in e}
+    for name, table in tables.items() if profile else ():
+        lines += ["", f"{name}: where the time of eager fp32 training steps goes", table]
     return "\n".join(lines)

@@ -1,17 +1,10 @@
 """The seed's central measurement: both models, same data, same epochs, side by side.
 
-:func:`compare` trains (or loads from the cache) a ConvS2S and a GRU model
-with one :class:`~convs2s_edu.TrainConfig` that differs only in
-``model``, scores both on the same test set, and times both *interleaved*
-(:func:`convs2s_edu.lab.timing.measure_threads` on a CPU, at every thread count;
-:func:`~convs2s_edu.lab.timing.measure_config` on a GPU): the speed figures come
-from those alternating windows of training steps, measured in one process on the
-same batches, not from the two training runs, which ran at different times and
-may have shared the machine with different programs. With a learning curve
-(``TrainConfig.eval_every``) it also gives the convergence speed
-(:func:`convs2s_edu.lab.convergence.convergence`). :func:`format_table` prints
-the rows, :func:`format_speed` the measurement and its verdict,
-:func:`format_threads` the speed at every thread count.
+:func:`compare` trains (or loads) both models with one :class:`~convs2s_edu.TrainConfig`, scores
+them on the same test set, times them *interleaved* (:mod:`convs2s_edu.lab.timing`) and, with a
+learning curve, reads their convergence speed (:mod:`convs2s_edu.lab.convergence`). The speed
+figures come from the alternating windows, not from the two training runs, which ran at
+different times and may have shared the machine with different programs.
 """
 
 from __future__ import annotations
@@ -66,8 +59,7 @@ COLUMNS = [
 ]
 #: Columns of :func:`format_table` without one: the training run's own clock.
 RUN_COLUMNS = [
-    ("model", "model", "{}"),
-    ("n_parameters", "params", "{:,}"),
+    *COLUMNS[:2],
     ("run_sec_per_epoch", "s/epoch (this run)", "{:.2f}"),
     ("run_tokens_per_second", "tokens/s (this run)", "{:,.0f}"),
     *COLUMNS[5:],
@@ -80,35 +72,26 @@ def epoch_tokens(cfg: TrainConfig) -> int:
     return sum(len(y) + 1 for _, y in make_datasets(cfg)[0].examples)
 
 
+def _timed_on(machine) -> str:
+    """The hardware label of a measurement: its thread count on a CPU, else the device."""
+    return hardware_label(machine.threads) if machine.device == "cpu" else machine.device
+
+
 def summarise(
     result: TrainResult,
     test_set=None,
     beam_size: int = 1,
     measurement: SpeedMeasurement | None = None,
 ) -> dict:
-    """One row of the speed table for a trained model.
-
-    Parameters
-    ----------
-    result : TrainResult
-    test_set : SortingDataset, optional
-        Defaults to the test set of ``result.config``.
-    beam_size : int
-        1 for greedy decoding.
-    measurement : SpeedMeasurement, optional
-        An interleaved measurement that includes ``result.config.model``.
-
-    Returns
-    -------
-    dict
-        ``model``, ``device``, ``n_parameters``, ``epochs``, ``final_train_loss``,
-        ``final_valid_loss``, ``exact_match``, ``token_accuracy``, and the
-        training run's own clock, ``run_sec_per_epoch`` (median over epochs),
-        ``run_total_seconds`` and ``run_tokens_per_second`` (median). With
-        ``measurement``: ``tokens_per_second`` (median over its windows),
-        ``tokens_per_second_range`` (min, max) and ``sec_per_epoch``: the
-        epoch's target tokens divided by that median.
-    """
+    """One row of the speed table for a trained model, scored on ``test_set`` (default the test
+    set of ``result.config``) with beam size ``beam_size`` (1: greedy decoding): a dict of
+    ``model``, ``device``, ``n_parameters``, ``epochs``, ``final_train_loss``,
+    ``final_valid_loss``, ``exact_match``, ``token_accuracy``, and the training run's own clock,
+    ``run_sec_per_epoch`` (median over epochs), ``run_total_seconds`` and
+    ``run_tokens_per_second`` (median). With ``measurement`` (an interleaved measurement that
+    includes the model): ``tokens_per_second`` (median over its windows),
+    ``tokens_per_second_range`` (min, max), ``sec_per_epoch`` (the epoch's target tokens divided
+    by that median) and ``timed_on`` (its hardware label)."""
     h = result.history
     if test_set is None:
         test_set = make_datasets(result.config)[2]
@@ -131,35 +114,27 @@ def summarise(
         row["tokens_per_second"] = t.median
         row["tokens_per_second_range"] = (t.min, t.max)
         row["sec_per_epoch"] = epoch_tokens(result.config) / t.median
-        row["timed_on"] = (
-            hardware_label(measurement.machine.threads)
-            if measurement.machine.device == "cpu"
-            else measurement.machine.device
-        )
+        row["timed_on"] = _timed_on(measurement.machine)
     return row
+
+
+def _verdict_dict(v: SpeedVerdict, by_threads: bool = True) -> dict:
+    d = {"ok": v.ok, "resolved": v.resolved, "text": v.text, "faster": v.faster}
+    if by_threads:
+        d["by_threads"] = {str(t): _verdict_dict(x, False) for t, x in v.by_threads.items()}
+    return d
 
 
 @dataclass
 class Comparison:
     """What :func:`compare` returns.
 
-    Attributes
-    ----------
-    rows : list of dict
-        :func:`summarise` of every model, with the interleaved speed figures.
-    results : dict of str to TrainResult
-        The trained models.
-    speed : SpeedMeasurement or None
-        The interleaved measurement at this process's thread count (``None`` when
-        ``measure=False``).
-    verdict : SpeedVerdict or None
-        :func:`~convs2s_edu.lab.timing.thread_verdict` of ``threads`` (CPU) or
-        :func:`~convs2s_edu.lab.timing.speed_verdict` of ``speed`` (GPU).
-    threads : ThreadScaling or None
-        The measurement at every thread count (CPU only).
-    convergence : list of dict or None
-        :func:`~convs2s_edu.lab.convergence.convergence` of the runs, with seconds
-        from the interleaved windows (``None`` without a learning curve).
+    ``rows``: :func:`summarise` of every model; ``results``: the trained runs by name;
+    ``speed``: the interleaved measurement at this process's thread count (``None`` when
+    ``measure=False``); ``verdict``: :func:`~convs2s_edu.lab.timing.thread_verdict` (CPU) or
+    :func:`~convs2s_edu.lab.timing.speed_verdict` (GPU); ``threads``: the
+    :class:`~convs2s_edu.lab.timing.ThreadScaling` (CPU only); ``convergence``: the runs'
+    :func:`~convs2s_edu.lab.convergence.convergence` (``None`` without learning curves).
     """
 
     rows: list
@@ -171,29 +146,12 @@ class Comparison:
 
     def to_dict(self) -> dict:
         """Rows, measurements, verdict and convergence as plain JSON-ready data."""
-        verdict = None
-        if self.verdict is not None:
-            verdict = {
-                "ok": self.verdict.ok,
-                "resolved": self.verdict.resolved,
-                "text": self.verdict.text,
-                "faster": self.verdict.faster,
-                "by_threads": {
-                    str(t): {
-                        "ok": v.ok,
-                        "resolved": v.resolved,
-                        "text": v.text,
-                        "faster": v.faster,
-                    }
-                    for t, v in self.verdict.by_threads.items()
-                },
-            }
         return {
             "config": next(iter(self.results.values())).config.to_dict() if self.results else None,
             "rows": self.rows,
             "speed": None if self.speed is None else self.speed.to_dict(),
             "threads": None if self.threads is None else self.threads.to_dict(),
-            "verdict": verdict,
+            "verdict": None if self.verdict is None else _verdict_dict(self.verdict),
             "convergence": self.convergence,
         }
 
@@ -211,17 +169,14 @@ def compare(
     threads=None,
 ) -> Comparison:
     """Train every model in ``models`` (default: ConvS2S and the GRU) with ``cfg`` (only
-    ``model`` changes), score each, time them interleaved and read their convergence
-    speed.
+    ``model`` changes), score each, time them interleaved and read their convergence speed.
 
-    With ``use_cache`` the runs come from (and go to)
-    :func:`~convs2s_edu.train_or_load`'s cache. The speed figures come from
-    :func:`~convs2s_edu.lab.timing.measure_threads` at the thread counts ``threads``
-    (default every count from 1 to the usable cores) on a CPU, and from
-    :func:`~convs2s_edu.lab.timing.measure_config` on a GPU (``steps_per_window``,
-    ``n_rounds``, ``warmup_steps``), measured afresh on every call; ``max_spread`` goes
-    to the verdict. The rows' speed columns are those at this process's thread count
-    (:func:`torch.get_num_threads`) when it was measured, else at the first count.
+    With ``use_cache`` the runs come from (and go to) :func:`~convs2s_edu.train_or_load`'s
+    cache. The speed figures, measured afresh on every call, come from
+    :func:`~convs2s_edu.lab.timing.measure_threads` at the thread counts ``threads`` (default
+    all) on a CPU, and from :func:`~convs2s_edu.lab.timing.measure_config` on a GPU
+    (``steps_per_window``, ``n_rounds``, ``warmup_steps``); ``max_spread`` goes to the verdict.
+    The rows' speed columns are at this process's thread count if measured, else at the first.
     """
     cfg = cfg if cfg is not None else TrainConfig()
     check_int("n_rounds", n_rounds, 2)  # before any training
@@ -233,12 +188,8 @@ def compare(
     if threads is not None:  # checked before anything trains
         threads = [check_int("thread count", t, 1, usable_cores()) for t in threads]
     test_set = make_datasets(cfg)[2]
-    results = {}
-    for name in models:
-        run_cfg = cfg.replace(model=name)
-        results[name] = (
-            train_or_load(run_cfg, progress) if use_cache else train(run_cfg, progress=progress)
-        )
+    fit = lambda c: train_or_load(c, progress) if use_cache else train(c, progress=progress)
+    results = {name: fit(cfg.replace(model=name)) for name in models}
     m = verdict = scaling = None
     per_step, unsteady = {}, []
     if measure and len(models) >= 2:
@@ -248,13 +199,12 @@ def compare(
             now = torch.get_num_threads()
             m = scaling.at(now if now in scaling.thread_counts else scaling.thread_counts[0])
             verdict = thread_verdict(scaling, max_spread=max_spread)
-            per_step = seconds_per_step(scaling)
             unsteady = [hardware_label(t) for t, v in verdict.by_threads.items() if not v.ok]
         else:
             m = measure_config(cfg, models, warmup_steps=warmup_steps, **budget)
             verdict = speed_verdict(m, max_spread=max_spread)
-            per_step = seconds_per_step(m)
-            unsteady = [] if verdict.ok else list(next(iter(per_step.values())))
+            unsteady = [] if verdict.ok else [_timed_on(m.machine)]
+        per_step = seconds_per_step(scaling or m)
     rows = [summarise(results[name], test_set, measurement=m) for name in models]
     curves = all(r.history.evals for r in results.values())
     conv = convergence(results, per_step, unsteady=unsteady) if curves else None
@@ -265,30 +215,22 @@ def seconds_per_step(measured: SpeedMeasurement | ThreadScaling) -> dict:
     """Per model, the median seconds per training step of an interleaved measurement, by the
     hardware it ran on (:func:`~convs2s_edu.lab.convergence.hardware_label`): what
     :func:`~convs2s_edu.lab.convergence.convergence` turns steps into seconds with."""
-    if isinstance(measured, ThreadScaling):
-        return {
-            n: {
-                hardware_label(t): measured.at(t).seconds_per_step(n).median
-                for t in measured.thread_counts
-            }
-            for n in measured.models
-        }
-    mach = measured.machine
-    where = hardware_label(mach.threads) if mach.device == "cpu" else mach.device
-    return {n: {where: measured.seconds_per_step(n).median} for n in measured.models}
+    at = (
+        {hardware_label(t): measured.at(t) for t in measured.thread_counts}
+        if isinstance(measured, ThreadScaling)
+        else {_timed_on(measured.machine): measured}
+    )
+    return {n: {w: m.seconds_per_step(n).median for w, m in at.items()} for n in measured.models}
 
 
 def format_table(rows: list[dict]) -> str:
-    """The rows as an aligned text table.
-
-    Rows with interleaved speed figures (``tokens_per_second``) show those;
-    otherwise the training run's own clock, marked "(this run)".
-    """
+    """The rows as an aligned text table: their interleaved speed figures when every row
+    has them (``tokens_per_second``), else the training runs' own clocks, "(this run)"."""
     columns = COLUMNS if all("tokens_per_second" in r for r in rows) else RUN_COLUMNS
     header = [h for _, h, _ in columns]
     body = [[fmt.format(row[key]) for key, _, fmt in columns] for row in rows]
     widths = [max(len(x) for x in col) for col in zip(header, *body)]
-    line = lambda cells: "  ".join(c.rjust(w) for c, w in zip(cells, widths))  # noqa: E731
+    line = lambda cells: "  ".join(c.rjust(w) for c, w in zip(cells, widths))
     return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, body)])
 
 
@@ -301,53 +243,32 @@ def format_speed(
     """The interleaved measurement in a few lines: method, per-model throughput with its
     range, every model's throughput ratio to the first with its range, the verdict, the
     machine; long lines wrapped at ``width``."""
-    labels = labels or {}
-    lab = lambda n: labels.get(n, n)  # noqa: E731
-
-    def fill(text, indent=""):
-        return textwrap.fill(text, width, subsequent_indent=indent)
-
-    mach = m.machine
-    out = [
-        fill(
-            f"speed, measured interleaved: {m.n_rounds} windows of {m.steps_per_window} "
-            f"training steps per model, in the order {', '.join(map(lab, m.models))}, then "
-            f"back, on the same batches, after {m.warmup_steps} warm-up steps"
-        )
-    ]
-    name_width = max(len(lab(n)) for n in m.models)
-    for n in m.models:
-        t = m.throughput[n]
-        out.append(
-            fill(
-                f"  {lab(n):{name_width}s} {t.median:>8,.0f} tokens/s  "
-                f"(windows {t.min:,.0f}-{t.max:,.0f}, spread {t.spread:.2f}x)",
-                "    ",
-            )
-        )
-    ref = m.models[0]
-    for n in m.models[1:]:
-        r = m.ratios[n]
-        out.append(
-            fill(
-                f"  throughput ratio {lab(n)} / {lab(ref)}: {r.median:.2f} (per round "
-                f"{r.min:.2f}-{r.max:.2f}; above 1: {lab(n)} faster)",
-                "    ",
-            )
-        )
-    if verdict is not None:
-        out.append(fill(verdict.text))
-    load = lambda x: "unknown" if x is None else f"{x:.2f}"  # noqa: E731
-    out.append(
-        fill(
-            f"machine: {mach.cpu}; {mach.cores} cores usable, {mach.threads} PyTorch "
-            f"thread(s), OMP_WAIT_POLICY={mach.omp_wait_policy or 'unset'}; device "
-            f"{mach.device}; torch {mach.torch_version}; load average "
-            f"{load(mach.load_before)} before, {load(mach.load_after)} after",
-            "    ",
-        )
+    lab = lambda n: (labels or {}).get(n, n)
+    mach, t, r, w = m.machine, m.throughput, m.ratios, max(len(lab(n)) for n in m.models)
+    load = lambda x: "unknown" if x is None else f"{x:.2f}"
+    head = (
+        f"speed, measured interleaved: {m.n_rounds} windows of {m.steps_per_window} "
+        f"training steps per model, in the order {', '.join(map(lab, m.models))}, then "
+        f"back, on the same batches, after {m.warmup_steps} warm-up steps"
     )
-    return "\n".join(out)
+    indented = [
+        f"  {lab(n):{w}s} {t[n].median:>8,.0f} tokens/s  (windows {t[n].min:,.0f}-"
+        f"{t[n].max:,.0f}, spread {t[n].spread:.2f}x)"
+        for n in m.models
+    ] + [
+        f"  throughput ratio {lab(n)} / {lab(m.models[0])}: {r[n].median:.2f} (per round "
+        f"{r[n].min:.2f}-{r[n].max:.2f}; above 1: {lab(n)} faster)"
+        for n in m.models[1:]
+    ]
+    machine = (
+        f"machine: {mach.cpu}; {mach.cores} cores usable, {mach.threads} PyTorch thread(s), "
+        f"OMP_WAIT_POLICY={mach.omp_wait_policy or 'unset'}; device {mach.device}; torch "
+        f"{mach.torch_version}; load average {load(mach.load_before)} before, "
+        f"{load(mach.load_after)} after"
+    )
+    fill = lambda text, indent="    ": textwrap.fill(text, width, subsequent_indent=indent)
+    verdict_line = [] if verdict is None else [fill(verdict.text, "")]
+    return "\n".join([fill(head, ""), *map(fill, indented), *verdict_line, fill(machine)])
 
 
 def format_threads(
@@ -356,8 +277,7 @@ def format_threads(
     """Throughput at every thread count: one line per count with each model's median and
     window range and the ratio of every model to the first (median and range over rounds),
     then the verdict."""
-    labels = labels or {}
-    lab = lambda n: labels.get(n, n)  # noqa: E731
+    lab = lambda n: (labels or {}).get(n, n)
     ref = scaling.models[0]
     out = [
         f"training throughput (target tokens/s, padding excluded) by PyTorch thread count, "
@@ -366,18 +286,14 @@ def format_threads(
     for t in scaling.thread_counts:
         m = scaling.at(t)
         cells = [
-            f"{lab(n)} {m.throughput[n].median:,.0f} ({m.throughput[n].min:,.0f}-"
-            f"{m.throughput[n].max:,.0f})"
-            for n in scaling.models
+            f"{lab(n)} {s.median:,.0f} ({s.min:,.0f}-{s.max:,.0f})"
+            for n, s in ((n, m.throughput[n]) for n in scaling.models)
         ]
         ratios = [
-            f"{lab(n)}/{lab(ref)} {m.ratios[n].median:.2f} ({m.ratios[n].min:.2f}-"
-            f"{m.ratios[n].max:.2f})"
-            for n in scaling.models[1:]
+            f"{lab(n)}/{lab(ref)} {r.median:.2f} ({r.min:.2f}-{r.max:.2f})"
+            for n, r in ((n, m.ratios[n]) for n in scaling.models[1:])
         ]
-        out.append(
-            f"  {hardware_label(t):>10s}: " + "; ".join(cells) + "; ratio " + ", ".join(ratios)
-        )
+        out.append(f"  {hardware_label(t):>10s}: {'; '.join(cells)}; ratio {', '.join(ratios)}")
     if verdict is not None:
         out.append(textwrap.fill(verdict.text, 99))
     return "\n".join(out)

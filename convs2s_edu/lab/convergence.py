@@ -1,23 +1,18 @@
 r"""Convergence speed: the optimiser steps, examples and seconds a model needs to learn the task.
 
-The seed notebook asks for two measurements: time per epoch and *convergence
-speed*. The first is a property of the hardware and the model's arithmetic; the
-second also of the recipe and of how much each step teaches. For every model,
-:func:`convergence` reads off the learning curve that training records
-(:attr:`History.evals <convs2s_edu.training.History>`, every
-``TrainConfig.eval_every`` steps) the first evaluation at which held-out exact
-match reached each level of :data:`LEVELS`, and gives
+The seed notebook asks for two measurements: time per epoch and *convergence speed*. The first
+is a property of the hardware and the model's arithmetic; the second also of the recipe and of
+how much each step teaches. For every model, :func:`convergence` reads off the learning curve
+that training records (:attr:`History.evals <convs2s_edu.training.History>`, every
+``TrainConfig.eval_every`` steps) the first evaluation at which held-out exact match reached
+each level of :data:`LEVELS` (``None``: never reached within the run), and gives
 
-* **steps**: that evaluation's optimiser step (an upper bound: the level was
-  reached at most ``eval_every`` steps earlier);
+* **steps**: that evaluation's optimiser step (an upper bound: the level was reached at
+  most ``eval_every`` steps earlier);
 * **examples**: steps x batch size (training examples read, repeats included);
-* **seconds**: steps x the median seconds per step of the *interleaved* timing
-  windows (:mod:`convs2s_edu.lab.timing`), at each thread count measured, so that
-  whatever else the machine did during training stays out (the training runs'
-  own clocks may have shared the machine: ``History.shared_clock``).
-
-A level a run never reached within its budget is reported as such (``None``),
-not left out.
+* **seconds**: steps x the median seconds per step of the *interleaved* timing windows
+  (:mod:`convs2s_edu.lab.timing`), at each thread count measured, so that whatever else the
+  machine did during training stays out (``History.shared_clock``).
 """
 
 from __future__ import annotations
@@ -52,39 +47,20 @@ def convergence(
 ) -> list[dict]:
     """Steps, examples and seconds to reach every level, per model.
 
-    Parameters
-    ----------
-    results : mapping of str to TrainResult
-        Trained runs (``TrainConfig.eval_every`` set, so that their history holds a
-        learning curve).
-    seconds_per_step : mapping of str to (mapping of str to float), optional
-        Per model, the median seconds per training step of an interleaved
-        measurement, by the hardware it ran on (e.g. ``{"convs2s": {"1 thread": 0.21,
-        "2 threads": 0.15}}``, :func:`hardware_label`); without it no seconds are given.
-    levels : sequence of float
-        Levels of ``metric`` in ``(0, 1]``.
-    metric : str
-        A key of the learning curve's records (``"exact_match"``, ``"token_accuracy"``).
-    unsteady : sequence of str
-        Hardware labels of ``seconds_per_step`` whose timing windows were not steady
-        (:func:`~convs2s_edu.lab.timing.speed_verdict` not ``ok``): their seconds are
-        kept but flagged (:func:`format_convergence` marks them).
+    ``results`` are trained runs whose history holds a learning curve
+    (``TrainConfig.eval_every`` set); ``levels`` are levels of ``metric`` (a key of the
+    curve's records, ``"exact_match"`` or ``"token_accuracy"``) in ``(0, 1]``.
+    ``seconds_per_step`` (optional; without it no seconds are given): per model, the median
+    seconds per step by :func:`hardware_label`, as
+    :func:`~convs2s_edu.lab.compare.seconds_per_step` gives them; ``unsteady``: the hardware
+    labels whose timing windows were not steady, whose seconds are kept but flagged.
 
-    Returns
-    -------
-    list of dict
-        Per model: ``model``, ``eval_every``, ``steps`` (the run's total),
-        ``final`` (the last evaluation's ``metric``), ``timed_on`` (the hardware
-        labels of ``seconds_per_step``), ``unsteady`` (those of them in ``unsteady``)
-        and ``levels``: per level (as
-        ``str``, e.g. ``"0.9"``) ``None`` when never reached, else ``step``,
-        ``examples`` and ``seconds`` (by hardware label; empty without
-        ``seconds_per_step``).
-
-    Raises
-    ------
-    ValueError
-        A run without a learning curve, or a level outside ``(0, 1]``.
+    Returns, per model, a dict: ``model``, ``eval_every``, ``steps`` (the run's total),
+    ``final`` (the last evaluation's ``metric``), ``timed_on`` (the hardware labels of
+    ``seconds_per_step``), ``unsteady`` (those of them in ``unsteady``) and ``levels``: per
+    level (as ``str``, e.g. ``"0.9"``) ``None`` when never reached, else ``step``, ``examples``
+    and ``seconds`` (by hardware label). Raises ``ValueError`` for a run without a learning
+    curve or a level outside ``(0, 1]``.
     """
     for level in levels:
         if not 0 < level <= 1:
@@ -107,16 +83,12 @@ def convergence(
             "levels": {},
         }
         for level in levels:
-            hit = h.reached(level, metric)
-            row["levels"][str(level)] = (
-                None
-                if hit is None
-                else {
-                    "step": hit["step"],
-                    "examples": hit["examples"],
-                    "seconds": {k: hit["step"] * s for k, s in per_step.items()},
-                }
-            )
+            hit = h.reached(level, metric)  # None: never reached
+            row["levels"][str(level)] = hit and {
+                "step": hit["step"],
+                "examples": hit["examples"],
+                "seconds": {k: hit["step"] * s for k, s in per_step.items()},
+            }
         rows.append(row)
     return rows
 
@@ -139,7 +111,7 @@ def format_convergence(rows: Sequence[dict], labels: Mapping[str, str] | None = 
                 cells += [f"{v['seconds'][t]:,.0f}" if t in v["seconds"] else "" for t in threads]
             body.append(cells)
     widths = [max(len(x) for x in col) for col in zip(head, *body)]
-    line = lambda cells: "  ".join(c.rjust(w) for c, w in zip(cells, widths))  # noqa: E731
+    line = lambda cells: "  ".join(c.rjust(w) for c, w in zip(cells, widths))
     every = sorted({r["eval_every"] for r in rows})
     note = f"(first held-out evaluation at or above the level; evaluated every {every[0]} steps"
     note += ")" if len(every) == 1 else f"-{every[-1]} steps)"

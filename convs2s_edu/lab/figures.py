@@ -1,11 +1,6 @@
 """Figure helpers of the gallery: what a forward pass computed, and heatmaps of it.
 
-The pages explain the models; the code that only draws or records lives here,
-once: :func:`capture` keeps the outputs (or inputs) of named modules during a
-forward pass, :func:`attention_heatmap` draws an attention map
-:math:`a_{ij}` with its tokens, :func:`channel_heatmap` the first channels of
-a ``(positions, channels)`` tensor, :func:`token_labels` names token ids,
-:func:`loss_curves` draws training histories against epochs or a clock.
+The pages explain the models; the code that only draws or records lives here, once.
 """
 
 from __future__ import annotations
@@ -35,8 +30,7 @@ def capture(
     inputs : bool
         Record every call's first input instead of its output.
     retain_grad : bool
-        Outputs keep their gradient (:meth:`torch.Tensor.retain_grad`), so that a
-        ``backward()`` in or after the block fills their ``.grad``.
+        Outputs keep their ``.grad`` (:meth:`torch.Tensor.retain_grad`) for a later ``backward()``.
 
     Yields
     ------
@@ -55,31 +49,20 @@ def capture(
     """
     seen = {name: [] for name in modules}
 
-    def keep_output(name):
-        def hook(module, args, output):
-            if retain_grad:
-                output.retain_grad()
-            seen[name].append(output)
+    def keep(name):
+        def hook(module, args, output=None):  # a forward pre-hook gets no output
+            value = args[0] if inputs else output
+            if retain_grad and not inputs:
+                value.retain_grad()
+            seen[name].append(value)
 
         return hook
 
-    def keep_input(name):
-        def hook(module, args):
-            seen[name].append(args[0])
-
-        return hook
-
-    handles = [
-        module.register_forward_pre_hook(keep_input(name))
-        if inputs
-        else module.register_forward_hook(keep_output(name))
-        for name, module in modules.items()
-    ]
-    try:
+    with contextlib.ExitStack() as hooks:  # a hook's handle removes it on exit
+        for name, m in modules.items():
+            register = m.register_forward_pre_hook if inputs else m.register_forward_hook
+            hooks.enter_context(register(keep(name)))
         yield seen
-    finally:
-        for handle in handles:
-            handle.remove()
 
 
 def token_labels(ids: Sequence[int] | torch.Tensor, vocab_size: int) -> list[str]:
@@ -109,12 +92,12 @@ def attention_heatmap(
     xlabel: str = "source position $j$",
     ylabel: str = "target position $i$",
 ):
-    """Draw an attention map :math:`a_{ij}`: one row per target position, one column per
-    source position, the weights from 0 (white) to ``vmax`` (``None``: the map's maximum).
+    """Draw an attention map :math:`a_{ij}` and return the image (for a colour bar): one row
+    per target position, one column per source position, the weights from 0 (white) to
+    ``vmax`` (``None``: the map's maximum).
 
-    ``weights`` is a ``(T, S)`` tensor or array; only its first ``len(target_labels)``
-    rows and ``len(source_labels)`` columns are drawn (padding left out). Returns the
-    image, for a colour bar.
+    ``weights`` is a ``(T, S)`` tensor or array; only its first ``len(target_labels)`` rows and
+    ``len(source_labels)`` columns are drawn (padding left out).
     """
     a = _as_array(weights)[: len(target_labels), : len(source_labels)]  # (T, S)
     im = ax.imshow(a, cmap=cmap, vmin=0, vmax=a.max() if vmax is None else vmax, aspect="auto")
@@ -178,11 +161,10 @@ def loss_curves(
         steps = np.asarray(h.step_losses)
         n_epochs = len(h.epochs)
         per_epoch = len(steps) // n_epochs
-        frac = (np.arange(per_epoch) + 1) / per_epoch  # position of each step within its epoch
-        x = (np.arange(n_epochs)[:, None] + frac[None, :]).ravel()  # in epochs
-        x_epochs = np.asarray(h.column("epoch"), dtype=float)
-        if seconds_per_epoch is not None:  # epochs -> seconds
-            x, x_epochs = x * seconds_per_epoch[label], x_epochs * seconds_per_epoch[label]
+        scale = 1 if seconds_per_epoch is None else seconds_per_epoch[label]  # epochs -> seconds
+        ends = np.arange(1, per_epoch + 1) / per_epoch  # where each step ends, within its epoch
+        x = (np.arange(n_epochs)[:, None] + ends).ravel() * scale
+        x_epochs = np.asarray(h.column("epoch"), dtype=float) * scale
         window = max(1, per_epoch // 4)
         smooth = np.convolve(steps, np.ones(window) / window, mode="valid")  # running mean
         c = colours[label]

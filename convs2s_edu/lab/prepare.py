@@ -1,17 +1,11 @@
 r"""Train everything the site needs, concurrently, before its pages run.
 
-sphinx-gallery runs the pages one after another, and each page trains (or
-loads) the models it shows. :func:`prepare_site` trains all of them first, one
-process per usable core (:func:`convs2s_edu.training.schedule.run_jobs`), into
-the cache the pages then load from: the two main models of every recipe of the
-site (:data:`~convs2s_edu.lab.site.SITE_RECIPES`), the short runs of the seed's
-ConvS2S against the paper's (:func:`~convs2s_edu.lab.site.short_runs`) and every
-run of the Experiments section, which is also scored there (test sets, learning-curve
-summaries, beam accuracies: decoding, not timing). ``tox -e docs`` and
-``tox -e docs-quick`` run it before ``sphinx-build`` (``tools/prepare_site.py``).
-
-Nothing here is timed for the site: the runs share the machine, and the pages
-take their timings from interleaved measurements made afterwards, alone.
+sphinx-gallery runs the pages one after another, and each page trains (or loads) the models it
+shows. :func:`prepare_site` trains all of them first (:func:`site_jobs`), one process per usable
+core (:func:`convs2s_edu.training.schedule.run_jobs`), into the cache the pages then load from.
+``tox -e docs`` and ``tox -e docs-quick`` run it before ``sphinx-build``
+(``tools/prepare_site.py``). Nothing here is timed for the site: the runs share the machine, and
+the pages take their timings from interleaved measurements made afterwards, alone.
 """
 
 from __future__ import annotations
@@ -29,17 +23,17 @@ MAIN_MODELS = ("convs2s", "gru")
 
 
 def site_jobs(quick: bool | None = None, directory=None) -> list[Job]:
-    """The jobs of the site: the main models of every recipe, the short runs of the seed's
-    ConvS2S against the paper's (:func:`~convs2s_edu.lab.site.short_runs`), then every
-    distinct run of the experiments, trained and measured once with the union of what every
-    experiment measures on it (ConvS2S on sorting serves four experiments).
+    """The jobs of the site: the main models of every recipe
+    (:data:`~convs2s_edu.lab.site.SITE_RECIPES`), the short runs of the seed's ConvS2S against
+    the paper's (:func:`~convs2s_edu.lab.site.short_runs`), then every distinct run of the
+    experiments, trained and scored once with the union of what every experiment measures on it
+    (test sets, learning-curve summaries, beam accuracies: decoding, not timing).
 
     Parameters
     ----------
     quick : bool, optional
-        The quick site's configurations (default: :func:`~convs2s_edu.lab.site.is_quick_mode`).
-        Applied by setting nothing: the configurations read the mode themselves, so
-        ``quick`` must agree with it.
+        The quick site's configurations: must agree with (and defaults to)
+        :func:`~convs2s_edu.lab.site.is_quick_mode`, which the configurations read.
     directory : str or Path, optional
         The training cache (default :func:`~convs2s_edu.training.cache_dir`).
     """
@@ -53,7 +47,6 @@ def site_jobs(quick: bool | None = None, directory=None) -> list[Job]:
         for recipe in SITE_RECIPES
         for m in MAIN_MODELS
     ]
-    # the short runs of the page that sets the seed's ConvS2S against the paper's
     for name, cfgs in short_runs().items():
         jobs += [train_job(c, directory, f"seed against paper/{name} seed {c.seed}") for c in cfgs]
     b = budget()
@@ -81,8 +74,7 @@ def prepare_site(
     workers : int, optional
         Concurrent processes (default: the usable cores / ``threads``).
     threads : int
-        PyTorch threads per process (default 1: on a small CPU one process per core
-        trains more per second than one process with every core).
+        PyTorch threads per process (default 1: one process per core).
     progress : bool, optional
         One line per finished job.
     directory : str or Path, optional

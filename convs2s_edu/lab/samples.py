@@ -34,9 +34,8 @@ def predict_samples(
     Returns
     -------
     list of dict
-        One dict per example with keys ``"source"``, ``"reference"`` and, for
-        every model name, ``"<name> greedy"`` and ``"<name> beam=<K>"`` (lists
-        of int), in that order. :func:`format_samples` prints them.
+        One dict per example with keys ``"source"``, ``"reference"`` and, for every model
+        name, ``"<name> greedy"`` and ``"<name> beam=<K>"`` (lists of int), in that order.
     """
     beam_size = check_int("beam_size", beam_size)
     if not models:
@@ -50,8 +49,7 @@ def predict_samples(
         greedy = greedy_decode(model, src, max_len=max_len)
         beam = beam_search(model, src, beam_size=beam_size, max_len=max_len)
         for row, g, b in zip(rows, greedy, beam):
-            row[f"{name} greedy"] = g
-            row[f"{name} beam={beam_size}"] = b
+            row.update({f"{name} greedy": g, f"{name} beam={beam_size}": b})
     return rows
 
 
@@ -61,12 +59,10 @@ def format_samples(rows: Sequence[dict], layout: str = "table", mark_errors: boo
     Parameters
     ----------
     rows : sequence of dict
-        Every dict has the same keys; values are token lists (or anything
-        printable).
+        Every dict has the same keys; values are token lists (or anything printable).
     layout : {"table", "blocks"}, default "table"
-        ``"table"``: one line per example, one column per key. ``"blocks"``:
-        one ``key : tokens`` line per key, a block per example (better for
-        long sequences).
+        ``"table"``: one line per example, one column per key. ``"blocks"``: one ``key :
+        tokens`` line per key, a block per example (better for long sequences).
     mark_errors : bool, default True
         Append ``*`` to every output that differs from the ``"reference"``.
 
@@ -98,14 +94,13 @@ def format_samples(rows: Sequence[dict], layout: str = "table", mark_errors: boo
         return text
 
     table = [[str(i)] + [cell(r, k) for k in keys] for i, r in enumerate(rows)]
-    lines = []
     if layout == "table":
-        header = ["#"] + keys
-        widths = [max(len(x) for x in col) for col in zip(header, *table)]
-        for line in [header, *table]:
-            lines.append("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip())
+        table = [["#"] + keys, *table]
+        widths = [max(len(x) for x in col) for col in zip(*table)]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in table]
     else:
         w = max(len(k) for k in keys)
+        lines = []
         for i, line in enumerate(table):
             lines.append(f"example {i}")
             lines.extend(f"  {k.ljust(w)} : {c}" for k, c in zip(keys, line[1:]))

@@ -34,7 +34,6 @@ References
 
 from __future__ import annotations
 
-import contextlib
 import html
 import re
 from pathlib import Path
@@ -44,14 +43,13 @@ import torch.nn.functional as F
 
 from .._checks import check_positive
 from ..convs2s import SQRT_HALF, ConvDecoder, ConvEncoder, ConvS2S
+from ..decode import _inference
 from ..rnn import GRUDecoder, GRUEncoder, RNNSeq2Seq
 from .figures import capture
 
 __all__ = ["Schematic", "critical_path", "convs2s_schematic", "gru_schematic"]
 
-# --------------------------------------------------------------------------
-# Style: dark ink on white, one accent colour for the path the context takes
-# --------------------------------------------------------------------------
+# ---- Style: dark ink on white, one accent colour for the path the context takes ----
 
 _FONT = "DejaVu Sans, Arial, sans-serif"
 _WIDTH = 1000  # viewBox width; the figure scales to the page (width="100%")
@@ -83,18 +81,13 @@ def _markup(plain: str) -> str:
 
 def _tspans(markup: str, size: float) -> str:
     """SVG ``<tspan>``\\ s for ``markup``: ``x_j`` / ``x_{t−1}`` subscript, ``h^l`` superscript."""
-    segments, pos = [], 0
-    for m in _MARKUP.finditer(markup):
-        if m.start() > pos:
-            segments.append((markup[pos : m.start()], 0.0))
-        body = m.group(2)
+    parts = _MARKUP.split(markup)  # text, then per mark: "_" or "^", what it marks, text
+    segments = [(parts[0], 0.0)]
+    for mark, body, text in zip(parts[1::3], parts[2::3], parts[3::3]):
         body = body[1:-1] if body.startswith("{") else body
-        segments.append((body, 0.3 if m.group(1) == "_" else -0.42))
-        pos = m.end()
-    if pos < len(markup):
-        segments.append((markup[pos:], 0.0))
+        segments += [(body, 0.3 if mark == "_" else -0.42), (text, 0.0)]
     out, level = [], 0.0
-    for text, target in segments:
+    for text, target in (seg for seg in segments if seg[0] or seg[1]):  # no empty plain text
         attrs = ""
         if target != level:
             attrs += f' dy="{(target - level) * size:.1f}"'
@@ -137,10 +130,13 @@ class _Canvas:
         """A line of ``markup``; ``halo``: a white outline that keeps it legible over lines."""
         self.items.append(_text(x, y, markup, size, anchor, color, bold, halo))
 
-    def box(self, name, cx, y, w, h, lines, *, fill="op", stroke=_INK, size=_BOX_FONT, bold=0):
-        """A rectangle centred on ``cx`` from ``y`` to ``y + h``; ``lines`` of markup inside.
-        Returns ``(left, top, right, bottom)``."""
+    def box(
+        self, name, cx, y, w, h, lines=None, *, fill="op", stroke=_INK, size=_BOX_FONT, bold=0
+    ):
+        """A rectangle centred on ``cx`` from ``y`` to ``y + h``; ``lines`` of markup inside
+        (default: the name). Returns ``(left, top, right, bottom)``."""
         x = cx - w / 2
+        lines = [name] if lines is None else lines
         n = len(lines)
         name = _plain(name)
         parts = [
@@ -173,6 +169,13 @@ class _Canvas:
 
     def dot(self, x, y, color=_INK):
         self.items.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3.2" fill="{color}"/>')
+
+    def line(self, points):
+        """A plain line along ``points``: no arrowhead, no label (a branch, a residual)."""
+        pts = " ".join(f"{x},{y}" for x, y in points)
+        self.items.append(
+            f'<polyline points="{pts}" fill="none" stroke="{_INK}" stroke-width="1.6"/>'
+        )
 
     def frame(self, x, y, w, h, label, *, at, anchor="start"):
         """A dashed rectangle around what repeats, with its label (``× L``) at ``at``."""
@@ -228,6 +231,12 @@ class _Canvas:
             f'stroke-linejoin="round"{marker if head else ""}/>{labels}</g>'
         )
 
+    def down(self, x, y0, y1, symbol=None, dims=None, tensor=None, *, dy=22, dx=10, **kw):
+        """:meth:`edge` straight down from ``(x, y0)`` to ``(x, y1)``, labelled ``dy`` below its
+        start and ``dx`` to its right (to its left with ``anchor="end"``)."""
+        dx = -dx if kw.get("anchor") == "end" else dx
+        self.edge([(x, y0), (x, y1)], symbol, dims, tensor, at=(x + dx, y0 + dy), **kw)
+
     def shape_text(self, symbol, dims, tensor) -> str:
         """``"(S, f) = (6, 128)"`` for ``tensor``, checked against ``dims`` and recorded under
         ``symbol``. Raises ``RuntimeError`` where a symbol's size is not the tensor's."""
@@ -267,9 +276,7 @@ class _Canvas:
         )
 
 
-# --------------------------------------------------------------------------
-# The object a page shows
-# --------------------------------------------------------------------------
+# ---- The object a page shows ---------------------------------------------
 
 
 class Schematic:
@@ -342,27 +349,19 @@ class Schematic:
         return path
 
 
-# --------------------------------------------------------------------------
-# The critical path
-# --------------------------------------------------------------------------
+# ---- The critical path ---------------------------------------------------
 
 
 def _parts(model):
     """``(encoder kind, L_enc, decoder kind, L_dec)`` of a model: kinds ``"conv"``/``"gru"``."""
     enc, dec = getattr(model, "encoder", None), getattr(model, "decoder", None)
-    if isinstance(enc, ConvEncoder):
-        e = ("conv", enc.cfg.n_encoder_layers)
-    elif isinstance(enc, GRUEncoder):
-        e = ("gru", enc.cfg.n_encoder_layers)
-    else:
+    kinds = [
+        "conv" if isinstance(part, conv) else "gru" if isinstance(part, gru) else None
+        for part, conv, gru in ((enc, ConvEncoder, GRUEncoder), (dec, ConvDecoder, GRUDecoder))
+    ]
+    if None in kinds:
         raise TypeError(f"expected a ConvS2S, RNNSeq2Seq or hybrid model, got {type(model)!r}")
-    if isinstance(dec, ConvDecoder):
-        d = ("conv", dec.cfg.n_decoder_layers)
-    elif isinstance(dec, GRUDecoder):
-        d = ("gru", dec.cfg.n_decoder_layers)
-    else:
-        raise TypeError(f"expected a ConvS2S, RNNSeq2Seq or hybrid model, got {type(model)!r}")
-    return e + d
+    return kinds[0], enc.cfg.n_encoder_layers, kinds[1], dec.cfg.n_decoder_layers
 
 
 def critical_path(model, S: int, T: int) -> dict:
@@ -438,12 +437,8 @@ def critical_path(model, S: int, T: int) -> dict:
             "formula": f"{encoder[0]} + {d_formula}",
             "worked": f"{encoder[1]} + {d_worked} = {count}",
         }
-    return {
-        **phases,
-        "S": S,
-        "T": T,
-        "unit": "dependent operations: a layer of a convolutional stack, or a GRU step",
-    }
+    unit = "dependent operations: a layer of a convolutional stack, or a GRU step"
+    return {**phases, "S": S, "T": T, "unit": unit}
 
 
 def _path_panel(c: _Canvas, x, y, path: dict, notes: dict, *, width=330):
@@ -471,9 +466,7 @@ def _path_panel(c: _Canvas, x, y, path: dict, notes: dict, *, width=330):
     return y + h
 
 
-# --------------------------------------------------------------------------
-# Running the example
-# --------------------------------------------------------------------------
+# ---- Running the example -------------------------------------------------
 
 
 def _example(model, src, tgt_in):
@@ -486,112 +479,104 @@ def _example(model, src, tgt_in):
     return src.to(device), tgt_in.to(device)
 
 
-@contextlib.contextmanager
-def _eval_no_grad(model):
-    """Eval mode (no dropout) and no autograd for the forward pass; the mode is restored."""
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            yield
-    finally:
-        model.train(was_training)
+# ---- ConvS2S -------------------------------------------------------------
 
 
-# --------------------------------------------------------------------------
-# ConvS2S
-# --------------------------------------------------------------------------
+#: The boxes that differ between the two sides of the ConvS2S figure (keyed by ``causal``):
+#: whose tokens and their text, the embedding's box, the input projection's box.
+_SIDES = {
+    False: ("source", "source tokens x_1 … x_S", "embedding", "input projection"),
+    True: ("target", "<sos>, y_1 … y_{T−1}", "target embedding", "decoder input projection"),
+}
 
 
-def _glu_block(c, cx, y, taps, *, causal, k, positions, residual_x, conv_name):
-    """One ConvBlock drawn from ``y``: convolution, halves A and B, σ(B), ⊗, ⊕ with the block
-    input coming in at ``residual_x``, × √0.5. Returns the y of the block's output."""
-    n = positions  # "S" or "T"
+def _glu_block(c, cx, y, conv_in, conv_out, *, causal, k, residual_x):
+    """One ConvBlock drawn from ``y``: convolution (``conv_in`` and ``conv_out``: what it read
+    and gave), halves A and B, σ(B), ⊗, ⊕ with the block input coming down at ``residual_x``,
+    × √0.5. Returns the y of the block's output."""
+    n = "T" if causal else "S"
     zeros = (k - 1) if causal else (k - 1) // 2
     where = "on the left only" if causal else "on each side"
     pad = f"{'k−1' if causal else '(k−1)/2'} = {zeros} zero{'s' * (zeros != 1)} {where}"
-    top = c.box(
-        conv_name,
-        cx,
-        y,
-        260,
-        62,
-        [f"{'causal ' if causal else ''}convolution, k = {k}", pad, ""],
-        fill="dec" if causal else "enc",
-    )
-    padded = c.shape_text(
-        f"{'decoder' if causal else 'encoder'} convolution input, padded",
-        (f"{n}+k−1", "d"),
-        taps["conv_in"],  # (1, n + k - 1, d)
-    )
+    conv = f"{'causal ' if causal else ''}convolution"
+    fill = "dec" if causal else "enc"
+    top = c.box(conv, cx, y, 260, 62, [f"{conv}, k = {k}", pad, ""], fill=fill)
+    side = "decoder" if causal else "encoder"
+    # conv_in: (1, n + k - 1, d)
+    padded = c.shape_text(f"{side} convolution input, padded", (f"{n}+k−1", "d"), conv_in)
     c.text(
         cx, y + 54, f"input padded to {padded}", size=12, anchor="middle", color=_MUTED, halo=False
     )
     y_conv = top[3]
     y_split = y_conv + 44
-    Y = taps["conv_out"]  # (1, n, 2d)
-    c.edge(
-        [(cx, y_conv), (cx, y_split)],
-        "Y = [A B]",
-        (n, "2d"),
-        Y,
-        at=(cx + 10, y_conv + 17),
-        head=False,
-    )
+    Y = conv_out  # (1, n, 2d)
+    c.down(cx, y_conv, y_split, "Y = [A B]", (n, "2d"), Y, dy=17, head=False)
     d = Y.shape[-1] // 2
     A, B = Y[..., :d], Y[..., d:]  # (1, n, d) each: the two halves of the channels
     xa, xb = cx - 95, cx + 95
     c.dot(cx, y_split)
-    c.items.append(
-        f'<polyline points="{xa},{y_split} {xb},{y_split}" fill="none" stroke="{_INK}" '
-        f'stroke-width="1.6"/>'
-    )
+    c.line([(xa, y_split), (xb, y_split)])
     # the labels of A, B and σ(B) sit between the two branches, where nothing else is
     y_sig = y_split + 52
     y_mul = y_sig + 32 + 42
-    sig = c.box("σ(B)", xb, y_sig, 70, 32, ["σ(B)"], fill="op")
-    c.edge(
-        [(xa, y_split), (xa, y_mul), (cx - 15, y_mul)],
-        "A",
-        (n, "d"),
-        A,
-        at=(xa + 8, y_split + 19),
-        one_line=True,
-    )
-    c.edge(
-        [(xb, y_split), (xb, y_sig)],
-        "B",
-        (n, "d"),
-        B,
-        at=(xb - 8, y_split + 38),
-        anchor="end",
-        one_line=True,
-    )
-    c.edge(
-        [(xb, sig[3]), (xb, y_mul), (cx + 15, y_mul)],
-        "σ(B)",
-        (n, "d"),
-        torch.sigmoid(B),
-        at=(xb - 8, sig[3] + 19),
-        anchor="end",
-        one_line=True,
-    )
+    sig = c.box("σ(B)", xb, y_sig, 70, 32)
+    a_in = [(xa, y_split), (xa, y_mul), (cx - 15, y_mul)]  # A: down the left, into ⊗
+    c.edge(a_in, "A", (n, "d"), A, at=(xa + 8, y_split + 19), one_line=True)
+    c.down(xb, y_split, y_sig, "B", (n, "d"), B, dx=8, dy=38, anchor="end", one_line=True)
+    sig_in = [(xb, sig[3]), (xb, y_mul), (cx + 15, y_mul)]  # σ(B): down the right, into ⊗
+    sig_at = (xb - 8, sig[3] + 19)
+    c.edge(sig_in, "σ(B)", (n, "d"), torch.sigmoid(B), at=sig_at, anchor="end", one_line=True)
     c.op("⊗ (gated linear unit)", cx, y_mul, "⊗")
     y_add = y_mul + 70
     v = F.glu(Y, dim=-1)  # (1, n, d)
-    c.edge(
-        [(cx, y_mul + 15), (cx, y_add - 15)],
-        "v = A ⊗ σ(B)",
-        (n, "d"),
-        v,
-        at=(cx + 10, y_mul + 34),
-    )
+    c.down(cx, y_mul + 15, y_add - 15, "v = A ⊗ σ(B)", (n, "d"), v, dy=19)
     c.op("⊕ residual", cx, y_add, "⊕")
     c.edge([(residual_x, y_add), (cx - 15, y_add)])
     y_scale = y_add + 40
-    c.box("× √0.5", cx, y_scale, 84, 30, ["× √0.5"], fill="op")
-    c.edge([(cx, y_add + 15), (cx, y_scale)])
+    c.box("× √0.5", cx, y_scale, 84, 30)
+    c.down(cx, y_add + 15, y_scale)
+    c.line([(residual_x, y), (residual_x, y_add)])  # the residual, from the block input down
     return y_scale + 30
+
+
+def _conv_side(c, x, rx, ids, taps, *, causal, k, positions):
+    """One side of the ConvS2S figure on the axis ``x``, from its tokens ``ids`` to the output
+    of its first drawn block: embeddings (``positions``: with the position table or not),
+    input projection and a ConvBlock whose residual runs down at ``rx``. ``taps``: what the
+    forward pass gave: the embeddings, the block input, the convolution's input and output.
+    Returns the y of the block's output."""
+    whose, text, embedding, projection = _SIDES[causal]
+    # the length, the position index, the tokens' and the embeddings' symbols, the colour
+    n, i, tok, e, fill = ("T", "i", "y", "g", "dec") if causal else ("S", "j", "x", "e", "enc")
+    pos = f"w_{i} + p_{i}" if positions else f"w_{i} (no positions)"
+    embedded, block_in, conv_in, conv_out = taps
+    c.box(f"{whose} tokens", x, 46, 250, 36, [text], fill="io")
+    c.down(x, 82, 126, tok, (n,), ids, dy=26)
+    c.box(embedding, x, 126, 250, 40, [f"embeddings {pos}"], fill=fill)
+    c.down(x, 166, 226, f"{e}_{i} = {pos}", (n, "f"), embedded)
+    c.dot(x, 214)
+    c.box(projection, x, 226, 250, 40, ["input projection f → d"], fill=fill)
+    c.down(x, 266, 336, "block input", (n, "d"), block_in, dy=30)
+    c.dot(x, 312)
+    c.edge([(x, 312), (rx, 312), (rx, 336)], head=False)
+    c.text(rx + 6, 306, "residual", size=11.5, color=_MUTED)
+    return _glu_block(c, x, 336, conv_in, conv_out, causal=causal, k=k, residual_x=rx)
+
+
+def _finish(c, bottom, panel_y, path, notes, title, desc, *, unit, one_step=""):
+    """The critical-path panel (bottom left, from ``panel_y``), the caption under the figure
+    and the :class:`Schematic`; ``desc`` ends with the critical path in ``unit``."""
+    bottom = max(bottom, _path_panel(c, 20, panel_y, path, notes))
+    caption = (
+        f"Arrows: tensors, (symbols) = (sizes) of one forward pass on this example "
+        f"(S = {path['S']}, T = {path['T']}{one_step}); the batch of 1 is left out."
+    )
+    c.text(_WIDTH / 2, bottom + 28, caption, size=12.5, anchor="middle", color=_MUTED)
+    desc += (
+        f" Critical path: {path['training']['count']} {unit} in training, "
+        f"{path['generation']['count']} in generation."
+    )
+    return Schematic(c.render(bottom + 44, title, desc), title, c.shapes, path)
 
 
 def convs2s_schematic(model: ConvS2S, src, tgt_in) -> Schematic:
@@ -651,7 +636,6 @@ def convs2s_schematic(model: ConvS2S, src, tgt_in) -> Schematic:
         "in_e": enc.in_proj,
         "conv_e": enc.blocks[0].conv,
         "block_e": enc.blocks[0],
-        "z": enc.out_proj,
         "g": dec.embed,
         "in_d": dec.in_proj,
         "conv_d": dec.blocks[layer].conv,
@@ -662,9 +646,11 @@ def convs2s_schematic(model: ConvS2S, src, tgt_in) -> Schematic:
         "W_o": dec.W_o,
     }
     inputs = {"conv_e": enc.blocks[0].conv, "conv_d": dec.blocks[layer].conv, "W_c": W_c}
-    with _eval_no_grad(model):
+    with _inference(model):  # eval mode (no dropout), no autograd
         with capture(outputs) as out, capture(inputs, inputs=True) as inp:
             model(src, tgt_in)
+        for name in ("conv_e", "conv_d"):  # nn.Conv1d reads and writes channels first
+            inp[name][0], out[name][0] = (t.transpose(1, 2) for t in (inp[name][0], out[name][0]))
         encoded = out["enc"][0]  # EncoderOut: z (1, S, f), e (1, S, f)
         memory = dec.memory(encoded)  # keys z_j and values z_j + e_j, as the decoder read them
         g = out["g"][0]  # (1, T, f)
@@ -687,65 +673,15 @@ def convs2s_schematic(model: ConvS2S, src, tgt_in) -> Schematic:
         c.text(x, 28, title, size=16, anchor="middle", bold=True)
 
     # ---- encoder ---------------------------------------------------------
-    pos_e = "w_j + p_j" if cfg.source_positions else "w_j (no positions)"
-    pos_g = "w_i + p_i" if cfg.target_positions else "w_i (no positions)"
-    c.box("source tokens", EX, 46, 250, 36, ["source tokens x_1 … x_S"], fill="io")
-    c.edge([(EX, 82), (EX, 126)], "x", ("S",), src, at=(EX + 10, 108))
-    c.box("embedding", EX, 126, 250, 40, [f"embeddings {pos_e}"], fill="enc")
-    c.edge(
-        [(EX, 166), (EX, 226)],
-        f"e_j = {pos_e}",
-        ("S", "f"),
-        out["e"][0],
-        at=(EX + 10, 188),
-    )
-    c.dot(EX, 214)
-    c.box("input projection", EX, 226, 250, 40, ["input projection f → d"], fill="enc")
-    c.edge(
-        [(EX, 266), (EX, 336)],
-        "block input",
-        ("S", "d"),
-        out["in_e"][0],
-        at=(EX + 10, 296),
-    )
-    c.dot(EX, 312)
-    c.edge([(EX, 312), (46, 312), (46, 336)], head=False)
-    c.text(52, 306, "residual", size=11.5, color=_MUTED)
-    y = _glu_block(
-        c,
-        EX,
-        336,
-        {"conv_in": inp["conv_e"][0], "conv_out": out["conv_e"][0]},
-        causal=False,
-        k=k,
-        positions="S",
-        residual_x=46,
-        conv_name="convolution",
-    )
-    # the residual line runs from the block input down to the ⊕ (drawn by _glu_block)
-    c.items.append(
-        f'<polyline points="46,336 46,{y - 70}" fill="none" stroke="{_INK}" stroke-width="1.6"/>'
-    )
+    taps = out["e"][0], out["in_e"][0], inp["conv_e"][0], out["conv_e"][0]
+    y = _conv_side(c, EX, 46, src, taps, causal=False, k=k, positions=cfg.source_positions)
     c.frame(34, 278, 318, y - 278 + 14, f"× L_{{enc}} = {L_enc}", at=(44, y - 2))
-    c.edge(
-        [(EX, y), (EX, y + 70)],
-        "z^l_j",
-        ("S", "d"),
-        out["block_e"][0],
-        at=(EX + 10, y + 24),
-    )
+    c.down(EX, y, y + 70, "z^l_j", ("S", "d"), out["block_e"][0], dy=24)
     y += 70
     c.box("output projection", EX, y, 250, 40, ["output projection d → f"], fill="enc")
     y += 40
     y_keys = y + 58
-    c.edge(
-        [(EX, y), (EX, y + 90)],
-        "keys z_j = z^u_j",
-        ("S", "f"),
-        memory.z,
-        at=(EX + 10, y + 22),
-        color=_ACCENT,
-    )
+    c.down(EX, y, y + 90, "keys z_j = z^u_j", ("S", "f"), memory.z, color=_ACCENT)
     y_zpe = y + 105
     c.op("z + e", EX, y_zpe, "⊕")
     c.text(EX - 22, y_zpe - 20, "z + e", size=12, anchor="end", color=_MUTED)
@@ -754,44 +690,9 @@ def convs2s_schematic(model: ConvS2S, src, tgt_in) -> Schematic:
     c.text(22, y_zpe - 8, "e_j", size=12.5)
 
     # ---- decoder: embeddings and the causal block --------------------------
-    c.box("target tokens", DX, 46, 250, 36, ["<sos>, y_1 … y_{T−1}"], fill="io")
-    c.edge([(DX, 82), (DX, 126)], "y", ("T",), tgt_in, at=(DX + 10, 108))
-    c.box("target embedding", DX, 126, 250, 40, [f"embeddings {pos_g}"], fill="dec")
-    c.edge(
-        [(DX, 166), (DX, 226)],
-        f"g_i = {pos_g}",
-        ("T", "f"),
-        g,
-        at=(DX + 10, 188),
-    )
-    c.dot(DX, 214)
-    c.box("decoder input projection", DX, 226, 250, 40, ["input projection f → d"], fill="dec")
-    c.edge(
-        [(DX, 266), (DX, 336)],
-        "block input",
-        ("T", "d"),
-        out["in_d"][0],
-        at=(DX + 10, 296),
-    )
     RX = 656  # the decoder's residual line
-    c.dot(DX, 312)
-    c.edge([(DX, 312), (RX, 312), (RX, 336)], head=False)
-    c.text(RX + 6, 306, "residual", size=11.5, color=_MUTED)
-    y = _glu_block(
-        c,
-        DX,
-        336,
-        {"conv_in": inp["conv_d"][0], "conv_out": out["conv_d"][0]},
-        causal=True,
-        k=k,
-        positions="T",
-        residual_x=RX,
-        conv_name="causal convolution",
-    )
-    c.items.append(
-        f'<polyline points="{RX},336 {RX},{y - 70}" fill="none" stroke="{_INK}" '
-        f'stroke-width="1.6"/>'
-    )
+    taps = g, out["in_d"][0], inp["conv_d"][0], out["conv_d"][0]
+    y = _conv_side(c, DX, RX, tgt_in, taps, causal=True, k=k, positions=cfg.target_positions)
 
     # ---- the attention of the layer ----------------------------------------
     y_h = y + 40  # h_i branches off to W_d here
@@ -801,131 +702,53 @@ def convs2s_schematic(model: ConvS2S, src, tgt_in) -> Schematic:
     c.text(AX, y_h - 40, "Attention of the layer", size=15, anchor="middle", bold=True)
     c.box("W_d", AX, y_h - 20, 180, 40, ["W_d   (d → f)"], fill="att")
     y_d = y_h + 90
-    c.edge(
-        [(AX, y_h + 20), (AX, y_d - 15)],
-        "W_d h_i",
-        ("T", "f"),
-        out["W_d"][0],
-        at=(AX + 10, y_h + 44),
-    )
+    c.down(AX, y_h + 20, y_d - 15, "W_d h_i", ("T", "f"), out["W_d"][0], dy=24)
     c.op("d_i = W_d h_i + b_d + g_i", AX, y_d, "⊕", fill="att")
     c.text(AX + 22, y_d + 5, "+ b_d", size=13)
     GX = 392  # g_i runs down between the encoder and the attention
     c.edge([(DX, 214), (GX, 214), (GX, y_d), (AX - 15, y_d)])
     c.text(GX + 8, y_d - 8, "g_i", size=12.5)
     y_sc = y_d + 76
-    c.edge(
-        [(AX, y_d + 15), (AX, y_sc)],
-        "d_i = W_d h_i + b_d + g_i",
-        ("T", "f"),
-        d_i,
-        at=(AX + 10, y_d + 36),
-    )
-    c.box("scores d_i · z_j", AX, y_sc, 200, 40, ["scores d_i · z_j"], fill="att")
-    c.edge(
-        [(EX, y_keys), (360, y_keys), (360, y_sc + 20), (AX - 100, y_sc + 20)],
-        color=_ACCENT,
-    )
+    c.down(AX, y_d + 15, y_sc, "d_i = W_d h_i + b_d + g_i", ("T", "f"), d_i, dy=21)
+    c.box("scores d_i · z_j", AX, y_sc, 200, 40, fill="att")
+    c.edge([(EX, y_keys), (360, y_keys), (360, y_sc + 20), (AX - 100, y_sc + 20)], color=_ACCENT)
     y_sm = y_sc + 40 + 58
-    c.edge(
-        [(AX, y_sc + 40), (AX, y_sm)],
-        "d_i · z_j",
-        ("T", "S"),
-        scores,
-        at=(AX + 10, y_sc + 62),
-    )
-    c.box("softmax over j", AX, y_sm, 200, 36, ["softmax over j"], fill="att")
+    c.down(AX, y_sc + 40, y_sm, "d_i · z_j", ("T", "S"), scores)
+    c.box("softmax over j", AX, y_sm, 200, 36, fill="att")
     y_c = y_sm + 36 + 58
-    c.edge([(AX, y_sm + 36), (AX, y_c)], "a_{ij}", ("T", "S"), a, at=(AX + 10, y_sm + 58))
-    c.box(
-        "c_i = Σ_j a_{ij} (z_j + e_j)",
-        AX,
-        y_c,
-        220,
-        40,
-        ["c_i = Σ_j a_{ij} (z_j + e_j)"],
-        fill="att",
-    )
-    c.edge(
-        [(EX, y_zpe + 15), (EX, y_c + 20), (AX - 110, y_c + 20)],
-        "values z_j + e_j",
-        ("S", "f"),
-        memory.z_plus_e,
-        at=(EX + 10, y_zpe + 40),
-        color=_ACCENT,
-    )
+    c.down(AX, y_sm + 36, y_c, "a_{ij}", ("T", "S"), a)
+    c.box("c_i = Σ_j a_{ij} (z_j + e_j)", AX, y_c, 220, 40, fill="att")
+    values = [(EX, y_zpe + 15), (EX, y_c + 20), (AX - 110, y_c + 20)]  # from z + e, into c_i
+    at = (EX + 10, y_zpe + 40)
+    c.edge(values, "values z_j + e_j", ("S", "f"), memory.z_plus_e, at=at, color=_ACCENT)
     y_wc = y_c + 40 + 58
     ctx = "c_i × √m" if cfg.scale_context else "c_i"
-    c.edge(
-        [(AX, y_c + 40), (AX, y_wc)],
-        ctx,
-        ("T", "f"),
-        inp["W_c"][0],
-        at=(AX + 10, y_c + 62),
-        color=_ACCENT,
-    )
+    c.down(AX, y_c + 40, y_wc, ctx, ("T", "f"), inp["W_c"][0], color=_ACCENT)
     y_ctx = y_wc + 20  # where W_c c_i enters the decoder
-    c.edge([(DX, y_block), (DX, y_ctx - 15)], "h_i", ("T", "d"), h, at=(DX + 10, y_block + 22))
+    c.down(DX, y_block, y_ctx - 15, "h_i", ("T", "d"), h)
     c.box("W_c", AX, y_wc, 180, 40, ["W_c   (f → d)"], fill="att")
-    c.edge(
-        [(AX + 90, y_ctx), (DX - 15, y_ctx)],
-        "W_c c_i: the context enters",
-        ("T", "d"),
-        Wc_c,
-        at=(AX + 100, y_ctx - 26),
-        color=_ACCENT,
-        width=3,
-    )
+    enters, at = [(AX + 90, y_ctx), (DX - 15, y_ctx)], (AX + 100, y_ctx - 26)
+    c.edge(enters, "W_c c_i: the context enters", ("T", "d"), Wc_c, at=at, color=_ACCENT, width=3)
     c.op("⊕ W_c c_i", DX, y_ctx, "⊕", fill="att")
     y = y_ctx + 40
-    c.edge([(DX, y_ctx + 15), (DX, y)])
-    c.box("× √0.5 (context)", DX, y, 84, 30, ["× √0.5"], fill="op")
+    c.down(DX, y_ctx + 15, y)
+    c.box("× √0.5 (context)", DX, y, 84, 30, ["× √0.5"])
     y += 30
     every = "" if cfg.attention_layers is None else f", attention in {cfg.attention_layers}"
-    c.frame(
-        372,
-        278,
-        614,
-        y - 278 + 14,
-        f"× L_{{dec}} = {L_dec} layers{every}",
-        at=(384, y - 2),
-    )
-    c.edge(
-        [(DX, y), (DX, y + 74)],
-        "h^l_i",
-        ("T", "d"),
-        h_out,
-        at=(DX + 10, y + 26),
-    )
+    c.frame(372, 278, 614, y - 278 + 14, f"× L_{{dec}} = {L_dec} layers{every}", at=(384, y - 2))
+    c.down(DX, y, y + 74, "h^l_i", ("T", "d"), h_out, dy=26)
     y += 74
     c.box("W_o", DX, y, 250, 40, ["output layer W_o  (d → V)"], fill="dec")
     y += 40
-    c.edge(
-        [(DX, y), (DX, y + 56)],
-        "logits",
-        ("T", "V"),
-        out["W_o"][0],
-        at=(DX + 10, y + 22),
-    )
+    c.down(DX, y, y + 56, "logits", ("T", "V"), out["W_o"][0])
     y += 56
     c.box("softmax p(y_{i+1})", DX, y, 250, 40, ["softmax: p(y_{i+1} | y_{≤i}, x)"], fill="io")
-    bottom = y + 40
 
     # ---- the critical path, bottom left --------------------------------------
     notes = {
         "training": "layers; each computes all positions",
         "generation": "one token per step, L_dec layers each",
     }
-    bottom = max(bottom, _path_panel(c, 20, y_c + 100, path, notes))
-    c.text(
-        _WIDTH / 2,
-        bottom + 28,
-        f"Arrows: tensors, (symbols) = (sizes) of one forward pass on this example "
-        f"(S = {S}, T = {T}); the batch of 1 is left out.",
-        size=12.5,
-        anchor="middle",
-        color=_MUTED,
-    )
     title = (
         f"ConvS2S (Gehring et al., 2017, Figure 1): {L_enc} encoder blocks, {L_dec} decoder "
         f"layers with attention, f = {f}, d = {d}, k = {k}"
@@ -935,16 +758,12 @@ def convs2s_schematic(model: ConvS2S, src, tgt_in) -> Schematic:
         "gated linear units and scaled residuals, and projected to keys z and values z + e. "
         "In every decoder layer, a causal convolutional block is followed by an attention: "
         "d = W_d h + b_d + g, weights softmax(d · z), context c = sum of a (z + e), and "
-        "W_c c is added to the decoder state. "
-        f"Critical path: {path['training']['count']} operations in training, "
-        f"{path['generation']['count']} in generation."
+        "W_c c is added to the decoder state."
     )
-    return Schematic(c.render(bottom + 44, title, desc), title, c.shapes, path)
+    return _finish(c, y + 40, y_c + 100, path, notes, title, desc, unit="operations")
 
 
-# --------------------------------------------------------------------------
-# The GRU baseline
-# --------------------------------------------------------------------------
+# ---- The GRU baseline ----------------------------------------------------
 
 
 def _recurrence_row(c, x0, x1, y, n_positions, *, forward: bool):
@@ -1030,7 +849,7 @@ def gru_schematic(model: RNNSeq2Seq, src, tgt_in) -> Schematic:
         "W_s": dec.W_s,
     }
     inputs = {"U_a": att.U_a, "gru_d": dec.gru}
-    with _eval_no_grad(model):
+    with _inference(model):  # eval mode (no dropout), no autograd
         with capture(outputs) as out, capture(inputs, inputs=True) as inp:
             # teacher forcing one step at a time (forward() runs the GRU's equations itself)
             state = dec.start(model.encode(src))
@@ -1062,200 +881,89 @@ def gru_schematic(model: RNNSeq2Seq, src, tgt_in) -> Schematic:
 
     # ---- encoder -----------------------------------------------------------
     c.box("source tokens", EX, 46, 250, 36, ["source tokens x_1 … x_S"], fill="io")
-    c.edge([(EX, 82), (EX, 126)], "x", ("S",), src, at=(EX + 10, 108))
-    c.box("embedding", EX, 126, 250, 40, ["embedding"], fill="enc")
-    c.edge([(EX, 166), (EX, 216)], "E x_j", ("S", "m"), out["x"][0], at=(EX + 10, 186))
+    c.down(EX, 82, 126, "x", ("S",), src, dy=26)
+    c.box("embedding", EX, 126, 250, 40, fill="enc")
+    c.down(EX, 166, 216, "E x_j", ("S", "m"), out["x"][0], dy=20)
     top = 216
     c.box("bidirectional GRU", EX, top, 310, 142, [""], fill="enc")
-    c.text(
-        EX,
-        top + 20,
-        f"bidirectional GRU, {L_enc} layer{'s' * (L_enc > 1)}",
-        size=14,
-        anchor="middle",
-        bold=True,
-        halo=False,
-    )
-    fwd = c.shape_text("→h_j", ("S", "n"), h[..., :n])
-    bwd = c.shape_text("←h_j", ("S", "n"), h[..., n:])
-    c.text(EX - 140, top + 42, f"forward →h_j  {fwd}", size=12, color=_MUTED, halo=False)
-    _recurrence_row(c, EX - 140, EX + 140, top + 50, S, forward=True)
-    c.text(EX - 140, top + 100, f"backward ←h_j  {bwd}", size=12, color=_MUTED, halo=False)
-    _recurrence_row(c, EX - 140, EX + 140, top + 108, S, forward=False)
+    layers = f"bidirectional GRU, {L_enc} layer{'s' * (L_enc > 1)}"
+    c.text(EX, top + 20, layers, size=14, anchor="middle", bold=True, halo=False)
+    directions = (("forward", "→h_j", h[..., :n]), ("backward", "←h_j", h[..., n:]))  # (1, S, n)
+    for row, (name, symbol, half) in enumerate(directions):
+        text = f"{name} {symbol}  {c.shape_text(symbol, ('S', 'n'), half)}"
+        c.text(EX - 140, top + 42 + 58 * row, text, size=12, color=_MUTED, halo=False)
+        _recurrence_row(c, EX - 140, EX + 140, top + 50 + 58 * row, S, forward=row == 0)
     y = top + 142
     y_split = y + 28
-    c.edge(
-        [(EX, y), (EX, y + 58)],
-        "h_j = [→h_j; ←h_j]",
-        ("S", "2n"),
-        h,
-        at=(EX + 10, y + 22),
-    )
+    c.down(EX, y, y + 58, "h_j = [→h_j; ←h_j]", ("S", "2n"), h)
     c.dot(EX, y_split)
     y += 58
     c.box("W_a", EX, y, 150, 40, ["W_a  (2n → n')"], fill="att")
     y_keys = y + 20
 
     # ---- s_0 from ←h_1 ------------------------------------------------------------
-    c.edge(
-        [(EX + 155, top + 121), (355, top + 121), (355, 120), (DX - 110, 120)],
-        "←h_1 (the backward GRU's last state)",
-        ("n",),
-        h_back_1,
-        at=(365, 96),
-    )
+    to_init = [(EX + 155, top + 121), (355, top + 121), (355, 120), (DX - 110, 120)]
+    c.edge(to_init, "←h_1 (the backward GRU's last state)", ("n",), h_back_1, at=(365, 96))
     c.box("W_init", DX, 100, 220, 40, ["s_0 = tanh(W_{init} ←h_1)"], fill="dec")
-    c.edge(
-        [(DX, 140), (DX, 190)],
-        "s_0",
-        ("L_{dec}·n",),
-        out["W_init"][0],
-        at=(DX + 10, 160),
-        one_line=True,
-    )
+    c.down(DX, 140, 190, "s_0", ("L_{dec}·n",), out["W_init"][0], dy=20, one_line=True)
 
     # ---- one decoder step ---------------------------------------------------------
-    c.box(
-        "decoder state s_{t−1}",
-        DX,
-        190,
-        200,
-        40,
-        ["decoder state s_{t−1}"],
-        fill="dec",
-        stroke=_ACCENT,
-    )
+    c.box("decoder state s_{t−1}", DX, 190, 200, 40, fill="dec", stroke=_ACCENT)
     # s_{t-1} to the attention, on the left
-    c.edge(
-        [(DX - 100, 210), (600, 210), (600, 290), (AX + 80, 290)],
-        "s_{t−1}",
-        ("n",),
-        s_prev,
-        at=(608, 244),
-    )
+    to_attention = [(DX - 100, 210), (600, 210), (600, 290), (AX + 80, 290)]
+    c.edge(to_attention, "s_{t−1}", ("n",), s_prev, at=(608, 244))
     c.box("U_a", AX, 270, 160, 40, ["U_a   (n → n')"], fill="att")
     y_e = y_keys - 27  # the keys W_a h_j come in from the left at mid-height
-    c.edge(
-        [(AX, 310), (AX, y_e)],
-        "U_a s_{t−1}",
-        ("n'",),
-        out["U_a"][0],
-        at=(AX + 10, 334),
-    )
-    c.box(
-        "e_tj = v_aᵀ tanh(W_a h_j + U_a s_{t−1} + b_a)",
-        AX,
-        y_e,
-        210,
-        54,
-        ["e_{tj} = v_aᵀ tanh(W_a h_j", "+ U_a s_{t−1} + b_a)"],
-        fill="att",
-    )
-    c.edge(
-        [(EX + 75, y_keys), (AX - 105, y_keys)],
-        "keys W_a h_j",
-        ("S", "n'"),
-        keys,
-        at=(EX + 82, y_keys - 21),
-    )
+    c.down(AX, 310, y_e, "U_a s_{t−1}", ("n'",), out["U_a"][0], dy=24)
+    lines = ["e_{tj} = v_aᵀ tanh(W_a h_j", "+ U_a s_{t−1} + b_a)"]
+    c.box(" ".join(lines), AX, y_e, 210, 54, lines, fill="att")  # named by the whole formula
+    at = (EX + 82, y_keys - 21)
+    c.edge([(EX + 75, y_keys), (AX - 105, y_keys)], "keys W_a h_j", ("S", "n'"), keys, at=at)
     y_sm = y_e + 54 + 56
-    c.edge([(AX, y_e + 54), (AX, y_sm)], "e_{tj}", ("S",), energy, at=(AX + 10, y_e + 78))
-    c.box("softmax over j", AX, y_sm, 200, 36, ["softmax over j"], fill="att")
+    c.down(AX, y_e + 54, y_sm, "e_{tj}", ("S",), energy, dy=24)
+    c.box("softmax over j", AX, y_sm, 200, 36, fill="att")
     y_c = y_sm + 36 + 56
-    c.edge([(AX, y_sm + 36), (AX, y_c)], "a_{tj}", ("S",), a_t, at=(AX + 10, y_sm + 60))
+    c.down(AX, y_sm + 36, y_c, "a_{tj}", ("S",), a_t, dy=24)
     c.box("c_t = Σ_j a_tj h_j", AX, y_c, 200, 40, ["c_t = Σ_j a_{tj} h_j"], fill="att")
-    c.edge(
-        [(EX, y_split), (24, y_split), (24, y_c + 20), (AX - 100, y_c + 20)],
-        "values h_j",
-        ("S", "2n"),
-        h,
-        at=(32, y_c + 6),
-        one_line=True,
-    )
+    values = [(EX, y_split), (24, y_split), (24, y_c + 20), (AX - 100, y_c + 20)]
+    c.edge(values, "values h_j", ("S", "2n"), h, at=(32, y_c + 6), one_line=True)
     y_gru = y_c + 40 + 60
-    c.edge(
-        [(AX, y_c + 40), (AX, y_gru + 35), (DX - 125, y_gru + 35)],
-        "c_t",
-        ("2n",),
-        c_t,
-        at=(AX + 10, y_c + 64),
-        width=2.6,
-    )
+    c_in = [(AX, y_c + 40), (AX, y_gru + 35), (DX - 125, y_gru + 35)]  # into the GRU, left
+    c.edge(c_in, "c_t", ("2n",), c_t, at=(AX + 10, y_c + 64), width=2.6)
     # the decoder input: y_{t-1}, embedded, into the GRU from the right
     c.box(
         "previous token y_{t−1}", YX, 290, 90, 44, ["y_{t−1}", "<sos> first"], fill="io", size=13
     )
-    c.edge(
-        [(YX, 334), (YX, 390)],
-        "y",
-        ("T",),
-        tgt_in,
-        at=(YX - 10, 360),
-        anchor="end",
-    )
+    c.down(YX, 334, 390, "y", ("T",), tgt_in, dy=26, anchor="end")
     c.box("decoder embedding E", YX, 390, 90, 36, ["E"], fill="dec")
-    c.edge(
-        [(YX, 426), (YX, y_gru + 35), (DX + 125, y_gru + 35)],
-        "E y_{t−1}",
-        ("m",),
-        out["y"][0],
-        at=(YX - 10, 460),
-        anchor="end",
-    )
+    y_in = [(YX, 426), (YX, y_gru + 35), (DX + 125, y_gru + 35)]
+    c.edge(y_in, "E y_{t−1}", ("m",), out["y"][0], at=(YX - 10, 460), anchor="end")
     # s_{t-1} straight down into the GRU
-    c.edge([(DX, 230), (DX, y_gru)], "s_{t−1}", ("n",), s_prev, at=(DX - 10, 420), anchor="end")
+    c.down(DX, 230, y_gru, "s_{t−1}", ("n",), s_prev, dy=190, anchor="end")
     gru_in = c.shape_text("[E y_{t−1}; c_t]", ("m+2n",), inp["gru_d"][0][:, 0])
-    c.box(
-        "decoder GRU",
-        DX,
-        y_gru,
-        250,
-        70,
-        ["s_t = GRU(s_{t−1}, [E y_{t−1}; c_t])", f"input [E y_{{t−1}}; c_t] {gru_in}"],
-        fill="dec",
-    )
+    lines = ["s_t = GRU(s_{t−1}, [E y_{t−1}; c_t])", f"input [E y_{{t−1}}; c_t] {gru_in}"]
+    c.box("decoder GRU", DX, y_gru, 250, 70, lines, fill="dec")
     y = y_gru + 70
     y_loop = y + 28
-    c.edge([(DX, y), (DX, y + 92)], "s_t", ("n",), s_t, at=(DX - 10, y + 22), anchor="end")
+    c.down(DX, y, y + 92, "s_t", ("n",), s_t, anchor="end")
     c.dot(DX, y_loop)
-    c.edge(
-        [(DX, y_loop), (LOOP, y_loop), (LOOP, 210), (DX + 100, 210)],
-        "s_t → s_{t−1} (the next step)",
-        color=_ACCENT,
-        width=2.6,
-    )
-    c.text(
-        DX + 14,
-        y_loop + 20,
-        "next step: s_t becomes s_{t−1}",
-        size=13,
-        color=_ACCENT,
-        bold=True,
-    )
+    loop = [(DX, y_loop), (LOOP, y_loop), (LOOP, 210), (DX + 100, 210)]
+    c.edge(loop, "s_t → s_{t−1} (the next step)", color=_ACCENT, width=2.6)
+    next_step = "next step: s_t becomes s_{t−1}"
+    c.text(DX + 14, y_loop + 20, next_step, size=13, color=_ACCENT, bold=True)
     c.text(DX + 14, y_loop + 37, f"T = {T} steps, one after another", size=13, color=_ACCENT)
     c.frame(365, 176, 632, y + 76 - 176, f"one decoder step, × T = {T}", at=(377, y + 68))
     y += 92
     c.box("W_s", DX, y, 250, 40, ["output layer W_s  (n → V)"], fill="dec")
     y += 40
-    c.edge([(DX, y), (DX, y + 56)], "logits", ("V",), out["W_s"][0], at=(DX + 10, y + 22))
+    c.down(DX, y, y + 56, "logits", ("V",), out["W_s"][0])
     y += 56
     c.box("softmax p(y_t)", DX, y, 250, 40, ["softmax: p(y_t | y_{<t}, x)"], fill="io")
-    bottom = y + 40
 
     notes = {
         "training": "GRU steps; teacher forcing does not help",
         "generation": "the same steps: one token per step",
     }
-    bottom = max(bottom, _path_panel(c, 20, y_c + 80, path, notes))
-    c.text(
-        _WIDTH / 2,
-        bottom + 28,
-        f"Arrows: tensors, (symbols) = (sizes) of one forward pass on this example "
-        f"(S = {S}, T = {T}; one decoder step's); the batch of 1 is left out.",
-        size=12.5,
-        anchor="middle",
-        color=_MUTED,
-    )
     title = (
         f"GRU + Bahdanau attention: bidirectional GRU encoder ({L_enc} layer(s)), GRU decoder "
         f"({L_dec} layer(s)), embeddings m = {m}, states n = {n}, attention n' = {A}"
@@ -1266,8 +974,7 @@ def gru_schematic(model: RNNSeq2Seq, src, tgt_in) -> Schematic:
         "previous state s_{t-1} and the keys W_a h_j give energies "
         "e_tj = v_a^T tanh(W_a h_j + U_a s_{t-1} + b_a), softmax weights a_tj and a context "
         "c_t = sum of a_tj h_j; the GRU computes s_t from s_{t-1} and [E y_{t-1}; c_t], and "
-        "s_t feeds back as the next step's s_{t-1}. "
-        f"Critical path: {path['training']['count']} steps in training, "
-        f"{path['generation']['count']} in generation."
+        "s_t feeds back as the next step's s_{t-1}."
     )
-    return Schematic(c.render(bottom + 44, title, desc), title, c.shapes, path)
+    one_step = "; one decoder step's"
+    return _finish(c, y + 40, y_c + 80, path, notes, title, desc, unit="steps", one_step=one_step)

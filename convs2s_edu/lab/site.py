@@ -1,12 +1,11 @@
 """The documentation site's plumbing: its configurations (quick mode), the numbers it records,
 and the sentences that compare them.
 
-The gallery pages call :func:`site_config` for every model they train, so
-that ``CONVS2S_EDU_QUICK=1`` shrinks the whole site at once; a page that
-measures a number the landing page states hands it to :func:`record`. A page
-never types which of two measured numbers is larger: :func:`comparison` and
-:func:`trend` write that sentence from the numbers (``tests/test_gallery.py``
-flags a typed one).
+The gallery pages call :func:`site_config` for every model they train, so that
+``CONVS2S_EDU_QUICK=1`` shrinks the whole site at once; a page that measures a number the
+landing page states hands it to :func:`record`. A page never types which of two measured numbers
+is larger: :func:`comparison` and :func:`trend` write that sentence from the numbers
+(``tests/test_gallery.py`` flags a typed one).
 """
 
 from __future__ import annotations
@@ -52,12 +51,10 @@ SITE_RECIPES = ("seed", "fast")
 #: batches; equal-length ones cost the GRU accuracy (tools/measure_bucketing.py, departures).
 SITE_BATCHING = "random"
 
-#: Optimiser steps between held-out decodings (the learning curve), per recipe and mode:
-#: about 50 points over a run.
+#: ``eval_every`` of :func:`site_config`, per recipe and quick mode.
 _EVAL_EVERY = {("seed", False): 50, ("fast", False): 20, ("seed", True): 8, ("fast", True): 8}
 
-#: What quick mode changes, per recipe: small data and few steps, so the whole site builds
-#: in a few minutes on two CPU cores.
+#: What quick mode changes, per recipe (see :func:`site_config`).
 _QUICK = {
     "seed": {"n_train": 2_000, "n_valid": 300, "n_test": 300, "epochs": 6},
     "fast": {"n_train": 1_280, "n_valid": 300, "n_test": 300, "epochs": 8},
@@ -65,15 +62,11 @@ _QUICK = {
 
 
 def site_config(model: str, recipe: str = "seed", **changes) -> TrainConfig:
-    """The configuration the gallery pages train: a recipe's (the seed's by default), or a
-    small one in quick mode.
-
-    Every site configuration records its learning curve (``eval_every``: about 50
-    held-out decodings per run) and batches as :data:`SITE_BATCHING` says. Quick mode
-    (``CONVS2S_EDU_QUICK=1``) keeps the task and the models and shrinks the data and
-    the schedule (the seed recipe: 2,000 training examples, 6 epochs; the fast one: 80
-    steps), so the whole site builds in a few minutes on two CPU cores.
-    """
+    """The configuration the gallery pages train: a recipe's (the seed's by default), with
+    ``changes``, its learning curve (``eval_every``: about 50 held-out decodings per run) and
+    :data:`SITE_BATCHING`. Quick mode (``CONVS2S_EDU_QUICK=1``) keeps the task and the models
+    and shrinks the data and the schedule (the seed recipe: 2,000 training examples, 6 epochs;
+    the fast one: 80 steps), so that the whole site builds in minutes."""
     quick = is_quick_mode()
     cfg = TrainConfig.recipe(
         recipe, model=model, batching=SITE_BATCHING, eval_every=_EVAL_EVERY[(recipe, quick)]
@@ -83,20 +76,18 @@ def site_config(model: str, recipe: str = "seed", **changes) -> TrainConfig:
     return cfg.replace(**changes)
 
 
-#: Seeds of the short runs that set the seed's ConvS2S configuration against the paper's
-#: (:func:`short_runs`): a seed fixes the data, their order and the initialisation of both
-#: configurations, so that the two are compared seed by seed.
+#: Seeds of :func:`short_runs`: a seed fixes the data, their order and the initialisation of
+#: both configurations, so that the two are compared seed by seed.
 SHORT_RUN_SEEDS = (0, 1, 2)
 
 
 def short_runs() -> dict[str, list[TrainConfig]]:
     """The short runs of the page that trains the seed's ConvS2S against the paper's.
 
-    ``{"seed": [...], "paper": [...]}``: ConvS2S without and with the paper's three
-    flags (``paper_normalisation``), one run per seed of :data:`SHORT_RUN_SEEDS`, on
-    640 training examples in batches of 16 for 8 epochs (2 in quick mode), the held-out
-    loss after every epoch on 200 examples. ``tools/prepare_site.py`` trains them beside
-    the site's other runs; the page loads them.
+    ``{"seed": [...], "paper": [...]}``: ConvS2S without and with the paper's three flags
+    (``paper_normalisation``), one run per seed of :data:`SHORT_RUN_SEEDS`, on 640 training
+    examples in batches of 16 for 8 epochs (2 in quick mode), the held-out loss after every
+    epoch on 200 examples. ``tools/prepare_site.py`` trains them; the page loads them.
     """
     short = TrainConfig(
         n_train=640, n_valid=200, n_test=1, batch_size=16, epochs=2 if is_quick_mode() else 8
@@ -118,10 +109,8 @@ def _site_data(filename: str) -> Path | None:
 
 def record(name: str, numbers: dict) -> Path | None:
     """Write ``numbers`` as ``<name>.json`` for the site's build (``docs/_ext`` makes the
-    landing page's tables from them); nothing outside a docs build (no ``$CONVS2S_EDU_SITE_DATA``).
-
-    Returns the file written, or ``None``.
-    """
+    landing page's tables from them); nothing outside a docs build (no
+    ``$CONVS2S_EDU_SITE_DATA``). Returns the file written, or ``None``."""
     path = _site_data(f"{name}.json")
     if path is not None:
         path.write_text(json.dumps(numbers, indent=2), encoding="utf-8")
@@ -129,8 +118,7 @@ def record(name: str, numbers: dict) -> Path | None:
 
 
 def record_svg(name: str, svg: str) -> Path | None:
-    """Write a figure drawn as SVG text as ``<name>.svg`` for the site's build (the landing page
-    shows it); nothing outside a docs build. Returns the file written, or ``None``."""
+    """:func:`record` for a figure drawn as SVG text: ``<name>.svg``, for the landing page."""
     if not svg.lstrip().startswith("<svg"):
         raise ValueError(f"record_svg needs the text of an <svg> element, got {svg[:40]!r}")
     path = _site_data(f"{name}.svg")
@@ -197,10 +185,8 @@ def trend(
     fmt: str = "{:.1%}",
     tie: float = 0.0,
 ) -> str:
-    """One sentence on how a measured quantity moves from the first point to the last.
-
-    ``"Token accuracy falls from 99.0% at length 8 to 91.0% at length 20."``; "rises"
-    when it grows; "stays about the same" within ``tie``. Only the two ends are
+    """One sentence on how a measured quantity moves from the first point to the last: it
+    "rises", "falls" or "stays about the same" (within ``tie``). Only the two ends are
     compared: the sentence names them, and the page shows the rest.
 
     Examples
@@ -214,10 +200,9 @@ def trend(
             f"trend needs two or more (x, y) points of equal count, got {len(xs)} and {len(ys)}"
         )
     first, last = ys[0], ys[-1]
+    verb = "rises" if last > first else "falls"
     if abs(last - first) <= tie:
         verb = "stays about the same"
-    else:
-        verb = "rises" if last > first else "falls"
     return (
         f"{quantity[:1].upper()}{quantity[1:]} {verb} from {fmt.format(first)} at {along} "
         f"{xs[0]:g} to {fmt.format(last)} at {along} {xs[-1]:g}."

@@ -3,10 +3,10 @@
 Modules, bottom to top (a module imports only those above it in this list)::
 
     device      resolve_device, device_label, synchronize: the one device helper
-    paths       execution paths: eager or compiled, fp32 or bf16, CUDA graphs
     config      TrainConfig (the seed's hyperparameters and RECIPES), make_datasets,
                 training_set, build_model
     step        make_train_step: the one training step; RunContext: where it runs
+                (how it runs, fast paths or compiled, fp32 or bf16: convs2s_edu.fast)
     parallel    DataParallelContext: the step's context for one rank under torchrun
     progress    Progress: a bar on a terminal, one line per epoch in a log
     checkpoint  History, TrainResult, save/read/load a checkpoint

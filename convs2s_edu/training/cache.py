@@ -1,28 +1,22 @@
 """The training cache: train a configuration once, load it afterwards.
 
-The gallery pages share trained models through it, and the lab's experiments
-keep their measurements next to the checkpoints it holds.
+The gallery pages share trained models through it, and the lab's experiments keep their
+measurements next to the checkpoints it holds.
 
-Several processes may want the same entry at once (the scheduler's workers,
-two builds, a notebook beside a build): :func:`train_or_load` holds an
-exclusive lock on the entry (:func:`entry_lock`, ``fcntl.flock`` on a ``.lock``
-file inside it) while it decides and trains, so the first process trains and
-the others wait, then load what it wrote. The operating system releases the
-lock of a process that dies; the next one resumes from the last checkpoint.
+Several processes may want the same entry at once (the scheduler's workers, two builds, a
+notebook beside a build): :func:`train_or_load` holds an exclusive lock on the entry
+(:func:`entry_lock`: ``filelock.FileLock`` on a ``.lock`` file inside it, ``flock`` on Unix,
+``msvcrt`` on Windows) while it decides and trains, so the first process trains and the
+others wait, then load what it wrote. The operating system releases the lock of a process
+that dies; the next one resumes from the last checkpoint.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 from pathlib import Path
-
-try:  # POSIX; elsewhere the cache is not safe for concurrent processes
-    import fcntl
-except ImportError:  # pragma: no cover - Windows
-    fcntl = None
 
 from .._version import __version__
 from .checkpoint import (
@@ -60,11 +54,8 @@ def cache_dir() -> Path:
 
 
 def cache_key(cfg: TrainConfig) -> str:
-    """Hash of the config (device resolved to its type) and the package version.
-
-    A new version of the package trains again rather than reuse a cache entry of
-    an older one.
-    """
+    """Hash of the config (device resolved to its type) and the package version (so that a
+    new version of the package trains again rather than reuse an older one's entry)."""
     d = cfg.to_dict()
     d["device"] = resolve_device(cfg.device).type  # CPU and GPU timings are kept apart
     if cfg.model == "gru":
@@ -79,39 +70,27 @@ def run_dir(cfg: TrainConfig, directory=None) -> Path:
     return Path(directory or cache_dir()) / f"{cfg.model}-{cache_key(cfg)}"
 
 
-@contextlib.contextmanager
 def entry_lock(where: Path):
-    """Hold an exclusive lock on the cache entry ``where`` (created if missing) while the
-    ``with`` block runs; other processes asking for it wait. A no-op where ``fcntl`` is
-    missing."""
-    where = Path(where)
-    where.mkdir(parents=True, exist_ok=True)
-    with open(where / ".lock", "a") as handle:
-        if fcntl is not None:
-            fcntl.flock(handle, fcntl.LOCK_EX)  # blocks until the holder is done (or dies)
-        try:
-            yield
-        finally:
-            if fcntl is not None:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+    """An exclusive lock on the cache entry ``where`` (created if missing), held while a
+    ``with`` block runs (see the module's docstring)."""
+    # imported here: `import convs2s_edu` imports this module, and the GPU image lacks filelock
+    from filelock import FileLock
 
-
-def _finished(ckpt: Path, cfg: TrainConfig, where: Path) -> bool:
-    if not ckpt.is_file():
-        return False
-    try:
-        state = read_checkpoint(ckpt)
-    except CheckpointError as err:
-        raise CheckpointError(
-            f"{err} (a damaged cache entry: delete {where} to train again)"
-        ) from None
-    return state["epoch"] >= cfg.epochs
+    Path(where).mkdir(parents=True, exist_ok=True)
+    return FileLock(Path(where) / ".lock")  # blocks until the holder is done (or dies)
 
 
 def is_cached(cfg: TrainConfig, directory=None) -> bool:
     """True when the cache holds the finished run of ``cfg`` (nothing is trained)."""
     where = run_dir(cfg, directory)
-    return _finished(where / CHECKPOINT_NAME, cfg, where)
+    if not (where / CHECKPOINT_NAME).is_file():
+        return False
+    try:
+        return read_checkpoint(where)["epoch"] >= cfg.epochs
+    except CheckpointError as err:
+        raise CheckpointError(
+            f"{err} (a damaged cache entry: delete {where} to train again)"
+        ) from None
 
 
 def train_or_load(
@@ -122,16 +101,13 @@ def train_or_load(
 ) -> TrainResult:
     """Train once, reuse afterwards.
 
-    The checkpoint lives in :func:`run_dir`. A finished run is loaded; an
-    interrupted one is resumed; otherwise training starts. The entry is locked
-    meanwhile (:func:`entry_lock`): a second process asking for the same run
-    waits for the first and loads its checkpoint. ``shared_clock`` goes to
-    :func:`~convs2s_edu.train` (a run trained beside others).
+    The checkpoint lives in :func:`run_dir`: a finished run is loaded, an interrupted one
+    resumed, otherwise training starts, the entry locked meanwhile (:func:`entry_lock`).
+    ``shared_clock`` goes to :func:`~convs2s_edu.train` (a run trained beside others).
     """
     cfg = cfg if cfg is not None else TrainConfig()
     where = run_dir(cfg, directory)
-    ckpt = where / CHECKPOINT_NAME
     with entry_lock(where):
-        if _finished(ckpt, cfg, where):
-            return load_checkpoint(ckpt, device=cfg.device)
+        if is_cached(cfg, directory):
+            return load_checkpoint(where, device=cfg.device)
         return train(cfg, out_dir=where, resume=True, progress=progress, shared_clock=shared_clock)

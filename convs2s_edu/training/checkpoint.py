@@ -1,13 +1,11 @@
 r"""What a run keeps: its :class:`History`, and the checkpoint file that holds everything.
 
-:func:`save_checkpoint` writes ``checkpoint.pt`` after every epoch,
-atomically: the file is serialised in memory, written next to the old one and
-renamed over it, so a run killed mid-write, or a write that fails (a full disk,
-a directory that became unwritable), leaves the last good checkpoint in place,
-and the failure is one line that names the path, the error and the space a
-checkpoint needs (:class:`CheckpointWriteError`). :func:`read_checkpoint` is
-the one validating reader behind :func:`load_checkpoint`, resuming a run and
-the cache.
+:func:`save_checkpoint` writes ``checkpoint.pt`` after every epoch, atomically: the file is
+serialised in memory, written next to the old one and renamed over it, so a run killed
+mid-write, or a write that fails (a full disk, a directory that became unwritable), leaves
+the last good checkpoint in place, and the failure is one line that names the path, the error
+and the space a checkpoint needs (:class:`CheckpointWriteError`). :func:`read_checkpoint` is
+the one validating reader behind :func:`load_checkpoint`, resuming a run and the cache.
 """
 
 from __future__ import annotations
@@ -84,8 +82,9 @@ class History:
         return [e[name] for e in self.epochs]
 
     def reached(self, level: float, metric: str = "exact_match") -> dict | None:
-        """The first held-out evaluation (of ``evals``) at which ``metric`` was at
-        least ``level``, or ``None`` when none was (the run never reached it).
+        """The first held-out evaluation (of ``evals``) at which ``metric`` was at least
+        ``level`` (its ``step``: an upper bound on the steps it took, with the resolution
+        ``eval_every``), or ``None`` when none was (the run never reached it).
 
         >>> h = History(evals=[{"step": 50, "exact_match": 0.4},
         ...                    {"step": 100, "exact_match": 0.7}])
@@ -133,8 +132,7 @@ def prepare_out_dir(out_dir) -> Path | None:
 
 
 class CheckpointWriteError(OSError):
-    """A checkpoint could not be written; the message names the file, the error and the
-    space a checkpoint needs. The last good checkpoint is still in place."""
+    """Writing a checkpoint failed; the last good one is kept (see the module's docstring)."""
 
 
 def _megabytes(n: int) -> str:
@@ -217,28 +215,15 @@ class CheckpointError(ValueError):
 CHECKPOINT_KEYS = ("format", "epoch", "train_config", "model", "optimizer", "history", "rng")
 
 
-def _checkpoint_file(path) -> Path:
-    path = Path(path)
-    if path.is_dir():
-        path = path / CHECKPOINT_NAME
-    if not path.is_file():
-        raise FileNotFoundError(f"no checkpoint at {path}")
-    return path
-
-
 def read_checkpoint(path) -> dict:
     """Read and validate a checkpoint written by :func:`~convs2s_edu.train`.
 
-    The one reader behind :func:`load_checkpoint`, ``train(resume=True)`` and
-    the cache of :func:`train_or_load`. It loads with
-    ``torch.load(weights_only=True)`` (no pickled code runs) and checks, in
-    order: the file is a readable checkpoint; it holds every key of
-    ``CHECKPOINT_KEYS``; ``train_config`` is a dict of valid
-    :class:`TrainConfig` fields; ``history`` is a :class:`History` with one
-    record per trained epoch; the weights are a state dict of finite tensors
-    that fits the model the config describes (a GRU's weights under a
-    ConvS2S config, or the reverse, are refused); the optimiser and random
-    states are present.
+    It loads with ``torch.load(weights_only=True)`` (no pickled code runs) and checks, in
+    order: the file is a readable checkpoint; it holds every key of ``CHECKPOINT_KEYS``;
+    ``train_config`` is a dict of valid :class:`TrainConfig` fields; ``history`` is a
+    :class:`History` with one record per trained epoch; the weights are a state dict of
+    finite tensors that fits the model the config describes (a GRU's weights under a ConvS2S
+    config, or the reverse, are refused); the optimiser and random states are present.
 
     Parameters
     ----------
@@ -248,10 +233,9 @@ def read_checkpoint(path) -> dict:
     Returns
     -------
     dict
-        The checkpoint's content, plus ``"path"`` (the file read) and
-        ``"config"`` (the :class:`TrainConfig`, with ``device="auto"`` when the
-        device it trained on does not exist on this machine) and
-        ``"saved_device"`` (the device string it was written with).
+        The checkpoint's content, plus ``"path"`` (the file read), ``"config"`` (the
+        :class:`TrainConfig`, with ``device="auto"`` when the device it trained on does not
+        exist on this machine) and ``"saved_device"`` (the device it was written with).
 
     Raises
     ------
@@ -260,10 +244,21 @@ def read_checkpoint(path) -> dict:
     CheckpointError
         A ``ValueError`` whose one-line message starts with the file's path.
     """
-    path = _checkpoint_file(path)
+    path = Path(path)
+    if path.is_dir():
+        path = path / CHECKPOINT_NAME
+    if not path.is_file():
+        raise FileNotFoundError(f"no checkpoint at {path}")
 
     def bad(what: str):
         return CheckpointError(f"{path}: {what}")
+
+    def checked(what: str, read, *args):
+        """``read(*args)``; a ``TypeError`` or ``ValueError`` of it is ``bad(what + message)``."""
+        try:
+            return read(*args)
+        except (TypeError, ValueError) as err:
+            raise bad(f"{what}{err}") from None
 
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
@@ -292,20 +287,9 @@ def read_checkpoint(path) -> dict:
         device = saved_device
     except (ValueError, TypeError):  # e.g. trained on a GPU, read on a CPU-only machine
         device = "auto"
-    try:
-        cfg = TrainConfig.from_dict({**saved, "device": device})
-    except (ValueError, TypeError) as err:
-        raise bad(f"bad train_config: {err}") from None
-
-    epoch = state["epoch"]
-    try:
-        check_int("epoch", epoch)
-    except ValueError as err:
-        raise bad(str(err)) from None
-    try:
-        history = History.from_dict(state["history"])
-    except (TypeError, ValueError) as err:
-        raise bad(f"bad history: {err}") from None
+    cfg = checked("bad train_config: ", TrainConfig.from_dict, {**saved, "device": device})
+    epoch = checked("", check_int, "epoch", state["epoch"])
+    history = checked("bad history: ", History.from_dict, state["history"])
     if len(history.epochs) != epoch:
         raise bad(
             f"history holds {len(history.epochs)} epoch record(s) but the checkpoint "
@@ -314,12 +298,8 @@ def read_checkpoint(path) -> dict:
     _check_weights(state["model"], cfg, bad)
     if not isinstance(state["optimizer"], dict) or "param_groups" not in state["optimizer"]:
         raise bad("optimizer is not an optimiser state dict")
-    rng = state["rng"]
-    if not (
-        isinstance(rng, dict)
-        and isinstance(rng.get("torch"), torch.Tensor)
-        and isinstance(rng.get("shuffle"), torch.Tensor)
-    ):
+    rng = state["rng"] if isinstance(state["rng"], dict) else {}
+    if not all(isinstance(rng.get(k), torch.Tensor) for k in ("torch", "shuffle")):
         raise bad("rng must hold the 'torch' and 'shuffle' generator states")
     return {**state, "path": path, "config": cfg, "saved_device": saved_device}
 
@@ -366,8 +346,7 @@ def _check_weights(weights, cfg: TrainConfig, bad) -> None:
 
 
 def load_checkpoint(path, device: str | None = None) -> TrainResult:
-    """Load a checkpoint written by :func:`~convs2s_edu.train` (read with
-    ``torch.load(weights_only=True)``: no pickled code runs).
+    """Load a checkpoint written by :func:`~convs2s_edu.train` (:func:`read_checkpoint` first).
 
     Parameters
     ----------
@@ -385,7 +364,7 @@ def load_checkpoint(path, device: str | None = None) -> TrainResult:
     Raises
     ------
     FileNotFoundError, CheckpointError
-        See :func:`read_checkpoint`, which validates the file first.
+        See :func:`read_checkpoint`.
     """
     state = read_checkpoint(path)
     cfg = state["config"] if device is None else state["config"].replace(device=device)

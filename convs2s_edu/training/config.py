@@ -1,21 +1,19 @@
 r"""What determines a training run: :class:`TrainConfig`, its data and its model.
 
-The seed notebook's experiment (sections 10-11): Adam with learning rate
-:math:`10^{-3}`, batches of 128, 30 epochs over 10,000 sorting examples of
-length 8-20 drawn from a vocabulary of 50. :class:`TrainConfig` holds those
-numbers; :func:`make_datasets` draws the run's three data sets,
-:func:`training_set` the examples of one epoch and :func:`build_model` builds
-its freshly initialised model. All depend on the config alone, so that two runs
-with the same seed see the same data.
+The seed notebook's experiment (sections 10-11): Adam with learning rate :math:`10^{-3}`,
+batches of 128, 30 epochs over 10,000 sorting examples of length 8-20 drawn from a vocabulary
+of 50. :class:`TrainConfig` holds those numbers; :func:`make_datasets` draws the run's three
+data sets, :func:`training_set` the examples of one epoch and :func:`build_model` builds its
+freshly initialised model. All depend on the config alone, so that two runs with the same
+seed see the same data.
 
 Two recipes
 -----------
-:data:`RECIPES` names two ways to train the same models
-(:meth:`TrainConfig.recipe`): ``"seed"``, the seed notebook's (the defaults), and
-``"fast"``, a recipe of the kind transformer training made standard: a fresh
-batch of never-seen examples every step, Adam with :math:`\beta_2 = 0.98`, a
-linear warm-up over the first 5% of the steps to a peak learning rate of
-:math:`3 \cdot 10^{-3}`, then a linear decay to 0, no dropout, 800 steps.
+:data:`RECIPES` names two ways to train the same models (:meth:`TrainConfig.recipe`):
+``"seed"``, the seed notebook's (the defaults), and ``"fast"``, a recipe of the kind
+transformer training made standard: a fresh batch of never-seen examples every step, Adam
+with :math:`\beta_2 = 0.98`, a linear warm-up over the first 5% of the steps to a peak
+learning rate of :math:`3 \cdot 10^{-3}`, then a linear decay to 0, no dropout, 800 steps.
 What the recipe is worth, in steps and in accuracy, is measured on the site.
 """
 
@@ -30,10 +28,10 @@ from torch import nn
 from .._checks import check_int
 from ..convs2s import ConvS2S, ConvS2SConfig
 from ..data import TASKS, SortingDataset, generate_dataset
+from ..fast.paths import PRECISIONS, check_compile_mode
 from ..hybrid import HYBRID_NAMES, HybridConfig, HybridSeq2Seq
 from ..rnn import RNNSeq2Seq, RNNSeq2SeqConfig
 from .device import resolve_device
-from .paths import PRECISIONS, check_compile_mode
 
 __all__ = [
     "MODEL_NAMES",
@@ -47,12 +45,15 @@ __all__ = [
     "build_model",
 ]
 
-#: Model names accepted by :class:`TrainConfig` and the command line: the two models, then
-#: the hybrids ``"<encoder>+<decoder>"`` (:mod:`convs2s_edu.hybrid`).
+#: Model names accepted by :class:`TrainConfig` (its ``model``) and the command line.
 MODEL_NAMES = ("convs2s", "gru", *HYBRID_NAMES)
 
-#: Upper bounds checked by :class:`TrainConfig` (see its Notes): beyond them a run would
-#: exhaust memory or time long before it finished, so they are refused up front.
+#: Upper bounds of :class:`TrainConfig`'s integer fields (the lower: 1, 0 for ``seed``):
+#: beyond them a run would exhaust memory or time long before it finished, so they are
+#: refused up front. The length bound is a memory bound: each attention map holds
+#: ``batch_size * max_len^2`` floats per layer (128 MiB at 128 x 512^2, several of them kept
+#: for the backward pass), and a run with ``max_len = 100,000`` would be killed by the
+#: operating system with no message instead of failing clearly.
 LIMITS = {
     "vocab_size": 10_000,
     "min_len": 512,
@@ -65,21 +66,18 @@ LIMITS = {
     "seed": 2**32 - 1,
 }
 
-#: How the training examples are put into batches: ``"random"`` (the seed's shuffled
-#: batches), ``"bucket"`` (:class:`~convs2s_edu.data.LengthBucketSampler`: equal lengths) or
-#: ``"pooled"`` (sorted pools of 4 batches: neighbouring lengths).
+#: How the training examples are put into batches: random (the seed's), or of equal or
+#: neighbouring lengths (:func:`~convs2s_edu.data.length_batches`).
 BATCHINGS = ("random", "bucket", "pooled")
 
 #: Learning-rate schedules: ``"constant"`` (the seed's) or ``"warmup-linear"`` (a linear
 #: warm-up over the first ``warmup`` fraction of the steps, then a linear decay to 0).
 LR_SCHEDULES = ("constant", "warmup-linear")
 
-#: The named recipes of :meth:`TrainConfig.recipe`: the fields each sets.
+#: The named recipes of :meth:`TrainConfig.recipe`: the fields each sets (see the module's
+#: docstring; an "epoch" of ``"fast"`` is 12,800 new examples, 100 steps).
 RECIPES = {
-    # the seed notebook's: 10,000 fixed examples, 30 epochs, Adam at 1e-3, dropout 0.1
     "seed": {},
-    # a fresh batch of 128 every step (an "epoch" is 12,800 new examples, 100 steps),
-    # 8 epochs = 800 steps; Adam beta2 0.98, 5% warm-up to 3e-3, linear decay to 0; no dropout
     "fast": {
         "fresh_data": True,
         "n_train": 12_800,
@@ -93,13 +91,58 @@ RECIPES = {
 }
 
 
+def _real(x) -> bool:
+    """A real number, not a bool (to Python ``True`` is the integer 1)."""
+    return not isinstance(x, bool) and isinstance(x, numbers.Real)
+
+
+def _positive_real(x) -> bool:
+    return _real(x) and math.isfinite(x) and x > 0
+
+
+def _name_in(names: tuple):
+    return lambda value: isinstance(value, str) and value in names
+
+
+def _betas(value) -> bool:
+    """Two numbers in ``[0, 1)``, as a pair of any kind (not a string)."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 2:
+        return False
+    return all(_real(b) and 0 <= b < 1 for b in value)
+
+
+#: The checks of :class:`TrainConfig`'s fields that are not integers (those are bounded by
+#: :data:`LIMITS`), in order: the field, what its message says it must be, the test.
+_CHECKS = (
+    ("model", f"one of {MODEL_NAMES}", _name_in(MODEL_NAMES)),
+    ("task", f"one of {TASKS}", _name_in(TASKS)),
+    ("fresh_data", "True or False", lambda v: isinstance(v, bool)),
+    ("batching", f"one of {BATCHINGS}", _name_in(BATCHINGS)),
+    ("lr_schedule", f"one of {LR_SCHEDULES}", _name_in(LR_SCHEDULES)),
+    ("warmup", "a fraction in [0, 1)", lambda v: _real(v) and 0 <= v < 1),
+    ("adam_betas", "two numbers in [0, 1)", _betas),
+    ("lr", "a positive finite number", _positive_real),
+    ("clip_norm", "a positive finite number or None", lambda v: v is None or _positive_real(v)),
+    ("paper_normalisation", "True or False", lambda v: isinstance(v, bool)),
+    ("device", "'auto', 'cpu', 'cuda' or 'cuda:N'", lambda v: isinstance(v, str)),
+    (
+        "model_options",
+        "a dict of option names (str) to values",
+        lambda v: isinstance(v, dict) and all(isinstance(k, str) for k in v),
+    ),
+    ("compile", "True or False", lambda v: isinstance(v, bool)),
+    ("fast", "True or False", lambda v: isinstance(v, bool)),
+    ("precision", f"one of {PRECISIONS}", _name_in(PRECISIONS)),
+)
+
+
 @dataclass
 class TrainConfig:
     r"""Everything that determines a training run.
 
     The data, optimiser and schedule defaults are the seed notebook's; two
     defaults are not: gradient clipping (``clip_norm``) and the paper's
-    ConvS2S (``paper_normalisation``).
+    ConvS2S (``paper_normalisation``, see :func:`build_model`).
 
     Parameters
     ----------
@@ -111,60 +154,47 @@ class TrainConfig:
     task : {"sort", "reverse", "copy"}
         What the target is (:data:`~convs2s_edu.data.TASKS`; seed: sorting).
     n_train, n_valid, n_test : int
-        Sizes of the training, held-out and test sets. All three depend only on
-        ``seed`` and the task, never on the model, so both models see the same data.
-        With ``fresh_data``, ``n_train`` is the number of new examples per epoch.
+        Sizes of the training, held-out and test sets (:func:`make_datasets`); with
+        ``fresh_data``, ``n_train`` is the number of new examples per epoch.
     batch_size : int
         Examples per optimiser step (seed: 128).
     lr : float
         Adam's learning rate (seed: 1e-3); the peak of a ``"warmup-linear"`` schedule.
     epochs : int
-        Passes over the training set (seed: 30); with ``fresh_data``, rounds of
-        ``n_train`` new examples.
+        Passes over the training set (seed: 30); rounds of new examples with ``fresh_data``.
     fresh_data : bool
-        ``False`` (seed): the same ``n_train`` examples every epoch. ``True``: every
-        epoch draws ``n_train`` examples never used before (none of them a held-out
-        or test source), so no example is seen twice.
+        ``False`` (seed): the same ``n_train`` examples every epoch. ``True``: new ones every
+        epoch, never used before (:func:`training_set`).
     batching : {"random", "bucket", "pooled"}
-        Random batches (seed), batches of equal length, or of neighbouring lengths
-        (:func:`~convs2s_edu.data.length_batches`, :data:`BATCHINGS`).
+        How the examples are put into batches (:data:`BATCHINGS`).
     lr_schedule : {"constant", "warmup-linear"}
-        :data:`LR_SCHEDULES`; ``"warmup-linear"`` raises the learning rate
-        linearly over the first ``warmup`` fraction of the steps, then lowers it
-        linearly to 0 at the last step.
+        :data:`LR_SCHEDULES`; every step's factor is :func:`~convs2s_edu.training.lr_factor`.
     warmup : float
         The warm-up fraction of ``"warmup-linear"``, in ``[0, 1)`` (ignored otherwise).
     adam_betas : tuple of float
         Adam's :math:`(\beta_1, \beta_2)` (seed: PyTorch's ``(0.9, 0.999)``).
     eval_every : int or None
-        Every this many optimiser steps (and after the last one), decode the
-        held-out set greedily and record its loss, exact match and token accuracy
-        in :attr:`History.evals <convs2s_edu.training.History>`: the learning curve
-        that convergence speed is read from. ``None``: only the held-out loss after
-        every epoch. Its time is not part of the epoch's clock.
-
+        Every this many optimiser steps (and after the last one), decode the held-out
+        set greedily into :attr:`History.evals <convs2s_edu.training.History>`, the
+        learning curve. ``None``: only the held-out loss after every epoch.
+    fast : bool
+        Train through the CPU fast paths of :mod:`convs2s_edu.fast` (default ``True``):
+        the same function, values and gradients as the reference model, computed
+        faster; the trained model is returned as the reference. ``False`` trains the
+        model files' code as written (what ``compile`` compiles: the two exclude each other).
+    compile, compile_mode, precision
+        The execution path of the step (:mod:`convs2s_edu.fast.paths`).
 
     Raises
     ------
     ValueError
-        For a field of the wrong type or out of range; the message names the
-        field, the value and the allowed range.
+        For a field of the wrong type (``lr=True`` or ``clip_norm="x"`` are refused, not
+        coerced; ``TypeError`` for ``compile`` and ``fast``) or out of range (:data:`LIMITS`);
+        the message names the field, the value and the allowed range.
 
     See Also
     --------
     TrainConfig.recipe : the named recipes (:data:`RECIPES`).
-
-    Notes
-    -----
-    Every field is type-checked (``lr=True`` or ``clip_norm="x"`` are refused,
-    not coerced) and the integer fields are bounded by :data:`LIMITS`:
-    ``vocab_size <= 10,000``; ``min_len, max_len <= 512``; ``n_train``,
-    ``n_valid``, ``n_test <= 1,000,000``; ``batch_size <= 4096``;
-    ``epochs <= 10,000``; ``0 <= seed < 2^32``. The length bound is a memory
-    bound: each attention map holds ``batch_size * max_len^2`` floats per layer
-    (128 MiB at 128 x 512^2, several of them kept for the backward pass), and a
-    run with ``max_len = 100,000`` would be killed by the operating system
-    with no message instead of failing clearly.
     """
 
     model: str = "convs2s"
@@ -178,89 +208,44 @@ class TrainConfig:
     batch_size: int = 128
     lr: float = 1e-3
     epochs: int = 30
-    fresh_data: bool = False  # the fast recipe: True
-    batching: str = "random"  # "bucket": equal-length batches
-    lr_schedule: str = "constant"  # the fast recipe: "warmup-linear"
-    warmup: float = 0.05  # fraction of the steps (warmup-linear only)
-    adam_betas: tuple = (0.9, 0.999)  # PyTorch's default; the fast recipe: (0.9, 0.98)
-    eval_every: int | None = None  # steps between held-out decodings (None: none)
+    fresh_data: bool = False
+    batching: str = "random"
+    lr_schedule: str = "constant"
+    warmup: float = 0.05
+    adam_betas: tuple = (0.9, 0.999)
+    eval_every: int | None = None
     clip_norm: float | None = 1.0
     paper_normalisation: bool = True
     seed: int = 0
     device: str = "auto"
     model_options: dict = field(default_factory=dict)
+    fast: bool = True
     compile: bool = False
     compile_mode: str | None = None
     precision: str = "fp32"
 
     def __post_init__(self):
-        if not isinstance(self.model, str) or self.model not in MODEL_NAMES:
-            raise ValueError(f"model must be one of {MODEL_NAMES}, got {self.model!r}")
+        for name, must_be, ok in _CHECKS:
+            value = getattr(self, name)
+            if not ok(value):
+                error = TypeError if name in ("compile", "fast") else ValueError
+                raise error(f"{name} must be {must_be}, got {value!r}")
         for name, high in LIMITS.items():
-            setattr(
-                self, name, check_int(name, getattr(self, name), 0 if name == "seed" else 1, high)
-            )
-        if self.min_len > self.max_len:
-            raise ValueError(f"min_len must be <= max_len, got {self.min_len} > {self.max_len}")
-        if self.task not in TASKS:
-            raise ValueError(f"task must be one of {TASKS}, got {self.task!r}")
-        for name in ("fresh_data",):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
-        if self.batching not in BATCHINGS:
-            raise ValueError(f"batching must be one of {BATCHINGS}, got {self.batching!r}")
-        if self.lr_schedule not in LR_SCHEDULES:
-            raise ValueError(
-                f"lr_schedule must be one of {LR_SCHEDULES}, got {self.lr_schedule!r}"
-            )
-        if (
-            isinstance(self.warmup, bool)
-            or not isinstance(self.warmup, numbers.Real)
-            or not 0 <= self.warmup < 1
-        ):
-            raise ValueError(f"warmup must be a fraction in [0, 1), got {self.warmup!r}")
-        betas = self.adam_betas
-        if (
-            isinstance(betas, (str, bytes))
-            or not hasattr(betas, "__len__")
-            or len(betas) != 2
-            or not all(
-                not isinstance(b, bool) and isinstance(b, numbers.Real) and 0 <= b < 1
-                for b in betas
-            )
-        ):
-            raise ValueError(f"adam_betas must be two numbers in [0, 1), got {betas!r}")
-        self.adam_betas = (float(betas[0]), float(betas[1]))
+            low = 0 if name == "seed" else 1
+            setattr(self, name, check_int(name, getattr(self, name), low, high))
         if self.eval_every is not None:
             self.eval_every = check_int("eval_every", self.eval_every, 1, 10**9)
-        if not _positive_real(self.lr):
-            raise ValueError(f"lr must be a positive finite number, got {self.lr!r}")
-        if self.clip_norm is not None and not _positive_real(self.clip_norm):
+        if self.min_len > self.max_len:
+            raise ValueError(f"min_len must be <= max_len, got {self.min_len} > {self.max_len}")
+        if self.compile and self.fast:
             raise ValueError(
-                f"clip_norm must be a positive finite number or None, got {self.clip_norm!r}"
+                "compile=True needs fast=False: torch.compile compiles the reference model "
+                "(the fast paths are hand-written eager code)"
             )
-        if not isinstance(self.paper_normalisation, bool):
-            raise ValueError(
-                f"paper_normalisation must be True or False, got {self.paper_normalisation!r}"
-            )
-        if not isinstance(self.device, str):
-            raise ValueError(
-                f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {self.device!r}"
-            )
-        resolve_device(self.device)  # validates the string
-        if not isinstance(self.model_options, dict) or not all(
-            isinstance(k, str) for k in self.model_options
-        ):
-            raise ValueError(
-                "model_options must be a dict of option names (str) to values, "
-                f"got {self.model_options!r}"
-            )
-        self.model_options = dict(self.model_options)
-        if not isinstance(self.compile, bool):
-            raise TypeError(f"compile must be True or False, got {self.compile!r}")
+        resolve_device(self.device)  # the name of a device this machine has
         check_compile_mode(self.compile_mode)
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
+        self.adam_betas = (float(self.adam_betas[0]), float(self.adam_betas[1]))
+        self.model_options = dict(self.model_options)
 
     def replace(self, **changes) -> TrainConfig:
         """A copy with some fields changed (validated again)."""
@@ -270,9 +255,8 @@ class TrainConfig:
     def recipe(cls, name: str, **changes) -> TrainConfig:
         """The config of a named recipe (:data:`RECIPES`), with ``changes`` on top.
 
-        ``model_options`` of ``changes`` are merged into the recipe's (so
-        ``recipe("fast", model_options={"hidden_dim": 64})`` keeps its
-        ``dropout=0``).
+        ``model_options`` of ``changes`` are merged into the recipe's (so ``recipe("fast",
+        model_options={"hidden_dim": 64})`` keeps its ``dropout=0``).
 
         >>> TrainConfig.recipe("fast").total_steps
         800
@@ -303,9 +287,6 @@ class TrainConfig:
         """The inverse of ``to_dict()``; unknown field names are a ``ValueError``."""
         if not isinstance(d, dict):
             raise ValueError(f"a TrainConfig is read from a dict, got {type(d).__name__}")
-        d = dict(d)
-        if isinstance(d.get("adam_betas"), list):  # JSON has no tuples
-            d["adam_betas"] = tuple(d["adam_betas"])
         names = [f.name for f in fields(cls)]
         unknown = sorted(str(k) for k in d if k not in names)
         if unknown:
@@ -313,10 +294,6 @@ class TrainConfig:
                 f"unknown TrainConfig field(s) {', '.join(unknown)}; allowed: {', '.join(names)}"
             )
         return cls(**d)
-
-
-def _positive_real(x) -> bool:
-    return not isinstance(x, bool) and isinstance(x, numbers.Real) and math.isfinite(x) and x > 0
 
 
 def _draw(cfg: TrainConfig, n: int, seed, exclude: set, what: str) -> list:
@@ -327,7 +304,7 @@ def _draw(cfg: TrainConfig, n: int, seed, exclude: set, what: str) -> list:
     if not exclude:
         return examples
     examples = [e for e in examples if tuple(e[0]) not in exclude]
-    kept = {tuple(x) for x, _ in examples}
+    taken = exclude | {tuple(x) for x, _ in examples}  # the sources no new example may have
     refill = 0
     while len(examples) < n:
         refill += 1
@@ -338,12 +315,10 @@ def _draw(cfg: TrainConfig, n: int, seed, exclude: set, what: str) -> list:
                 "distinct sequences"
             )
         seeds = [*seed, refill] if isinstance(seed, list) else [seed, refill]
-        more = generate_dataset(n, cfg.min_len, cfg.max_len, cfg.vocab_size, seeds, cfg.task)
-        for e in more:
-            key = tuple(e[0])
-            if len(examples) < n and key not in exclude and key not in kept:
+        for e in generate_dataset(n, cfg.min_len, cfg.max_len, cfg.vocab_size, seeds, cfg.task):
+            if len(examples) < n and tuple(e[0]) not in taken:
                 examples.append(e)
-                kept.add(key)
+                taken.add(tuple(e[0]))
     return examples
 
 
@@ -353,29 +328,26 @@ def make_datasets(cfg: TrainConfig) -> tuple[SortingDataset, SortingDataset, Sor
     They depend on the task fields and ``seed`` only, so a ConvS2S and a GRU
     run with the same seed train and are scored on identical examples.
 
-    The three sets are pairwise disjoint: a held-out or test example whose
-    source also occurs in an earlier set is replaced by a fresh draw (on the
-    seed's task, 10,000 sequences of length 8-20 over 50 tokens, a repeat is
-    so unlikely that the sets are exactly the three independent draws).
-    ``ValueError`` when the task has too few distinct sequences for that.
+    The three sets are pairwise disjoint: a held-out or test example whose source also occurs
+    in an earlier set is replaced by a fresh draw (on the seed's task, 10,000 sequences of
+    length 8-20 over 50 tokens, a repeat is so unlikely that the sets are exactly the three
+    independent draws). ``ValueError`` when the task has too few distinct sequences for that.
 
-    With ``fresh_data`` the held-out and test sets are drawn first (the same
-    seeds) and the training set returned is the first epoch's
-    (:func:`training_set`); every epoch's examples avoid their sources.
+    With ``fresh_data`` the held-out and test sets are drawn first (the same seeds), and the
+    training set is the first epoch's (:func:`training_set`: every epoch avoids their sources).
     """
-    if cfg.fresh_data:
-        valid = _draw(cfg, cfg.n_valid, cfg.seed + 1, set(), "held-out")
-        test = _draw(cfg, cfg.n_test, cfg.seed + 2, {tuple(x) for x, _ in valid}, "test")
-        held_out = (SortingDataset(valid, cfg.vocab_size, cfg.task),)
-        held_out += (SortingDataset(test, cfg.vocab_size, cfg.task),)
-        return (training_set(cfg, 1, held_out), *held_out)
-    seen: set[tuple[int, ...]] = set()
+    draws = [("held-out", cfg.n_valid, cfg.seed + 1), ("test", cfg.n_test, cfg.seed + 2)]
+    if not cfg.fresh_data:
+        draws.insert(0, ("training", cfg.n_train, cfg.seed))
+    seen: set[tuple[int, ...]] = set()  # the sources of the sets drawn so far
     sets = []
-    for n, offset, what in ((cfg.n_train, 0, "training"), (cfg.n_valid, 1, "held-out")):
-        sets.append(_draw(cfg, n, cfg.seed + offset, seen, what))
-        seen.update(tuple(x) for x, _ in sets[-1])
-    sets.append(_draw(cfg, cfg.n_test, cfg.seed + 2, seen, "test"))
-    return tuple(SortingDataset(e, cfg.vocab_size, cfg.task) for e in sets)
+    for what, n, seed in draws:
+        examples = _draw(cfg, n, seed, seen, what)
+        seen.update(tuple(x) for x, _ in examples)
+        sets.append(SortingDataset(examples, cfg.vocab_size, cfg.task))
+    if cfg.fresh_data:
+        sets.insert(0, training_set(cfg, 1, sets))
+    return tuple(sets)
 
 
 def training_set(cfg: TrainConfig, epoch: int, held_out=None) -> SortingDataset:

@@ -15,18 +15,14 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
     ValueError
         For an unknown name, or for CUDA on a machine without it.
     """
-    allowed = "'auto', 'cpu', 'cuda' or 'cuda:N'"
-    if isinstance(device, torch.device):
-        dev = device
-    elif device == "auto":
+    if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    else:
-        try:
-            dev = torch.device(device)
-        except (RuntimeError, TypeError):
-            raise ValueError(f"device must be {allowed}, got {device!r}") from None
-    if dev.type not in ("cpu", "cuda"):
-        raise ValueError(f"device must be {allowed}, got {device!r}")
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError):  # not a device name
+        dev = None
+    if dev is None or dev.type not in ("cpu", "cuda"):
+        raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}")
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"device {device!r} asked for, but CUDA is not available on this machine")
     return dev

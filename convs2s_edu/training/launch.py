@@ -1,8 +1,7 @@
 """Data-parallel training from Python: what ``torchrun`` does, for tests and the gallery.
 
-:func:`spawn_train` starts one fresh Python process per rank, each of which
-runs :func:`~convs2s_edu.train` with the variables ``torchrun`` would set
-(:mod:`convs2s_edu.training.parallel` does the rest).
+:func:`spawn_train` starts one fresh Python process per rank, each of which runs
+:func:`~convs2s_edu.train` with the variables ``torchrun`` would set.
 """
 
 from __future__ import annotations
@@ -47,18 +46,18 @@ def _worker_main(job_file: str) -> None:
 def spawn_train(jobs, nprocs: int, threads: int = 1, timeout: float = 600) -> None:
     """Run :func:`~convs2s_edu.train` in ``nprocs`` local processes (gloo, 127.0.0.1).
 
-    What ``torchrun --nproc_per_node=nprocs`` does, from Python (tests, the
-    data-parallel page): fresh Python processes (not ``multiprocessing``, so
-    a script or notebook calling this is not imported again by its children).
-    ``jobs`` is a list of ``(TrainConfig, kwargs)``, run in order by every rank
-    (e.g. a run stopped after one epoch, then its resumption). Raises
-    ``RuntimeError`` with the failing rank's last lines of stderr when a rank fails.
+    Fresh Python processes, as ``torchrun --nproc_per_node=nprocs`` starts (not
+    ``multiprocessing``, so a script or notebook calling this is not imported again by its
+    children). ``jobs`` is a list of ``(TrainConfig, kwargs)``, run in order by every rank
+    (e.g. a run stopped after one epoch, then its resumption). Raises ``RuntimeError`` with
+    the failing rank's last lines of stderr when a rank fails.
     """
     jobs = [(cfg.to_dict(), dict(kwargs)) for cfg, kwargs in jobs]
     ports = [free_port() for _ in jobs]
     with tempfile.TemporaryDirectory() as tmp:
         job_file = os.path.join(tmp, "jobs.pkl")
         _write_jobs(job_file, ports, jobs, threads)
+        code = f"from convs2s_edu.training.launch import _worker_main; _worker_main({job_file!r})"
         procs = []
         for rank in range(nprocs):
             env = {
@@ -70,9 +69,6 @@ def spawn_train(jobs, nprocs: int, threads: int = 1, timeout: float = 600) -> No
                 "MASTER_ADDR": "127.0.0.1",
                 "OMP_NUM_THREADS": str(threads),
             }
-            code = (
-                f"from convs2s_edu.training.launch import _worker_main; _worker_main({job_file!r})"
-            )
             err = subprocess.PIPE if rank > 0 else None  # rank 0's progress shows
             procs.append(
                 subprocess.Popen([sys.executable, "-c", code], env=env, stderr=err, stdout=err)

@@ -2,55 +2,35 @@ r"""The training loop: :func:`train` runs a :class:`~convs2s_edu.TrainConfig` fo
 
 What is timed
 -------------
-An epoch's wall-clock time (:func:`time.perf_counter`) covers the training
-steps only: batching, forward, backward and the optimiser. On a GPU the clock
-is read after :func:`torch.cuda.synchronize`, otherwise it would stop while
-kernels are still queued. The held-out loss is computed after the clock stops,
-and the held-out decodings of ``eval_every`` are left out of it too.
-
-That clock measures the machine as much as the model: a run trained beside
+An epoch's wall-clock time (:func:`time.perf_counter`, read after
+:func:`~convs2s_edu.training.device.synchronize`) covers the training steps only: batching,
+forward, backward and the optimiser; neither the held-out loss nor the held-out decodings of
+``eval_every``. That clock measures the machine as much as the model: a run trained beside
 other runs (the scheduler's, :mod:`convs2s_edu.training.schedule`) says so in
-``History.shared_clock``, and the site's speed figures come from
-interleaved measurements instead (:mod:`convs2s_edu.lab.timing`).
-
-The learning curve
-------------------
-With ``eval_every``, the held-out set is decoded greedily every that many
-optimiser steps and after the last one; ``History.evals`` keeps the loss,
-exact match and token accuracy of each, and
-:meth:`History.reached <convs2s_edu.training.History.reached>` reads
-convergence speed off them (the first evaluated step at which a level was
-reached: an upper bound with the resolution ``eval_every``).
-
-One process or many
--------------------
-The loop asks a :class:`~convs2s_edu.training.step.RunContext` for everything
-that differs under data parallelism (the loader, the sums over ranks, who
-writes); :func:`~convs2s_edu.training.parallel.setup` gives the single-process
-one unless ``torchrun`` started this process.
+``History.shared_clock``, and the site's speed figures come from interleaved measurements
+instead (:mod:`convs2s_edu.lab.timing`).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import fields
 
 import torch
 from torch.utils.data import DataLoader
 
+from ..fast.paths import (
+    ExecutionPath,
+    apply_path,
+    check_compile_mode,
+    check_precision,
+    use_fast_paths,
+)
 from ..loss import sequence_loss
 from ..metrics import evaluate
-from .checkpoint import (
-    History,
-    TrainResult,
-    prepare_out_dir,
-    read_checkpoint,
-    save_checkpoint,
-)
+from .checkpoint import History, TrainResult, prepare_out_dir, read_checkpoint, save_checkpoint
 from .config import TrainConfig, build_model, make_datasets, training_set
 from .device import device_label, synchronize
 from .parallel import setup
-from .paths import apply_compile, check_compile_mode, check_precision
 from .progress import Progress
 from .step import RunContext, make_train_step
 
@@ -72,7 +52,8 @@ def _mean_loss(model, loader, device) -> float:
     total, n = 0.0, 0
     for batch in loader:
         batch = batch.to(device)
-        total += float(sequence_loss(model(batch.src, batch.tgt_in), batch.tgt_out, "sum"))
+        logits = model(batch.src, batch.tgt_in, check=False)  # checked when the set was built
+        total += float(sequence_loss(logits, batch.tgt_out, "sum"))
         n += batch.n_target_tokens
     model.train(was_training)
     return total / n
@@ -129,14 +110,13 @@ def train(
     stop_after : int, optional
         Stop after this epoch (as if interrupted), checkpoint included.
     shared_clock : bool
-        This run shares the machine with other runs (the scheduler's workers):
-        recorded in ``History.shared_clock``, so that nobody reads its
-        seconds as a speed.
+        This run shares the machine with other runs: recorded in ``History.shared_clock``.
 
     Returns
     -------
     TrainResult
-        The model (in eval mode), the config and the :class:`History`.
+        The model (in eval mode, its modules the reference classes even when it trained
+        through the fast paths), the config and the :class:`History`.
 
     Raises
     ------
@@ -147,10 +127,9 @@ def train(
 
     Notes
     -----
-    Started by ``torchrun`` (or with its environment variables set), every process
-    trains one share of each batch with DistributedDataParallel
-    (:mod:`convs2s_edu.training.parallel`): ``cfg.batch_size`` is then the global batch;
-    only rank 0 writes the checkpoint and the progress output.
+    Started by ``torchrun``, every process trains one share of each batch (of
+    ``cfg.batch_size`` in all) through a :class:`~convs2s_edu.training.step.RunContext`
+    (:mod:`convs2s_edu.training.parallel`); only rank 0 writes the checkpoint and progress.
     """
     cfg = cfg if cfg is not None else TrainConfig()
     context = setup(cfg.device)  # one process, unless started by torchrun
@@ -163,24 +142,17 @@ def train(
 def _held_out(model, valid_loader, valid_ds, dev) -> dict:
     """The held-out loss, exact match and token accuracy (greedy decoding) now."""
     scores = evaluate(model, valid_ds, batch_size=VALID_BATCH_SIZE)
-    return {
-        "valid_loss": _mean_loss(model, valid_loader, dev),
-        "exact_match": scores["exact_match"],
-        "token_accuracy": scores["token_accuracy"],
-    }
+    scores = {k: scores[k] for k in ("exact_match", "token_accuracy")}
+    return {"valid_loss": _mean_loss(model, valid_loader, dev), **scores}
 
 
-def _resume(ckpt_path, cfg, model, optimizer, scheduler, shuffle, context: RunContext, dev):
+def _resume(ckpt_path, cfg, model, optimizer, scheduler, shuffle, context: RunContext):
     """Load the checkpoint's model, optimiser and random states; return its history and
     epoch. A checkpoint of another configuration, or of more epochs, is a ``ValueError``."""
     state = read_checkpoint(ckpt_path)
-    saved = state["config"].replace(device=cfg.device, epochs=cfg.epochs)
-    if saved != cfg:
-        changed = [
-            f"{f.name} ({getattr(saved, f.name)!r} -> {getattr(cfg, f.name)!r})"
-            for f in fields(cfg)
-            if getattr(saved, f.name) != getattr(cfg, f.name)
-        ]
+    saved = state["config"].replace(device=cfg.device, epochs=cfg.epochs).to_dict()
+    changed = [f"{k} ({saved[k]!r} -> {v!r})" for k, v in cfg.to_dict().items() if saved[k] != v]
+    if changed:
         raise ValueError(
             f"cannot resume: {ckpt_path} was written with a different config: {', '.join(changed)}"
         )
@@ -194,7 +166,7 @@ def _resume(ckpt_path, cfg, model, optimizer, scheduler, shuffle, context: RunCo
     if state.get("scheduler") is not None:
         scheduler.load_state_dict(state["scheduler"])
     torch.set_rng_state(state["rng"]["torch"])
-    if dev.type == "cuda" and state["rng"]["cuda"]:
+    if context.device.type == "cuda" and state["rng"]["cuda"]:
         torch.cuda.set_rng_state_all(state["rng"]["cuda"])
     shuffle.set_state(state["rng"]["shuffle"])
     context.seed_ranks(cfg.seed, resumed_epoch=state["epoch"])
@@ -213,8 +185,8 @@ def _train(
     train_ds, valid_ds, test_ds = make_datasets(cfg)
     torch.manual_seed(cfg.seed)
     model = build_model(cfg).to(dev)
-    if cfg.compile:
-        apply_compile(model, cfg.compile_mode)
+    # the fast paths or the reference, compiled or not (TrainConfig.fast, .compile)
+    apply_path(model, ExecutionPath.of(cfg))
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr, betas=cfg.adam_betas)
     shuffle = torch.Generator().manual_seed(cfg.seed)
     context.seed_ranks(cfg.seed)
@@ -235,7 +207,7 @@ def _train(
     start_epoch = 0
     if resume and ckpt_path is not None and ckpt_path.is_file():
         history, start_epoch = _resume(
-            ckpt_path, cfg, model, optimizer, scheduler, shuffle, context, dev
+            ckpt_path, cfg, model, optimizer, scheduler, shuffle, context
         )
     history.shared_clock = history.shared_clock or shared_clock
     evaluates = cfg.eval_every is not None and context.is_main
@@ -276,35 +248,29 @@ def _train(
             n_tokens = int(context.all_sum(torch.tensor([n_tokens], device=dev)))
             _check_finite(losses, cfg, epoch, ckpt_path)
             history.step_losses.extend(losses.tolist())
+            loss, speed = float(losses.mean()), n_tokens / seconds
             elapsed = (history.epochs[-1]["elapsed"] if history.epochs else 0.0) + seconds
             history.epochs.append(
                 {
                     "epoch": epoch,
-                    "train_loss": float(losses.mean()),
+                    "train_loss": loss,
                     "valid_loss": _mean_loss(model, valid_loader, dev),
                     "seconds": seconds,
-                    "tokens_per_second": n_tokens / seconds,
+                    "tokens_per_second": speed,
                     "elapsed": elapsed,
                 }
             )
-            loss, speed = history.epochs[-1]["train_loss"], n_tokens / seconds
-            scored = (
-                f", held-out exact match {history.evals[-1]['exact_match']:.1%}"
-                if evaluates and history.evals
-                else ""
-            )
-            bar.note(
-                f"{cfg.model}: epoch {epoch}/{last}, train loss {loss:.4f}{scored}, "
-                f"{seconds:.1f} s ({speed:,.0f} tokens/s)",
-                epoch=epoch,
-                loss=f"{loss:.3f}",
-                tok_s=f"{speed:,.0f}",
-            )
+            line = f"{cfg.model}: epoch {epoch}/{last}, train loss {loss:.4f}"
+            if evaluates and history.evals:
+                line += f", held-out exact match {history.evals[-1]['exact_match']:.1%}"
+            line += f", {seconds:.1f} s ({speed:,.0f} tokens/s)"
+            bar.note(line, epoch=epoch, loss=f"{loss:.3f}", tok_s=f"{speed:,.0f}")
             if writes:
                 save_checkpoint(
                     ckpt_path, model, optimizer, cfg, history, shuffle, epoch, scheduler
                 )
     model.eval()
+    use_fast_paths(model, False)  # the trained model, as the model files write it
     return TrainResult(model, cfg, history, ckpt_path)
 
 
@@ -313,11 +279,9 @@ def _check_finite(losses: torch.Tensor, cfg: TrainConfig, epoch: int, ckpt_path)
     bad = (~torch.isfinite(losses)).nonzero()
     if len(bad):
         step = int(bad[0]) + 1
-        kept = (
-            f"; the last good checkpoint (epoch {epoch - 1}) is kept in {ckpt_path}"
-            if ckpt_path is not None and epoch > 1
-            else ""
-        )
+        kept = ""
+        if ckpt_path is not None and epoch > 1:
+            kept = f"; the last good checkpoint (epoch {epoch - 1}) is kept in {ckpt_path}"
         raise TrainingDivergedError(
             f"{cfg.model}: non-finite loss ({float(losses[step - 1])}) at epoch {epoch}, "
             f"step {step} of {len(losses)}{kept}. Try a smaller lr (now {cfg.lr}) "

@@ -1,50 +1,46 @@
 r"""Data-parallel training: :class:`~torch.nn.parallel.DistributedDataParallel` under ``torchrun``.
 
-``torchrun --nproc_per_node=N -m convs2s_edu train --model convs2s --out DIR``
-starts N processes; :func:`~convs2s_edu.train` finds the variables torchrun
-sets (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``)
-(:func:`setup`) and trains with a :class:`DataParallelContext`, the
-data-parallel :class:`~convs2s_edu.training.step.RunContext`; the step is the
-one of :func:`~convs2s_edu.training.step.make_train_step`:
+``torchrun --nproc_per_node=N -m convs2s_edu train --model convs2s --out DIR`` starts N
+processes; :func:`~convs2s_edu.train` finds the variables torchrun sets (``RANK``,
+``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``: :func:`setup`) and trains
+with a :class:`DataParallelContext`, the data-parallel
+:class:`~convs2s_edu.training.step.RunContext`, and the step of
+:func:`~convs2s_edu.training.step.make_train_step`:
 
 What is split
-    The training examples. Every epoch a
-    :class:`~torch.utils.data.DistributedSampler` (seeded with ``cfg.seed``,
-    reshuffled with :meth:`~torch.utils.data.DistributedSampler.set_epoch`)
-    deals one permutation of the training set out to the ranks, rank ``r``
-    taking positions ``r, r + N, r + 2N, ...``; each rank's batch has
-    ``batch_size / N`` examples, so the N batches of one step together are the
-    ``batch_size`` examples one process would have taken.
+    The training examples. Every epoch a :class:`~torch.utils.data.DistributedSampler`
+    (seeded with ``cfg.seed``, reshuffled with
+    :meth:`~torch.utils.data.DistributedSampler.set_epoch`) deals one permutation of the
+    training set out to the ranks, rank ``r`` taking positions ``r, r + N, r + 2N, ...``;
+    each rank's batch has ``batch_size / N`` examples, so the N batches of one step together
+    are the ``batch_size`` examples one process would have taken.
 What is all-reduced
-    1. The number of target tokens of the step (one integer per rank, summed),
-       so that every rank divides its *summed* loss by the *global* count;
-    2. the gradients (by DDP, during the backward pass, in buckets). DDP
-       *averages* them over the ranks, so each rank's loss is multiplied by N
-       before the backward pass:
+    1. The number of target tokens of the step (one integer per rank, summed), so that every
+       rank divides its *summed* loss by the *global* count;
+    2. the gradients (by DDP, during the backward pass, in buckets). DDP *averages* them over
+       the ranks, so each rank's loss is multiplied by N before the backward pass:
 
        .. math:: \mathcal{L}_r = N \cdot \frac{1}{\sum_{r'} n_{r'}}
                  \sum_{b,t \in \text{rank } r} -\log p(y_{bt} \mid \dots),
           \qquad \frac{1}{N}\sum_r \nabla \mathcal{L}_r = \nabla \mathcal{L}
 
-       the gradient of the one-process loss of the whole batch. Dividing by the
-       local count instead would weight a token of a rank with short sequences
-       more than one of a rank with long ones: not the same step.
-    3. once per epoch, every step's loss (so all ranks hold the same numbers
-       and agree on stopping when one is NaN or infinite: no rank waits forever
-       in an all-reduce that the others have left).
+       the gradient of the one-process loss of the whole batch. Dividing by the local count
+       instead would weight a token of a rank with short sequences more than one of a rank
+       with long ones: not the same step.
+    3. once per epoch, every step's loss (so all ranks hold the same numbers and agree on
+       stopping when one is NaN or infinite: no rank waits forever in an all-reduce that the
+       others have left).
 
-Only rank 0 writes the checkpoint, the history, the cache and the progress
-output; every rank reads the checkpoint when resuming. The model starts from
-the same seed on every rank (DDP also broadcasts rank 0's weights); dropout is
-seeded with ``seed + rank`` after the model is built, so that the ranks draw
-different masks.
+Only rank 0 writes the checkpoint, the history, the cache and the progress output; every
+rank reads the checkpoint when resuming. The model starts from the same seed on every rank
+(DDP also broadcasts rank 0's weights); dropout is seeded with ``seed + rank`` after the
+model is built, so that the ranks draw different masks.
 
-Departure from a one-process run: with dropout, the N processes draw other
-masks than one process would, so only with ``dropout=0`` is the result
-identical (up to float rounding) to a one-process run with the same sampler.
-When the training set does not divide by N, the sampler repeats a few
-examples to even the ranks out (:class:`~torch.utils.data.DistributedSampler`'s
-rule).
+Departure from a one-process run: with dropout, the N processes draw other masks than one
+process would, so only with ``dropout=0`` is the result identical (up to float rounding) to
+a one-process run with the same sampler. When the training set does not divide by N, the
+sampler repeats a few examples to even the ranks out
+(:class:`~torch.utils.data.DistributedSampler`'s rule).
 """
 
 from __future__ import annotations
@@ -68,9 +64,8 @@ __all__ = ["DataParallelContext", "ShardedBatches", "is_launched", "setup", "fre
 class ShardedBatches:
     """One rank's share of every batch of a batch sampler: examples ``rank, rank + N, ...``.
 
-    A batch of fewer than ``world_size`` examples is repeated so that every rank gets
-    at least one (:class:`~torch.utils.data.DistributedSampler` evens the ranks out the
-    same way).
+    A batch of fewer than ``world_size`` examples is repeated so that every rank gets at
+    least one (as :class:`~torch.utils.data.DistributedSampler` evens the ranks out).
 
     Parameters
     ----------
@@ -108,8 +103,7 @@ class DataParallelContext(RunContext):
         ``cuda:<local_rank>`` on GPUs, else the CPU.
     rank, world_size, local_rank : int
     owns_group : bool
-        True when :func:`setup` created the process group (then ``close()``
-        destroys it).
+        True when :func:`setup` created the process group (then ``close()`` destroys it).
     """
 
     local_rank: int = 0
@@ -137,31 +131,20 @@ class DataParallelContext(RunContext):
     def loader(
         self, dataset, batch_size: int, generator: torch.Generator, batching: str = "random"
     ) -> DataLoader:
-        """This rank's share of ``dataset``: ``batch_size / world_size`` examples per step,
-        from one permutation per epoch (seeded with ``generator``'s seed) dealt to the ranks.
-
-        With ``batching="bucket"`` (or ``"pooled"``) every rank draws the same global batches
-        of (nearly) equal length (:func:`~convs2s_edu.data.length_batches` with
-        ``generator``, whose state is the same on every rank) and takes every
-        ``world_size``-th example of each."""
+        """This rank's share of the batches of
+        :meth:`~convs2s_edu.training.step.RunContext.loader` (see the module's docstring):
+        :class:`ShardedBatches` of ``"bucket"`` or ``"pooled"`` batches, else the random
+        batches of a :class:`~torch.utils.data.DistributedSampler` seeded from ``generator``."""
         self.local_batch_size(batch_size)  # checks that it divides
         global_batches = length_batches(dataset.lengths, batch_size, batching, generator)
         if global_batches is not None:
             shards = ShardedBatches(global_batches, self.rank, self.world_size)
             return DataLoader(dataset, batch_sampler=shards, collate_fn=dataset.collate)
-        sampler = DistributedSampler(
-            dataset,
-            num_replicas=self.world_size,
-            rank=self.rank,
-            shuffle=True,
-            seed=generator.initial_seed(),
-            drop_last=False,
+        sampler = DistributedSampler(  # shuffled, every example used (drop_last=False)
+            dataset, num_replicas=self.world_size, rank=self.rank, seed=generator.initial_seed()
         )
         return DataLoader(
-            dataset,
-            batch_size=self.local_batch_size(batch_size),
-            sampler=sampler,
-            collate_fn=dataset.collate,
+            dataset, self.local_batch_size(batch_size), sampler=sampler, collate_fn=dataset.collate
         )
 
     def start_epoch(self, loader: DataLoader, epoch: int) -> None:
@@ -185,12 +168,8 @@ class DataParallelContext(RunContext):
 
 def setup(device: str = "auto") -> RunContext:
     """Where a run executes: a :class:`DataParallelContext` when launched by ``torchrun``
-    (:func:`is_launched`), else one process on ``device``.
-
-    Creates the process group from the environment when none exists: NCCL
-    when CUDA is used (``device`` ``"auto"`` on a GPU machine, or ``"cuda"``),
-    else gloo.
-    """
+    (:func:`is_launched`), else one process on ``device``. Creates the process group from
+    the environment when none exists (NCCL when ``device`` resolves to CUDA, else gloo)."""
     want = resolve_device(device)
     if not is_launched():
         return RunContext(want)

@@ -5,24 +5,21 @@ Training reports its epochs through it, the lab's experiments their runs.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 
 __all__ = ["progress_stream", "Progress"]
 
 
 def progress_stream():
-    """Where progress goes: stderr, or the build's log when sphinx-gallery captured stderr.
-
-    sphinx-gallery puts a page's stderr into the page and logs it only with ``-v``: the
-    build's log is where a reader waits for progress.
-    """
-    stream = sys.stderr
-    if type(stream).__module__.startswith("sphinx_gallery") and sys.__stderr__:
-        stream = sys.__stderr__
-    return stream
+    """Where progress goes: stderr, or the build's log when sphinx-gallery captured stderr
+    (it puts a page's stderr into the page and logs it only with ``-v``: the build's log is
+    where a reader waits for progress)."""
+    captured = type(sys.stderr).__module__.startswith("sphinx_gallery")
+    return sys.__stderr__ if captured and sys.__stderr__ else sys.stderr
 
 
-class Progress:
+class Progress(contextlib.AbstractContextManager):
     """Progress on :func:`progress_stream`: a tqdm bar on a terminal, else one line per note.
 
     Parameters
@@ -65,9 +62,6 @@ class Progress:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
-
-    def __enter__(self) -> Progress:
-        return self
 
     def __exit__(self, *exc) -> None:
         self.close()

@@ -5,14 +5,15 @@ models of each recipe, every run of the experiments), and sphinx-gallery runs
 its pages one after another. :func:`run_jobs` runs such jobs concurrently
 *before* the pages run, so that they only load what the cache holds:
 
-* the jobs run in ``workers`` fresh Python processes, each taking the next job
-  when it finishes one (not ``multiprocessing``: a script, a notebook or a
-  gallery page that calls this is never imported again by the workers; and no
-  job pays for importing PyTorch again), with ``OMP_NUM_THREADS`` and
-  :func:`torch.set_num_threads` set to ``threads``;
-* at most ``workers`` processes run at a time, by default the usable cores
-  divided by ``threads`` (:func:`default_workers`), so the machine is full and
-  never oversubscribed;
+* the jobs run in ``workers`` long-lived worker processes of loky (``joblib.externals.loky``:
+  a fresh Python started by fork+exec, so nothing is forked after OpenMP has started; unlike
+  ``multiprocessing``'s ``spawn``, it never imports ``__main__`` again, so a script, a
+  notebook or a gallery page that calls this is not run again by the workers), each taking
+  the next job when it finishes one (no job pays for importing PyTorch again), with
+  ``OMP_NUM_THREADS`` (set before the worker starts) and :func:`torch.set_num_threads` set to
+  ``threads``;
+* at most ``workers`` processes run at a time, by default the usable cores divided by
+  ``threads`` (:func:`default_workers`), so the machine is full and never oversubscribed;
 * the longest jobs start first (longest processing time first, from a cost
   estimate the job carries: :func:`train_job` estimates it from the
   configuration), so that no long job starts last and runs alone;
@@ -20,13 +21,13 @@ its pages one after another. :func:`run_jobs` runs such jobs concurrently
   (:func:`~convs2s_edu.training.cache.train_or_load`), so a job that a build,
   a notebook or another worker is training already is waited for, not trained
   twice; a run trained beside others records ``History.shared_clock``;
+* every worker is a pool of its own (one process), so a worker that dies or a
+  job past its ``timeout`` is killed and replaced alone, the others' jobs going on;
 * workers never outlive the run: an interrupted :func:`run_jobs` (Ctrl-C) kills
-  them at once, and a worker whose parent process is gone (killed with no time
-  to clean up) ends itself within half a second.
-
-Clocks of jobs that shared the machine measure the sharing: the site takes
-its timings from interleaved measurements run alone, after the jobs
-(:mod:`convs2s_edu.lab.timing`).
+  them at once, and a worker whose parent process is gone (``kill -9``, or tox's
+  interrupt followed by its kill half a second later) ends itself and removes the
+  parent's job folder within half a second (a pool's workers would finish their
+  current job, many minutes for the site's models, for nobody).
 
 On a GPU host the same scheduler runs several jobs per GPU: pass ``workers``
 (every worker uses the device of its configuration).
@@ -35,19 +36,15 @@ On a GPU host the same scheduler runs several jobs per GPU: pass ``workers``
 from __future__ import annotations
 
 import os
-import pickle
-import select
+import pkgutil
 import shutil
-import subprocess
-import sys
 import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass
-from importlib import import_module
-from pathlib import Path
 
 from .._checks import check_int
 from .._machine import usable_cores
@@ -126,9 +123,8 @@ def default_workers(threads: int = 1, cores: int | None = None) -> int:
 
 
 def train_cost(cfg: TrainConfig) -> float:
-    """A relative cost estimate of training ``cfg`` (the scheduler starts the largest first):
-    optimiser steps x tokens per step x the weights that multiply every token (not the
-    embeddings)."""
+    """A relative cost estimate of training ``cfg``: optimiser steps x tokens per step x the
+    weights that multiply every token (not the embeddings)."""
     model = build_model(cfg.replace(device="cpu"))
     weights = sum(
         p.numel() for n, p in model.named_parameters() if "embed" not in n and p.dim() > 1
@@ -142,8 +138,7 @@ _SHARED = False
 
 def train_entry(cfg: TrainConfig, directory=None) -> str:
     """The worker's side of :func:`train_job`: train ``cfg`` into the cache (or find it
-    there; a run trained beside other workers records ``History.shared_clock``); returns
-    the cache entry's path."""
+    there); returns the cache entry's path."""
     train_or_load(cfg, progress=False, directory=directory, shared_clock=_SHARED)
     return str(run_dir(cfg, directory))
 
@@ -168,64 +163,41 @@ def train_job(cfg: TrainConfig, directory=None, label: str | None = None) -> Job
     )
 
 
-def _function(spec: str) -> Callable:
-    module, name = spec.split(":")
-    return getattr(import_module(module), name)
-
-
-def _call(job: Job):
-    return _function(job.function)(*job.args)
-
-
 def run_job(job: Job):
     """Run ``job`` in this process (what a worker does); returns its value."""
-    return _call(job)
+    return pkgutil.resolve_name(job.function)(*job.args)
 
 
 def _exit_with(parent: int, folder: str, every: float = 0.5) -> None:
-    """A worker's watchdog thread: end the worker as soon as ``parent`` is no longer its
-    parent process, removing ``folder`` (the parent's job folder) first.
-
-    A parent killed before it could stop its workers (``kill -9``, or tox's interrupt
-    followed by its kill half a second later) would otherwise leave them training on, up
-    to the end of their current job (many minutes for the full site's models), for
-    nobody, beside whatever the user runs next; and its job folder, which only the parent
-    removes when it ends normally, behind in the temporary directory."""
+    """A worker's watchdog thread (see the module's docstring): end the worker as soon as
+    ``parent`` is no longer its parent process, removing ``folder`` (the job folder) first."""
     while os.getppid() == parent:
         time.sleep(every)
     shutil.rmtree(folder, ignore_errors=True)  # every worker tries; the first one wins
     os._exit(1)
 
 
-def _serve(threads: int, parent: int, folder: str) -> None:
-    """Body of one worker process of :func:`run_jobs`: run jobs until stdin closes, or
-    until the process ``parent`` (the one that started the worker) is gone (then it
-    removes ``folder``, the parent's job folder, and ends).
-
-    Each line on stdin names a job file and a result file (tab-separated); the worker
-    writes ``("ok", value)`` or ``("error", text)`` to the result file, then one line on
-    its protocol pipe (the original stdout; what the jobs print goes to stderr)."""
+def _start_worker(threads: int, parent: int, folder: str, err_file: str) -> None:
+    """The initializer of a worker of :func:`run_jobs`: the watchdog (:func:`_exit_with`),
+    the error output into ``err_file`` (its tail names a worker's death), the threads."""
     threading.Thread(target=_exit_with, args=(parent, folder), daemon=True).start()
+    err = os.open(err_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    for fd in (1, 2):  # what the jobs print, and what a crash prints (loky's faulthandler)
+        os.dup2(err, fd)
     import torch
 
     global _SHARED
     _SHARED = True  # other workers run beside this one
     torch.set_num_threads(threads)
-    protocol = os.fdopen(os.dup(1), "w")
-    os.dup2(2, 1)  # a job's prints go to stderr, never into the protocol
-    sys.stdout = sys.stderr
-    for line in sys.stdin:
-        job_file, out_file = line.rstrip("\n").split("\t")
-        try:
-            with open(job_file, "rb") as f:
-                outcome = ("ok", _call(pickle.load(f)))
-        except BaseException as err:  # reported to the parent, the worker goes on
-            tail = traceback.format_exc().strip().splitlines()[-3:]
-            outcome = ("error", f"{type(err).__name__}: {err} | " + " | ".join(tail))
-        with open(out_file, "wb") as f:
-            pickle.dump(outcome, f)
-        protocol.write("done\n")
-        protocol.flush()
+
+
+def _serve(job: Job) -> tuple[object, str | None]:
+    """A job in a worker: ``(value, None)``, or ``(None, error text)`` when it raised."""
+    try:
+        return run_job(job), None
+    except BaseException as err:  # reported to the parent, the worker goes on
+        tail = traceback.format_exc().strip().splitlines()[-3:]
+        return None, f"{type(err).__name__}: {err} | " + " | ".join(tail)
 
 
 def run_jobs(
@@ -283,7 +255,7 @@ def run_jobs(
 
         todo = []
         for job in order:
-            value = None if job.done is None else _function(job.done)(*job.args)
+            value = None if job.done is None else pkgutil.resolve_name(job.done)(*job.args)
             if value is None:
                 todo.append(job)
             else:
@@ -291,7 +263,7 @@ def run_jobs(
         if workers == 1:
             for job in todo:
                 t0 = time.perf_counter()
-                value = _call(job)
+                value = run_job(job)
                 done(JobResult(job, value, time.perf_counter() - t0), "done")
         else:
             _run_parallel(todo, workers, threads, timeout, done)
@@ -305,99 +277,59 @@ def run_jobs(
 
 
 class _Worker:
-    """One long-lived worker process (:func:`_serve`): a job at a time, no import per job."""
+    """One worker process (:func:`_start_worker`): a loky pool of one, a job at a time."""
 
-    def __init__(self, env: dict, threads: int, tmp: Path, n: int):
-        self.err = open(tmp / f"worker-{n}.err", "w+b")  # noqa: SIM115
-        parent = os.getpid()  # the worker ends when this process is gone (_exit_with)
-        code = (
-            "from convs2s_edu.training.schedule import _serve; "
-            f"_serve({threads}, {parent}, {str(tmp)!r})"
-        )
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", code],
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.err,
-            text=True,
-        )
-        self.job, self.out_file, self.started = None, None, 0.0
+    def __init__(self, threads: int, tmp: str, n: int):
+        from joblib.externals.loky import ProcessPoolExecutor  # lazily: the GPU image lacks it
 
-    def start(self, job: Job, job_file: Path, out_file: Path) -> None:
-        self.job, self.out_file, self.started = job, out_file, time.perf_counter()
-        self.process.stdin.write(f"{job_file}\t{out_file}\n")
-        self.process.stdin.flush()
+        self.err_file = os.path.join(tmp, f"worker-{n}.err")
+        env = {"OMP_NUM_THREADS": str(threads)}  # set before the worker's Python starts
+        env["OMP_WAIT_POLICY"] = os.environ.get("OMP_WAIT_POLICY", "PASSIVE")
+        args = (threads, os.getpid(), tmp, self.err_file)
+        self.pool = ProcessPoolExecutor(1, initializer=_start_worker, initargs=args, env=env)
+        self.job, self.future, self.started = None, None, 0.0
+
+    def start(self, job: Job) -> None:
+        self.job, self.started = job, time.perf_counter()
+        self.future = self.pool.submit(_serve, job)
 
     def tail(self) -> str:
-        self.err.seek(0)
-        return " | ".join(self.err.read().decode(errors="replace").strip().splitlines()[-4:])
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.stdin.close()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-        self.err.close()
+        with open(self.err_file, "rb") as f:
+            return " | ".join(f.read().decode(errors="replace").strip().splitlines()[-4:])
 
 
 def _run_parallel(order, workers, threads, timeout, done) -> None:
     """Run ``order`` on ``workers`` long-lived processes, the next job to the first free one."""
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
-    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    pending = list(enumerate(order))
+    pending = list(order)
     with tempfile.TemporaryDirectory(prefix="convs2s-jobs-") as tmp:
-        tmp = Path(tmp)
-        pool = [_Worker(env, threads, tmp, n) for n in range(min(workers, len(order)))]
+        pool = [_Worker(threads, tmp, n) for n in range(min(workers, len(order)))]
         spawned = len(pool)
         try:
             while pending or any(w.job for w in pool):
                 for w in pool:
                     if w.job is None and pending:
-                        index, job = pending.pop(0)
-                        job_file, out_file = tmp / f"job-{index}.pkl", tmp / f"out-{index}.pkl"
-                        with open(job_file, "wb") as f:
-                            pickle.dump(job, f)
-                        w.start(job, job_file, out_file)
+                        w.start(pending.pop(0))
                 busy = [w for w in pool if w.job is not None]
-                ready, _, _ = select.select([w.process.stdout for w in busy], [], [], 0.5)
-                for w in list(busy):
+                wait([w.future for w in busy], timeout=0.5, return_when=FIRST_COMPLETED)
+                for w in busy:
                     seconds = time.perf_counter() - w.started
                     late = timeout is not None and seconds > timeout
-                    if w.process.stdout not in ready and not late:
-                        continue
-                    line = "" if late else w.process.stdout.readline()
-                    if line.strip() == "done" and w.out_file.is_file():
-                        with open(w.out_file, "rb") as f:
-                            status, value = pickle.load(f)
-                        if status == "ok":
-                            done(
-                                JobResult(w.job, value, seconds),
-                                f"{seconds:.1f} s (shared machine)",
-                            )
-                        else:
-                            done(JobResult(w.job, None, seconds, value), "FAILED")
+                    if w.future.done() and w.future.exception() is None:
+                        value, error = w.future.result()
+                        how = f"{seconds:.1f} s (shared machine)" if error is None else "FAILED"
+                        done(JobResult(w.job, value, seconds, error), how)
                         w.job = None
-                        continue
-                    # the worker died (or ran past the timeout): report, replace it
-                    why = (
-                        f"killed after {timeout:g} s"
-                        if late
-                        else f"exit status {w.process.poll()}"
-                    )
-                    w.process.kill()
-                    done(JobResult(w.job, None, seconds, f"{why}: {w.tail()}"), "FAILED")
-                    w.stop()
-                    pool[pool.index(w)] = _Worker(env, threads, tmp, spawned)
-                    spawned += 1
-        except BaseException:
-            # interrupted (Ctrl-C; tox's interrupt, followed by its kill within a second):
-            # the jobs running now are abandoned, so their workers end at once
-            for w in pool:
-                w.process.kill()
-            raise
+                    elif w.future.done() or late:
+                        # the worker died (loky names its exit code) or is late: kill, replace it
+                        lines = [] if late else str(w.future.exception()).splitlines()
+                        why = next((ln for ln in lines if "exit code" in ln), " ".join(lines))
+                        why = f"killed after {timeout:g} s" if late else why
+                        w.pool.shutdown(kill_workers=True)
+                        done(JobResult(w.job, None, seconds, f"{why}: {w.tail()}"), "FAILED")
+                        pool[pool.index(w)] = _Worker(threads, tmp, spawned)
+                        spawned += 1
         finally:
+            # jobs still running here were interrupted (Ctrl-C): their workers end at once
+            abandoned = any(w.job for w in pool)
             for w in pool:
-                w.stop()
+                w.pool.shutdown(kill_workers=abandoned)

@@ -1,15 +1,12 @@
 r"""One training step, and where it runs: this process, or one rank of a data-parallel run.
 
 Every training step of the package is :func:`make_train_step`'s: the training
-loop's (:func:`~convs2s_edu.train`), data parallelism's
-(:mod:`convs2s_edu.training.parallel`), and the timing code's of the lab
-(:mod:`convs2s_edu.lab.timing`, :mod:`convs2s_edu.lab.bench`). What differs
-between one process and a data-parallel run is in a :class:`RunContext`: a
-single process has one too, in which summing over the ranks is the identity.
+loop's, data parallelism's and the lab's timings' (:mod:`convs2s_edu.lab.timing`).
+What differs between one process and a data-parallel run is in a :class:`RunContext`.
 
 The step
 --------
-Forward (under :func:`~convs2s_edu.training.paths.autocast` for bf16), the loss,
+Forward (under :func:`~convs2s_edu.fast.paths.autocast` for bf16), the loss,
 backward, gradient clipping, the optimiser's step:
 
 .. math:: \mathcal{L} = \frac{1}{N}\sum_{b,t:\ y_{bt} \neq \text{PAD}}
@@ -30,19 +27,17 @@ from torch import nn
 from torch.utils.data import DataLoader
 
 from ..data import length_batches
+from ..fast.paths import autocast
 from ..loss import sequence_loss
-from .paths import autocast
 
 __all__ = ["RunContext", "make_train_step"]
 
 
 @dataclass
 class RunContext:
-    """Where a training run executes: here, one process (the default of
-    :func:`make_train_step`).
-
-    :class:`~convs2s_edu.training.parallel.DataParallelContext` is the same
-    interface for one rank of a data-parallel run; the training loop calls only
+    """Where a training run executes: here, one process, in which summing over the ranks
+    is the identity. :class:`~convs2s_edu.training.parallel.DataParallelContext` is the
+    same interface for one rank of a data-parallel run; the training loop calls only
     these methods, so it has no branch of its own for data parallelism.
 
     Attributes
@@ -80,11 +75,7 @@ class RunContext:
         if sampler is not None:
             return DataLoader(dataset, batch_sampler=sampler, collate_fn=dataset.collate)
         return DataLoader(
-            dataset,
-            batch_size=batch_size,
-            shuffle=True,
-            collate_fn=dataset.collate,
-            generator=generator,
+            dataset, batch_size, shuffle=True, collate_fn=dataset.collate, generator=generator
         )
 
     def start_epoch(self, loader: DataLoader, epoch: int) -> None:
@@ -119,6 +110,7 @@ def make_train_step(
         optimiser in float32.
     context : RunContext, optional
         Default: one process on the model's device.
+
     Returns
     -------
     callable
@@ -128,19 +120,19 @@ def make_train_step(
     """
     if context is None:
         context = RunContext(next(model.parameters()).device)
-    world = context.world_size
 
     def step(batch) -> torch.Tensor:
         # N: the real target tokens of the whole batch (summed over the ranks)
         n_tokens = context.all_sum((~batch.tgt_padding_mask).sum().to(torch.float32))
         with autocast(context.device, precision):
-            logits = model(batch.src, batch.tgt_in)  # (B, T, V)
+            # the loader's batches were checked when the data set was built: no checks again
+            logits = model(batch.src, batch.tgt_in, check=False)  # (B, T, V)
         # L = (1/N) Σ -log p(y_bt | y_<t, x), this process's part of the sum
         share = sequence_loss(logits.float(), batch.tgt_out, "sum") / n_tokens
         optimizer.zero_grad(set_to_none=True)
-        # data parallelism averages the gradients over the ranks: times world_size, the
-        # average is the gradient of Σ_r share_r, the loss of the whole batch
-        (share * world).backward()
+        # DDP averages the gradients over the ranks: times world_size, the average is the
+        # gradient of Σ_r share_r, the loss of the whole batch (training.parallel)
+        (share * context.world_size).backward()
         if clip_norm is not None:
             nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
         optimizer.step()

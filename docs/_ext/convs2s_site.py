@@ -101,11 +101,11 @@ TEACHES = {
     "speed/plot_04_bench": "both models against this machine's own limit (``convs2s-edu bench``)",
     "appendix/plot_01_data_parallel": "several processes training one model "
     "(DistributedDataParallel)",
+    "appendix/plot_02_fast_paths": "the fast paths: the same models, computed faster",
 }
 
-#: Pages that moved when the gallery was reordered into one idea per page (issue 17):
-#: old address under ``auto_examples/`` -> the new pages that hold its content, the
-#: first being where the old address now sends a reader. Addresses without
+#: Pages that moved: old address under ``auto_examples/`` -> the new pages that hold its
+#: content, the first being where the old address now sends a reader. Addresses without
 #: ``.html``; a literal, so that ``tools/check_site.py`` can read it with :mod:`ast`.
 REDIRECTS = {
     "plot_00_architecture": ("plot_01_two_models",),
@@ -151,52 +151,45 @@ def test_label(file: str, name: str) -> str:
 
 
 def _test_functions(path: Path) -> list[str]:
+    functions = (ast.FunctionDef, ast.AsyncFunctionDef)
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    return [
-        n.name
-        for n in tree.body
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name.startswith("test_")
-    ]
+    return [n.name for n in tree.body if isinstance(n, functions) and n.name.startswith("test_")]
 
 
 def write_test_pages(app) -> None:
     """``docs/tests/index.rst`` and one page per test file, an anchor per test."""
     TEST_PAGES.mkdir(exist_ok=True)
-    files = sorted(TESTS.glob("test_*.py"))
-    index = [
-        ":orphan:",
-        "",
-        "The tests",
-        "=========",
-        "",
-        "Every test of the package, grouped by file, with its code. The paper map",
-        "links each equation to the tests that check it against a hand computation.",
-        "",
-        ".. toctree::",
-        "   :maxdepth: 1",
-        "",
-    ]
-    for path in files:
-        index.append(f"   {path.stem}")
+    index = """:orphan:
+
+The tests
+=========
+
+Every test of the package, grouped by file, with its code. The paper map
+links each equation to the tests that check it against a hand computation.
+
+.. toctree::
+   :maxdepth: 1
+"""
+    for path in sorted(TESTS.glob("test_*.py")):
+        index += f"\n   {path.stem}"
         title = f"tests/{path.name}"
         doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
-        lines = [title, "=" * len(title), ""]
+        text = f"{title}\n{'=' * len(title)}\n"
         if doc:
-            lines += [doc.strip().split("\n\n")[0].replace("\n", " "), ""]
+            text += "\n" + doc.strip().split("\n\n")[0].replace("\n", " ") + "\n"
         for name in _test_functions(path):
-            lines += [
-                f".. _{test_label(path.name, name)}:",
-                "",
-                f".. rubric:: ``{name}``",
-                "",
-                f".. literalinclude:: ../../tests/{path.name}",
-                "   :language: python",
-                f"   :pyobject: {name}",
-                "   :lineno-match:",
-                "",
-            ]
-        _write_if_changed(TEST_PAGES / f"{path.stem}.rst", "\n".join(lines))
-    _write_if_changed(TEST_PAGES / "index.rst", "\n".join(index) + "\n")
+            text += f"""
+.. _{test_label(path.name, name)}:
+
+.. rubric:: ``{name}``
+
+.. literalinclude:: ../../tests/{path.name}
+   :language: python
+   :pyobject: {name}
+   :lineno-match:
+"""
+        _write_if_changed(TEST_PAGES / f"{path.stem}.rst", text)
+    _write_if_changed(TEST_PAGES / "index.rst", index + "\n")
 
 
 TEST_ID = re.compile(r"^tests/(test_\w+\.py)::(test_\w+)$")
@@ -209,9 +202,7 @@ def link_test_ids(app, doctree, docname) -> None:
     column) inside the link. ``tools/check_site.py`` checks that every such link
     of the paper map reaches an existing anchor.
     """
-    from docutils import (
-        nodes,  # here, so that the notebook helpers import without Sphinx
-    )
+    from docutils import nodes  # here, so that the notebook helpers import without Sphinx
 
     if app.builder.format != "html":
         return
@@ -248,18 +239,23 @@ def _duration(seconds: float) -> str:
     return f"{minutes} min {sec:02d} s"
 
 
+def _doc_lines(script: Path) -> list[str]:
+    """The lines of the docstring of a gallery page, stripped: its title first."""
+    doc = ast.get_docstring(ast.parse(script.read_text(encoding="utf-8"))) or ""
+    return [line.strip() for line in doc.strip().splitlines()]
+
+
 OWN_TRAINING = re.compile(r"(?<![\w.])train\(|torch\.optim\.")
 
 
 def page_facts() -> list[dict]:
     """Every page of the reading path (:data:`CHAPTERS`), in reading order: stem, path
-    under ``gallery/``, chapter, title, what it teaches, seconds it ran, what it trains."""
+    under ``gallery/``, folder, title, what it teaches, seconds it ran, what it trains."""
     facts = []
-    for folder, chapter in CHAPTERS:
+    for folder, _ in CHAPTERS:
         for script in sorted((GALLERY / folder).glob("plot_*.py")):
             source = script.read_text(encoding="utf-8")
-            doc = ast.get_docstring(ast.parse(source)) or ""
-            lines = [line.strip() for line in doc.strip().splitlines()]
+            lines = _doc_lines(script)
             title = lines[0] if lines else script.stem
             body = " ".join(lines[2:]).split(". ")[0].rstrip(".") + "."
             path = f"{folder}/{script.stem}" if folder else script.stem
@@ -271,7 +267,6 @@ def page_facts() -> list[dict]:
                     "stem": script.stem,
                     "path": path,
                     "folder": folder,
-                    "chapter": chapter,
                     "title": title,
                     "teaches": TEACHES.get(path, body),
                     "seconds": seconds,
@@ -295,12 +290,10 @@ def training_summary() -> dict | None:
     the training page) and ``speed.json`` (the speed page's interleaved seconds per epoch):
     the seconds are epochs x the windows' median seconds per epoch with one thread, never
     the training runs' own clocks (they shared the machine when the site was built)."""
-    path = GENERATED / "headline.json"
-    if not path.is_file():
+    files = (GENERATED / "headline.json", GENERATED / "speed.json")
+    head, speed = (json.loads(p.read_text()) if p.is_file() else None for p in files)
+    if head is None:
         return None
-    head = json.loads(path.read_text())
-    speed_path = GENERATED / "speed.json"
-    speed = json.loads(speed_path.read_text()) if speed_path.is_file() else None
     seed = head["recipes"]["seed"]
     seconds = None
     if speed:
@@ -351,12 +344,9 @@ def training_sentence(page: dict, training: dict | None) -> str:
             "downloaded notebook) the page trains them first."
         )
     if page["seconds"] is not None:
-        cached = (
-            " with the models already cached" if page["site_models"] or page["own_cached"] else ""
-        )
-        parts.append(
-            f"Running it took {_duration(page['seconds'])}{cached} when this site was built."
-        )
+        cached = " with the models already cached" * (page["site_models"] or page["own_cached"])
+        took = f"Running it took {_duration(page['seconds'])}"
+        parts.append(f"{took}{cached} when this site was built.")
     return " ".join(parts)
 
 
@@ -369,52 +359,38 @@ def headline_table(head: dict, speed: dict | None) -> list[str]:
     if speed:
         first = next(iter(speed["recipes"].values()))["sec_per_epoch"]
         labels = list(next(iter(first.values())))
-    lines = [
-        ".. list-table::",
-        "   :header-rows: 1",
-        "   :class: headline",
-        "",
-        "   * - model",
-        "     - recipe",
-        "     - exact match",
-        "     - token accuracy",
-        "     - seconds per epoch (" + ", ".join(labels or ["not measured"]) + ")",
-        "     - steps to 90% / 95% held-out exact match",
-        "     - seconds to 95% (" + ", ".join(labels or ["not measured"]) + ")",
-        "     - parameters",
-    ]
+    threads = ", ".join(labels or ["not measured"])
+    header = "model|recipe|exact match|token accuracy|seconds per epoch ({0})|steps to 90% / 95% "
+    rows = [(header + "held-out exact match|seconds to 95% ({0})|parameters").format(threads)]
     for recipe, models in head["recipes"].items():
         rec = (speed or {}).get("recipes", {}).get(recipe)
         conv = {r["model"]: r for r in rec["convergence"]} if rec else {}
         for key, m in models.items():
-            per_epoch = "not measured"
-            steps = seconds = "not measured"
+            per_epoch = steps = seconds = "not measured"
             if rec:
                 per_epoch = " / ".join(f"{rec['sec_per_epoch'][key][t]:.1f}" for t in labels)
                 lv = conv[key]["levels"]
                 steps = " / ".join(
                     f"{lv[x]['step']:,}" if lv[x] else "not reached" for x in ("0.9", "0.95")
                 )
-                seconds = (
-                    " / ".join(f"{lv['0.95']['seconds'][t]:,.0f}" for t in labels)
-                    if lv["0.95"]
-                    else f"not reached in {conv[key]['steps']:,} steps"
-                )
-            data = (
-                f"fresh, {m['steps']:,} steps"
-                if m["fresh_data"]
-                else (f"{m['n_train']:,} x {m['epochs']} epochs")
-            )
-            lines += [
-                f"   * - {names.get(key, key)}",
-                f"     - {recipe} ({data})",
-                f"     - {m['exact_match']:.1%}",
-                f"     - {m['token_accuracy']:.1%}",
-                f"     - {per_epoch}",
-                f"     - {steps}",
-                f"     - {seconds}",
-                f"     - {m['n_parameters']:,}",
-            ]
+                at = lv["0.95"] and lv["0.95"]["seconds"]  # None: not reached
+                never = f"not reached in {conv[key]['steps']:,} steps"
+                seconds = " / ".join(f"{at[t]:,.0f}" for t in labels) if at else never
+            fresh = f"fresh, {m['steps']:,} steps"
+            data = fresh if m["fresh_data"] else f"{m['n_train']:,} x {m['epochs']} epochs"
+            scores = f"{m['exact_match']:.1%}|{m['token_accuracy']:.1%}"
+            rows.append(f"{names.get(key, key)}|{recipe} ({data})|{scores}|{per_epoch}|{steps}")
+            rows[-1] += f"|{seconds}|{m['n_parameters']:,}"
+    return list_table(["   :class: headline"], rows)
+
+
+def list_table(options: list[str], rows: list[str]) -> list[str]:
+    """The lines of a reST list-table with ``options``: a row per string of ``rows`` (the
+    first the header), its cells separated by ``|``."""
+    lines = [".. list-table::", "   :header-rows: 1", *options, ""]
+    for row in rows:
+        first, *cells = row.split("|")
+        lines += [f"   * - {first}", *(f"     - {cell}" for cell in cells)]
     return lines
 
 
@@ -429,31 +405,15 @@ def after_gallery(app) -> None:
         pages = [page for page in facts if page["folder"] == folder]
         if not pages:
             continue
-        rows += [
-            chapter,
-            "~" * len(chapter),
-            "",
-            ".. list-table::",
-            "   :header-rows: 1",
-            "   :widths: 5 30 45 20",
-            "   :class: reading-path",
-            "",
-            "   * - #",
-            "     - page",
-            "     - what it teaches",
-            "     - time to run",
-        ]
+        table = ["#|page|what it teaches|time to run"]
         for page in pages:
             time = _duration(page["seconds"]) if page["seconds"] is not None else "not run"
             if page["site_models"] and training:
                 time += "; uses the trained models"
-            rows += [
-                f"   * - {page['stem'][5:7]}",
-                f"     - :ref:`{page['title']} <{gallery_label(page['path'])}>`",
-                f"     - {page['teaches']}",
-                f"     - {time}",
-            ]
-        rows.append("")
+            link = f":ref:`{page['title']} <{gallery_label(page['path'])}>`"
+            table.append(f"{page['stem'][5:7]}|{link}|{page['teaches']}|{time}")
+        options = ["   :widths: 5 30 45 20", "   :class: reading-path"]
+        rows += [chapter, "~" * len(chapter), "", *list_table(options, table), ""]
     _write_if_changed(GENERATED / "reading_path.inc", "\n".join(rows))
 
     # headline numbers: accuracy from plot_13_training; speed and convergence from
@@ -470,40 +430,25 @@ def after_gallery(app) -> None:
             + "). Seconds are the steps times the median seconds per step of both models "
             "timed in alternating windows of training steps, at every thread count. "
         )
-        if speed:
-            summary += "Speed: " + speed["text"].replace("\n", " ") + " "
-        summary += (
-            ":ref:`The training speed page "
-            "<sphx_glr_auto_examples_speed_plot_01_training_speed.py>` "
-            "says how the times were taken and how much to trust them."
-        )
-        lines += [""]
-        if speed and not speed["ok"]:
-            lines += [".. warning::", "", "   " + summary]
-        else:
-            lines += [summary]
+        summary += "Speed: " + speed["text"].replace("\n", " ") + " " if speed else ""
+        link = f":ref:`The training speed page <{gallery_label('speed/plot_01_training_speed')}>`"
+        summary += f"{link} says how the times were taken and how much to trust them."
+        warn = speed and not speed["ok"]
+        lines += ["", *([".. warning::", "", "   " + summary] if warn else [summary])]
     else:
-        lines = [
-            (
-                "The headline numbers are written by the gallery page "
-                "'Training both models'; this build did not run it."
-            )
-        ]
+        ran = "written by the gallery page 'Training both models'; this build did not run it."
+        lines = [f"The headline numbers are {ran}"]
     _write_if_changed(GENERATED / "headline.inc", "\n".join(lines) + "\n")
 
     # a note at the top of every page that trains
     for page in facts:
         rst = AUTO / f"{page['path']}.rst"
-        if not rst.is_file() or not (
-            page["site_models"] or page["own_training"] or page["own_cached"]
-        ):
+        trains = page["site_models"] or page["own_training"] or page["own_cached"]
+        if not trains or not rst.is_file():
             continue
-        text = rst.read_text(encoding="utf-8")
-        text = re.sub(
-            rf"\n{re.escape(MARK)}.*?{re.escape(MARK)} end\n", "\n", text, flags=re.DOTALL
-        )
-        m = re.search(r"^\S.*\n=+\n", text, flags=re.MULTILINE)  # the page title
-        if not m:
+        old_note = rf"\n{re.escape(MARK)}.*?{re.escape(MARK)} end\n"
+        text = re.sub(old_note, "\n", rst.read_text(encoding="utf-8"), flags=re.DOTALL)
+        if not (m := re.search(r"^\S.*\n=+\n", text, flags=re.MULTILINE)):  # the page title
             continue
         note = (
             f"\n{MARK}\n\n.. admonition:: Before you run this page\n   :class: tip\n\n"
@@ -518,11 +463,9 @@ def after_gallery(app) -> None:
 # 3. The downloadable notebooks
 # --------------------------------------------------------------------------
 
-ROLE = re.compile(r":(?:py:)?(func|class|meth|attr|obj|data|mod|exc|const):`(~?)([^`<]+?)`")
-ROLE_WITH_TEXT = re.compile(
-    r":(?:py:)?(?:func|class|meth|attr|obj|data|mod|exc):`([^`<]+?)\s*"
-    r"<([^`>]+)>`"
-)
+ROLES = "func|class|meth|attr|obj|data|mod|exc"
+ROLE = re.compile(rf":(?:py:)?({ROLES}|const):`(~?)([^`<]+?)`")
+ROLE_WITH_TEXT = re.compile(rf":(?:py:)?(?:{ROLES}):`([^`<]+?)\s*<([^`>]+)>`")
 DOC_ROLE = re.compile(r":doc:`(?:([^`<]+?)\s*<([^`>]+)>|([^`]+))`")
 # sphinx-gallery already turned :ref:`text <label>` into `text <label>`; a page of a
 # subfolder has the folder in its label (sphx_glr_auto_examples_speed_plot_01_x.py)
@@ -537,117 +480,70 @@ DOC_TITLES = {
 }
 
 
-def _site_link(base: str | None, page: str, text: str) -> str:
-    return f"[{text}]({base.rstrip('/')}/{page})" if base else text
-
-
-def _notebook_link(folder: str, stem: str, here: str) -> str:
-    """Relative path from a notebook in gallery folder ``here`` to the notebook ``stem``
-    of folder ``folder``, as they lie in the site's zip of all notebooks."""
-    if folder == here:
-        return f"{stem}.ipynb"
-    return ("../" if here else "") + (f"{folder}/" if folder else "") + f"{stem}.ipynb"
-
-
 def convert_markdown(text: str, base: str | None, inventory: dict, here: str = "") -> str:
     """Sphinx markup left in a notebook's markdown -> plain markdown (see the module doc).
 
     ``here`` is the gallery folder of the notebook ("" for the main gallery), for the
     relative links to other notebooks."""
 
+    def site(page: str, shown: str) -> str:  # a link to the published site, when it has one
+        return f"[{shown}]({base.rstrip('/')}/{page})" if base else shown
+
     def obj(name: str, shown: str) -> str:
         name = name.strip().lstrip("~").lstrip(".")
         page = inventory.get(name) or inventory.get(f"convs2s_edu.{name}")
-        code = f"`{shown}`"
-        return f"[{code}]({base.rstrip('/')}/{page})" if base and page else code
-
-    text = ROLE_WITH_TEXT.sub(lambda m: obj(m.group(2), m.group(1).strip()), text)
-    text = ROLE.sub(
-        lambda m: obj(m.group(3), m.group(3).split(".")[-1] if m.group(2) else m.group(3)), text
-    )
+        return site(page, f"`{shown}`") if page else f"`{shown}`"
 
     def doc(m):
         target = (m.group(2) or m.group(3)).strip().lstrip("/")
-        shown = (m.group(1) or DOC_TITLES.get(target, target)).strip()
-        return _site_link(base, f"{target}.html", shown)
-
-    text = DOC_ROLE.sub(doc, text)
+        return site(f"{target}.html", (m.group(1) or DOC_TITLES.get(target, target)).strip())
 
     def page(m):
         shown, folder, stem = m.group(1).strip(), m.group(2) or "", m.group(3)
-        if not base:
-            return f"[{shown}]({_notebook_link(folder, stem, here)})"
-        sub = f"{folder}/" if folder else ""
-        return _site_link(base, f"auto_examples/{sub}{stem}.html", shown)
+        if base:
+            return site(f"auto_examples/{folder}/{stem}.html".replace("//", "/"), shown)
+        # the other notebook, where it lies in the site's zip of all notebooks
+        up, sub = ("", "") if folder == here else ("../" if here else "", folder and f"{folder}/")
+        return f"[{shown}]({up}{sub}{stem}.ipynb)"
 
+    text = ROLE_WITH_TEXT.sub(lambda m: obj(m.group(2), m.group(1).strip()), text)
+    short = lambda m: m.group(3).split(".")[-1] if m.group(2) else m.group(3)  # ~ drops modules
+    text = ROLE.sub(lambda m: obj(m.group(3), short(m)), text)
+    text = DOC_ROLE.sub(doc, text)
     text = PAGE_REF.sub(page, text)
     text = OTHER_REF.sub(lambda m: m.group(1).strip(), text)
-
-    def raw(m):
-        html = m.group(1)
-        if "<summary" in html:
-            return "**Solution** (predict first, then read on):\n\n"
-        return ""
-
-    text = RAW_HTML.sub(raw, text)
+    solution = "**Solution** (predict first, then read on):\n\n"
+    text = RAW_HTML.sub(lambda m: solution if "<summary" in m.group(1) else "", text)
     # any other role: keep its text as code
-    text = re.sub(r":[a-z]+(?::[a-z]+)?:`([^`]+)`", r"`\1`", text)
-    return text
-
-
-def _inventory(app) -> dict:
-    """Public object name -> page (and anchor) of the API reference."""
-    inv = {}
-    domain = app.env.domains["py"]
-    for name, entry in domain.objects.items():
-        inv[name] = f"{entry.docname}.html#{entry.node_id}"
-    return inv
+    return re.sub(r":[a-z]+(?::[a-z]+)?:`([^`]+)`", r"`\1`", text)
 
 
 def notebook_header(stem: str, facts: dict, training: dict | None) -> str:
-    page = facts.get(stem)
-    lines = [
-        (
-            "**Before you run this notebook.** The first code cell installs the "
-            "`convs2s_edu` package when it is missing (from a wheel next to this notebook; "
-            "see *Install and run* on the site's landing page) and chooses the mode: "
-            "`QUICK = True` "
-            "(the default) trains on small data for a few epochs, `QUICK = False` runs the "
-            "full experiment of the site."
-        )
-    ]
-    if page:
-        sentence = training_sentence(page, training)
-        if sentence:
-            lines.append(sentence)
-    return "\n\n".join(lines)
-
-
-def _folders() -> dict:
-    """Stem of every gallery page -> its folder under ``gallery/`` ("" for the main one)."""
-    return {
-        p.stem: "" if p.parent == GALLERY else p.parent.relative_to(GALLERY).as_posix()
-        for p in GALLERY.rglob("plot_*.py")
-    }
+    header = (
+        "**Before you run this notebook.** The first code cell installs the "
+        "`convs2s_edu` package when it is missing (from a wheel next to this notebook; "
+        "see *Install and run* on the site's landing page) and chooses the mode: "
+        "`QUICK = True` "
+        "(the default) trains on small data for a few epochs, `QUICK = False` runs the "
+        "full experiment of the site."
+    )
+    sentence = training_sentence(facts[stem], training) if stem in facts else ""
+    return f"{header}\n\n{sentence}" if sentence else header
 
 
 def process_notebook(nb: dict, stem: str, base, inventory, facts, training) -> bool:
     meta = nb.setdefault("metadata", {})
     if meta.get("convs2s_edu", {}).get("processed"):
         return False
-    here = _folders().get(stem, "")
+    # the notebook's gallery folder, "" for the main one
+    here = {p.stem: p.parent for p in GALLERY.rglob("plot_*.py")}.get(stem, GALLERY)
+    here = "" if here == GALLERY else here.relative_to(GALLERY).as_posix()
     for cell in nb["cells"]:
         if cell["cell_type"] == "markdown":
             src = "".join(cell["source"])
             cell["source"] = convert_markdown(src, base, inventory, here)
-    nb["cells"].insert(
-        0,
-        {
-            "cell_type": "markdown",
-            "metadata": {},
-            "source": notebook_header(stem, facts, training),
-        },
-    )
+    header = notebook_header(stem, facts, training)
+    nb["cells"].insert(0, {"cell_type": "markdown", "metadata": {}, "source": header})
     meta["convs2s_edu"] = {"processed": True}
     return True
 
@@ -656,30 +552,31 @@ def fix_notebooks(app, exception) -> None:
     if exception is not None or app.builder.format != "html":
         return
     base = os.environ.get("CONVS2S_EDU_SITE_URL") or None
-    inventory = _inventory(app)
+    objects = app.env.domains["py"].objects.items()  # public name -> its API page and anchor
+    inventory = {name: f"{entry.docname}.html#{entry.node_id}" for name, entry in objects}
     facts = {p["stem"]: p for p in page_facts()}
     training = training_summary()
     out = Path(app.outdir) / "_downloads"
+
+    def fixed(data, stem: str) -> str | None:  # the notebook's JSON; None: already processed
+        nb = json.loads(data)
+        if process_notebook(nb, stem, base, inventory, facts, training):
+            return json.dumps(nb, indent=1, ensure_ascii=False)
+        return None
+
     for path in sorted(out.rglob("*.ipynb")):
-        nb = json.loads(path.read_text(encoding="utf-8"))
-        if process_notebook(nb, path.stem, base, inventory, facts, training):
-            path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    for path in sorted(out.rglob("*.zip")):
+        if (new := fixed(path.read_text(encoding="utf-8"), path.stem)) is not None:
+            path.write_text(new + "\n", encoding="utf-8")
+    for path in sorted(out.rglob("*.zip")):  # the zip of all notebooks
         with zipfile.ZipFile(path) as zf:
             entries = [(info, zf.read(info)) for info in zf.infolist()]
-        changed = False
-        for i, (info, data) in enumerate(entries):
-            if info.filename.endswith(".ipynb"):
-                nb = json.loads(data)
-                stem = Path(info.filename).stem
-                if process_notebook(nb, stem, base, inventory, facts, training):
-                    entries[i] = (info, json.dumps(nb, indent=1, ensure_ascii=False).encode())
-                    changed = True
-        if changed:
+        notebook = lambda info: info.filename.endswith(".ipynb")
+        new = [fixed(data, Path(i.filename).stem) if notebook(i) else None for i, data in entries]
+        if any(n is not None for n in new):
             tmp = path.with_suffix(".zip.tmp")
             with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
-                for info, data in entries:
-                    zf.writestr(info, data)
+                for (info, data), n in zip(entries, new):
+                    zf.writestr(info, data if n is None else n.encode())
             os.replace(tmp, path)
 
 
@@ -704,31 +601,21 @@ REDIRECT_PAGE = """<!DOCTYPE html>
 """
 
 
-def _relative(old: str, new: str) -> str:
-    """URL of page ``new`` from page ``old`` (both under ``auto_examples/``, no .html)."""
-    up = "../" * old.count("/")
-    return f"{up}{new}.html"
-
-
 def redirect_stub(old: str, new: tuple, titles: dict, base: str | None = None) -> str:
     """The HTML at old address ``old``: it sends the reader to ``new[0]`` and lists the
     other pages its content moved to. ``titles`` maps a new page to its title; ``base``
     is the site's public address, for an absolute canonical link."""
-    url = _relative(old, new[0])
+    link = lambda page: "../" * old.count("/") + f"{page}.html"  # from the old address
+    url, title = link(new[0]), html.escape(titles.get(new[0], new[0]))
     canonical = f"{base.rstrip('/')}/auto_examples/{new[0]}.html" if base else url
-    more = ""
-    if len(new) > 1:
-        items = "".join(
-            f'\n<li><a href="{_relative(old, page)}">'
-            f"{html.escape(titles.get(page, page))}</a></li>"
-            for page in new[1:]
-        )
-        more = f"\n<p>Parts of it are now on:</p>\n<ul>{items}\n</ul>"
+    items = "".join(
+        f'\n<li><a href="{link(page)}">{html.escape(titles.get(page, page))}</a></li>'
+        for page in new[1:]
+    )
+    more = f"\n<p>Parts of it are now on:</p>\n<ul>{items}\n</ul>" if items else ""
+    # html.escape quotes "" too: the URLs go into attributes
     return REDIRECT_PAGE.format(
-        title=html.escape(titles.get(new[0], new[0])),
-        url=html.escape(url, quote=True),
-        canonical=html.escape(canonical, quote=True),
-        more=more,
+        title=title, url=html.escape(url), more=more, canonical=html.escape(canonical)
     )
 
 
@@ -741,11 +628,7 @@ def write_redirects(app, exception) -> None:
     logger = logging.getLogger(__name__)
     docs = app.env.found_docs
     titles = {
-        p.relative_to(GALLERY).with_suffix("").as_posix(): (
-            (ast.get_docstring(ast.parse(p.read_text(encoding="utf-8"))) or p.stem)
-            .strip()
-            .splitlines()[0]
-        )
+        p.relative_to(GALLERY).with_suffix("").as_posix(): (_doc_lines(p) or [p.stem])[0]
         for p in GALLERY.rglob("plot_*.py")
     }
     out = Path(app.outdir) / "auto_examples"
@@ -754,8 +637,7 @@ def write_redirects(app, exception) -> None:
         if f"auto_examples/{old}" in docs:
             logger.warning(f"redirect: auto_examples/{old} is a page of this build again")
             continue
-        missing = [page for page in new if f"auto_examples/{page}" not in docs]
-        if missing:
+        if missing := [page for page in new if f"auto_examples/{page}" not in docs]:
             logger.warning(f"redirect: auto_examples/{old} -> {', '.join(missing)}: no such page")
             continue
         _write_if_changed(out / f"{old}.html", redirect_stub(old, new, titles, base))
@@ -770,14 +652,8 @@ def matplotlib_defaults(gallery_conf, fname):
     """
     import matplotlib
 
-    matplotlib.rcParams.update(
-        {
-            "figure.dpi": 100,
-            "savefig.dpi": 150,
-            "figure.facecolor": "white",
-            "savefig.facecolor": "white",
-        }
-    )
+    white = {"figure.facecolor": "white", "savefig.facecolor": "white"}
+    matplotlib.rcParams.update({"figure.dpi": 100, "savefig.dpi": 150, **white})
 
 
 def setup(app):

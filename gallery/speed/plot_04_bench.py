@@ -42,10 +42,10 @@ What the columns mean
 
 import textwrap
 
+from convs2s_edu.fast.paths import fastest_path
 from convs2s_edu.lab.bench import format_bench, run_bench
 from convs2s_edu.lab.site import comparison, is_quick_mode
 from convs2s_edu.training import resolve_device
-from convs2s_edu.training.paths import fastest_path
 
 QUICK = is_quick_mode()
 LABELS = {"convs2s": "ConvS2S", "gru": "GRU + attention"}
@@ -77,8 +77,8 @@ else:
 # %%
 # The path the gallery trains on
 # ------------------------------
-# :func:`~convs2s_edu.training.paths.fastest_path` gives the default path of a device (its
-# docstring states the rule and the measurements behind it). Here the bench
+# :func:`~convs2s_edu.fast.fastest_path` gives the default path of a device (its
+# docstring states the rule). Here the bench
 # also says which path was fastest for each model on this machine, so a reader
 # can check the rule against this very run.
 

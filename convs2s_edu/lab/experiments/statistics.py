@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
 from .registry import Arm
 
 __all__ = ["summarise_runs", "format_spread"]
@@ -57,20 +59,14 @@ def summarise_runs(runs: Sequence[dict], arms: Sequence[Arm]) -> list[dict]:
         keys = [k for k in mine[0] if k not in ("arm", "seed")]
         for key in keys:
             values = [float(r[key]) for r in mine]
-            xs = [x for x in values if math.isfinite(x)]
-            nan = float("nan")
-            # x̄ = (1/n) Σ x_s
-            mean = sum(xs) / len(xs) if xs else nan
-            # std = sqrt(Σ (x_s - x̄)² / (n - 1))
-            std = (
-                math.sqrt(sum((x - mean) ** 2 for x in xs) / (len(xs) - 1)) if len(xs) > 1 else 0.0
-            )
+            xs = np.array(values)[np.isfinite(values)]  # the seeds with a value
+            some = len(xs) > 0
             row.update(
                 {
-                    key: mean,
-                    f"{key}_min": min(xs) if xs else nan,
-                    f"{key}_max": max(xs) if xs else nan,
-                    f"{key}_std": std,
+                    key: float(xs.mean()) if some else math.nan,
+                    f"{key}_min": float(xs.min()) if some else math.nan,
+                    f"{key}_max": float(xs.max()) if some else math.nan,
+                    f"{key}_std": float(xs.std(ddof=1)) if len(xs) > 1 else 0.0,
                     f"{key}_values": values,
                     f"{key}_n": len(xs),
                 }

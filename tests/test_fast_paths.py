@@ -1,16 +1,18 @@
-"""Tests of ``convs2s_edu.training.paths``, the execution paths (issue 10): compiled and bf16
-runs agree with eager fp32, a path this machine cannot run is refused with the reason, and
-``fastest_path`` picks one that can run."""
+"""Tests of ``convs2s_edu.fast.paths``, the execution paths: the switch to the fast paths and
+back, compiled and bf16 runs that agree with eager fp32, a path this machine cannot run
+refused with the reason, and ``fastest_path`` picking one that can run."""
 
 from __future__ import annotations
+
+import copy
 
 import pytest
 import torch
 from _tiny import KINDS, MODEL_SIZES, tiny_config, tiny_model
 
-from convs2s_edu import SortingDataset
-from convs2s_edu.training import build_model, train
-from convs2s_edu.training.paths import (
+from convs2s_edu import ConvBlock, GRUDecoder, GRUEncoder, SortingDataset, TrainConfig
+from convs2s_edu.fast import FAST_CLASSES, use_fast_paths
+from convs2s_edu.fast.paths import (
     ExecutionPath,
     apply_compile,
     autocast,
@@ -20,6 +22,7 @@ from convs2s_edu.training.paths import (
     cpu_bf16_support,
     fastest_path,
 )
+from convs2s_edu.training import build_model, train
 from convs2s_edu.training.step import make_train_step
 
 
@@ -80,7 +83,7 @@ def test_compiled_train_run_trains_and_checkpoints_like_eager(tmp_path, single_t
         epochs=2,
         model_options=dict(MODEL_SIZES, max_positions=16),
     )
-    fast = train(cfg.replace(compile=True), out_dir=tmp_path / "c", progress=False)
+    fast = train(cfg.replace(compile=True, fast=False), out_dir=tmp_path / "c", progress=False)
     assert counters["stats"]["unique_graphs"] > 0  # train() compiled the model, no fallback
     slow = train(cfg, progress=False)
     assert fast.history.epochs[-1]["train_loss"] < fast.history.epochs[0]["train_loss"]
@@ -139,7 +142,7 @@ def test_bf16_refused_with_the_reason_where_the_cpu_lacks_it():
 
 
 def test_cpu_flag_detection(monkeypatch):
-    import convs2s_edu.training.paths as fast
+    import convs2s_edu.fast.paths as fast
 
     monkeypatch.setattr(fast, "cpu_flags", lambda: {"avx2", "amx_bf16"})
     assert fast.cpu_bf16_support()[0]
@@ -152,12 +155,13 @@ def test_cpu_flag_detection(monkeypatch):
 def test_paths_and_fastest_path():
     paths, skipped = available_paths("cpu")
     assert ExecutionPath() in paths and ExecutionPath(True) in paths
+    assert ExecutionPath(fast=True) in paths
+    assert [ExecutionPath().name, ExecutionPath(fast=True).name] == ["eager-fp32", "fast-fp32"]
     assert "compile-reduce-overhead-fp32" in skipped  # CUDA graphs: CUDA only
     assert ExecutionPath(True, "reduce-overhead", "bf16").name == "compile-reduce-overhead-bf16"
     p = fastest_path("cpu")
     assert p in paths  # a path that can run here
-    if not cpu_bf16_support()[0]:
-        assert p.precision == "fp32"
+    assert p == ExecutionPath(fast=True)  # the fast paths, fp32 on every CPU
 
 
 def test_fastest_cuda_path_keeps_compile_and_falls_back_to_fp32_without_bf16(monkeypatch):
@@ -167,9 +171,7 @@ def test_fastest_cuda_path_keeps_compile_and_falls_back_to_fp32_without_bf16(mon
     for bf16, precision in ((True, "bf16"), (False, "fp32")):
         monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda b=bf16: b)
         assert fastest_path("cuda") == ExecutionPath(True, "reduce-overhead", precision)
-        assert (
-            fastest_path("cpu") == ExecutionPath() or cpu_bf16_support()[0]
-        )  # the CPU's own rule
+        assert fastest_path("cpu") == ExecutionPath(fast=True)  # the CPU's own rule
 
 
 def test_bf16_support_on_a_machine_without_cuda(monkeypatch):
@@ -191,3 +193,51 @@ def test_compile_takes_the_encoder_and_the_decoder(monkeypatch):
         model = build_model(tiny_config(kind))
         apply_compile(model)
         assert [id(m) for m in compiled] == [id(model.encoder), id(model.decoder)], kind
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_switch_changes_classes_only_and_goes_back(kind):
+    model = build_model(tiny_config(kind))
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    parts = {id(m): type(m) for m in model.modules()}
+    assert use_fast_paths(model) is model
+    switched = [m for m in model.modules() if type(m) is not parts[id(m)]]
+    assert switched and all(FAST_CLASSES[parts[id(m)]] is type(m) for m in switched)
+    assert all(isinstance(m, (ConvBlock, GRUEncoder, GRUDecoder)) for m in switched)
+    assert model.state_dict().keys() == before.keys()  # checkpoints load either way
+    twin = copy.deepcopy(model)  # a copy keeps the fast classes
+    assert [type(m) for m in twin.modules()] == [type(m) for m in model.modules()]
+    use_fast_paths(model, False)
+    assert {id(m): type(m) for m in model.modules()} == parts
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, before[k]), k
+    with pytest.raises(TypeError, match="enabled must be True or False, got 'yes'"):
+        use_fast_paths(model, "yes")
+
+
+def test_a_path_is_compiled_or_fast_not_both():
+    with pytest.raises(ValueError, match="compiled .* or fast, not both"):
+        ExecutionPath(True, fast=True)
+    with pytest.raises(ValueError, match="compile=True needs fast=False"):
+        TrainConfig(compile=True)
+    assert TrainConfig().fast and not TrainConfig(compile=True, fast=False).fast
+    with pytest.raises(TypeError, match="fast must be True or False, got 1"):
+        TrainConfig(fast=1)
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast", "reference"])
+def test_train_runs_the_path_of_its_config_and_returns_the_reference(fast, monkeypatch):
+    """``TrainConfig.fast`` decides the classes the steps run through; the trained model is
+    the reference either way."""
+    seen = set()
+    real = make_train_step
+
+    def spy(model, *args, **kwargs):
+        seen.update(type(m) for m in model.modules())
+        return real(model, *args, **kwargs)
+
+    monkeypatch.setattr("convs2s_edu.training.loop.make_train_step", spy)
+    cfg = tiny_config("gru", n_train=48, n_valid=16, n_test=16, batch_size=16, epochs=1)
+    result = train(cfg.replace(fast=fast), progress=False)
+    assert bool(seen & set(FAST_CLASSES.values())) is fast
+    assert not any(type(m) in FAST_CLASSES.values() for m in result.model.modules())

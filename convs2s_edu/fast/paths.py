@@ -1,15 +1,19 @@
-r"""Execution paths: eager or compiled, fp32 or bf16, with or without CUDA graphs.
+r"""Execution paths: the reference model or its fast paths, eager or compiled, fp32 or bf16.
 
-A *path* is how a training step runs, not what it computes: the same model,
-the same loss, the same optimiser. Three switches, all fields of
-:class:`~convs2s_edu.TrainConfig` and flags of ``convs2s-edu train``:
+A *path* is how a training step runs, not what it computes: the same model, the same
+loss, the same optimiser. Four switches, all fields of :class:`~convs2s_edu.TrainConfig`
+and flags of ``convs2s-edu train``:
 
+``fast`` (bool)
+    Train through the fast paths of :mod:`convs2s_edu.fast`: :func:`use_fast_paths`
+    switches the model's modules, in place, to subclasses that compute the same function
+    faster on a CPU (:data:`FAST_CLASSES`); :func:`~convs2s_edu.train` switches them back
+    to the reference before it returns the model. Eager only: ``compile`` compiles the
+    reference model, so the two are exclusive.
 ``compile`` (bool)
     :func:`torch.compile` the encoder and the decoder of the model, in place
     (:meth:`torch.nn.Module.compile`), so the checkpoint's parameter names do
-    not change. The input checks of ``EncoderDecoder.forward`` stay eager (they
-    branch on the data).
-    Batches of different lengths make the compiler trace once more with
+    not change. Batches of different lengths make the compiler trace once more with
     symbolic lengths (``dynamic=None``, PyTorch's default), then reuse it.
 ``compile_mode`` (str or None)
     :func:`torch.compile`'s ``mode``: ``None`` (default), ``"reduce-overhead"``
@@ -24,8 +28,8 @@ the same loss, the same optimiser. Three switches, all fields of
     AMX); without them PyTorch emulates bf16 slowly, so :func:`check_precision`
     refuses it and says why.
 
-:func:`fastest_path` picks the default path of a machine from the
-measurements of ``convs2s-edu bench`` (see its Notes).
+:func:`fastest_path` is the default path of a device, fixed here from measurements
+(its Notes), never chosen by a timing at run time.
 """
 
 from __future__ import annotations
@@ -36,8 +40,15 @@ import torch
 from torch import nn
 
 from .._machine import cpu_flags
+from ..convs2s import ConvBlock
+from ..rnn import GRUDecoder, GRUEncoder
+from .conv import FastConvBlock
+from .gru import FastGRUDecoder, FastGRUEncoder
 
 __all__ = [
+    "FAST_CLASSES",
+    "use_fast_paths",
+    "apply_path",
     "PRECISIONS",
     "COMPILE_MODES",
     "ExecutionPath",
@@ -62,22 +73,61 @@ COMPILE_MODES = (None, "default", "reduce-overhead", "max-autotune")
 _BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
 
 
+#: Every module class with a fast path, and the subclass :func:`use_fast_paths` puts in its
+#: place (same parameters, same function; ``tests/test_fast_*.py`` prove it).
+FAST_CLASSES = {
+    ConvBlock: FastConvBlock,
+    GRUEncoder: FastGRUEncoder,
+    GRUDecoder: FastGRUDecoder,
+}
+
+
+def use_fast_paths(model: nn.Module, enabled: bool = True) -> nn.Module:
+    """Switch every module of ``model`` that has a fast path to it (``enabled``), or back
+    to the reference class (``enabled=False``), in place; returns ``model``.
+
+    The fast classes of :data:`FAST_CLASSES` are subclasses that override how a module
+    computes (``forward``, or :meth:`ConvBlock.convolve <convs2s_edu.ConvBlock.convolve>`),
+    never what it holds: the switch changes a module's class and nothing else, so
+    parameters, state-dict names, the optimiser's state and checkpoints are untouched.
+    """
+    if not isinstance(enabled, bool):
+        raise TypeError(f"enabled must be True or False, got {enabled!r}")
+    reference = {fast: ref for ref, fast in FAST_CLASSES.items()}
+    for module in model.modules():
+        if enabled and type(module) in FAST_CLASSES:
+            module.__class__ = FAST_CLASSES[type(module)]
+        elif not enabled and type(module) in reference:
+            module.__class__ = reference[type(module)]
+    return model
+
+
 class ExecutionPath(tuple):
-    """An execution path ``(compile, compile_mode, precision)`` with a short name."""
+    """An execution path ``(compile, compile_mode, precision, fast)`` with a short name."""
 
     def __new__(
-        cls, compile: bool = False, compile_mode: str | None = None, precision: str = "fp32"
+        cls,
+        compile: bool = False,
+        compile_mode: str | None = None,
+        precision: str = "fp32",
+        fast: bool = False,
     ):
-        return super().__new__(cls, (bool(compile), compile_mode, precision))
+        if compile and fast:
+            raise ValueError("a path is compiled (the reference model) or fast, not both")
+        return super().__new__(cls, (bool(compile), compile_mode, precision, bool(fast)))
 
     compile = property(lambda self: self[0])
     compile_mode = property(lambda self: self[1])
     precision = property(lambda self: self[2])
+    fast = property(lambda self: self[3])
 
     @property
     def name(self) -> str:
-        """``"eager-fp32"``, ``"compile-fp32"``, ``"compile-reduce-overhead-bf16"``, ..."""
-        if not self.compile:
+        """``"eager-fp32"`` (the reference), ``"fast-fp32"``, ``"compile-fp32"``,
+        ``"compile-reduce-overhead-bf16"``, ..."""
+        if self.fast:
+            how = "fast"
+        elif not self.compile:
             how = "eager"
         elif self.compile_mode in (None, "default"):
             how = "compile"
@@ -85,23 +135,30 @@ class ExecutionPath(tuple):
             how = f"compile-{self.compile_mode}"
         return f"{how}-{self.precision}"
 
+    @classmethod
+    def of(cls, cfg) -> ExecutionPath:
+        """The path of a :class:`~convs2s_edu.TrainConfig` (its four fields)."""
+        return cls(cfg.compile, cfg.compile_mode, cfg.precision, cfg.fast)
+
     def config_fields(self) -> dict:
         """The :class:`~convs2s_edu.TrainConfig` fields of this path."""
         return {
             "compile": self.compile,
             "compile_mode": self.compile_mode,
             "precision": self.precision,
+            "fast": self.fast,
         }
 
     def __repr__(self) -> str:
         return f"ExecutionPath({self.name})"
 
 
-#: Every path the bench knows, eager fp32 (today's path) first.
+#: Every path the bench knows, the eager reference (fp32) first.
 PATHS = (
     ExecutionPath(),
+    ExecutionPath(fast=True),
     ExecutionPath(True),
-    ExecutionPath(False, None, "bf16"),
+    ExecutionPath(False, None, "bf16", fast=True),
     ExecutionPath(True, None, "bf16"),
     ExecutionPath(True, "reduce-overhead"),
     ExecutionPath(True, "reduce-overhead", "bf16"),
@@ -188,6 +245,15 @@ def apply_compile(model: nn.Module, mode: str | None = None) -> nn.Module:
     return model
 
 
+def apply_path(model: nn.Module, path: ExecutionPath) -> nn.Module:
+    """Put ``model`` on ``path`` in place: its fast paths or the reference, compiled or
+    not (the precision is the step's: :func:`autocast`); returns ``model``."""
+    use_fast_paths(model, path.fast)
+    if path.compile:
+        apply_compile(model, path.compile_mode)
+    return model
+
+
 def autocast(device: torch.device | str, precision: str):
     """The context a forward pass of ``precision`` runs in (a no-op for fp32)."""
     if precision == "fp32":
@@ -210,47 +276,35 @@ def available_paths(device: torch.device | str) -> tuple[list, dict]:
     return paths, skipped
 
 
-#: The path each device type trains on by default, from ``convs2s-edu bench`` (see
-#: :func:`fastest_path`). Keys: ``"cpu"``, ``"cuda"``.
+#: The path each device type trains on by default (see :func:`fastest_path`). Keys:
+#: ``"cpu"``, ``"cuda"``.
 MEASURED_FASTEST = {
-    "cpu": ExecutionPath(),
+    "cpu": ExecutionPath(fast=True),
     "cuda": ExecutionPath(True, "reduce-overhead", "bf16"),
 }
 
 
 def fastest_path(device: torch.device | str) -> ExecutionPath:
-    """The fastest correct path of ``device`` (the default of the gallery).
+    """The default path of ``device``: :data:`MEASURED_FASTEST`, fp32 where bf16 cannot run.
 
     Notes
     -----
-    The rule, from ``convs2s-edu bench`` (``docs``: the Speed page prints the
-    measurement of the machine the site was built on):
+    Fixed from measurements of ``convs2s-edu bench`` and ``tools/loop_throughput.py``
+    (the site's Speed chapter and its appendix page on the fast paths print them for the
+    machine that built the site):
 
-    * CPU: eager fp32. On the 2-core AVX2 CPU of the project's CI,
-      :func:`torch.compile` of these small models did not pay for its
-      compile time within a seed-length run (tens of seconds per model against
-      a per-step gain within the noise of a shared machine), and bf16 has no
-      hardware support there. On a 2-core AMD EPYC with ``avx512_bf16``
-      (torch 2.13.0's CPU wheel, one thread: oneDNN multiplies bf16 matrices
-      at ~200 GFLOP/s, MKL fp32 ones at ~70), bf16 trained ConvS2S 1.49x as
-      many real target tokens per second (``tools/measure_bucketing.py --field
-      precision``, interleaved windows, per-round ratios 1.27-1.59) at the same
-      accuracy (fast recipe, 3 seeds: test exact match 99.40% against 99.30%,
-      difference +0.10 points, 90% interval -0.51 to +0.71), and the GRU
-      1.0x (its step is small products and element-wise work); measured while
-      ConvS2S's convolutions ran as ``conv1d``, before
-      :class:`~convs2s_edu.convs2s.WindowConv1d`. The default
-      stays fp32 all the same, so that the site trains the same arithmetic on
-      every CPU; ``precision="bf16"`` (``convs2s-edu train --precision bf16``)
-      is the choice to make on a CPU that has the instructions.
-    * CUDA: compiled with CUDA graphs (``mode="reduce-overhead"``) in bf16
-      where the GPU supports it, else fp32: at these sizes a step is hundreds
-      of tiny kernels, and launch overhead, not arithmetic, sets the time.
-      This is the expectation that ``tools/gpu_check.py`` measures; it has not
-      yet run on a GPU.
+    * CPU: the fast paths in fp32. They trained both models faster than the reference
+      where measured (AMD EPYC CPUs with AVX2 and with AVX-512), and :func:`torch.compile`
+      of these small models did not pay for its compile time within a run. bf16 stays off so that the site trains the same
+      arithmetic on every CPU, with or without bf16 instructions; ``precision="bf16"``
+      (``convs2s-edu train --precision bf16``) is the choice to make on a CPU that has them.
+    * CUDA: compiled with CUDA graphs (``mode="reduce-overhead"``) in bf16 where the GPU
+      supports it, else fp32: at these sizes a step is hundreds of tiny kernels, and
+      launch overhead, not arithmetic, sets the time. This is the expectation that
+      ``tools/gpu_check.py`` measures; it has not yet run on a GPU.
     """
     device = torch.device(device)
     path = MEASURED_FASTEST["cuda" if device.type == "cuda" else "cpu"]
     if path.precision == "bf16" and not bf16_support(device)[0]:
-        path = ExecutionPath(path.compile, path.compile_mode, "fp32")
+        path = ExecutionPath(path.compile, path.compile_mode, "fp32", path.fast)
     return path

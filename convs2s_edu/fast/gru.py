@@ -1,17 +1,23 @@
-r"""The bidirectional GRU layer with its backward pass written out, for training on a CPU.
+r"""The GRU model's fast paths: the encoder with its backward pass written out, and the
+decoder's teacher forcing over the packed target.
 
-:class:`~convs2s_edu.GRUEncoder` reads the source with a :class:`torch.nn.GRU`, and that
-module holds the weights; this module runs the same equations on a packed batch, with
-both directions stepped together, and computes the gradients by hand instead of through
-autograd's record of every step. The result is the same function with the same
-gradients (``tests/test_gru_fused.py`` compares both with :class:`torch.nn.GRU` and
-with :func:`torch.autograd.gradcheck`). Autograd records every step of the packed
-:class:`torch.nn.GRU` on its own: each step's slice of the packed input gates gets a
-zero-filled gradient of the whole packed input, and each step multiplies its own small
-weight gradient. Here the backward pass keeps only the recurrence step by step and
-computes the weight and input gradients as one matrix product over every step.
+Both compute what :class:`~convs2s_edu.GRUEncoder` and :class:`~convs2s_edu.GRUDecoder`
+compute, with the same parameters (``tests/test_fast_gru.py`` compares values and
+gradients); :func:`~convs2s_edu.fast.use_fast_paths` switches a model to them.
 
-Forward, for each direction, step :math:`t` over the rows still running (Cho et al.
+:class:`FastGRUEncoder`
+    Where a gradient is wanted on a CPU, the bidirectional :class:`torch.nn.GRU` runs
+    through :func:`packed_bigru`: both directions step together and the backward pass is
+    written out. Autograd records every step of the packed :class:`torch.nn.GRU` on its
+    own (each step's slice of the input gates gets a zero-filled gradient of the whole
+    packed input, and each step multiplies its own small weight gradient); here the
+    backward pass keeps only the recurrence step by step and computes the weight and
+    input gradients as one matrix product over every step (the equations below).
+:class:`FastGRUDecoder`
+    Teacher forcing over the packed target, without the module calls of
+    :meth:`~convs2s_edu.GRUDecoder.step` (its Notes say what changes).
+
+The GRU, for each direction, step :math:`t` over the rows still running (Cho et al.
 2014; the gate layout of :class:`torch.nn.GRU`):
 
 .. math::
@@ -40,10 +46,15 @@ The weight gradients are then one matrix product over every step at once, e.g.
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-__all__ = ["fused_applies", "packed_bigru"]
+from ..data import PAD
+from ..rnn import GRUDecoder, GRUEncoder
+from ..seq2seq import EncoderOut
+
+__all__ = ["fused_applies", "packed_bigru", "FastGRUEncoder", "FastGRUDecoder"]
 
 
 def _packed_positions(batch_sizes: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -219,3 +230,119 @@ def packed_bigru(
     )
     unsort = packed.unsorted_indices.to(x.device)
     return states, torch.cat(h_n).index_select(1, unsort)
+
+
+class FastGRUEncoder(GRUEncoder):
+    """:class:`~convs2s_edu.GRUEncoder` whose GRU runs through :func:`packed_bigru` where
+    :func:`fused_applies` (a gradient wanted, on a CPU, eagerly); elsewhere the reference's
+    own forward pass. Same parameters, same function."""
+
+    def forward(self, src: torch.Tensor) -> EncoderOut:
+        if not fused_applies(self.embed.weight):
+            return super().forward(src)
+        pad = src.eq(PAD)  # (B, S)
+        lengths = (~pad).sum(dim=1).cpu()  # (B,)
+        x = self.dropout(self.embed(src))  # (B, S, E)
+        h, h_n = packed_bigru(x, lengths, self.gru)  # (B, S, 2n), (2 L_enc, B, n)
+        return EncoderOut(states=h, embedded=x, padding_mask=pad, summary=h_n[-1])
+
+
+def _gru_update(
+    x_gates: torch.Tensor, h_gates: torch.Tensor, s_prev: torch.Tensor
+) -> torch.Tensor:
+    r"""One GRU step from its two matrix products, as :class:`torch.nn.GRU` computes it.
+
+    ``x_gates`` :math:`W_i x_t + b_i` and ``h_gates`` :math:`W_h s_{t-1} + b_h`, both
+    ``(B, 3n)`` in the gate order :math:`r, z, \tilde s`; ``s_prev`` ``(B, n)``.
+    """
+    n = s_prev.shape[-1]
+    # r_t, z_t = σ(W_ir x + b_ir + W_hr s_{t-1} + b_hr), σ(W_iz x + b_iz + W_hz s_{t-1} + b_hz)
+    rz = torch.sigmoid(x_gates[:, : 2 * n] + h_gates[:, : 2 * n])
+    r, z = rz[:, :n], rz[:, n:]
+    # s~_t = tanh(W_in x + b_in + r_t ⊙ (W_hn s_{t-1} + b_hn))
+    s_tilde = torch.tanh(torch.addcmul(x_gates[:, 2 * n :], r, h_gates[:, 2 * n :]))
+    # s_t = (1 - z_t) ⊙ s~_t + z_t ⊙ s_{t-1}
+    return torch.addcmul(s_tilde, z, s_prev - s_tilde)
+
+
+class FastGRUDecoder(GRUDecoder):
+    r""":class:`~convs2s_edu.GRUDecoder` whose teacher forcing runs over the packed target.
+
+    Notes
+    -----
+    The forward pass computes what the reference's :meth:`~convs2s_edu.GRUDecoder.start`
+    and :meth:`~convs2s_edu.GRUDecoder.step` repeated compute, at every position up to a
+    row's last non-``PAD`` token; after it, logits and attention are zero (the loss
+    reads nothing there, so the gradients are those of the reference).
+
+    * **Packed rows.** As :func:`~torch.nn.utils.rnn.pack_padded_sequence` does for the
+      encoder, the rows are put longest first, so that the rows still running at step
+      :math:`t` are the first :math:`n_t` (``batch_sizes[t]``): the right padding is
+      never computed.
+    * **What depends only on the inputs runs once.** Under teacher forcing every
+      :math:`y_{t-1}` is known in advance: the embeddings :math:`E y_{t-1}`, their share
+      :math:`W_{iy} E y_{t-1} + b_i` of the GRU's input gates (:math:`W_i = [W_{iy}\;
+      W_{ic}]` splits over the input :math:`[E y_{t-1}; c_t]`) and, after the loop, the
+      output layer :math:`W_s s_t + b_s` are one matrix product each. What needs
+      :math:`s_{t-1}` (the attention, the context's share :math:`W_{ic} c_t`, the
+      recurrence) runs step by step: the sequential part the paper's argument is about.
+    * **tanh through the sigmoid.** :math:`\tanh(x) = 2\sigma(2x) - 1`, so
+      :math:`v_a^\top \tanh(x) = 2 v_a^\top \sigma(2x) - \sum v_a`: the softmax over
+      :math:`j` ignores the constant, and :math:`\sigma` costs a CPU less than
+      :math:`\tanh`.
+    * The GRU's equations are written out with the weights of ``self.gru``
+      (``_gru_update``), so a forward hook on ``gru``, ``attention`` or ``embed``
+      sees nothing of a teacher-forced forward. Dropout draws its masks once for the
+      packed embeddings and the stacked outputs instead of once per step.
+    """
+
+    def forward(self, tgt_in: torch.Tensor, enc: EncoderOut):
+        B, T = tgt_in.shape
+        # a row's length: up to its last non-PAD token (at least 1)
+        position = torch.arange(1, T + 1, device=tgt_in.device)  # (T,)
+        lengths = (tgt_in.ne(PAD) * position).amax(dim=1).clamp(min=1)  # (B,)
+        packed = pack_padded_sequence(tgt_in, lengths.cpu(), True, enforce_sorted=False)
+        sizes = packed.batch_sizes.tolist()  # n_t, non-increasing
+        state = self.reorder(self.start(enc), packed.sorted_indices.to(tgt_in.device))
+        h, mask = state.h, state.padding_mask  # (B, S, 2n), (B, S)
+        keys2 = 2 * state.keys  # 2 (W_a h_j + b_a)  (B, S, A)
+        U2, v2 = 2 * self.attention.U_a.weight, 2 * self.attention.v_a  # 2 U_a (A, n), 2 v_a
+        s = list(state.s.unbind(0))  # s_{t-1} of every layer, (B, n) each
+        gru, E = self.gru, self.cfg.embed_dim
+        W_iy, W_ic = gru.weight_ih_l0[:, :E], gru.weight_ih_l0[:, E:]  # (3n, E), (3n, 2n)
+        # W_iy E y_{t-1} + b_i for every step at once, split into the steps  (n_t, 3n) each
+        y = self.dropout(self.embed(packed.data))  # E y_{t-1}, packed  (Σ n_t, E)
+        gates_y = F.linear(y, W_iy, gru.bias_ih_l0).split(sizes)
+        tops, attention = [], []
+        for t, n_t in enumerate(sizes):  # inherently sequential: s_t needs s_{t-1}
+            if n_t < h.shape[0]:  # the rows whose target has ended leave (the last ones)
+                h, keys2, mask, s = h[:n_t], keys2[:n_t], mask[:n_t], [s_l[:n_t] for s_l in s]
+            # a_tj = softmax_j(v_a^T tanh(W_a h_j + b_a + U_a s_{t-1}))
+            #      = softmax_j(2 v_a^T σ(2 (W_a h_j + b_a) + 2 U_a s_{t-1}))
+            x = keys2 + F.linear(s[-1], U2).unsqueeze(1)  # (n_t, S, A)
+            e = torch.sigmoid(x) @ v2  # e_tj + Σ v_a  (n_t, S)
+            a = torch.softmax(e.masked_fill(mask, float("-inf")), dim=-1)  # (n_t, S)
+            # c_t = Σ_j a_tj h_j
+            c = torch.bmm(a.unsqueeze(1), h).squeeze(1)  # (n_t, 2n)
+            # W_i [E y_{t-1}; c_t] + b_i = (W_iy E y_{t-1} + b_i) + W_ic c_t
+            x_gates = torch.addmm(gates_y[t], c, W_ic.t())  # (n_t, 3n)
+            for layer in range(len(s)):
+                W_i, b_i, W_h, b_h = (
+                    gru.get_parameter(f"{w}_l{layer}")
+                    for w in ("weight_ih", "bias_ih", "weight_hh", "bias_hh")
+                )
+                if layer:  # a stacked layer reads the one below (dropout between, as nn.GRU)
+                    x_gates = F.linear(
+                        F.dropout(s[layer - 1], gru.dropout, gru.training), W_i, b_i
+                    )
+                s[layer] = _gru_update(x_gates, F.linear(s[layer], W_h, b_h), s[layer])
+            tops.append(s[-1])
+            attention.append(a)
+        # p(y_t) = softmax(W_s s_t + b_s), every step at once
+        logits = self.W_s(self.dropout(torch.cat(tops)))  # (Σ n_t, V)
+
+        def unpack(x):  # (Σ n_t, ...) packed -> (B, T, ...) in the batch's order, 0 at padding
+            padded, _ = pad_packed_sequence(packed._replace(data=x), True, total_length=T)
+            return padded
+
+        return unpack(logits), unpack(torch.cat(attention)).unsqueeze(1)

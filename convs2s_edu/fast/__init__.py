@@ -1,0 +1,31 @@
+r"""Every speed-up of the package, apart from the models, each proven equal to them.
+
+The model files (:mod:`convs2s_edu.convs2s`, :mod:`convs2s_edu.rnn`) compute each
+equation as the papers write it. What makes training faster lives here, and only here:
+
+==================================  =======================================  =================
+fast path                           instead of                               module
+==================================  =======================================  =================
+:class:`FastConvBlock`              ``ConvBlock.convolve``'s ``nn.Conv1d``:  :mod:`.conv`
+                                    one matrix product over the windows
+:class:`FastGRUEncoder`             ``nn.GRU``'s autograd, step by step:     :mod:`.gru`
+                                    the backward pass written out (CPU,
+                                    training)
+:class:`FastGRUDecoder`             :meth:`GRUDecoder.step` on every row:    :mod:`.gru`
+                                    the packed target, input-only products
+                                    hoisted out of the loop
+compiled, bf16, CUDA-graph paths    eager fp32                               :mod:`.paths`
+==================================  =======================================  =================
+
+One switch turns the first three on: :func:`use_fast_paths` (in place, reversible), or
+the field ``TrainConfig.fast`` (on by default; ``convs2s-edu train --no-fast`` turns it
+off), with which :func:`~convs2s_edu.train` trains through them and returns the model
+switched back to the reference classes. ``tests/test_fast_*.py`` check every fast path's
+outputs and gradients against the reference's with :func:`torch.testing.assert_close`.
+"""
+
+from .conv import FastConvBlock
+from .gru import FastGRUDecoder, FastGRUEncoder
+from .paths import FAST_CLASSES, use_fast_paths
+
+__all__ = ["FAST_CLASSES", "FastConvBlock", "FastGRUDecoder", "FastGRUEncoder", "use_fast_paths"]
