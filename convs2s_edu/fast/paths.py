@@ -295,8 +295,9 @@ def fastest_path(device: torch.device | str) -> ExecutionPath:
 
     * CPU: the fast paths in fp32. They trained both models faster than the reference
       where measured (AMD EPYC CPUs with AVX2 and with AVX-512), and :func:`torch.compile`
-      of these small models did not pay for its compile time within a run. bf16 stays off so that the site trains the same
-      arithmetic on every CPU, with or without bf16 instructions; ``precision="bf16"``
+      of these small models did not pay for its compile time within a run. bf16 stays off
+      so that the site trains the same arithmetic on every CPU, with or without bf16
+      instructions; ``precision="bf16"``
       (``convs2s-edu train --precision bf16``) is the choice to make on a CPU that has them.
     * CUDA: compiled with CUDA graphs (``mode="reduce-overhead"``) in bf16 where the GPU
       supports it, else fp32: at these sizes a step is hundreds of tiny kernels, and
