@@ -80,13 +80,13 @@ class ConvS2SConfig:
         since the encoder pads ``(k-1)/2`` on each side.
     dropout : float
         Dropout on embeddings, on the input of every convolution and before
-        the output layer (paper: 0.1-0.2; seed: 0.1 on conv inputs).
+        the output layer (the paper gives no rate, §4.2; seed: 0.1 on conv inputs).
     max_positions : int
         Size of the learned position table: the longest source or decoder input
         the model accepts. The toy task needs 21 (20 tokens + ``<sos>``).
     weight_norm : bool
-        Weight-normalise every convolution and linear layer and use the paper's
-        initialisation (§3.5). Paper: on. Seed: off (PyTorch's default init).
+        Weight-normalise every convolution and linear layer (§4.2) and use the
+        paper's initialisation (§3.5). Paper: on. Seed: off (PyTorch's default init).
     scale_encoder_grad : bool
         Multiply the gradient that flows into the encoder by
         ``1 / n_decoder_layers``, the number of attention mechanisms (§3.4).
@@ -415,7 +415,8 @@ class ConvBlock(nn.Module):
         conv = nn.Conv1d(d, 2 * d, kernel_size)  # W, b_w: (2d, d, k), (2d,)
         if weight_norm:
             p = 1.0 - dropout
-            # W ~ N(0, sqrt(4p / (k d))): the GLU halves the variance (§3.5)
+            # W ~ N(0, sqrt(4p / (k d))): the GLU's output has about 1/4 of its input's
+            # variance (§3.5, Appendix A.1), so its input gets 4 times the layer input's
             nn.init.normal_(conv.weight, 0.0, math.sqrt(4.0 * p / (kernel_size * d)))
             nn.init.zeros_(conv.bias)
             conv = _weight_norm(conv, name="weight", dim=0)
@@ -611,12 +612,12 @@ class MultiStepAttention(nn.Module):
     and layer :math:`l+1` sees what layers :math:`1..l` attended to.
 
     With ``scale_context`` the context is multiplied by :math:`m\sqrt{1/m} = \sqrt{m}`,
-    :math:`m` the number of real source tokens, which restores the variance of a
-    sum of :math:`m` vectors under uniform attention (§3.4).
+    :math:`m` the number of real source tokens: under uniform attention over
+    :math:`m` independent values the context is their mean, whose variance is
+    :math:`1/m` of one value's, and the factor restores one value's variance (§3.4).
 
-    The scores are plain dot products, not divided by :math:`\sqrt{f}` as in the
-    Transformer's later scaled dot-product attention: the initialisation and
-    weight normalisation keep their spread in range.
+    The scores are plain dot products, as in the paper, not divided by
+    :math:`\sqrt{f}` as in the Transformer's later scaled dot-product attention.
 
     References
     ----------

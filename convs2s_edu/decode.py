@@ -24,7 +24,7 @@ produced (their scores are set to :math:`-\infty`).
 References
 ----------
 .. [1] J. Gehring et al. "Convolutional Sequence to Sequence Learning."
-   ICML 2017, §3 (the decoder) and §5 (beam search, width 5, in the experiments).
+   ICML 2017, §3 (the decoder) and §4.3 (beam search of width 5).
 .. [2] I. Sutskever, O. Vinyals, Q. V. Le. "Sequence to Sequence Learning with
    Neural Networks." NIPS 2014 (left-to-right beam search).
 .. [3] Y. Wu et al. "Google's Neural Machine Translation System." 2016,
@@ -297,7 +297,7 @@ def beam_search(
     ----------
     Sutskever et al. (2014); Wu et al. (2016), §7 (length normalisation, in
     the simpler form above);
-    Gehring et al. (2017), §5 (beam width 5).
+    Gehring et al. (2017), §4.3 (beam width 5).
     """
     K, alpha = check_int("beam_size", beam_size), length_penalty
     if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0 <= alpha < math.inf:

@@ -1,7 +1,12 @@
 r"""The recurrent baseline: a bidirectional GRU encoder and a GRU decoder with Bahdanau attention.
 
-This is the model ConvS2S was written to beat (Bahdanau et al., 2014 [1]_; the
-equations follow section 6 of the seed article [2]_, ``../shared/seeds/001``):
+The attention-based recurrent model of Bahdanau et al. (2014) [1]_, the architecture
+ConvS2S set out to replace. In the paper it is a rival in §5.1: the WMT'16
+English-Romanian winner it beats (Sennrich et al., 2016b) "implements the
+attention-based sequence to sequence architecture of Bahdanau et al. (2014) and uses
+GRU cells both in the encoder and decoder"; its other rivals are deep LSTMs
+(GNMT, Wu et al., 2016). The equations follow section 6 of the seed article [2]_,
+``../shared/seeds/001``:
 
 .. math::
 

@@ -119,7 +119,7 @@ assert torch.allclose(h, h_by_hand, atol=1e-5)
 # If the two summands of a residual sum are independent with the same
 # variance, the sum has twice that variance, and :math:`l` blocks multiply it
 # by :math:`2^l`; :math:`\sqrt{0.5}` halves it again (§3.4: "This assumes that
-# both summands have the same variance, which is not always true but
+# both summands have the same variance which is not always true but
 # effective in practice"). The experiment pushes one random input through
 # untrained blocks, **scaled** (the module's
 # :math:`h^l = \sqrt{0.5}\,(v + h^{l-1})`) or as a **plain sum**

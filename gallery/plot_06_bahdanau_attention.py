@@ -140,14 +140,16 @@ print("GRUDecoderState.keys == W_a(h) + b_a:", same)
 #
 # :math:`f` is PyTorch's GRU cell over the concatenation of the embedded
 # previous token and the context. With :math:`u = [E y_{t-1}; c_t]`, gates
-# :math:`r` (reset) and :math:`z` (update):
+# :math:`r` (reset) and :math:`\zeta` (update; Bahdanau et al. and PyTorch's
+# documentation call it :math:`z`, a letter this site keeps for ConvS2S's
+# encoder output :math:`z_j`):
 #
 # .. math::
 #
 #     r &= \sigma(W_{ir} u + b_{ir} + W_{hr} s_{t-1} + b_{hr}), \qquad
-#     z = \sigma(W_{iz} u + b_{iz} + W_{hz} s_{t-1} + b_{hz}) \\
+#     \zeta = \sigma(W_{i\zeta} u + b_{i\zeta} + W_{h\zeta} s_{t-1} + b_{h\zeta}) \\
 #     \tilde{s} &= \tanh\big(W_{in} u + b_{in} + r \odot (W_{hn} s_{t-1} + b_{hn})\big), \qquad
-#     s_t = (1 - z) \odot \tilde{s} + z \odot s_{t-1}
+#     s_t = (1 - \zeta) \odot \tilde{s} + \zeta \odot s_{t-1}
 #
 # The cell runs the first step of the untrained baseline on the batch above
 # (:math:`y_0` is ``<sos>``), prints the shape of every quantity, and repeats
@@ -166,14 +168,14 @@ with torch.no_grad():
     c_1, _ = rnn.decoder.attention(s0_hand, enc_rnn.keys, enc_rnn.h, enc_rnn.padding_mask)
     u = torch.cat([rnn.decoder.embed(y_prev), c_1], dim=-1)  # [E y_0; c_1]
     gru = rnn.decoder.gru
-    W_ir, W_iz, W_in = gru.weight_ih_l0.chunk(3)  # rows: reset, update, new
-    W_hr, W_hz, W_hn = gru.weight_hh_l0.chunk(3)
-    b_ir, b_iz, b_in = gru.bias_ih_l0.chunk(3)
-    b_hr, b_hz, b_hn = gru.bias_hh_l0.chunk(3)
+    W_ir, W_izeta, W_in = gru.weight_ih_l0.chunk(3)  # rows: reset, update, new
+    W_hr, W_hzeta, W_hn = gru.weight_hh_l0.chunk(3)
+    b_ir, b_izeta, b_in = gru.bias_ih_l0.chunk(3)
+    b_hr, b_hzeta, b_hn = gru.bias_hh_l0.chunk(3)
     r = torch.sigmoid(u @ W_ir.T + b_ir + s0_hand @ W_hr.T + b_hr)
-    z_gate = torch.sigmoid(u @ W_iz.T + b_iz + s0_hand @ W_hz.T + b_hz)
+    zeta = torch.sigmoid(u @ W_izeta.T + b_izeta + s0_hand @ W_hzeta.T + b_hzeta)
     s_tilde = torch.tanh(u @ W_in.T + b_in + r * (s0_hand @ W_hn.T + b_hn))
-    s1_hand = (1 - z_gate) * s_tilde + z_gate * s0_hand  # (B, n)
+    s1_hand = (1 - zeta) * s_tilde + zeta * s0_hand  # (B, n)
     # p(y_1) = softmax(W_s s_1 + b_s)
     logits_hand = s1_hand @ rnn.decoder.W_s.weight.T + rnn.decoder.W_s.bias  # (B, V)
     p_1 = torch.softmax(logits_1, dim=-1)

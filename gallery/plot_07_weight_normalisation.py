@@ -1,10 +1,10 @@
 r"""
-Weight normalisation (§3.5)
+Weight normalisation (§4.2)
 ===========================
 
 Gehring et al. train stacks of up to 20 convolutional layers per side. To
 keep the activations and the gradients of such deep stacks at a steady scale
-they combine four measures (§3.4-3.5 of the paper):
+they combine four measures (§3.4, §3.5 and §4.2 of the paper):
 
 * the :math:`\sqrt{0.5}` scaling of every residual sum (always on here, see
   :ref:`the GLU block page <sphx_glr_auto_examples_plot_02_glu_block.py>`);
@@ -27,8 +27,10 @@ parametrisation of a :class:`~convs2s_edu.ConvBlock`.
 """
 
 # %%
-# Weight normalisation (§3.5)
+# Weight normalisation (§4.2)
 # ---------------------------
+# §4.2: "We also use weight normalization for all layers except for lookup
+# tables (Salimans & Kingma, 2016)."
 # Weight normalisation (Salimans & Kingma, 2016) writes the weights of every
 # output unit :math:`o` of a layer as a length :math:`g_o` times a direction:
 #

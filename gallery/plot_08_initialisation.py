@@ -143,8 +143,13 @@ for name, _path, fan_in, _ in layers:
 # :math:`\sqrt{4p/(kd)}` with :math:`p = 0.9`, and with :math:`p = 1`. The
 # value with dropout is the smaller one, by a factor :math:`\sqrt{0.9}`:
 # dropout scales the kept inputs by :math:`1/p` and so raises the variance of
-# the layer's input, which smaller weights make up for. The cell computes both
-# from the formula and measures the weights of freshly built blocks.
+# the layer's input, which smaller weights make up for. The paper's §3.5 words
+# it the other way round, "we aim to restore the incoming variance by
+# initializing the respective layers with larger weights", but its formula,
+# :math:`\mathcal{N}(0, \sqrt{4p/n_l})` with :math:`p < 1`, and Appendix A.3's
+# derivation give smaller ones; the package follows the formula. The cell
+# computes both from the formula and measures the weights of freshly built
+# blocks.
 
 k_ex, d_ex = 3, 128
 for drop in (0.1, 0.0):

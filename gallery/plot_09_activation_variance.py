@@ -89,6 +89,9 @@ for name, (enc_var, dec_var) in variances.items():
     print(name)
     print("  encoder:", " ".join(f"{v:.3g}" for v in enc_var))
     print("  decoder:", " ".join(f"{v:.3g}" for v in dec_var))
+    for side, var in (("encoder", enc_var), ("decoder", dec_var)):
+        steps = " ".join(f"{r:.2f}" for r in var[1:] / var[:-1])
+        print(f"  {side}, each stage / the one before: {steps}")
     print(
         f"  Var(z^u) / Var(e) = {enc_var[-1] / enc_var[0]:.3f}, "
         f"last decoder state / Var(g) = {dec_var[-1] / dec_var[0]:.3f}"
@@ -102,6 +105,16 @@ paper_enc, paper_dec = variances["paper (ConvS2SConfig.paper())"]
 assert 0.5 < paper_enc[-1] / paper_enc[0] < 2
 assert seed_enc[-1] / seed_enc[0] < 0.1
 assert paper_dec[-1] / paper_dec[0] < 4
+# the prose below: the seed's projection keeps under half, each block under 0.8
+seed_steps = seed_enc[1:] / seed_enc[:-1]
+assert seed_steps[0] < 0.5 and (seed_steps[1 : 1 + n_layers] < 0.8).all(), seed_steps
+# the decoder: the seed's blocks shrink, its contexts add back (a zigzag that ends
+# well above the encoder's loss); the paper's blocks keep, its contexts add a little
+seed_dec = variances["seed (PyTorch default init)"][1]
+seed_dec_steps, paper_dec_steps = seed_dec[1:] / seed_dec[:-1], paper_dec[1:] / paper_dec[:-1]
+assert (seed_dec_steps[1::2] < 0.8).all() and (seed_dec_steps[2::2] > 0.8).all()
+assert seed_dec[-1] / seed_dec[0] > 5 * seed_enc[-1] / seed_enc[0]
+assert (abs(paper_dec_steps[1::2] - 1) < 0.25).all() and (paper_dec_steps[2::2] > 1).all()
 # sphinx_gallery_end_ignore
 
 # %%
@@ -113,11 +126,11 @@ assert paper_dec[-1] / paper_dec[0] < 4
 #
 # * Encoder: with the paper's initialisation the variance stays close to that
 #   of the embeddings from the first stage to :math:`z^u`. With PyTorch's
-#   default the projection already loses about two thirds of it (uniform
-#   weights of standard deviation :math:`1/\sqrt{3 n_l}` give a variance
-#   :math:`1/3` per layer) and every block about half, since the GLU output is
-#   much smaller than the residual it is added to and :math:`\sqrt{0.5}`
-#   halves the sum.
+#   default the projection already loses most of it (uniform weights of
+#   standard deviation :math:`1/\sqrt{3 n_l}` give a variance :math:`1/3` per
+#   layer; the cell above prints each stage's variance over the one before)
+#   and every block loses more, since the GLU output is much smaller than the
+#   residual it is added to and :math:`\sqrt{0.5}` halves the sum.
 # * Decoder: in the seed's model every convolutional block shrinks the state
 #   in the same way, but every layer also adds a context computed from the
 #   source embeddings, which keeps the state from decaying further: the curve

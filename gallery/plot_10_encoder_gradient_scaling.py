@@ -119,7 +119,11 @@ assert 1 / L + 1e-3 < ratios["encoder embeddings"] < 1
 # ------------------------------
 # The paper trains with Nesterov's momentum (§4.2), where a step is the
 # learning rate times the (averaged) gradient, so :math:`1/L` on the gradient
-# is :math:`1/L` on the step. The site trains with Adam, whose step for every
+# is :math:`1/L` on the step as long as the gradient's norm stays under the
+# clipping threshold. The paper also "renormalize[s] gradients if their norm
+# exceeds 0.1" (§4.2): then the whole gradient is rescaled to norm 0.1, and the
+# :math:`1/L` sets the encoder's share of that step against the decoder's
+# rather than its size. The site trains with Adam, whose step for every
 # parameter is :math:`\eta\,\hat{m} / (\sqrt{\hat{v}} + \epsilon)`, the running
 # mean of the gradient divided by the running root mean square of the same
 # gradient: a constant factor :math:`c` on one parameter's gradient multiplies

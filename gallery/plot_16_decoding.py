@@ -259,15 +259,16 @@ for name, model in zip(MODELS, (conv_timing, gru_timing)):
 # %%
 # Yet the speed the paper *measures* is generation (§5.3, Table 3, printed on
 # :ref:`the bench page <sphx_glr_auto_examples_speed_plot_04_bench.py>`),
-# against GNMT, an 8-layer LSTM encoder and decoder. That speed cannot come
-# from parallelism over time; the paper's set-up points to the cost of a step
-# and to batching: a ConvS2S decoder step is, per layer, one small convolution
-# over the :math:`k` latest inputs and a dot-product attention, against a step
-# of a deep LSTM stack; unchanged convolution states are shifted, not
-# recomputed (the cache above); and batches of up to 128 sentences *of equal
-# length* spend no step on padding. This page measures the cache and these two
-# small models on this machine: it says nothing about an 8-layer LSTM, since
-# the recurrent model here is a one-layer GRU.
+# against GNMT, an 8-layer LSTM encoder and decoder. Several things could
+# make it fast, and the paper does not measure which matters how much: the
+# encoder still runs over the whole source at once, where GNMT's 8-layer LSTM
+# encoder runs position by position; a ConvS2S decoder step is, per layer, one
+# small convolution over the :math:`k` latest inputs and a dot-product
+# attention, against a step of a deep LSTM stack; unchanged convolution states
+# are shifted, not recomputed (the cache above); and batches of up to 128
+# sentences *of equal length* spend no step on padding. This page measures the
+# cache and these two small models on this machine: it says nothing about an
+# 8-layer LSTM, since the recurrent model here is a one-layer GRU.
 
 at_longest = {"ConvS2S (cached)": inc[-1], "the GRU": gru_seconds[-1]}
 time_T = f"time of {LENGTHS[-1]} greedy steps"
@@ -281,9 +282,9 @@ print(comparison(time_T, at_longest, fmt="{:.3f} s", higher="longer", lower="sho
 # * ConvS2S can decode incrementally: every causal convolution keeps its last
 #   :math:`k-1` inputs, so a step computes only the new position instead of
 #   the whole prefix. Both ways give the same output.
-# * Generating, ConvS2S too runs one step per token: the paper's measured
-#   generation speed (§5.3) comes from what a step costs and how steps are
-#   batched, not from the parallelism over positions that training has.
+# * Generating, ConvS2S's decoder too runs one step per token; only its
+#   encoder keeps the parallelism over positions that training has. The paper
+#   does not separate what its measured generation speed (§5.3) comes from.
 #
 # Try it
 # ------

@@ -148,17 +148,17 @@ print(textwrap.fill(comparison("greedy decoding rate", rates, fmt="{:,.1f} sente
 # English-French development set against GNMT (Wu et al., 2016), whose encoder
 # and decoder are each an 8-layer LSTM; the GNMT times are quoted from Wu et
 # al., on other hardware (the paper calls the CPU rows not directly
-# comparable). Whatever that speed comes from, it is not parallelism over
-# time: generating, ConvS2S too writes one token after the other, a chain of
-# :math:`L_{enc} + T L_{dec}` operations (:ref:`what makes one faster
-# <sphx_glr_auto_examples_speed_plot_02_what_makes_one_faster.py>`). What the
-# paper's set-up points to is the cost of a step and how steps are batched: a
-# step of the ConvS2S decoder is, per layer, one small convolution over the
-# :math:`k` latest inputs and a dot-product attention, against a step of an
-# 8-layer LSTM stack; convolution states that have not changed are shifted,
-# not recomputed (the incremental cache timed above); and batches hold up to
-# 128 sentences *of equal length*, so that no step is spent on padding. The
-# paper does not measure which of these matters how much.
+# comparable). Generating, ConvS2S's decoder writes one token after the
+# other, a chain of :math:`L_{enc} + T L_{dec}` operations (:ref:`what makes
+# one faster <sphx_glr_auto_examples_speed_plot_02_what_makes_one_faster.py>`);
+# its encoder still runs over the whole source at once, where GNMT's 8-layer
+# LSTM encoder runs position by position. The paper's set-up points to more
+# candidates: a step of the ConvS2S decoder is, per layer, one small
+# convolution over the :math:`k` latest inputs and a dot-product attention,
+# against a step of an 8-layer LSTM stack; convolution states that have not
+# changed are shifted, not recomputed (the incremental cache timed above); and
+# batches hold up to 128 sentences *of equal length*, so that no step is spent
+# on padding. The paper does not measure which of these matters how much.
 
 TABLE_3 = (  # Gehring et al. (2017), Table 3: (system, BLEU, seconds); b is the beam
     ("GNMT GPU (K80)", 31.20, 3028),
