@@ -3,10 +3,9 @@
 Its subcommands are ``train``, ``evaluate``, ``compare``, ``experiment`` and ``bench``;
 ``convs2s-edu COMMAND --help`` says what each does, its defaults and how long it takes.
 
-Every expected error (a bad value, an unreadable or foreign checkpoint, an
-output path that is a file where a directory is needed or the reverse, a size
-out of range) prints one line on stderr and exits with status 2, with no
-traceback; all of them are checked before any training starts.
+Every expected error (a bad value, an unreadable or foreign checkpoint, an output path that is a
+file where a directory is needed or the reverse, a size out of range) prints one line on stderr and
+exits with status 2, with no traceback; all of them are checked before any training starts.
 """
 
 from __future__ import annotations
@@ -102,13 +101,11 @@ _CONFIG_FIELDS = [flag[2:].replace("-", "_") for flag in _CONFIG_OPTIONS] + ["fa
 
 def _config(args, model: str):
     # torch.compile compiles the reference model: no fast paths (an explicit --fast is refused)
-    compiled = args.compile or args.compile_mode
-    changes = {"compile": True, "fast": False} if compiled else {}
+    changes = {"compile": True, "fast": False} if args.compile or args.compile_mode else {}
     given = {k: getattr(args, k, None) for k in _CONFIG_FIELDS}  # compare has no --fast
     changes |= {k: v for k, v in given.items() if v is not None}
-    return TrainConfig.recipe(
-        args.recipe, model=model, paper_normalisation=not args.seed_convs2s, **changes
-    )
+    paper = not args.seed_convs2s  # the paper's normalisation, or the seed's simplified ConvS2S
+    return TrainConfig.recipe(args.recipe, model=model, paper_normalisation=paper, **changes)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -155,17 +152,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("dir", help="directory (or file) of a checkpoint written by `train`")
     p.add_argument(
-        "--beam",
-        type=int,
-        default=1,
-        help="beam size (default 1 = greedy); > 1 also prints a beam column",
+        "--beam", type=int, default=1, help="beam size (default 1: greedy); > 1 adds a beam column"
     )
     p.add_argument("--device", help="where to run (default: the checkpoint's)")
     p.add_argument(
-        "--samples",
-        type=int,
-        default=5,
-        help="sample predictions to print (default 5; 0 prints none)",
+        "--samples", type=int, default=5, help="sample predictions to print (default 5; 0: none)"
     )
 
     p = sub.add_parser(
@@ -207,13 +198,12 @@ def build_parser() -> argparse.ArgumentParser:
         "experiment",
         help="run one of the site's experiments over several seeds (cached) and print its table "
         "(minutes)",
-        description="Run one experiment of the site's Experiments section: every arm over "
-        "several seeds, each run trained with the fast recipe through the cache (800 steps "
-        "at width 64 by default), one run per usable core at a time, and print one row per "
-        "arm with the mean and the spread over seeds, then a conclusion computed from "
-        "them. The first time this takes minutes on a 2-core CPU (1.5 to 2 minutes a "
-        "run, arms x seeds runs); once cached, seconds. --quick uses the quick build's "
-        "tiny budget and 2 seeds.",
+        description="Run one experiment of the site's Experiments section: every arm over several "
+        "seeds, each run trained with the fast recipe through the cache (800 steps at width 64 by "
+        "default), one run per usable core at a time, and print one row per arm with the mean and "
+        "the spread over seeds, then a conclusion computed from them. The first time this takes "
+        "minutes on a 2-core CPU (1.5 to 2 minutes a run, arms x seeds runs); once cached, "
+        "seconds. --quick uses the quick build's tiny budget and 2 seeds.",
     )
     p.add_argument(
         "name", help="encoder_decoder, positions, attention_layers, depth, generation or beam"
@@ -286,20 +276,19 @@ def _check_json_path(path: str) -> None:
         raise ValueError(f"--json {path} is not writable")
 
 
-def _cmd_train(args) -> int:
+def _cmd_train(args) -> None:
     cfg = _config(args, args.model)
     _check_out_dir(args.out)
     result = train(
         cfg, out_dir=args.out, resume=args.resume, progress=False if args.quiet else None
     )
     if is_launched() and int(os.environ.get("RANK", "0")) != 0:
-        return 0  # torchrun: rank 0 prints
+        return  # torchrun: rank 0 prints
     print(format_table([summarise(result)]))
     print(f"checkpoint: {result.path}")
-    return 0
 
 
-def _cmd_evaluate(args) -> int:
+def _cmd_evaluate(args) -> None:
     if not 1 <= args.beam <= MAX_BEAM:
         raise ValueError(f"--beam must be in 1..{MAX_BEAM}, got {args.beam}")
     if args.samples < 0:
@@ -310,8 +299,7 @@ def _cmd_evaluate(args) -> int:
     how = "greedy" if args.beam == 1 else f"beam {args.beam}"
     print(
         f"{result.config.model} on {scores['n_examples']} test examples ({how}): "
-        f"exact match {scores['exact_match']:.1%}, "
-        f"token accuracy {scores['token_accuracy']:.1%}"
+        f"exact match {scores['exact_match']:.1%}, token accuracy {scores['token_accuracy']:.1%}"
     )
     if args.samples > 0:
         examples = test_set.examples[: args.samples]
@@ -319,7 +307,6 @@ def _cmd_evaluate(args) -> int:
         if args.beam == 1:  # greedy: the beam=1 column would only repeat the greedy one
             rows = [{k: v for k, v in row.items() if not k.endswith(" beam=1")} for row in rows]
         print(format_samples(rows))
-    return 0
 
 
 #: ``compare``'s steps between held-out decodings when ``--eval-every`` is not given, per
@@ -327,18 +314,13 @@ def _cmd_evaluate(args) -> int:
 COMPARE_EVAL_EVERY = {"seed": 50, "fast": 20}
 
 
-def _cmd_compare(args) -> int:
+def _cmd_compare(args) -> None:
     if args.eval_every is None:
         args.eval_every = COMPARE_EVAL_EVERY[args.recipe]
     cfg = _config(args, "convs2s")
-    result = compare(
-        cfg,
-        use_cache=not args.no_cache,
-        progress=False if args.quiet else None,
-        n_rounds=args.rounds,
-        steps_per_window=args.window_steps,
-        threads=args.threads,
-    )
+    timing = dict(n_rounds=args.rounds, steps_per_window=args.window_steps, threads=args.threads)
+    progress = False if args.quiet else None
+    result = compare(cfg, use_cache=not args.no_cache, progress=progress, **timing)
     print(format_table(result.rows))
     if result.threads is not None:
         print("\n" + format_threads(result.threads, verdict=result.verdict))
@@ -349,40 +331,23 @@ def _cmd_compare(args) -> int:
         print(format_convergence(result.convergence))
     if args.json:  # checked before any work, in main
         Path(args.json).write_text(json.dumps(result.to_dict(), indent=2))
-    return 0
 
 
-def _cmd_experiment(args) -> int:
-    result = run_experiment(
-        args.name,
-        seeds=args.seeds,
-        steps=args.steps,
-        arms=args.arms,
-        task=args.task,
-        workers=args.workers,
-        quick=True if args.quick else None,
-        progress=False if args.quiet else None,
-        every_arm=True,  # by hand: every arm, also those a CPU build of the site leaves out
-    )
+def _cmd_experiment(args) -> None:
+    runs = {k: getattr(args, k) for k in ("seeds", "steps", "arms", "task", "workers")}
+    shown = dict(quick=True if args.quick else None, progress=False if args.quiet else None)
+    # every_arm: by hand, every arm, also those a CPU build of the site leaves out
+    result = run_experiment(args.name, **runs, **shown, every_arm=True)
     print(result.budget.describe())
     print(format_beam(result) if args.name == "beam" else format_result(result))
     print(conclusion(result))
     if args.json:  # checked before any work, in main
         Path(args.json).write_text(json.dumps(result.to_dict(), indent=2))
-    return 0
 
 
-def _cmd_bench(args) -> int:
-    result = run_bench(
-        models=args.models,
-        paths=args.paths,
-        device=args.device,
-        quick=args.quick,
-        out=args.json,
-        profile=not args.no_profile,
-    )
-    print(format_bench(result))
-    return 0
+def _cmd_bench(args) -> None:
+    what = dict(models=args.models, paths=args.paths, device=args.device, quick=args.quick)
+    print(format_bench(run_bench(**what, out=args.json, profile=not args.no_profile)))
 
 
 def main(argv=None) -> int:
@@ -398,7 +363,8 @@ def main(argv=None) -> int:
     try:
         if getattr(args, "json", None):  # compare, experiment, bench: checked before any work
             _check_json_path(args.json)
-        return command[args.command](args)
+        command[args.command](args)
+        return 0
     except (ValueError, OSError, TrainingDivergedError) as err:
         # OSError: a file that vanished, a full disk, a permission refused mid-run
         message = " ".join(str(err).split()) or type(err).__name__

@@ -1,17 +1,15 @@
 r"""Evaluation metrics for the sorting task: exact match and token accuracy.
 
-The paper reports BLEU on translation; a sorted sequence is either right or
-wrong, so the seed notebook uses two simpler measures: :func:`exact_match`, the
-share of sequences that are entirely right, and :func:`token_accuracy`, the share
-of reference positions that are right. :func:`evaluate` decodes a data set with a
-model and returns both.
+The paper reports BLEU on translation; a sorted sequence is either right or wrong, so the seed
+notebook uses two simpler measures: :func:`exact_match`, the share of sequences that are entirely
+right, and :func:`token_accuracy`, the share of reference positions that are right.
+:func:`evaluate` decodes a data set with a model and returns both.
 
-Both take *decoded* sequences (token lists without ``<sos>``/``<eos>``, as the
-search functions of :mod:`convs2s_edu.decode` return them) or ``PAD``-padded 2-D
-integer tensors. Token ids must be integers ``>= 0`` (a float such as ``1.9`` is
-refused, never truncated to ``1``); trailing ``PAD`` (``0``) is stripped from every
-sequence, so a padded tensor scores as the unpadded lists would; a ``PAD``
-*followed* by a real token is refused, since it cannot be padding.
+Both take *decoded* sequences (token lists without ``<sos>``/``<eos>``, as the search functions of
+:mod:`convs2s_edu.decode` return them) or ``PAD``-padded 2-D integer tensors. Token ids must be
+integers ``>= 0`` (a float such as ``1.9`` is refused, never truncated to ``1``); trailing ``PAD``
+(``0``) is stripped from every sequence, so a padded tensor scores as the unpadded lists would; a
+``PAD`` *followed* by a real token is refused, since it cannot be padding.
 """
 
 from __future__ import annotations
@@ -51,11 +49,9 @@ def _as_lists(name: str, seqs) -> list[list[int]]:
         if seqs.is_floating_point() or seqs.is_complex() or seqs.dtype == torch.bool:
             raise ValueError(f"{name} must hold integer token ids, got dtype {seqs.dtype}")
         seqs = seqs.tolist()
+    need = f"{name} must be a sequence of token sequences (lists of int)"
     if isinstance(seqs, (str, bytes)) or not isinstance(seqs, Iterable):
-        raise ValueError(
-            f"{name} must be a sequence of token sequences (lists of int), "
-            f"got {type(seqs).__name__}"
-        )
+        raise ValueError(f"{need}, got {type(seqs).__name__}")
     out = []
     for i, s in enumerate(seqs):
         if isinstance(s, torch.Tensor):
@@ -63,16 +59,9 @@ def _as_lists(name: str, seqs) -> list[list[int]]:
                 raise ValueError(f"{name}[{i}] must hold integer token ids, got dtype {s.dtype}")
             s = s.tolist()
         if isinstance(s, (str, bytes)) or not isinstance(s, Iterable):
-            raise ValueError(
-                f"{name} must be a sequence of token sequences (lists of int); "
-                f"{name}[{i}] is {s!r}"
-            )
+            raise ValueError(f"{need}; {name}[{i}] is {s!r}")
         out.append([_token(name, i, t) for t in s])
     return out
-
-
-def _cut_at_eos(seq: list[int], eos: int | None) -> list[int]:
-    return seq[: seq.index(eos)] if eos in seq else seq  # None is never in seq
 
 
 def _strip_pad(name: str, i: int, seq: list[int]) -> list[int]:
@@ -100,9 +89,10 @@ def _prepare(predictions, references, eos):
         raise ValueError("need at least one (prediction, reference) pair, got 0")
     if eos is not None and (isinstance(eos, bool) or not isinstance(eos, numbers.Integral)):
         raise ValueError(f"eos must be an integer token id or None, got {eos!r}")
+    cut = lambda seq: seq[: seq.index(eos)] if eos in seq else seq  # None is never in seq
     return (
-        [_strip_pad("predictions", i, _cut_at_eos(p, eos)) for i, p in enumerate(preds)],
-        [_strip_pad("references", i, _cut_at_eos(r, eos)) for i, r in enumerate(refs)],
+        [_strip_pad("predictions", i, cut(p)) for i, p in enumerate(preds)],
+        [_strip_pad("references", i, cut(r)) for i, r in enumerate(refs)],
     )
 
 
@@ -136,9 +126,8 @@ def exact_match(
         \mathbb{1}\big[\,|\hat y^{(n)}| = |y^{(n)}| \;\wedge\;
         \hat y^{(n)}_t = y^{(n)}_t \;\; \forall t\,\big].
 
-    A prediction is right only with ``<eos>`` in place: a missing token
-    (``<eos>`` too early) and an extra token (``<eos>`` too late, or never)
-    both make it wrong.
+    A prediction is right only with ``<eos>`` in place: a missing token (``<eos>`` too early) and
+    an extra token (``<eos>`` too late, or never) both make it wrong.
 
     Examples
     --------
@@ -228,8 +217,7 @@ def evaluate(
         ``{"exact_match": float, "token_accuracy": float, "n_examples": int}``,
         see :func:`exact_match` and :func:`token_accuracy`.
     """
-    batch_size = check_int("batch_size", batch_size)
-    beam_size = check_int("beam_size", beam_size)
+    batch_size, beam_size = check_int("batch_size", batch_size), check_int("beam_size", beam_size)
     if device is not None:
         model.to(device)
     pairs = list(dataset_or_examples)

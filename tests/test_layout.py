@@ -164,8 +164,9 @@ def test_every_fast_path_replaces_a_model_class_and_lives_in_the_fast_package():
         assert issubclass(fast, reference)
         assert fast.__module__.startswith("convs2s_edu.fast."), fast
         assert reference.__module__ in {f"convs2s_edu.{n[:-3]}" for n in MODEL_FILES}
-        # a fast class computes differently; it holds nothing new
-        assert not set(vars(fast)) - {
+        # a fast class computes differently; it holds nothing new (mutmut's copies of a
+        # method, ``x...__mutmut_N``, are the mutation run's, not the class's)
+        assert not {n for n in vars(fast) if "__mutmut_" not in n} - {
             "__module__",
             "__doc__",
             "__qualname__",

@@ -229,14 +229,6 @@ def _measure_model(cfg: TrainConfig, batches, budget: BenchBudget, dev) -> dict:
     return entry
 
 
-def _path_step(cfg: TrainConfig, path, dev):
-    """A fresh model of ``cfg`` on ``path`` and its training step."""
-    torch.manual_seed(cfg.seed)
-    model = execution.apply_path(build_model(cfg).to(dev), path)
-    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
-    return make_train_step(model, optimizer, cfg.clip_norm, path.precision)
-
-
 def _timed_warmup(run, seconds: dict, key: str):
     """``run``, a warm-up, with its own clock: the compile time of a compiled path shows there."""
 
@@ -276,12 +268,11 @@ def run_bench(
     out=None,
     profile: bool = True,
 ) -> dict:
-    """Measure ``models`` (names of :data:`~convs2s_edu.training.config.MODEL_NAMES`, at the
-    seed's configuration) on ``paths`` (:class:`~convs2s_edu.fast.paths.ExecutionPath` or
-    their names, ``"eager-fp32"``, ``"compile-fp32"``, ...; default every path ``device``
-    can run). ``budget`` sets how much is timed (default ``BenchBudget.quick()`` with
-    ``quick``, else the full one); ``out``: a JSON file to write the result to; ``profile``:
-    include the profiler tables.
+    """Measure ``models`` (names of :data:`~convs2s_edu.training.config.MODEL_NAMES`, at the seed's
+    configuration) on ``paths`` (:class:`~convs2s_edu.fast.paths.ExecutionPath` or their names,
+    ``"eager-fp32"``, ``"compile-fp32"``, ...; default every path ``device`` can run). ``budget``
+    sets how much is timed (default ``BenchBudget.quick()`` with ``quick``, else the full one);
+    ``out``: a JSON file to write the result to; ``profile``: include the profiler tables.
 
     Returns a dict: ``machine``, ``paths``, ``skipped_paths``, per model ``models[name]``:
     ``flops_per_token``, ``peak``, ``paths[path]`` (``tokens_per_second`` median/min/max,
@@ -293,14 +284,8 @@ def run_bench(
     budget = budget or (BenchBudget.quick() if quick else BenchBudget())
     dev = resolve_device(device)
     chosen, skipped = _choose_paths(paths, dev, budget)
-    result = {
-        "machine": None,
-        "device": str(dev),
-        "quick": budget.is_quick,
-        "paths": [p.name for p in chosen],
-        "skipped_paths": skipped,
-        "models": {},
-    }
+    result = {"machine": None, "device": str(dev), "quick": budget.is_quick}  # machine: below
+    result |= {"paths": [p.name for p in chosen], "skipped_paths": skipped, "models": {}}
     windows, warmups, warm_seconds = {}, {}, {}
     for name in models:
         cfg = TrainConfig(model=name, device=str(dev))
@@ -310,7 +295,10 @@ def run_bench(
         entry = result["models"][name] = _measure_model(cfg, batches, budget, dev)
         for p in chosen:
             key = f"{name}/{p.name}"
-            step = _path_step(cfg, p, dev)
+            torch.manual_seed(cfg.seed)  # a fresh model of cfg on path p, and its training step
+            model = execution.apply_path(build_model(cfg).to(dev), p)
+            optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+            step = make_train_step(model, optimizer, cfg.clip_norm, p.precision)
             windows[key] = window_runner(step, batches, budget.steps_per_window)
             warm = warmup_runner(step, batches, budget.warmup_steps)
             warmups[key] = _timed_warmup(warm, warm_seconds, key)

@@ -83,18 +83,16 @@ def summarise(
     beam_size: int = 1,
     measurement: SpeedMeasurement | None = None,
 ) -> dict:
-    """One row of the speed table for a trained model, scored on ``test_set`` (default the test
-    set of ``result.config``) with beam size ``beam_size`` (1: greedy decoding): a dict of
-    ``model``, ``device``, ``n_parameters``, ``epochs``, ``final_train_loss``,
-    ``final_valid_loss``, ``exact_match``, ``token_accuracy``, and the training run's own clock,
-    ``run_sec_per_epoch`` (median over epochs), ``run_total_seconds`` and
-    ``run_tokens_per_second`` (median). With ``measurement`` (an interleaved measurement that
-    includes the model): ``tokens_per_second`` (median over its windows),
-    ``tokens_per_second_range`` (min, max), ``sec_per_epoch`` (the epoch's target tokens divided
-    by that median) and ``timed_on`` (its hardware label)."""
+    """One row of the speed table for a trained model, scored on ``test_set`` (default the test set
+    of ``result.config``) with beam size ``beam_size`` (1: greedy decoding): a dict of ``model``,
+    ``device``, ``n_parameters``, ``epochs``, ``final_train_loss``, ``final_valid_loss``,
+    ``exact_match``, ``token_accuracy``, and the training run's own clock, ``run_sec_per_epoch``
+    (median over epochs), ``run_total_seconds`` and ``run_tokens_per_second`` (median). With
+    ``measurement`` (an interleaved measurement that includes the model): ``tokens_per_second``
+    (median over its windows), ``tokens_per_second_range`` (min, max), ``sec_per_epoch`` (the
+    epoch's target tokens divided by that median) and ``timed_on`` (its hardware label)."""
     h = result.history
-    if test_set is None:
-        test_set = make_datasets(result.config)[2]
+    test_set = make_datasets(result.config)[2] if test_set is None else test_set
     scores = evaluate(result.model, test_set, beam_size=beam_size)
     row = {
         "model": result.config.model,
@@ -215,11 +213,10 @@ def seconds_per_step(measured: SpeedMeasurement | ThreadScaling) -> dict:
     """Per model, the median seconds per training step of an interleaved measurement, by the
     hardware it ran on (:func:`~convs2s_edu.lab.convergence.hardware_label`): what
     :func:`~convs2s_edu.lab.convergence.convergence` turns steps into seconds with."""
-    at = (
-        {hardware_label(t): measured.at(t) for t in measured.thread_counts}
-        if isinstance(measured, ThreadScaling)
-        else {_timed_on(measured.machine): measured}
-    )
+    if isinstance(measured, ThreadScaling):
+        at = {hardware_label(t): measured.at(t) for t in measured.thread_counts}
+    else:
+        at = {_timed_on(measured.machine): measured}
     return {n: {w: m.seconds_per_step(n).median for w, m in at.items()} for n in measured.models}
 
 

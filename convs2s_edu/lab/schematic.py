@@ -1,27 +1,24 @@
 r"""Schematic Figure 1 of both models: boxes for operations, arrows for tensors, in plain SVG.
 
-:func:`convs2s_schematic` draws the convolutional model the way Figure 1 of
-Gehring et al. (2017) [1]_ does: embeddings, a convolution whose output splits
-into the two halves :math:`A` and :math:`B` of a gated linear unit, the residual
-scaled by :math:`\sqrt{0.5}`, the keys :math:`z_j` and values :math:`z_j + e_j`,
-and, in every decoder layer, the attention whose context :math:`W_c c_i` is
-added to the decoder state. :func:`gru_schematic` draws the recurrent baseline
-(Bahdanau et al., 2015 [2]_): a bidirectional GRU, an additive attention and a
-decoder state that feeds back into the next step.
+:func:`convs2s_schematic` draws the convolutional model the way Figure 1 of Gehring et al. (2017)
+[1]_ does: embeddings, a convolution whose output splits into the two halves :math:`A` and
+:math:`B` of a gated linear unit, the residual scaled by :math:`\sqrt{0.5}`, the keys :math:`z_j`
+and values :math:`z_j + e_j`, and, in every decoder layer, the attention whose context
+:math:`W_c c_i` is added to the decoder state. :func:`gru_schematic` draws the recurrent baseline
+(Bahdanau et al., 2015 [2]_): a bidirectional GRU, an additive attention and a decoder state that
+feeds back into the next step.
 
-Nothing about a shape is typed by hand: each function runs one forward pass of
-the model it is given on one example, records what the modules computed with
-:func:`~convs2s_edu.lab.figures.capture`, and labels every arrow with the
-paper's symbol and the shape of the tensor that flowed there, e.g.
-``e_j = w_j + p_j  (S, f) = (6, 128)`` (the batch of one left out). Beside each
-diagram, :func:`critical_path`: how many operations of that example must run
-one after another, in training and in generation.
+Nothing about a shape is typed by hand: each function runs one forward pass of the model it is
+given on one example, records what the modules computed with
+:func:`~convs2s_edu.lab.figures.capture`, and labels every arrow with the paper's symbol and the
+shape of the tensor that flowed there, e.g. ``e_j = w_j + p_j  (S, f) = (6, 128)`` (the batch of
+one left out). Beside each diagram, :func:`critical_path`: how many operations of that example must
+run one after another, in training and in generation.
 
-The SVG is built as text (no plotting library): a white background, so that it
-stays readable in the site's dark theme, a ``viewBox`` and ``width="100%"`` so
-that it scales to the page, a ``<title>`` and ``<desc>`` for screen readers,
-and a ``<title>`` (tooltip) on every box and arrow. Every arrow is a
-``<g class="edge">`` with ``data-symbol`` and ``data-shape``, every box a
+The SVG is built as text (no plotting library): a white background, so that it stays readable in
+the site's dark theme, a ``viewBox`` and ``width="100%"`` so that it scales to the page, a
+``<title>`` and ``<desc>`` for screen readers, and a ``<title>`` (tooltip) on every box and arrow.
+Every arrow is a ``<g class="edge">`` with ``data-symbol`` and ``data-shape``, every box a
 ``<g class="box">`` with ``data-name``, for programs that read the figure.
 
 References
@@ -56,14 +53,9 @@ _WIDTH = 1000  # viewBox width; the figure scales to the page (width="100%")
 _INK = "#1a1a1a"
 _MUTED = "#555555"
 _ACCENT = "#b34700"  # where the context enters / the recurrence
-_FILL = {
-    "io": "#f2f2f2",
-    "enc": "#e6effa",
-    "dec": "#e8f4e1",
-    "att": "#fdefd9",
-    "op": "#ffffff",
-    "note": "#fafafa",
-}
+_FILL = dict(
+    io="#f2f2f2", enc="#e6effa", dec="#e8f4e1", att="#fdefd9", op="#ffffff", note="#fafafa"
+)
 _BOX_FONT = 14
 _LABEL_FONT = 12.5
 _MARKUP = re.compile(r"([_^])(\{[^}]*\}|.)")
@@ -205,19 +197,17 @@ class _Canvas:
         ``dims`` are the symbols of the tensor's sizes (``("S", "f")``); each must equal the
         recorded size, so that a symbol can never disagree with what the model computed.
         """
-        shape_text = None
+        shape_text, data = None, ""
+        if symbol is not None:
+            data += f' data-symbol="{html.escape(_plain(symbol))}"'
         if tensor is not None:
             if dims is None:
                 raise ValueError(f"{symbol}: a tensor needs the symbols of its sizes")
             shape_text = self.shape_text(symbol or "?", dims, tensor)
+            data += f' data-shape="{",".join(str(n) for n in _dims(tensor))}"'
         pts = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
         marker = f' marker-end="url(#{self.key}-{"accent" if color == _ACCENT else "ink"})"'
         title = _plain((symbol or "") + (f": {shape_text}" if shape_text else ""))
-        data = ""
-        if symbol is not None:
-            data += f' data-symbol="{html.escape(_plain(symbol))}"'
-        if shape_text is not None:
-            data += f' data-shape="{",".join(str(n) for n in _dims(tensor))}"'
         lines = [] if at is None else [s for s in (symbol, shape_text) if s]
         if one_line and len(lines) == 2:
             lines = [f"{symbol}  {shape_text}"]
@@ -233,9 +223,10 @@ class _Canvas:
 
     def down(self, x, y0, y1, symbol=None, dims=None, tensor=None, *, dy=22, dx=10, **kw):
         """:meth:`edge` straight down from ``(x, y0)`` to ``(x, y1)``, labelled ``dy`` below its
-        start and ``dx`` to its right (to its left with ``anchor="end"``)."""
+        start and ``dx`` to its right (to its left with ``anchor="end"``). Returns ``y1``."""
         dx = -dx if kw.get("anchor") == "end" else dx
         self.edge([(x, y0), (x, y1)], symbol, dims, tensor, at=(x + dx, y0 + dy), **kw)
+        return y1
 
     def shape_text(self, symbol, dims, tensor) -> str:
         """``"(S, f) = (6, 128)"`` for ``tensor``, checked against ``dims`` and recorded under
@@ -303,9 +294,7 @@ class Schematic:
     """
 
     def __init__(self, svg: str, title: str, shapes: dict, critical_path: dict):
-        self.svg = svg
-        self.title = title
-        self.shapes = dict(shapes)
+        self.svg, self.title, self.shapes = svg, title, dict(shapes)
         self.critical_path = critical_path
 
     def __repr__(self) -> str:
@@ -387,15 +376,14 @@ def critical_path(model, S: int, T: int) -> dict:
 
     Notes
     -----
-    A dependent operation is a layer of a convolutional stack, which computes every
-    position at once, or one step of one GRU layer. A convolutional encoder costs
-    :math:`L_{enc}` of them whatever :math:`S`; a bidirectional GRU encoder
-    :math:`L_{enc} S` (the two directions run side by side, but each direction's
-    step :math:`j` needs its step :math:`j \mp 1`, and a layer needs the whole layer
-    below). In training (teacher forcing), the convolutional decoder sees the whole
+    A dependent operation is a layer of a convolutional stack, which computes every position at
+    once, or one step of one GRU layer. A convolutional encoder costs :math:`L_{enc}` of them
+    whatever :math:`S`; a bidirectional GRU encoder :math:`L_{enc} S` (the two directions run side
+    by side, but each direction's step :math:`j` needs its step :math:`j \mp 1`, and a layer needs
+    the whole layer below). In training (teacher forcing), the convolutional decoder sees the whole
     target prefix at once, :math:`L_{dec}` layers (§3.2); the GRU decoder still needs
-    :math:`s_{t-1}` for :math:`s_t`, :math:`L_{dec} T` steps. In generation every
-    decoder produces one token per step, :math:`T L_{dec}`:
+    :math:`s_{t-1}` for :math:`s_t`, :math:`L_{dec} T` steps. In generation every decoder produces
+    one token per step, :math:`T L_{dec}`:
 
     .. math::
 
@@ -403,10 +391,9 @@ def critical_path(model, S: int, T: int) -> dict:
         L_{enc} + T L_{dec} \text{ (generation)}; \qquad
         \text{GRU: } L_{enc} S + L_{dec} T \text{ (both)}.
 
-    With one GRU layer on each side, the GRU's count is :math:`S + T`. The paper's
-    argument for convolutions (§1) is the training column: the count does not grow
-    with the length. Attention and projections add a fixed number of operations per
-    layer or step and are not counted.
+    With one GRU layer on each side, the GRU's count is :math:`S + T`. The paper's argument for
+    convolutions (§1) is the training column: the count does not grow with the length. Attention
+    and projections add a fixed number of operations per layer or step and are not counted.
 
     References
     ----------
@@ -418,25 +405,18 @@ def critical_path(model, S: int, T: int) -> dict:
     def gru(L, n, layers, length):  # L GRU layers of n steps: "S" or "L_enc·S"
         return (length, f"{n}", n) if L == 1 else (f"{layers}·{length}", f"{L}·{n}", L * n)
 
-    if enc == "conv":  # every position of a layer at once
-        encoder = ("L_enc", f"{L_enc}", L_enc)
-    else:
-        encoder = gru(L_enc, S, "L_enc", "S")
+    # a convolutional encoder computes every position of a layer at once
+    encoder = ("L_enc", f"{L_enc}", L_enc) if enc == "conv" else gru(L_enc, S, "L_enc", "S")
     if dec == "conv":  # training: the whole prefix at once; generation: T steps of L_dec
-        decoder = {
-            "training": ("L_dec", f"{L_dec}", L_dec),
-            "generation": ("T·L_dec", f"{T}·{L_dec}", T * L_dec),
-        }
+        training, generation = ("L_dec", f"{L_dec}", L_dec), ("T·L_dec", f"{T}·{L_dec}", T * L_dec)
+        decoder = {"training": training, "generation": generation}
     else:  # s_t needs s_{t-1}, with teacher forcing too
         decoder = dict.fromkeys(("training", "generation"), gru(L_dec, T, "L_dec", "T"))
     phases = {}
     for phase, (d_formula, d_worked, d_count) in decoder.items():
         count = encoder[2] + d_count
-        phases[phase] = {
-            "count": count,
-            "formula": f"{encoder[0]} + {d_formula}",
-            "worked": f"{encoder[1]} + {d_worked} = {count}",
-        }
+        formula, worked = f"{encoder[0]} + {d_formula}", f"{encoder[1]} + {d_worked} = {count}"
+        phases[phase] = {"count": count, "formula": formula, "worked": worked}
     unit = "dependent operations: a layer of a convolutional stack, or a GRU step"
     return {**phases, "S": S, "T": T, "unit": unit}
 
@@ -494,14 +474,12 @@ def _glu_block(c, cx, y, conv_in, conv_out, *, causal, k, residual_x):
     """One ConvBlock drawn from ``y``: convolution (``conv_in`` and ``conv_out``: what it read
     and gave), halves A and B, σ(B), ⊗, ⊕ with the block input coming down at ``residual_x``,
     × √0.5. Returns the y of the block's output."""
-    n = "T" if causal else "S"
+    n, fill, side = ("T", "dec", "decoder") if causal else ("S", "enc", "encoder")
     zeros = (k - 1) if causal else (k - 1) // 2
     where = "on the left only" if causal else "on each side"
     pad = f"{'k−1' if causal else '(k−1)/2'} = {zeros} zero{'s' * (zeros != 1)} {where}"
     conv = f"{'causal ' if causal else ''}convolution"
-    fill = "dec" if causal else "enc"
     top = c.box(conv, cx, y, 260, 62, [f"{conv}, k = {k}", pad, ""], fill=fill)
-    side = "decoder" if causal else "encoder"
     # conv_in: (1, n + k - 1, d)
     padded = c.shape_text(f"{side} convolution input, padded", (f"{n}+k−1", "d"), conv_in)
     c.text(
@@ -615,10 +593,9 @@ def convs2s_schematic(model: ConvS2S, src, tgt_in) -> Schematic:
         h^l_i &\leftarrow \sqrt{0.5}\,(h^l_i + W^l_c c^l_i), \qquad
         p(y_{i+1} \mid y_{\le i}, x) = \operatorname{softmax}(W_o h^L_i + b_o)
 
-    The encoder's convolutions pad :math:`(k-1)/2` zeros on each side, the decoder's
-    :math:`k-1` on the left only (causal). The figure's accent colour is the
-    context's path: from the keys :math:`z_j` and values :math:`z_j + e_j` through
-    :math:`W_c` into every decoder layer.
+    The encoder's convolutions pad :math:`(k-1)/2` zeros on each side, the decoder's :math:`k-1` on
+    the left only (causal). The figure's accent colour is the context's path: from the keys
+    :math:`z_j` and values :math:`z_j + e_j` through :math:`W_c` into every decoder layer.
 
     References
     ----------
@@ -628,24 +605,13 @@ def convs2s_schematic(model: ConvS2S, src, tgt_in) -> Schematic:
         raise TypeError(f"convs2s_schematic draws a ConvS2S, got {type(model).__name__}")
     src, tgt_in = _example(model, src, tgt_in)
     enc, dec, cfg = model.encoder, model.decoder, model.cfg
-    att, W_c = dec.attention[0], dec.W_c[0]  # the first attending layer's
-    layer = cfg.attending_layers[0]  # its 0-based decoder layer: the one drawn
-    outputs = {
-        "enc": enc,
-        "e": enc.embed,
-        "in_e": enc.in_proj,
-        "conv_e": enc.blocks[0].conv,
-        "block_e": enc.blocks[0],
-        "g": dec.embed,
-        "in_d": dec.in_proj,
-        "conv_d": dec.blocks[layer].conv,
-        "block_d": dec.blocks[layer],
-        "W_d": att.W_d,
-        "att": att,
-        "W_c": W_c,
-        "W_o": dec.W_o,
-    }
-    inputs = {"conv_e": enc.blocks[0].conv, "conv_d": dec.blocks[layer].conv, "W_c": W_c}
+    att, W_c = dec.attention[0], dec.W_c[0]  # the first attending layer's: the one drawn
+    block_e, block_d = enc.blocks[0], dec.blocks[cfg.attending_layers[0]]  # the blocks drawn
+    # the modules whose outputs the figure labels: the encoder's, the decoder's, the attention's
+    outputs = dict(enc=enc, e=enc.embed, in_e=enc.in_proj, conv_e=block_e.conv, block_e=block_e)
+    outputs |= dict(g=dec.embed, in_d=dec.in_proj, conv_d=block_d.conv, block_d=block_d)
+    outputs |= dict(W_d=att.W_d, att=att, W_c=W_c, W_o=dec.W_o)
+    inputs = dict(conv_e=block_e.conv, conv_d=block_d.conv, W_c=W_c)
     with _inference(model):  # eval mode (no dropout), no autograd
         with capture(outputs) as out, capture(inputs, inputs=True) as inp:
             model(src, tgt_in)
@@ -676,8 +642,7 @@ def convs2s_schematic(model: ConvS2S, src, tgt_in) -> Schematic:
     taps = out["e"][0], out["in_e"][0], inp["conv_e"][0], out["conv_e"][0]
     y = _conv_side(c, EX, 46, src, taps, causal=False, k=k, positions=cfg.source_positions)
     c.frame(34, 278, 318, y - 278 + 14, f"× L_{{enc}} = {L_enc}", at=(44, y - 2))
-    c.down(EX, y, y + 70, "z^l_j", ("S", "d"), out["block_e"][0], dy=24)
-    y += 70
+    y = c.down(EX, y, y + 70, "z^l_j", ("S", "d"), out["block_e"][0], dy=24)
     c.box("output projection", EX, y, 250, 40, ["output projection d → f"], fill="enc")
     y += 40
     y_keys = y + 58
@@ -736,12 +701,10 @@ def convs2s_schematic(model: ConvS2S, src, tgt_in) -> Schematic:
     y += 30
     every = "" if cfg.attention_layers is None else f", attention in {cfg.attention_layers}"
     c.frame(372, 278, 614, y - 278 + 14, f"× L_{{dec}} = {L_dec} layers{every}", at=(384, y - 2))
-    c.down(DX, y, y + 74, "h^l_i", ("T", "d"), h_out, dy=26)
-    y += 74
+    y = c.down(DX, y, y + 74, "h^l_i", ("T", "d"), h_out, dy=26)
     c.box("W_o", DX, y, 250, 40, ["output layer W_o  (d → V)"], fill="dec")
     y += 40
-    c.down(DX, y, y + 56, "logits", ("T", "V"), out["W_o"][0])
-    y += 56
+    y = c.down(DX, y, y + 56, "logits", ("T", "V"), out["W_o"][0])
     c.box("softmax p(y_{i+1})", DX, y, 250, 40, ["softmax: p(y_{i+1} | y_{≤i}, x)"], fill="io")
 
     # ---- the critical path, bottom left --------------------------------------
@@ -836,18 +799,9 @@ def gru_schematic(model: RNNSeq2Seq, src, tgt_in) -> Schematic:
     src, tgt_in = _example(model, src, tgt_in)
     enc, dec, cfg = model.encoder, model.decoder, model.cfg
     att = dec.attention
-    outputs = {
-        "enc": enc,
-        "x": enc.embed,
-        "gru_e": enc.gru,
-        "W_init": dec.W_init,
-        "W_a": att.W_a,
-        "U_a": att.U_a,
-        "att": att,
-        "y": dec.embed,
-        "gru_d": dec.gru,
-        "W_s": dec.W_s,
-    }
+    # the modules whose outputs the figure labels
+    outputs = dict(enc=enc, x=enc.embed, gru_e=enc.gru, W_init=dec.W_init, W_a=att.W_a)
+    outputs |= dict(U_a=att.U_a, att=att, y=dec.embed, gru_d=dec.gru, W_s=dec.W_s)
     inputs = {"U_a": att.U_a, "gru_d": dec.gru}
     with _inference(model):  # eval mode (no dropout), no autograd
         with capture(outputs) as out, capture(inputs, inputs=True) as inp:
@@ -895,9 +849,8 @@ def gru_schematic(model: RNNSeq2Seq, src, tgt_in) -> Schematic:
         _recurrence_row(c, EX - 140, EX + 140, top + 50 + 58 * row, S, forward=row == 0)
     y = top + 142
     y_split = y + 28
-    c.down(EX, y, y + 58, "h_j = [→h_j; ←h_j]", ("S", "2n"), h)
+    y = c.down(EX, y, y + 58, "h_j = [→h_j; ←h_j]", ("S", "2n"), h)
     c.dot(EX, y_split)
-    y += 58
     c.box("W_a", EX, y, 150, 40, ["W_a  (2n → n')"], fill="att")
     y_keys = y + 20
 
@@ -931,9 +884,8 @@ def gru_schematic(model: RNNSeq2Seq, src, tgt_in) -> Schematic:
     c_in = [(AX, y_c + 40), (AX, y_gru + 35), (DX - 125, y_gru + 35)]  # into the GRU, left
     c.edge(c_in, "c_t", ("2n",), c_t, at=(AX + 10, y_c + 64), width=2.6)
     # the decoder input: y_{t-1}, embedded, into the GRU from the right
-    c.box(
-        "previous token y_{t−1}", YX, 290, 90, 44, ["y_{t−1}", "<sos> first"], fill="io", size=13
-    )
+    lines = ["y_{t−1}", "<sos> first"]
+    c.box("previous token y_{t−1}", YX, 290, 90, 44, lines, fill="io", size=13)
     c.down(YX, 334, 390, "y", ("T",), tgt_in, dy=26, anchor="end")
     c.box("decoder embedding E", YX, 390, 90, 36, ["E"], fill="dec")
     y_in = [(YX, 426), (YX, y_gru + 35), (DX + 125, y_gru + 35)]
@@ -956,8 +908,7 @@ def gru_schematic(model: RNNSeq2Seq, src, tgt_in) -> Schematic:
     y += 92
     c.box("W_s", DX, y, 250, 40, ["output layer W_s  (n → V)"], fill="dec")
     y += 40
-    c.down(DX, y, y + 56, "logits", ("V",), out["W_s"][0])
-    y += 56
+    y = c.down(DX, y, y + 56, "logits", ("V",), out["W_s"][0])
     c.box("softmax p(y_t)", DX, y, 250, 40, ["softmax: p(y_t | y_{<t}, x)"], fill="io")
 
     notes = {

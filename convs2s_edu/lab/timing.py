@@ -15,12 +15,11 @@ The method
 2. Then ``n_rounds`` rounds: in each, every model runs one window of ``steps_per_window``
    training steps, in the order A B in even rounds and B A in odd rounds, so that a slow
    drift of the machine favours neither model.
-3. A window's throughput is its target tokens (padding excluded, ``<eos>`` included) divided
-   by its wall-clock seconds (:func:`torch.utils.benchmark.timer`, which first waits for an
-   accelerator's queued work). Per model: the median, minimum, maximum and quartiles over
-   windows. Per round: the ratio of each model's throughput to the first model's, taken
-   within the round, so that the two windows of a ratio ran seconds apart; the median and
-   range of these ratios is the speed ratio.
+3. A window's throughput is its target tokens (padding excluded, ``<eos>`` included) divided by its
+   wall-clock seconds (:func:`torch.utils.benchmark.timer`, which first waits for an accelerator's
+   queued work). Per model: the median, minimum, maximum and quartiles over windows. Per round: the
+   ratio of each model's throughput to the first model's, taken within the round, so that the two
+   windows of a ratio ran seconds apart; the median and range of these ratios is the speed ratio.
 4. With every measurement: the machine and its load (:class:`MachineInfo`), among them the
    runnable threads of *other* processes at every window.
 
@@ -160,8 +159,7 @@ def machine_info(device: torch.device | str = "cpu") -> MachineInfo:
 class WindowStats:
     """Median and spread of one model's (or one ratio's) values over windows: the median and
     quartiles ``q1``, ``q3`` that a :class:`torch.utils.benchmark.Measurement` computes
-    (interpolating between the sorted values); ``spread`` is ``max / min`` (1.0: all equal).
-    """
+    (interpolating between the sorted values); ``spread`` is ``max / min`` (1.0: all equal)."""
 
     median: float
     min: float
@@ -220,16 +218,10 @@ class SpeedMeasurement:
         ``warmup_steps``): throughputs per model, ratios to the first model per round."""
         tput = {n: [t / s for t, s in zip(tokens[n], seconds[n])] for n in models}
         ratio = lambda n: [a / b for a, b in zip(tput[n], tput[models[0]])]  # one per round
-        return cls(
-            models=list(models),
-            order=order,
-            window_seconds=seconds,
-            window_tokens=tokens,
-            throughput={n: WindowStats.of(tput[n]) for n in models},
-            ratios={n: WindowStats.of(ratio(n)) for n in models},
-            machine=machine,
-            **counts,
-        )
+        throughput = {n: WindowStats.of(tput[n]) for n in models}
+        ratios = {n: WindowStats.of(ratio(n)) for n in models}
+        raw = dict(order=order, window_seconds=seconds, window_tokens=tokens, machine=machine)
+        return cls(list(models), throughput=throughput, ratios=ratios, **raw, **counts)
 
     def window_throughputs(self, model: str) -> list[float]:
         """Tokens per second of every window of ``model``, in the order they ran."""
@@ -576,10 +568,9 @@ def speed_verdict(
         )
     if reasons:
         text = (
-            "WARNING: this speed measurement is not reliable: "
-            + "; ".join(reasons)
-            + ". The machine was busy or unsteady, so no conclusion about the models is "
-            "drawn from it. Measure again on an idle machine."
+            f"WARNING: this speed measurement is not reliable: {'; '.join(reasons)}. The machine "
+            "was busy or unsteady, so no conclusion about the models is drawn from it. Measure "
+            "again on an idle machine."
         )
         return SpeedVerdict(False, False, text, reasons)
 

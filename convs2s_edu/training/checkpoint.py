@@ -48,10 +48,9 @@ class History:
     Attributes
     ----------
     epochs : list of dict
-        One record per epoch: ``epoch`` (1-based), ``train_loss`` (mean over the
-        epoch's tokens), ``valid_loss``, ``seconds`` (wall clock of the training
-        steps), ``tokens_per_second`` (target tokens, ``<eos>`` included, per
-        second) and ``elapsed`` (cumulative seconds).
+        One record per epoch: ``epoch`` (1-based), ``train_loss`` (mean over the epoch's tokens),
+        ``valid_loss``, ``seconds`` (wall clock of the training steps), ``tokens_per_second``
+        (target tokens, ``<eos>`` included, per second) and ``elapsed`` (cumulative seconds).
     step_losses : list of float
         The loss of every optimiser step.
     device : str
@@ -180,6 +179,7 @@ def save_checkpoint(
     CheckpointWriteError
         When the file cannot be written; the previous checkpoint is kept.
     """
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []
     state = {
         "format": 1,
         "version": __version__,
@@ -190,11 +190,7 @@ def save_checkpoint(
         "optimizer": optimizer.state_dict(),
         "scheduler": None if scheduler is None else scheduler.state_dict(),
         "history": history.to_dict(),
-        "rng": {
-            "torch": torch.get_rng_state(),
-            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
-            "shuffle": generator.get_state(),
-        },
+        "rng": {"torch": torch.get_rng_state(), "cuda": cuda, "shuffle": generator.get_state()},
     }
     buffer = io.BytesIO()
     torch.save(state, buffer)  # in memory first: the file is written in one piece
@@ -250,8 +246,7 @@ def read_checkpoint(path) -> dict:
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}")
 
-    def bad(what: str):
-        return CheckpointError(f"{path}: {what}")
+    bad = lambda what: CheckpointError(f"{path}: {what}")
 
     def checked(what: str, read, *args):
         """``read(*args)``; a ``TypeError`` or ``ValueError`` of it is ``bad(what + message)``."""
@@ -333,9 +328,8 @@ def _check_weights(weights, cfg: TrainConfig, bad) -> None:
             )
         for k, v in expected.items():
             if v.shape != weights[k].shape:
-                return (
-                    f"weight {k!r} has shape {tuple(weights[k].shape)}, expected {tuple(v.shape)}"
-                )
+                got, want = tuple(weights[k].shape), tuple(v.shape)
+                return f"weight {k!r} has shape {got}, expected {want}"
         return ""
 
     why = mismatch(cfg.replace(device="cpu"))

@@ -105,8 +105,7 @@ def train(
         Continue from ``out_dir/checkpoint.pt`` if it exists. On the CPU the
         result is bit-for-bit the one of an uninterrupted run.
     progress : bool, optional
-        Show a progress bar; by default only when stderr is a terminal (else
-        one line per epoch).
+        Show a progress bar; by default only when stderr is a terminal (else one line per epoch).
     stop_after : int, optional
         Stop after this epoch (as if interrupted), checkpoint included.
     shared_clock : bool
@@ -179,8 +178,8 @@ def _train(
     dev = context.device
     check_precision(cfg.precision, dev)
     check_compile_mode(cfg.compile_mode, dev)
-    ckpt_path = prepare_out_dir(out_dir)
-    writes = ckpt_path is not None and context.is_main  # only rank 0 writes files
+    ckpt = prepare_out_dir(out_dir)
+    writes = ckpt is not None and context.is_main  # only rank 0 writes files
 
     train_ds, valid_ds, test_ds = make_datasets(cfg)
     torch.manual_seed(cfg.seed)
@@ -196,19 +195,13 @@ def _train(
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda t: lr_factor(t, total_steps, cfg.lr_schedule, cfg.warmup)
     )
-    train_step = make_train_step(
-        context.wrap(model), optimizer, cfg.clip_norm, cfg.precision, context
-    )
+    step = make_train_step(context.wrap(model), optimizer, cfg.clip_norm, cfg.precision, context)
     valid_loader = DataLoader(valid_ds, batch_size=VALID_BATCH_SIZE, collate_fn=valid_ds.collate)
-    history = History(
-        device=device_label(dev),
-        n_parameters=sum(p.numel() for p in model.parameters() if p.requires_grad),
-    )
+    n_parameters = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    history = History(device=device_label(dev), n_parameters=n_parameters)
     start_epoch = 0
-    if resume and ckpt_path is not None and ckpt_path.is_file():
-        history, start_epoch = _resume(
-            ckpt_path, cfg, model, optimizer, scheduler, shuffle, context
-        )
+    if resume and ckpt is not None and ckpt.is_file():
+        history, start_epoch = _resume(ckpt, cfg, model, optimizer, scheduler, shuffle, context)
     history.shared_clock = history.shared_clock or shared_clock
     evaluates = cfg.eval_every is not None and context.is_main
 
@@ -226,7 +219,7 @@ def _train(
             t0 = time.perf_counter()
             for batch in loader:
                 n_tokens += batch.n_target_tokens  # on the CPU: no device sync in the loop
-                step_losses.append(train_step(batch.to(dev)))
+                step_losses.append(step(batch.to(dev)))
                 scheduler.step()
                 history.steps += 1
                 bar.update()
@@ -246,32 +239,24 @@ def _train(
             # every rank: the global losses and tokens, so that all agree on stopping
             losses = context.all_sum(torch.stack(step_losses).float()).cpu()  # one transfer
             n_tokens = int(context.all_sum(torch.tensor([n_tokens], device=dev)))
-            _check_finite(losses, cfg, epoch, ckpt_path)
+            _check_finite(losses, cfg, epoch, ckpt)
             history.step_losses.extend(losses.tolist())
             loss, speed = float(losses.mean()), n_tokens / seconds
             elapsed = (history.epochs[-1]["elapsed"] if history.epochs else 0.0) + seconds
-            history.epochs.append(
-                {
-                    "epoch": epoch,
-                    "train_loss": loss,
-                    "valid_loss": _mean_loss(model, valid_loader, dev),
-                    "seconds": seconds,
-                    "tokens_per_second": speed,
-                    "elapsed": elapsed,
-                }
-            )
+            valid_loss = _mean_loss(model, valid_loader, dev)
+            record = {"epoch": epoch, "train_loss": loss, "valid_loss": valid_loss}
+            record |= {"seconds": seconds, "tokens_per_second": speed, "elapsed": elapsed}
+            history.epochs.append(record)
             line = f"{cfg.model}: epoch {epoch}/{last}, train loss {loss:.4f}"
             if evaluates and history.evals:
                 line += f", held-out exact match {history.evals[-1]['exact_match']:.1%}"
             line += f", {seconds:.1f} s ({speed:,.0f} tokens/s)"
             bar.note(line, epoch=epoch, loss=f"{loss:.3f}", tok_s=f"{speed:,.0f}")
             if writes:
-                save_checkpoint(
-                    ckpt_path, model, optimizer, cfg, history, shuffle, epoch, scheduler
-                )
+                save_checkpoint(ckpt, model, optimizer, cfg, history, shuffle, epoch, scheduler)
     model.eval()
     use_fast_paths(model, False)  # the trained model, as the model files write it
-    return TrainResult(model, cfg, history, ckpt_path)
+    return TrainResult(model, cfg, history, ckpt)
 
 
 def _check_finite(losses: torch.Tensor, cfg: TrainConfig, epoch: int, ckpt_path) -> None:

@@ -5,29 +5,26 @@ models of each recipe, every run of the experiments), and sphinx-gallery runs
 its pages one after another. :func:`run_jobs` runs such jobs concurrently
 *before* the pages run, so that they only load what the cache holds:
 
-* the jobs run in ``workers`` long-lived worker processes of loky (``joblib.externals.loky``:
-  a fresh Python started by fork+exec, so nothing is forked after OpenMP has started; unlike
-  ``multiprocessing``'s ``spawn``, it never imports ``__main__`` again, so a script, a
-  notebook or a gallery page that calls this is not run again by the workers), each taking
-  the next job when it finishes one (no job pays for importing PyTorch again), with
-  ``OMP_NUM_THREADS`` (set before the worker starts) and :func:`torch.set_num_threads` set to
-  ``threads``;
+* the jobs run in ``workers`` long-lived worker processes of loky (``joblib.externals.loky``: a
+  fresh Python started by fork+exec, so nothing is forked after OpenMP has started; unlike
+  ``multiprocessing``'s ``spawn``, it never imports ``__main__`` again, so a script, a notebook or
+  a gallery page that calls this is not run again by the workers), each taking the next job when it
+  finishes one (no job pays for importing PyTorch again), with ``OMP_NUM_THREADS`` (set before the
+  worker starts) and :func:`torch.set_num_threads` set to ``threads``;
 * at most ``workers`` processes run at a time, by default the usable cores divided by
   ``threads`` (:func:`default_workers`), so the machine is full and never oversubscribed;
 * the longest jobs start first (longest processing time first, from a cost
   estimate the job carries: :func:`train_job` estimates it from the
   configuration), so that no long job starts last and runs alone;
-* a training job goes through the cache's lock
-  (:func:`~convs2s_edu.training.cache.train_or_load`), so a job that a build,
-  a notebook or another worker is training already is waited for, not trained
-  twice; a run trained beside others records ``History.shared_clock``;
+* a training job goes through the cache's lock (:func:`~convs2s_edu.training.cache.train_or_load`),
+  so a job that a build, a notebook or another worker is training already is waited for, not
+  trained twice; a run trained beside others records ``History.shared_clock``;
 * every worker is a pool of its own (one process), so a worker that dies or a
   job past its ``timeout`` is killed and replaced alone, the others' jobs going on;
-* workers never outlive the run: an interrupted :func:`run_jobs` (Ctrl-C) kills
-  them at once, and a worker whose parent process is gone (``kill -9``, or tox's
-  interrupt followed by its kill half a second later) ends itself and removes the
-  parent's job folder within half a second (a pool's workers would finish their
-  current job, many minutes for the site's models, for nobody).
+* workers never outlive the run: an interrupted :func:`run_jobs` (Ctrl-C) kills them at once, and a
+  worker whose parent process is gone (``kill -9``, or tox's interrupt followed by its kill half a
+  second later) ends itself and removes the parent's job folder within half a second (a pool's
+  workers would finish their current job, many minutes for the site's models, for nobody).
 
 On a GPU host the same scheduler runs several jobs per GPU: pass ``workers``
 (every worker uses the device of its configuration).
@@ -62,9 +59,8 @@ class Job:
     Attributes
     ----------
     function : str
-        ``"package.module:function"``, imported in the worker (any function of the
-        package, or of a module the worker can import); its arguments and its return
-        value are pickled.
+        ``"package.module:function"``, imported in the worker (any function of the package, or of a
+        module the worker can import); its arguments and its return value are pickled.
     args : tuple
         Positional arguments.
     label : str
@@ -125,10 +121,8 @@ def default_workers(threads: int = 1, cores: int | None = None) -> int:
 def train_cost(cfg: TrainConfig) -> float:
     """A relative cost estimate of training ``cfg``: optimiser steps x tokens per step x the
     weights that multiply every token (not the embeddings)."""
-    model = build_model(cfg.replace(device="cpu"))
-    weights = sum(
-        p.numel() for n, p in model.named_parameters() if "embed" not in n and p.dim() > 1
-    )
+    params = build_model(cfg.replace(device="cpu")).named_parameters()
+    weights = sum(p.numel() for n, p in params if "embed" not in n and p.dim() > 1)
     return cfg.total_steps * cfg.batch_size * (cfg.min_len + cfg.max_len) / 2 * weights
 
 

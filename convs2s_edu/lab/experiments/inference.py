@@ -43,7 +43,9 @@ with probability 80%, and the tests check the rule by simulation (false
 least 80% at that effect).
 
 Student's t, the normal law and the power's integral are SciPy's
-(``scipy.stats``, ``scipy.integrate.quad``), imported by the functions
+(``scipy.special.stdtr`` and ``stdtrit``, the functions behind ``scipy.stats.t``
+without its per-call overhead, which the tests' simulations would pay a million
+times; ``scipy.stats``, ``scipy.integrate.quad``), imported by the functions
 that use them: the tests' ``conftest.py`` imports this package on the GPU
 machine, whose image has no SciPy. SciPy has no Holm correction
 (``scipy.stats.false_discovery_control`` is Benjamini-Hochberg's: it bounds
@@ -88,9 +90,9 @@ def t_cdf(t: float, df: float) -> float:
     """
     if df <= 0:
         raise ValueError(f"df must be > 0, got {df}")
-    from scipy import stats
+    from scipy import special
 
-    return float(stats.t.cdf(t, df))
+    return float(special.stdtr(df, t))
 
 
 def t_quantile(q: float, df: float) -> float:
@@ -103,9 +105,9 @@ def t_quantile(q: float, df: float) -> float:
         raise ValueError(f"q must lie in (0, 1), got {q}")
     if df <= 0:
         raise ValueError(f"df must be > 0, got {df}")
-    from scipy import stats
+    from scipy import special
 
-    return float(stats.t.ppf(q, df))
+    return float(special.stdtrit(df, q))
 
 
 # ---- One claim -----------------------------------------------------------
@@ -195,7 +197,7 @@ def paired_test(
         raise ValueError(f"min_effect must be a number > 0, got {min_effect!r}")
     if not (isinstance(resolution, (int, float)) and resolution >= 0):
         raise ValueError(f"resolution must be a number >= 0, got {resolution!r}")
-    from scipy import stats
+    from scipy.special import stdtr  # Student's t CDF, P(T <= t)
 
     d = np.array(a) - np.array(b)
     n, df = len(d), len(d) - 1
@@ -207,10 +209,10 @@ def paired_test(
         p_g = p_l = p_e = 1.0
     else:
         t = mean / se
-        p_g, p_l = float(stats.t.sf(t, df)), float(stats.t.cdf(t, df))  # sf: P(T >= t)
+        p_g, p_l = float(stdtr(df, -t)), float(stdtr(df, t))  # P(T >= t), P(T <= t)
         # TOST: H0 mu <= -delta (rejected for large t+) and H0 mu >= delta (small t-)
         upper, lower = (mean + min_effect) / se, (mean - min_effect) / se
-        p_e = float(max(stats.t.sf(upper, df), stats.t.cdf(lower, df)))
+        p_e = float(max(stdtr(df, -upper), stdtr(df, lower)))
     return PairedTest(n, tuple(d.tolist()), mean, sd, se, float(min_effect), p_g, p_l, p_e)
 
 
@@ -289,18 +291,19 @@ def rule_power(
             - \\max(c\\sqrt{V/\\nu},\\ \\delta\\sqrt n/\\sigma)\\big)\\big],
         \\qquad \\lambda = \\mu\\sqrt{n}/\\sigma.
     """
-    from scipy import integrate, stats
+    from scipy import integrate
+    from scipy.special import chdtr, chdtri, ndtr  # chi-square CDF, its inverse survival, Phi
 
     df = n - 1
     c = t_quantile(1.0 - alpha / m, df)
     lam = effect_in_sd * math.sqrt(n)
     floor = min_effect_in_sd * math.sqrt(n)
-    # over W = sqrt(V) ~ chi(nu): below w0 the floor is the larger bar, above it c W/sqrt(nu)
-    w0 = floor * math.sqrt(df) / c if c > 0 else math.inf
-    chi = stats.chi(df)
-    below = chi.cdf(w0) * stats.norm.cdf(lam - floor)
+    # below v0 the floor is the larger bar, above it c sqrt(V / nu)
+    v0 = (floor / c) ** 2 * df if c > 0 else math.inf
+    below = chdtr(df, v0) * ndtr(lam - floor)
+    # E_V[. ; V > v0] as an integral over the quantile u = P(V > v) in (0, P(V > v0))
     above, _ = integrate.quad(
-        lambda w: stats.norm.cdf(lam - c * w / math.sqrt(df)) * chi.pdf(w), w0, math.inf
+        lambda u: ndtr(lam - c * math.sqrt(chdtri(df, u) / df)), 0.0, 1.0 - chdtr(df, v0)
     )
     return float(below + above)
 
