@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from _tiny import SIX_STEPS, tiny_config
 
+import convs2s_edu
 from convs2s_edu.training import Job, cache, run_jobs, train_job
 from convs2s_edu.training import schedule as schedule_mod
 
@@ -179,8 +180,11 @@ def test_a_script_that_calls_run_jobs_is_not_run_again_by_the_workers(tmp_path):
         "jobs = [Job('os:getpid', label=str(i)) for i in range(3)]\n"
         "print(len({r.value for r in run_jobs(jobs, workers=2, progress=False)}))\n"
     )
+    # the package as this test imported it (installed, or a source tree such as mutmut's)
+    where = str(Path(convs2s_edu.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([where, os.environ.get("PYTHONPATH", "")])}
     out = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=120
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() in ("1", "2")  # the jobs ran in the workers
