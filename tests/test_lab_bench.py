@@ -86,19 +86,14 @@ def test_quick_bench_runs_and_is_consistent(tmp_path, single_thread):
     # on a CPU: both models at every thread count, as compare prints them, and the verdict
     assert r["threads"]["table"] in text and "ratio gru/convs2s" in r["threads"]["table"]
     assert r["threads"]["verdict"] in r["threads"]["table"].replace("\n", " ")
+    # the settings and the machine it ran on, and the profile's table only when asked for
+    assert [x["batch_size"] for x in r["models"]["convs2s"]["incremental"]] == [4]
+    machine = r["measurement"]["machine"]
+    assert r["machine"] == {**machine, "describe": r["machine"]["describe"]} and "cores" in machine
+    assert "where the time of eager fp32 training steps goes" in text
+    assert "where the time" not in format_bench(r, profile=False)
 
 
 def test_full_budget_is_not_quick():
     # the full bench times every path this device can run (compiled ones included)
     assert BenchBudget().is_quick is False and BenchBudget.quick().is_quick is True
-
-
-def test_quick_bench_records_its_settings_machine_and_profiles(tmp_path, single_thread):
-    budget = BenchBudget.quick()
-    budget.n_batches, budget.batch_size, budget.incremental_lengths = 1, 8, (20,)
-    r = run_bench(models=("convs2s", "gru"), budget=budget, device="cpu", profile=True)
-    assert [x["batch_size"] for x in r["models"]["convs2s"]["incremental"]] == [4]
-    machine = r["measurement"]["machine"]
-    assert r["machine"] == {**machine, "describe": r["machine"]["describe"]} and "cores" in machine
-    assert "where the time of eager fp32 training steps goes" in format_bench(r)
-    assert "where the time" not in format_bench(r, profile=False)

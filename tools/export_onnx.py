@@ -112,9 +112,7 @@ class CheckFailed(RuntimeError):
     """A check of the exported graphs failed: the message says which and by how much."""
 
 
-# --------------------------------------------------------------------------
-# The graphs: thin wrappers around the package's own modules (nothing re-implemented)
-# --------------------------------------------------------------------------
+# -- The graphs: thin wrappers around the package's own modules (nothing re-implemented) --
 
 
 class _Wrapper(nn.Module):
@@ -230,9 +228,7 @@ def check_dynamic_axes(path: Path, dynamic: dict) -> None:
                 raise CheckFailed(f"{frozen}, not the free length {label!r}")
 
 
-# --------------------------------------------------------------------------
-# Decoding with onnxruntime and with PyTorch
-# --------------------------------------------------------------------------
+# -- Decoding with onnxruntime and with PyTorch --------------------------------
 
 
 class OrtModel:
@@ -319,9 +315,7 @@ def torch_greedy_batch(model, sources, ids) -> list:
     return refs
 
 
-# --------------------------------------------------------------------------
-# The checks
-# --------------------------------------------------------------------------
+# -- The checks ----------------------------------------------------------------
 
 
 def _max_diff(a, b) -> float:
@@ -460,9 +454,7 @@ def graph_facts(path: Path) -> dict:
     return {"ir_version": model.ir_version, "opset": OPSET, "bytes": path.stat().st_size}
 
 
-# --------------------------------------------------------------------------
-# Export, check, cache
-# --------------------------------------------------------------------------
+# -- Export, check, cache ------------------------------------------------------
 
 
 def versions() -> dict:

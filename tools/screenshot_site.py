@@ -52,7 +52,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
 
-from bs4 import BeautifulSoup
+import lxml.html
 from PIL import Image, UnidentifiedImageError
 
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome")
@@ -72,9 +72,7 @@ DRIVER = ROOT / "tools" / "browser.mjs"
 BLANK_COLOURS = 16
 
 
-# --------------------------------------------------------------------------
-# The local server, the browser and its driver (tools/try_page_check.py uses them too)
-# --------------------------------------------------------------------------
+# -- The local server, the browser and its driver (tools/try_page_check.py uses them too) --
 
 
 class Handler(SimpleHTTPRequestHandler):
@@ -161,13 +159,12 @@ def png_problems(path: Path, width: int, height: int) -> list[str]:
         return [f"the screenshot's image data cannot be read: {err}"]
 
 
-def html_of(page_file: Path) -> BeautifulSoup:
-    return BeautifulSoup(page_file.read_text(encoding="utf-8"), "html.parser")
+def html_of(page_file: Path):
+    """The page's HTML tree (:mod:`lxml.html`)."""
+    return lxml.html.document_fromstring(page_file.read_text(encoding="utf-8"))
 
 
-# --------------------------------------------------------------------------
-# One view
-# --------------------------------------------------------------------------
+# -- One view ------------------------------------------------------------------
 
 
 def judge_view(view: dict, record: dict, site: Path) -> dict:
@@ -229,8 +226,7 @@ def judge_view(view: dict, record: dict, site: Path) -> dict:
         parts, path = urlsplit(failed["url"]), unquote(urlsplit(failed["url"]).path)
         if failed["url"] not in answered and path not in IGNORED_PATHS and parts.netloc == host:
             problems.append(f"request {path} failed: {failed['error']}")
-    for img in html_of(site / rel).find_all("img", src=True):  # the HTML, before any script
-        src = img["src"]
+    for src in html_of(site / rel).xpath("//img/@src"):  # the HTML, before any script
         if src.startswith("data:") or urlsplit(src).scheme:
             continue
         target = ((site / rel).parent / unquote(urlsplit(src).path)).resolve()
@@ -241,9 +237,9 @@ def judge_view(view: dict, record: dict, site: Path) -> dict:
     return report
 
 
-def is_redirect_stub(page: BeautifulSoup) -> bool:
+def is_redirect_stub(page) -> bool:
     """A page left at an old address that sends the reader to the new one."""
-    return page.select_one('meta[http-equiv="refresh" i]') is not None
+    return any((m.get("http-equiv") or "").lower() == "refresh" for m in page.iter("meta"))
 
 
 def default_pages(site: Path) -> list[str]:
@@ -257,13 +253,14 @@ def default_pages(site: Path) -> list[str]:
     if not auto.is_dir():
         return pages
 
-    def gallery(folder: Path) -> list[tuple[Path, BeautifulSoup]]:
+    def gallery(folder: Path) -> list[tuple[Path, object]]:
         found = [(p, html_of(p)) for p in sorted(folder.glob("plot_*.html"))]
         return [(p, html) for p, html in found if not is_redirect_stub(html)]
 
     main = gallery(auto)
     # prefer a gallery page with both figures and math
-    rich = [p for p, html in main[2:] if html.find("img") and html.select_one(".math")]
+    math = '//*[contains(concat(" ", normalize-space(@class), " "), " math ")]'
+    rich = [p for p, html in main[2:] if html.find(".//img") is not None and html.xpath(math)]
     chosen = [p for p, _ in main[:2]] + (rich or [p for p, _ in main[2:]])[:1]
     for chapter in sorted(d for d in auto.iterdir() if d.is_dir()):
         chosen += [p for p, _ in gallery(chapter)[:1]]
