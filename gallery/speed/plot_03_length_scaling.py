@@ -19,7 +19,11 @@ model at growing sequence lengths, with everything else fixed.
 # :func:`~convs2s_edu.lab.site.site_config`) with a position table long
 # enough for the longest length: how long a step takes does not depend on the
 # values of the weights. One training step is what :func:`~convs2s_edu.train`
-# does per batch: forward pass, loss, backward pass, clipping, an Adam update.
+# does per batch: forward pass, loss, backward pass, clipping, an Adam update,
+# through the path it trains with (``TrainConfig.fast``: the fast paths of the
+# :ref:`appendix page <sphx_glr_auto_examples_appendix_plot_02_fast_paths.py>`,
+# the same function as the model files, computed faster), as on the training
+# speed page.
 #
 # The models are timed as on the training speed page
 # (:func:`~convs2s_edu.lab.timing.measure_training`): after one untimed warm-up
@@ -32,6 +36,7 @@ model at growing sequence lengths, with everything else fixed.
 # checks every length for spread and load; a warning replaces the conclusions
 # when any of them fails.
 
+import copy
 import textwrap
 
 import matplotlib.pyplot as plt
@@ -40,6 +45,7 @@ import numpy as np
 import torch
 
 from convs2s_edu import build_model, collate_batch, generate_dataset
+from convs2s_edu.fast import use_fast_paths
 from convs2s_edu.lab.schematic import critical_path
 from convs2s_edu.lab.site import is_quick_mode, site_config
 from convs2s_edu.lab.timing import (
@@ -95,8 +101,10 @@ for T in LENGTHS:
     pair = collate_batch(examples[:2], VOCAB).to(device)
     for name in MODELS:
         flops[name].append(training_flops_per_token(models[name], pair))
+    # timed on the path the site trains with (copies: the models stay as the files write them)
+    timed = {n: use_fast_paths(copy.deepcopy(models[n]), site_config(n).fast) for n in MODELS}
     m = measure_training(
-        models, [batch], steps_per_window=steps_per_window(T), n_rounds=ROUNDS, warmup_steps=1
+        timed, [batch], steps_per_window=steps_per_window(T), n_rounds=ROUNDS, warmup_steps=1
     )
     measurements.append(m)
     verdicts.append(speed_verdict(m, labels=LABELS))
