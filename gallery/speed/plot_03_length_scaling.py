@@ -22,8 +22,7 @@ model at growing sequence lengths, with everything else fixed.
 # does per batch: forward pass, loss, backward pass, clipping, an Adam update,
 # through the path it trains with (``TrainConfig.fast``: the fast paths of the
 # :ref:`appendix page <sphx_glr_auto_examples_appendix_plot_02_fast_paths.py>`,
-# the same function as the model files, computed faster), as on the training
-# speed page.
+# the same function as the model files), as on the training speed page.
 #
 # The models are timed as on the training speed page
 # (:func:`~convs2s_edu.lab.timing.measure_training`): after one untimed warm-up
