@@ -54,7 +54,14 @@ from .decode import Hypothesis, beam_search, decode_all, greedy_decode
 from .hybrid import HybridConfig, HybridSeq2Seq
 from .loss import sequence_loss
 from .metrics import evaluate, exact_match, token_accuracy
-from .rnn import BahdanauAttention, GRUDecoder, GRUEncoder, RNNSeq2Seq, RNNSeq2SeqConfig
+from .rnn import (
+    BahdanauAttention,
+    FixedContext,
+    GRUDecoder,
+    GRUEncoder,
+    RNNSeq2Seq,
+    RNNSeq2SeqConfig,
+)
 from .seq2seq import Decoder, Encoder, EncoderDecoder, EncoderOut
 from .training import (
     MODEL_NAMES,
@@ -94,6 +101,7 @@ __all__ = [
     "scale_gradient",
     # the GRU + Bahdanau baseline
     "BahdanauAttention",
+    "FixedContext",
     "GRUEncoder",
     "GRUDecoder",
     "RNNSeq2Seq",

@@ -135,17 +135,9 @@ class ConvS2SConfig:
                 raise TypeError(
                     f"attention_layers must be None or a sequence of {allowed}, got {layers!r}"
                 )
-            layers = tuple(layers)
-            if (
-                not layers
-                or len(set(layers)) != len(layers)
-                or any(
-                    isinstance(n, bool)
-                    or not isinstance(n, int)
-                    or not 1 <= n <= self.n_decoder_layers
-                    for n in layers
-                )
-            ):
+            layers, top = tuple(layers), self.n_decoder_layers
+            is_layer = lambda n: isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= top
+            if not layers or len(set(layers)) != len(layers) or not all(map(is_layer, layers)):
                 raise ValueError(
                     f"attention_layers must hold at least one of {allowed}, "
                     f"got {self.attention_layers!r}"
@@ -160,9 +152,8 @@ class ConvS2SConfig:
     @classmethod
     def paper(cls, **overrides) -> ConvS2SConfig:
         """The seed's sizes with all three of the paper's normalisation tricks on."""
-        return cls(
-            **{"weight_norm": True, "scale_encoder_grad": True, "scale_context": True, **overrides}
-        )
+        tricks = dict(weight_norm=True, scale_encoder_grad=True, scale_context=True)
+        return cls(**{**tricks, **overrides})
 
     def replace(self, **changes) -> ConvS2SConfig:
         """A copy with some fields changed (validated again)."""
@@ -462,30 +453,23 @@ class ConvBlock(nn.Module):
 # ---- Encoder -------------------------------------------------------------
 
 
-def _conv_stack(cfg: ConvS2SConfig, *, causal: bool, n_layers: int):
-    """The embeddings, the linear map :math:`f \\to d` and ``n_layers`` :class:`ConvBlock`\\ s
-    that the encoder (centred) and the decoder (causal) both start with."""
+def _conv_stack(cfg: ConvS2SConfig, *, causal: bool):
+    """The embeddings, the linear map :math:`f \\to d` and :class:`ConvBlock`\\ s that the encoder
+    (``n_encoder_layers``, centred) and the decoder (``n_decoder_layers``, causal) start with."""
+    f, d, k = cfg.embed_dim, cfg.hidden_dim, cfg.kernel_size  # the paper's f, d and k
     embed = TokenPositionEmbedding(
         n_token_ids(cfg.vocab_size),
-        cfg.embed_dim,
+        f,
         cfg.max_positions,
         dropout=cfg.dropout,
         weight_norm=cfg.weight_norm,
         positions=cfg.target_positions if causal else cfg.source_positions,
     )
-    # dropout on the embeddings in front of in_proj: N(0, sqrt(p/n)) under the paper's init
-    in_proj = _linear(
-        cfg.embed_dim, cfg.hidden_dim, dropout=cfg.dropout, weight_norm=cfg.weight_norm
-    )  # f -> d
+    # f -> d, dropout on the embeddings in front of it: N(0, sqrt(p/n)) under the paper's init
+    in_proj = _linear(f, d, dropout=cfg.dropout, weight_norm=cfg.weight_norm)
     blocks = nn.ModuleList(
-        ConvBlock(
-            cfg.hidden_dim,
-            cfg.kernel_size,
-            causal=causal,
-            dropout=cfg.dropout,
-            weight_norm=cfg.weight_norm,
-        )
-        for _ in range(n_layers)
+        ConvBlock(d, k, causal=causal, dropout=cfg.dropout, weight_norm=cfg.weight_norm)
+        for _ in range(cfg.n_decoder_layers if causal else cfg.n_encoder_layers)
     )
     return embed, in_proj, blocks
 
@@ -525,9 +509,7 @@ class ConvEncoder(Encoder):
         super().__init__()
         self.cfg = cfg
         self.out_dim = self.embed_dim = self.summary_dim = cfg.embed_dim
-        self.embed, self.in_proj, self.blocks = _conv_stack(
-            cfg, causal=False, n_layers=cfg.n_encoder_layers
-        )
+        self.embed, self.in_proj, self.blocks = _conv_stack(cfg, causal=False)
         # no dropout on its input: N(0, sqrt(1/n)) under the paper's init
         self.out_proj = _linear(
             cfg.hidden_dim, cfg.embed_dim, dropout=0.0, weight_norm=cfg.weight_norm
@@ -731,34 +713,23 @@ class ConvDecoder(Decoder):
         super().__init__()
         self.cfg = cfg
         self.in_dim = cfg.embed_dim  # z^u_j has the embedding size f
-        self.embed, self.in_proj, self.blocks = _conv_stack(
-            cfg, causal=True, n_layers=cfg.n_decoder_layers
-        )
+        f, d = cfg.embed_dim, cfg.hidden_dim  # the paper's f and d
+        self.embed, self.in_proj, self.blocks = _conv_stack(cfg, causal=True)
         # one attention per attending layer (every layer by default, §3.3): attention[i] and
         # W_c[i] belong to the 0-based decoder layer l with self._slot[l] == i
         self._slot = {l: i for i, l in enumerate(cfg.attending_layers)}
         self.attention = nn.ModuleList(
-            MultiStepAttention(
-                cfg.hidden_dim,
-                cfg.embed_dim,
-                scale_context=cfg.scale_context,
-                weight_norm=cfg.weight_norm,
-            )
+            MultiStepAttention(d, f, scale_context=cfg.scale_context, weight_norm=cfg.weight_norm)
             for _ in self._slot
         )
         # c is not dropped out before W_c: N(0, sqrt(1/n)) under the paper's init
         self.W_c = nn.ModuleList(
-            _linear(cfg.embed_dim, cfg.hidden_dim, dropout=0.0, weight_norm=cfg.weight_norm)
-            for _ in self._slot
+            _linear(f, d, dropout=0.0, weight_norm=cfg.weight_norm) for _ in self._slot
         )  # f -> d
         self.dropout = nn.Dropout(cfg.dropout)
-        # dropout in front of the output layer: N(0, sqrt(p/n)) under the paper's init
-        self.W_o = _linear(
-            cfg.hidden_dim,
-            n_token_ids(cfg.vocab_size),
-            dropout=cfg.dropout,
-            weight_norm=cfg.weight_norm,
-        )  # d -> V
+        # d -> V, dropout in front of the output layer: N(0, sqrt(p/n)) under the paper's init
+        V = n_token_ids(cfg.vocab_size)
+        self.W_o = _linear(d, V, dropout=cfg.dropout, weight_norm=cfg.weight_norm)
 
     def memory(self, enc: EncoderOut) -> ConvMemory:
         """Keys :math:`z^u_j` and values :math:`z^u_j + e_j` from an :class:`EncoderOut`."""

@@ -31,8 +31,7 @@ ordinary tokens            ``1 .. vocab_size``
 ``<eos>``                  ``vocab_size + 2`` (:func:`eos_index`)
 =========================  ==========================
 
-so a model's embedding table and output layer have ``vocab_size + 3`` rows
-(:func:`n_token_ids`).
+so a model's embedding table and output layer have ``vocab_size + 3`` rows (:func:`n_token_ids`).
 """
 
 from __future__ import annotations
@@ -131,8 +130,7 @@ def generate_sorting_example(
     >>> y == sorted(x)
     True
     """
-    seq_len = check_int("seq_len", seq_len)
-    vocab_size = check_int("vocab_size", vocab_size)
+    seq_len, vocab_size = check_int("seq_len", seq_len), check_int("vocab_size", vocab_size)
     rng = np.random.default_rng() if rng is None else rng
     input_seq = rng.integers(1, vocab_size + 1, size=seq_len).tolist()
     return input_seq, sorted(input_seq)
@@ -166,8 +164,7 @@ def generate_dataset(
         and :func:`task_target`.
     """
     n_samples = check_int("n_samples", n_samples)
-    min_len = check_int("min_len", min_len)
-    max_len = check_int("max_len", max_len)
+    min_len, max_len = check_int("min_len", min_len), check_int("max_len", max_len)
     if min_len > max_len:
         raise ValueError(f"min_len must be <= max_len, got min_len={min_len} > max_len={max_len}")
     _check_task(task)
@@ -326,10 +323,9 @@ class SortingDataset(Dataset):
     examples : sequence of (input_seq, sorted_seq)
         For instance the output of :func:`generate_dataset`. Must not be empty.
     vocab_size : int
-        Size of the integer vocabulary the examples were drawn from; tokens
-        outside ``1..vocab_size``, non-integer tokens, empty sources and
-        targets that are not the task's target of the source (the sorted source
-        for ``"sort"``) are rejected (``ValueError``).
+        Size of the integer vocabulary the examples were drawn from; tokens outside
+        ``1..vocab_size``, non-integer tokens, empty sources and targets that are not the task's
+        target of the source (the sorted source for ``"sort"``) are rejected (``ValueError``).
     task : {"sort", "reverse", "copy"}
         The task the targets follow (:data:`TASKS`; default the seed's sorting).
 
@@ -407,11 +403,10 @@ class SortingDataset(Dataset):
 class LengthBucketSampler(Sampler):
     r"""Batches of example indices of equal length where possible (shuffled buckets).
 
-    The examples are grouped by length (one *bucket* per length). Each bucket is
-    cut into full batches of ``batch_size``; the few examples each bucket has
-    left over are put together in length order and cut into batches too, so
-    those batches mix neighbouring lengths only. There are exactly as many
-    batches as random batching makes, :math:`\lceil n / B \rceil`, so an epoch
+    The examples are grouped by length (one *bucket* per length). Each bucket is cut into full
+    batches of ``batch_size``; the few examples each bucket has left over are put together in
+    length order and cut into batches too, so those batches mix neighbouring lengths only. There
+    are exactly as many batches as random batching makes, :math:`\lceil n / B \rceil`, so an epoch
     takes the same number of optimiser steps.
 
     Parameters
@@ -421,19 +416,17 @@ class LengthBucketSampler(Sampler):
     batch_size : int
         Examples per batch, ``>= 1``.
     shuffle : bool, default True
-        Training: the examples are shuffled within their bucket and the batches'
-        order is shuffled, with ``generator``, every time the sampler is iterated
-        (every epoch). ``False`` (decoding): buckets in length order, examples in
-        their order.
+        Training: the examples are shuffled within their bucket and the batches' order is shuffled,
+        with ``generator``, every time the sampler is iterated (every epoch). ``False`` (decoding):
+        buckets in length order, examples in their order.
     generator : torch.Generator, optional
         The random source of the shuffling (its state is what a checkpoint saves,
         so a resumed run draws the same batches).
     pool : int, optional
-        ``None`` (default): the buckets above, one length per batch. An integer
-        :math:`P`: the shuffled examples are taken :math:`P` batches at a time,
-        each such pool sorted by length and cut into :math:`P` batches, so a batch
-        holds neighbouring lengths of its pool rather than one length (less padding
-        than random batches, more mixing than buckets).
+        ``None`` (default): the buckets above, one length per batch. An integer :math:`P`: the
+        shuffled examples are taken :math:`P` batches at a time, each such pool sorted by length
+        and cut into :math:`P` batches, so a batch holds neighbouring lengths of its pool rather
+        than one length (less padding than random batches, more mixing than buckets).
 
     Yields
     ------
@@ -443,13 +436,11 @@ class LengthBucketSampler(Sampler):
 
     Notes
     -----
-    Within a batch every sequence then has (nearly) the same length, so
-    padding, which every model still computes on, almost disappears
-    (:func:`padding_fraction`). What changes for the optimiser is the mix of a
-    batch: short and long sequences no longer share a step, which is why the
-    site measures the accuracy reached with and without it before using it.
-    Vaswani et al. (2017) and fairseq batch by length too; Gehring et al. (2017)
-    decode in batches of equal length (Table 3).
+    Within a batch every sequence then has (nearly) the same length, so padding, which every model
+    still computes on, almost disappears (:func:`padding_fraction`). What changes for the optimiser
+    is the mix of a batch: short and long sequences no longer share a step, which is why the site
+    measures the accuracy reached with and without it before using it. Vaswani et al. (2017) and
+    fairseq batch by length too; Gehring et al. (2017) decode in batches of equal length (Table 3).
     """
 
     def __init__(
@@ -519,9 +510,8 @@ def length_batches(
             f"batching must be 'random' or one of {', '.join(map(repr, BATCHING_POOLS))}, "
             f"got {batching!r}"
         )
-    return LengthBucketSampler(
-        lengths, batch_size, generator=generator, pool=BATCHING_POOLS[batching]
-    )
+    pool = BATCHING_POOLS[batching]
+    return LengthBucketSampler(lengths, batch_size, generator=generator, pool=pool)
 
 
 def padding_fraction(batches) -> float:

@@ -28,9 +28,7 @@ References
 .. [2] I. Sutskever, O. Vinyals, Q. V. Le. "Sequence to Sequence Learning with
    Neural Networks." NIPS 2014 (left-to-right beam search).
 .. [3] Y. Wu et al. "Google's Neural Machine Translation System." 2016,
-   arXiv:1609.08144, §7 (length normalisation). This module divides by the plain
-   :math:`|y|^\alpha` (as fairseq's ``lenpen`` does), not by Wu et al.'s
-   :math:`(5 + |y|)^\alpha / 6^\alpha`: see :func:`beam_search`.
+   arXiv:1609.08144, §7 (length normalisation; this module's departure: :func:`beam_search`).
 """
 
 from __future__ import annotations
@@ -81,8 +79,7 @@ def _prepare(model, src) -> torch.Tensor:
 def _mask_special(scores: torch.Tensor, vocab_size: int) -> torch.Tensor:
     """Forbid ``PAD`` and ``<sos>`` as outputs: their scores become :math:`-\\infty`."""
     scores = scores.clone()
-    scores[:, PAD] = float("-inf")
-    scores[:, sos_index(vocab_size)] = float("-inf")
+    scores[:, [PAD, sos_index(vocab_size)]] = float("-inf")
     return scores
 
 
@@ -115,9 +112,8 @@ def greedy_decode(
         Right-padded source tokens, converted and checked by
         :func:`~convs2s_edu.data.as_token_batch`; moved to the model's device.
     max_len : int, optional
-        Most decoding steps, ``<eos>`` included, ``1..max_positions``. Default:
-        per row, the source length + 1 (for sorting, the output is as long as
-        the input), capped at ``max_positions``.
+        Most decoding steps, ``<eos>`` included, ``1..max_positions``. Default: per row, the source
+        length + 1 (for sorting, the output is as long as the input), capped at ``max_positions``.
     incremental : bool, default True
         ``True``: one ``model.decoder.step`` per token (ConvS2S reuses its
         :class:`~convs2s_edu.convs2s.DecoderCache`). ``False``: run ``model.decoder``
@@ -261,10 +257,9 @@ def beam_search(
 
     Notes
     -----
-    All :math:`B K` hypotheses advance in *one* decoder call per step. The
-    encoder runs once on the :math:`B` sources; its output is then repeated
-    :math:`K` times (``reorder`` with index ``[0,..,0, 1,..,1, ...]``), so row
-    :math:`bK + k` is hypothesis :math:`k` of source :math:`b`.
+    All :math:`B K` hypotheses advance in *one* decoder call per step. The encoder runs once on the
+    :math:`B` sources; its output is then repeated :math:`K` times (``reorder`` with index
+    ``[0,..,0, 1,..,1, ...]``), so row :math:`bK + k` is hypothesis :math:`k` of source :math:`b`.
 
     At step :math:`t`, every alive hypothesis :math:`h` with cumulative
     log-probability :math:`s_h` is extended by every token:
@@ -280,13 +275,12 @@ def beam_search(
 
     :math:`|y|` counting ``<eos>``. Departure: Wu et al. (2016, §7) divide by
     :math:`lp(y) = (5 + |y|)^{\alpha} / (5 + 1)^{\alpha}` (and add a coverage
-    penalty); this is the plain :math:`|y|^{\alpha}` of fairseq's ``lenpen``,
-    which ranks hypotheses of one length the same way and needs no extra
-    constant. The :math:`K` best extensions that do not end in ``<eos>`` stay alive; the
-    decoder state follows them with ``model.decoder.reorder`` (the state's encoder rows
-    too: :mod:`convs2s_edu.seq2seq`). A source is done once it has :math:`K` finished
-    hypotheses or reaches its step limit (the stopping rule of fairseq); the answer is its
-    finished hypothesis of highest score.
+    penalty); this is the plain :math:`|y|^{\alpha}` of fairseq's ``lenpen``, which ranks
+    hypotheses of one length the same way and needs no extra constant. The :math:`K` best
+    extensions that do not end in ``<eos>`` stay alive; the decoder state follows them with
+    ``model.decoder.reorder`` (the state's encoder rows too: :mod:`convs2s_edu.seq2seq`). A source
+    is done once it has :math:`K` finished hypotheses or reaches its step limit (the stopping rule
+    of fairseq); the answer is its finished hypothesis of highest score.
 
     Beam search is still approximate: the best sequence can be pruned early,
     so a wider beam does not guarantee a more probable output than greedy
@@ -295,9 +289,8 @@ def beam_search(
 
     References
     ----------
-    Sutskever et al. (2014); Wu et al. (2016), §7 (length normalisation, in
-    the simpler form above);
-    Gehring et al. (2017), §4.3 (beam width 5).
+    Sutskever et al. (2014); Wu et al. (2016), §7 (length normalisation, in the simpler form
+    above); Gehring et al. (2017), §4.3 (beam width 5).
     """
     K, alpha = check_int("beam_size", beam_size), length_penalty
     if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0 <= alpha < math.inf:
@@ -388,12 +381,11 @@ def decode_all(
     max_len : int, optional
         Step limit, as in :func:`greedy_decode`.
     bucket : bool, default True
-        Decode sources of equal length together
-        (:class:`~convs2s_edu.data.LengthBucketSampler`, in length order), as the
-        paper's timing of generation does (Table 3): a batch then has no padding and
-        no row waits for a longer one. ``False``: in the order given. The outputs are
-        returned in the order of ``sources`` either way, and are the same up to
-        floating-point rounding (every model is padding-invariant).
+        Decode sources of equal length together (:class:`~convs2s_edu.data.LengthBucketSampler`, in
+        length order), as the paper's timing of generation does (Table 3): a batch then has no
+        padding and no row waits for a longer one. ``False``: in the order given. The outputs are
+        returned in the order of ``sources`` either way, and are the same up to floating-point
+        rounding (every model is padding-invariant).
 
     Returns
     -------

@@ -48,6 +48,7 @@ from .seq2seq import Decoder, Encoder, EncoderDecoder, EncoderOut
 __all__ = [
     "RNNSeq2SeqConfig",
     "BahdanauAttention",
+    "FixedContext",
     "GRUEncoder",
     "GRUDecoderState",
     "GRUDecoder",
@@ -79,6 +80,10 @@ class RNNSeq2SeqConfig:
     max_positions : int
         Longest source or decoder input accepted (no position table is needed;
         the limit keeps both models' inputs alike).
+    attention : bool
+        ``True`` (default): Bahdanau et al.'s RNNsearch, a context :math:`c_t` per step
+        (:class:`BahdanauAttention`). ``False``: their RNNencdec baseline (Cho et al.,
+        2014), one fixed context for every step (:class:`FixedContext`).
     """
 
     vocab_size: int = 50
@@ -89,10 +94,13 @@ class RNNSeq2SeqConfig:
     attention_dim: int = 128
     dropout: float = 0.1
     max_positions: int = 64
+    attention: bool = True
 
     def __post_init__(self):
         check_int_fields_positive(self)
         check_probability("dropout", self.dropout)
+        if not isinstance(self.attention, bool):
+            raise ValueError(f"attention must be True or False, got {self.attention!r}")
 
     def replace(self, **changes) -> RNNSeq2SeqConfig:
         """A copy with some fields changed (validated again)."""
@@ -184,6 +192,55 @@ class BahdanauAttention(nn.Module):
         # c_t = Σ_j a_tj h_j
         c = torch.bmm(a.unsqueeze(1), h).squeeze(1)  # (B, 2n)
         return c, a
+
+
+class FixedContext(nn.Module):
+    r"""No attention: the same context :math:`c` at every decoder step.
+
+    The RNN Encoder-Decoder of Cho et al. (2014), which Bahdanau et al. (2014) train
+    as RNNencdec against their attention model: the decoder sees the source only
+    through one fixed-size vector. Here that vector is the last state of each
+    direction of the encoder, the forward GRU's at the last source token and the
+    backward GRU's at the first, so that :math:`c` has the size :math:`2n` of an
+    annotation and the decoder is :class:`GRUDecoder` unchanged.
+
+    Returns
+    -------
+    c : Tensor, shape (B, 2n)
+        :math:`c = [\overrightarrow{h}_{S}; \overleftarrow{h}_1]`, the same at every step.
+    a : Tensor, shape (B, S)
+        Zeros: no weight on any source position.
+
+    Notes
+    -----
+    .. math::
+
+        s_t = f(s_{t-1}, y_{t-1}, c), \qquad
+        c = [\overrightarrow{h}_{S}; \overleftarrow{h}_1]
+
+    Departure: Cho et al. compute :math:`c = \tanh(V h_N)` from a unidirectional
+    encoder's last state :math:`h_N`; here :math:`c` is the bidirectional encoder's two last
+    states as they are, so that the encoder is the same with and without attention.
+
+    References
+    ----------
+    Cho et al. (2014), §2.2; Bahdanau, Cho & Bengio (2014), §4.2 (RNNencdec) and
+    Figure 2 (its BLEU score falls as sentences get longer).
+    """
+
+    def keys(self, h: torch.Tensor) -> torch.Tensor:
+        """Nothing to precompute: the annotations ``h`` themselves."""
+        return h
+
+    def forward(
+        self, s_prev: torch.Tensor, keys: torch.Tensor, h: torch.Tensor, padding_mask: torch.Tensor
+    ):
+        B, S, two_n = h.shape
+        last = (~padding_mask).sum(dim=1) - 1  # (B,) index of each source's last token
+        forward_last = h[torch.arange(B, device=h.device), last, : two_n // 2]  # (B, n)
+        # c = [h_S forward; h_1 backward]: does not depend on s_{t-1}
+        c = torch.cat([forward_last, h[:, 0, two_n // 2 :]], dim=-1)  # (B, 2n)
+        return c, h.new_zeros(B, S)
 
 
 class GRUEncoder(Encoder):
@@ -317,7 +374,10 @@ class GRUDecoder(Decoder):
         self.embed = nn.Embedding(n_ids, cfg.embed_dim, padding_idx=PAD)  # E
         self.dropout = nn.Dropout(cfg.dropout)
         self.W_init = nn.Linear(summary_dim or n, cfg.n_decoder_layers * n)
-        self.attention = BahdanauAttention(2 * n, n, cfg.attention_dim)
+        if cfg.attention:
+            self.attention = BahdanauAttention(2 * n, n, cfg.attention_dim)
+        else:
+            self.attention = FixedContext()  # RNNencdec: one c for every step
         # f in s_t = f(s_{t-1}, y_{t-1}, c_t)
         self.gru = nn.GRU(
             cfg.embed_dim + 2 * n,

@@ -126,8 +126,7 @@ def _shortest_name(target: str) -> str | None:
     path that gives the same object (sphinx-gallery's rule for its backreferences).
 
     ``convs2s_edu.training.cache.cache_key`` -> ``convs2s_edu.training.cache_key``;
-    ``convs2s_edu.loss.sequence_loss`` -> ``convs2s_edu.sequence_loss``.
-    """
+    ``convs2s_edu.loss.sequence_loss`` -> ``convs2s_edu.sequence_loss``."""
     parts = target.split(".")
     try:  # the object exists; this imports the longest module prefix of its name
         pkgutil.resolve_name(target)
@@ -147,8 +146,7 @@ def _shortest_name(target: str) -> str | None:
 def _resolve_reexported(app, env, node, contnode):
     """Resolve a cross-reference that names an object by its defining module
     (``convs2s_edu.training.cache.cache_key``) or relative to it (``sos_index`` written in
-    ``convs2s_edu.data``) against the name the API reference documents it under.
-    """
+    ``convs2s_edu.data``) against the name the API reference documents it under."""
     if node.get("refdomain") != "py":
         return None
     target = node.get("reftarget", "")
@@ -220,13 +218,14 @@ import convs2s_edu
 print("convs2s_edu", convs2s_edu.__version__, "| quick mode:", QUICK)
 %matplotlib inline"""
 
+SECTIONS = ("normalisation", "speed", "experiments", "appendix")  # the gallery's, in order
 sphinx_gallery_conf = {
     "examples_dirs": str(ROOT / "gallery"),
     "gallery_dirs": "auto_examples",
     "filename_pattern": r"/plot_",  # run every page
     # the reading order: the lesson (gallery/ itself, by file name), then the speed
     # chapter, the experiments and the appendix (paths relative to this folder)
-    "subsection_order": ["../gallery/speed", "../gallery/experiments", "../gallery/appendix"],
+    "subsection_order": [f"../gallery/{d}" for d in SECTIONS],
     "within_subsection_order": "FileNameSortKey",
     "plot_gallery": "True",
     "abort_on_example_error": True,  # a failing page fails the build

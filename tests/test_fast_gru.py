@@ -16,7 +16,7 @@ import torch
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from torch.testing import assert_close
 
-from convs2s_edu import PAD, RNNSeq2Seq, RNNSeq2SeqConfig, sequence_loss
+from convs2s_edu import PAD, GRUDecoder, RNNSeq2Seq, RNNSeq2SeqConfig, sequence_loss
 from convs2s_edu.fast import FastGRUDecoder, FastGRUEncoder, use_fast_paths
 from convs2s_edu.fast.gru import _BiGRULayer, _packed_positions, fused_applies, packed_bigru
 
@@ -131,6 +131,22 @@ def test_the_fast_gru_model_is_the_reference_in_values_and_gradients(layers, mon
     assert_close(attn[running], ref_attn[running])
     assert (logits[~running] == 0).all() and (attn[~running] == 0).all()  # never computed
     assert grads.keys() == ref_grads.keys()
+    for name in ref_grads:
+        assert_close(grads[name], ref_grads[name], msg=name)
+
+
+def test_without_attention_only_the_encoder_takes_its_fast_path():
+    """RNNencdec's decoder (:class:`~convs2s_edu.FixedContext`) has no Bahdanau energy for
+    :class:`FastGRUDecoder` to compute: the switch leaves it as it is, and the model with
+    the fast encoder gives the reference's logits and gradients."""
+    torch.manual_seed(0)
+    cfg = RNNSeq2SeqConfig(vocab_size=10, embed_dim=8, hidden_dim=6, dropout=0.0, attention=False)
+    model = RNNSeq2Seq(cfg).double()
+    (ref_logits, _, ref_grads), (logits, attn, grads) = _reference_and_fast(model)
+    use_fast_paths(model)
+    assert type(model.encoder).__name__ == "FastGRUEncoder" and type(model.decoder) is GRUDecoder
+    assert_close(logits, ref_logits)
+    assert (attn == 0).all()
     for name in ref_grads:
         assert_close(grads[name], ref_grads[name], msg=name)
 

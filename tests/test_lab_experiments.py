@@ -504,10 +504,10 @@ def test_site_jobs_train_every_distinct_run_once_with_every_measure():
 
     jobs = site_jobs(quick=False)
     keys = [j.key.split(":")[0] for j in jobs]
-    # 4 main models, 2 x 3 short runs (page 12); without a GPU the 9 distinct runs of
-    # CPU_ARMS x 5 seeds, with one all 17
+    # 4 main models, 3 of the bottleneck page, 2 x 3 short runs (normalisation page 6);
+    # without a GPU the 9 distinct runs of CPU_ARMS x 5 seeds, with one all 17
     distinct = 17 if torch.cuda.is_available() else 9
-    assert len(keys) == len(set(keys)) == 4 + 2 * len(SHORT_RUN_SEEDS) + distinct * 5
+    assert len(keys) == len(set(keys)) == 7 + 2 * len(SHORT_RUN_SEEDS) + distinct * 5
     conv = next(j for j in jobs if j.label == "encoder_decoder/convs2s seed 0")
     assert set(conv.args[1]) == {"beam", "long"}  # the union of four experiments' measures
 

@@ -19,6 +19,14 @@ def test_quick_mode_shrinks_the_site_config(monkeypatch):
     assert (quick.vocab_size, quick.min_len, quick.max_len) == (50, 8, 20)
 
 
+def test_site_config_merges_model_options_into_the_recipes():
+    """The bottleneck page's GRU without attention keeps the fast recipe's dropout 0, and
+    the page's GRU with attention is the site's own (one cache entry, trained once)."""
+    fixed = site_config("gru", "fast", model_options={"attention": False})
+    assert fixed.model_options == {"dropout": 0.0, "attention": False}
+    assert site_config("gru", "fast", task="sort", model_options={}) == site_config("gru", "fast")
+
+
 def test_record_writes_only_in_a_docs_build(monkeypatch, tmp_path):
     from convs2s_edu.lab.site import record
 

@@ -21,12 +21,15 @@ pytestmark = pytest.mark.usefixtures("single_thread")
 VARIANTS = {
     "one_layer": {},
     "two_layers": dict(n_encoder_layers=2, n_decoder_layers=2),
+    # RNNencdec: one context for every step, the encoder's two last states
+    "no_attention": dict(attention=False, n_encoder_layers=2),
 }
 
 
 def _randomise_zero_biases(module: torch.nn.Module) -> None:
-    with torch.no_grad():
-        module.decoder.attention.b_a.normal_(0.0, 0.5)
+    if module.cfg.attention:
+        with torch.no_grad():
+            module.decoder.attention.b_a.normal_(0.0, 0.5)
 
 
 # --------------------------------------------------------------------------
@@ -107,14 +110,18 @@ def _reference_rnn(model: RNNSeq2Seq, src: torch.Tensor, tgt_in: torch.Tensor):
         s = list(torch.tanh(dec.W_init.weight @ bwd[0] + dec.W_init.bias).view(-1, n))
         logits, attn = [], []
         for t in range(tgt_in.shape[1]):
-            e = torch.stack(
-                [
-                    att.v_a @ torch.tanh(att.W_a.weight @ H[j] + att.U_a.weight @ s[-1] + att.b_a)
-                    for j in range(m)
-                ]
-            )
-            a = torch.softmax(e, dim=0)
-            c = (a[:, None] * H).sum(0)
+            if not cfg.attention:  # c = [forward state at the last token; backward at the first]
+                c, a = torch.cat([fwd[m - 1], bwd[0]]), torch.zeros(m)
+            else:
+                e = torch.stack(
+                    [
+                        att.v_a
+                        @ torch.tanh(att.W_a.weight @ H[j] + att.U_a.weight @ s[-1] + att.b_a)
+                        for j in range(m)
+                    ]
+                )
+                a = torch.softmax(e, dim=0)
+                c = (a[:, None] * H).sum(0)
             x = torch.cat([dec.embed.weight[tgt_in[b, t]], c])
             for l in range(cfg.n_decoder_layers):
                 s[l] = _gru_cell(x, s[l], dec.gru, f"l{l}")
@@ -197,6 +204,11 @@ RNN_SIZES = [
     "attention_dim",
     "max_positions",
 ]
+
+
+def test_rnn_config_attention_is_true_or_false():
+    with pytest.raises(ValueError, match="attention must be True or False, got 1"):
+        RNNSeq2SeqConfig(attention=1)
 
 
 @pytest.mark.parametrize("value", [0, -3])

@@ -35,8 +35,8 @@ INVENTORY = {
         (":meth:`~convs2s_edu.ConvDecoder.step`", "`step`"),
         (":func:`the metric <convs2s_edu.exact_match>`", "`the metric`"),
         (
-            "the `decoding page <sphx_glr_auto_examples_plot_16_decoding.py>` shows",
-            "the [decoding page](plot_16_decoding.ipynb) shows",
+            "the `decoding page <sphx_glr_auto_examples_plot_11_decoding.py>` shows",
+            "the [decoding page](plot_11_decoding.ipynb) shows",
         ),
         # a page of a subfolder: its notebook lies in that folder of the zip
         (
@@ -67,8 +67,8 @@ def test_markdown_without_a_site_address(site, text, expected):
         # an object the inventory does not know stays code, never a broken link
         (":func:`~convs2s_edu.nowhere`", "`nowhere`"),
         (
-            "`decoding <sphx_glr_auto_examples_plot_16_decoding.py>`",
-            f"[decoding]({BASE}/auto_examples/plot_16_decoding.html)",
+            "`decoding <sphx_glr_auto_examples_plot_11_decoding.py>`",
+            f"[decoding]({BASE}/auto_examples/plot_11_decoding.html)",
         ),
         (
             "`the bench <sphx_glr_auto_examples_speed_plot_04_bench.py>`",
@@ -84,14 +84,14 @@ def test_markdown_with_a_site_address(site, text, expected):
 @pytest.mark.parametrize(
     "here, expected",
     [
-        ("", "[a](plot_16_decoding.ipynb) [b](speed/plot_04_bench.ipynb)"),
-        ("speed", "[a](../plot_16_decoding.ipynb) [b](plot_04_bench.ipynb)"),
-        ("appendix", "[a](../plot_16_decoding.ipynb) [b](../speed/plot_04_bench.ipynb)"),
+        ("", "[a](plot_11_decoding.ipynb) [b](speed/plot_04_bench.ipynb)"),
+        ("speed", "[a](../plot_11_decoding.ipynb) [b](plot_04_bench.ipynb)"),
+        ("appendix", "[a](../plot_11_decoding.ipynb) [b](../speed/plot_04_bench.ipynb)"),
     ],
 )
 def test_links_between_notebooks_follow_their_folders(site, here, expected):
     text = (
-        "`a <sphx_glr_auto_examples_plot_16_decoding.py>` "
+        "`a <sphx_glr_auto_examples_plot_11_decoding.py>` "
         "`b <sphx_glr_auto_examples_speed_plot_04_bench.py>`"
     )
     assert site.convert_markdown(text, None, {}, here) == expected
@@ -302,6 +302,13 @@ def test_what_counts_as_a_page_training_its_own_models(site, source, trains):
     assert (site.OWN_TRAINING.search(source) is not None) is trains
 
 
+def test_a_page_that_loads_its_own_variant_of_a_site_config_does_not_load_the_two_models(site):
+    assert site.OWN_VARIANT.search('train_or_load(site_config("gru", "fast", task="reverse"))')
+    assert site.OWN_VARIANT.search("train_or_load(site_config(m, model_options=o))")
+    assert not site.OWN_VARIANT.search("train_or_load(site_config(name))")
+    assert not site.OWN_VARIANT.search('build_model(site_config(n, model_options={"a": 1}))')
+
+
 # ---- the reading path and the old addresses (issue 17) ------------------------------
 
 
@@ -315,9 +322,10 @@ def test_reading_path_covers_every_page_but_the_experiments_in_reading_order(sit
         for p in sorted((gallery / folder).glob("plot_*.py"))
     ]
     assert paths == expected
-    assert [folder for folder, _ in site.CHAPTERS] == ["", "speed", "appendix"]
+    assert [folder for folder, _ in site.CHAPTERS] == ["", "normalisation", "speed", "appendix"]
     assert {p.parent.name for p in gallery.rglob("plot_*.py")} == {
         "gallery",
+        "normalisation",
         "speed",
         "experiments",
         "appendix",
@@ -327,6 +335,8 @@ def test_reading_path_covers_every_page_but_the_experiments_in_reading_order(sit
     # the notebooks are matched to their page by file name
     assert len({page["stem"] for page in facts}) == len(facts)
     assert facts[0]["stem"] == "plot_00_sorting_task"
+    # the story: the recurrent model and attention before ConvS2S (issue 38)
+    assert paths[1:3] == ["plot_01_fixed_size_bottleneck", "plot_02_bahdanau_attention"]
     assert site.gallery_label("speed/plot_01_training_speed") == (
         "sphx_glr_auto_examples_speed_plot_01_training_speed.py"
     )
@@ -343,7 +353,7 @@ def test_every_old_address_sends_to_pages_that_exist_and_is_no_page_itself(site)
 
 
 def test_redirect_stub_refreshes_links_and_names_the_canonical_page(site):
-    titles = {"speed/plot_04_bench": "Speed & the bench", "plot_13_training": "Training"}
+    titles = {"speed/plot_04_bench": "Speed & the bench", "plot_08_training": "Training"}
     stub = site.redirect_stub("plot_12_speed", ("speed/plot_04_bench",), titles)
     assert '<meta http-equiv="refresh" content="0; url=speed/plot_04_bench.html">' in stub
     assert '<link rel="canonical" href="speed/plot_04_bench.html">' in stub
@@ -354,15 +364,15 @@ def test_redirect_stub_refreshes_links_and_names_the_canonical_page(site):
     assert f'<link rel="canonical" href="{BASE}/auto_examples/speed/plot_04_bench.html">' in stub
     # a page that was split lists where its other parts went
     stub = site.redirect_stub(
-        "plot_05_training", ("plot_13_training", "speed/plot_04_bench"), titles
+        "plot_05_training", ("plot_08_training", "speed/plot_04_bench"), titles
     )
-    assert "url=plot_13_training.html" in stub
+    assert "url=plot_08_training.html" in stub
     assert '<li><a href="speed/plot_04_bench.html">Speed &amp; the bench</a></li>' in stub
     # from an old address in a subfolder, every link climbs out of it first
     stub = site.redirect_stub(
-        "speed/plot_09_old", ("plot_13_training", "speed/plot_04_bench"), titles
+        "speed/plot_09_old", ("plot_08_training", "speed/plot_04_bench"), titles
     )
-    assert 'url=../plot_13_training.html"' in stub and 'href="../plot_13_training.html"' in stub
+    assert 'url=../plot_08_training.html"' in stub and 'href="../plot_08_training.html"' in stub
     assert '<li><a href="../speed/plot_04_bench.html">' in stub
 
 

@@ -3,7 +3,7 @@
 
 Usage::
 
-    python tools/run_notebooks.py docs/_build/html-quick plot_00_sorting_task plot_02_glu_block
+    python tools/run_notebooks.py docs/_build/html-quick plot_00_sorting_task plot_04_glu_block
 
 For each named page, the script copies the page's notebook, as the site offers it
 for download (``_downloads/*/<page>.ipynb``), into an empty folder together with

@@ -41,7 +41,7 @@ from torch import nn
 
 from .._machine import cpu_flags
 from ..convs2s import ConvBlock
-from ..rnn import GRUDecoder, GRUEncoder
+from ..rnn import FixedContext, GRUDecoder, GRUEncoder
 from .conv import FastConvBlock
 from .gru import FastGRUDecoder, FastGRUEncoder
 
@@ -82,6 +82,11 @@ FAST_CLASSES = {
 }
 
 
+def _has_fast_path(module: nn.Module) -> bool:
+    # FastGRUDecoder computes the Bahdanau energy; RNNencdec's decoder has none
+    return not isinstance(getattr(module, "attention", None), FixedContext)
+
+
 def use_fast_paths(model: nn.Module, enabled: bool = True) -> nn.Module:
     """Switch every module of ``model`` that has a fast path to it (``enabled``), or back
     to the reference class (``enabled=False``), in place; returns ``model``.
@@ -90,12 +95,14 @@ def use_fast_paths(model: nn.Module, enabled: bool = True) -> nn.Module:
     computes (``forward``, or :meth:`ConvBlock.convolve <convs2s_edu.ConvBlock.convolve>`),
     never what it holds: the switch changes a module's class and nothing else, so
     parameters, state-dict names, the optimiser's state and checkpoints are untouched.
+    A GRU decoder without attention (:class:`~convs2s_edu.FixedContext`) has no fast path
+    and stays as it is.
     """
     if not isinstance(enabled, bool):
         raise TypeError(f"enabled must be True or False, got {enabled!r}")
     reference = {fast: ref for ref, fast in FAST_CLASSES.items()}
     for module in model.modules():
-        if enabled and type(module) in FAST_CLASSES:
+        if enabled and type(module) in FAST_CLASSES and _has_fast_path(module):
             module.__class__ = FAST_CLASSES[type(module)]
         elif not enabled and type(module) in reference:
             module.__class__ = reference[type(module)]

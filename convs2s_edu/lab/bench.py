@@ -80,20 +80,10 @@ class BenchBudget:
 
     @classmethod
     def quick(cls) -> BenchBudget:
-        return cls(
-            n_batches=2,
-            steps_per_window=1,
-            n_rounds=2,
-            warmup_steps=1,
-            decode_sentences=16,
-            beam_sentences=4,
-            incremental_lengths=(20, 50),
-            incremental_batch=4,
-            profile_steps=1,
-            peak_repeats=2,
-            batch_size=32,
-            is_quick=True,
-        )
+        training = dict(n_batches=2, steps_per_window=1, n_rounds=2, warmup_steps=1, batch_size=32)
+        decoding = dict(decode_sentences=16, beam_sentences=4, incremental_lengths=(20, 50))
+        rest = dict(incremental_batch=4, profile_steps=1, peak_repeats=2, is_quick=True)
+        return cls(**training, **decoding, **rest)
 
 
 def gemm_shapes(model, batch) -> list[tuple[int, int, int]]:

@@ -24,7 +24,8 @@ MAIN_MODELS = ("convs2s", "gru")
 
 def site_jobs(quick: bool | None = None, directory=None) -> list[Job]:
     """The jobs of the site: the main models of every recipe
-    (:data:`~convs2s_edu.lab.site.SITE_RECIPES`), the short runs of the seed's ConvS2S against
+    (:data:`~convs2s_edu.lab.site.SITE_RECIPES`), the GRU with and without attention on
+    sorting and reversing (fast recipe), the short runs of the seed's ConvS2S against
     the paper's (:func:`~convs2s_edu.lab.site.short_runs`), then every distinct run of the
     experiments, trained and scored once with the union of what every experiment measures on it
     (test sets, learning-curve summaries, beam accuracies: decoding, not timing).
@@ -47,6 +48,13 @@ def site_jobs(quick: bool | None = None, directory=None) -> list[Job]:
         for recipe in SITE_RECIPES
         for m in MAIN_MODELS
     ]
+    # the page on the fixed-size bottleneck: the GRU with and without attention (RNNencdec)
+    # on sorting and on reversing (the fast recipe's GRU on sorting is a main model)
+    for task, attention in (("sort", False), ("reverse", False), ("reverse", True)):
+        options = {} if attention else {"attention": False}  # as the page asks for them
+        cfg = site_config("gru", "fast", task=task, model_options=options)
+        label = f"bottleneck/{task}/gru {'with' if attention else 'without'} attention"
+        jobs.append(train_job(cfg, directory, label))
     for name, cfgs in short_runs().items():
         jobs += [train_job(c, directory, f"seed against paper/{name} seed {c.seed}") for c in cfgs]
     b = budget()

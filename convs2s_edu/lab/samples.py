@@ -12,10 +12,7 @@ __all__ = ["predict_samples", "format_samples"]
 
 
 def predict_samples(
-    models: dict,
-    examples,
-    beam_size: int = 5,
-    max_len: int | None = None,
+    models: dict, examples, beam_size: int = 5, max_len: int | None = None
 ) -> list[dict]:
     """Greedy and beam-search outputs of several models, side by side.
 

@@ -274,7 +274,8 @@ class Schematic:
     """A drawn schematic: the SVG text, the shapes on its arrows and the critical path.
 
     A notebook cell or a sphinx-gallery code block that ends with a :class:`Schematic`
-    shows the figure (its ``_repr_html_`` and ``_repr_svg_``).
+    shows the figure (its ``_repr_html_`` and ``_repr_svg_``). The parameters are kept as
+    attributes of the same names.
 
     Parameters
     ----------
@@ -286,11 +287,6 @@ class Schematic:
         Each labelled arrow's symbol and the shape that flowed there (batch left out).
     critical_path : dict
         :func:`critical_path` of the model on the example.
-
-    Attributes
-    ----------
-    svg, title, shapes, critical_path
-        As given.
     """
 
     def __init__(self, svg: str, title: str, shapes: dict, critical_path: dict):
@@ -482,9 +478,8 @@ def _glu_block(c, cx, y, conv_in, conv_out, *, causal, k, residual_x):
     top = c.box(conv, cx, y, 260, 62, [f"{conv}, k = {k}", pad, ""], fill=fill)
     # conv_in: (1, n + k - 1, d)
     padded = c.shape_text(f"{side} convolution input, padded", (f"{n}+k−1", "d"), conv_in)
-    c.text(
-        cx, y + 54, f"input padded to {padded}", size=12, anchor="middle", color=_MUTED, halo=False
-    )
+    note = f"input padded to {padded}"
+    c.text(cx, y + 54, note, size=12, anchor="middle", color=_MUTED, halo=False)
     y_conv = top[3]
     y_split = y_conv + 44
     Y = conv_out  # (1, n, 2d)
@@ -759,12 +754,9 @@ def gru_schematic(model: RNNSeq2Seq, src, tgt_in) -> Schematic:
     Parameters
     ----------
     model : RNNSeq2Seq
-        Any sizes, trained or not. It runs in eval mode under :func:`torch.no_grad`
-        (its mode is restored).
-    src : Tensor or sequence of int, shape (1, S)
-        One source sequence (no padding).
-    tgt_in : Tensor or sequence of int, shape (1, T)
-        Its decoder input: ``<sos>`` and the target prefix (teacher forcing).
+        Any sizes, trained or not (eval mode, no autograd, as in :func:`convs2s_schematic`).
+    src, tgt_in : Tensor or sequence of int, shapes (1, S) and (1, T)
+        One example, as in :func:`convs2s_schematic`.
 
     Returns
     -------

@@ -66,13 +66,16 @@ def site_config(model: str, recipe: str = "seed", **changes) -> TrainConfig:
     ``changes``, its learning curve (``eval_every``: about 50 held-out decodings per run) and
     :data:`SITE_BATCHING`. Quick mode (``CONVS2S_EDU_QUICK=1``) keeps the task and the models
     and shrinks the data and the schedule (the seed recipe: 2,000 training examples, 6 epochs;
-    the fast one: 80 steps), so that the whole site builds in minutes."""
+    the fast one: 80 steps), so that the whole site builds in minutes. ``model_options`` of
+    ``changes`` are merged into the recipe's, as :meth:`TrainConfig.recipe` merges them."""
     quick = is_quick_mode()
     cfg = TrainConfig.recipe(
         recipe, model=model, batching=SITE_BATCHING, eval_every=_EVAL_EVERY[(recipe, quick)]
     )
     if quick:
         cfg = cfg.replace(**_QUICK[recipe])
+    if "model_options" in changes:
+        changes["model_options"] = {**cfg.model_options, **changes["model_options"]}
     return cfg.replace(**changes)
 
 

@@ -275,8 +275,7 @@ def time_interleaved(
     seconds, tokens, order = {n: [] for n in names}, {n: [] for n in names}, []
     for r in range(n_rounds):
         for name in names if r % 2 == 0 else names[::-1]:  # A B, B A, A B, ...
-            runnable = _runnable()
-            if runnable is not None:
+            if (runnable := _runnable()) is not None:
                 info.runnable.append(runnable)
             t0 = clock()
             n_tokens = windows[name]()

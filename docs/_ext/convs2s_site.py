@@ -9,7 +9,7 @@ What it adds to a build (each step is a function below):
    a page into such a link (``doctree-resolved``).
 2. :func:`after_gallery` (``builder-inited``, after sphinx-gallery ran the pages):
    the landing page's include files, made from what the build measured: the
-   headline numbers (``headline.json``, written by ``gallery/plot_13_training``,
+   headline numbers (``headline.json``, written by ``gallery/plot_08_training``,
    and ``speed.json``, written by ``gallery/speed/plot_01_training_speed``) and
    the reading path (every page of the lesson, the speed chapter and the
    appendix, in reading order and by chapter: its title, one line on what it
@@ -56,7 +56,8 @@ MARK = ".. convs2s-site-note"
 #: (``gallery/experiments``) are not on it: their section of the gallery says what
 #: they are.
 CHAPTERS = (
-    ("", "The lesson: from the task to decoding"),
+    ("", "The lesson: from the recurrent model's bottleneck to decoding"),
+    ("normalisation", "The paper's normalisation and initialisation"),
     ("speed", "Speed"),
     ("appendix", "Appendix"),
 )
@@ -66,41 +67,32 @@ CHAPTERS = (
 #: gets its docstring's first sentence.
 TEACHES = {
     "plot_00_sorting_task": "the task, the special tokens, padding and teacher forcing",
-    "plot_01_two_models": "both trained models as boxes and arrows (Figure 1), their "
-    "critical paths, and what every box computed on one example",
-    "plot_02_glu_block": "the embeddings and one convolution block: GLU, residual, the "
-    "√0.5 scaling",
-    "plot_03_encoder_decoder": "the encoder and the causal decoder: receptive fields, and "
+    "plot_01_fixed_size_bottleneck": "why attention: one fixed context or attention, by length",
+    "plot_02_bahdanau_attention": "Bahdanau's attention and one GRU step, checked by hand",
+    "plot_03_two_models": "both trained models as boxes and arrows (Figure 1): the GRU's "
+    "chain of dependent steps against ConvS2S's few layers",
+    "plot_04_glu_block": "the embeddings and one convolution block: GLU, residual, √0.5",
+    "plot_05_encoder_decoder": "the encoder and the causal decoder: receptive fields, and "
     "why nothing leaks from the future",
-    "plot_04_multistep_attention": "ConvS2S's multi-step attention, checked by hand",
-    "plot_05_convs2s_by_hand": "one forward step of ConvS2S with tiny sizes, every number "
+    "plot_06_multistep_attention": "ConvS2S's multi-step attention, checked by hand",
+    "plot_07_convs2s_by_hand": "one forward step of ConvS2S with tiny sizes, every number "
     "written out and checked against the module",
-    "plot_06_bahdanau_attention": "the GRU baseline: Bahdanau's additive attention and one "
-    "decoder step, checked by hand",
-    "plot_07_weight_normalisation": "the paper's weight normalisation: a length and a "
-    "direction per output unit",
-    "plot_08_initialisation": "the paper's initialisation against PyTorch's default, "
-    "measured on a fresh model",
-    "plot_09_activation_variance": "what the initialisation does to the activations "
-    "through the stacks",
-    "plot_10_encoder_gradient_scaling": "the paper's encoder gradient scaling, and what "
-    "Adam makes of it",
-    "plot_11_context_scaling": "the m·√(1/m) context scaling and how the context joins "
-    "the decoder state",
-    "plot_12_seed_against_paper": "a short training run of the seed's ConvS2S against the paper's",
-    "plot_13_training": "both models trained on the same data: parameters and loss curves",
-    "plot_14_evaluation": "exact match and token accuracy, per length; sample outputs",
-    "plot_15_attention_heatmaps": "what the trained attentions look at, against the ideal "
-    "alignment",
-    "plot_16_decoding": "greedy and beam search; ConvS2S's incremental decoding",
+    "plot_08_training": "both models trained on the same data: parameters and loss curves",
+    "plot_09_evaluation": "exact match and token accuracy, per length; sample outputs",
+    "plot_10_attention_heatmaps": "what the trained attentions look at, against the ideal",
+    "plot_11_decoding": "greedy and beam search; ConvS2S's incremental decoding",
+    "normalisation/plot_01_encoder_gradient_scaling": "the encoder gradient scaling under Adam",
+    "normalisation/plot_02_weight_normalisation": "a length and a direction per output unit",
+    "normalisation/plot_03_initialisation": "the paper's initialisation against PyTorch's",
+    "normalisation/plot_04_activation_variance": "the activations' variance through the stacks",
+    "normalisation/plot_05_context_scaling": "the m·√(1/m) context scaling",
+    "normalisation/plot_06_seed_against_paper": "short runs of the seed's ConvS2S and the paper's",
     "speed/plot_01_training_speed": "both models timed in interleaved windows: tokens "
     "per second, loss against the clock, the speed table",
-    "speed/plot_02_what_makes_one_faster": "arithmetic per token and dependent steps "
-    "of the two models",
+    "speed/plot_02_what_makes_one_faster": "arithmetic per token and dependent steps",
     "speed/plot_03_length_scaling": "how time per step grows with the sequence length",
     "speed/plot_04_bench": "both models against this machine's own limit (``convs2s-edu bench``)",
-    "appendix/plot_01_data_parallel": "several processes training one model "
-    "(DistributedDataParallel)",
+    "appendix/plot_01_data_parallel": "processes training one model (DistributedDataParallel)",
     "appendix/plot_02_fast_paths": "the fast paths: the same models, computed faster",
 }
 
@@ -108,30 +100,46 @@ TEACHES = {
 #: content, the first being where the old address now sends a reader. Addresses without
 #: ``.html``; a literal, so that ``tools/check_site.py`` can read it with :mod:`ast`.
 REDIRECTS = {
-    "plot_00_architecture": ("plot_01_two_models",),
+    "plot_00_architecture": ("plot_03_two_models",),
     "plot_01_sorting_task": ("plot_00_sorting_task",),
-    "plot_04_attention": ("plot_04_multistep_attention", "plot_06_bahdanau_attention"),
+    "plot_04_attention": ("plot_06_multistep_attention", "plot_02_bahdanau_attention"),
     "plot_05_training": (
-        "plot_13_training",
+        "plot_08_training",
         "speed/plot_01_training_speed",
         "speed/plot_02_what_makes_one_faster",
     ),
-    "plot_06_evaluation": ("plot_14_evaluation",),
-    "plot_07_attention_heatmaps": ("plot_15_attention_heatmaps",),
-    "plot_08_decoding": ("plot_16_decoding",),
+    "plot_06_evaluation": ("plot_09_evaluation",),
+    "plot_07_attention_heatmaps": ("plot_10_attention_heatmaps",),
+    "plot_08_decoding": ("plot_11_decoding",),
     "plot_09_length_scaling": ("speed/plot_03_length_scaling",),
     "plot_10_paper_normalisation": (
-        "plot_07_weight_normalisation",
-        "plot_08_initialisation",
-        "plot_09_activation_variance",
+        "normalisation/plot_02_weight_normalisation",
+        "normalisation/plot_03_initialisation",
+        "normalisation/plot_04_activation_variance",
     ),
     "plot_11_gradient_context_scaling": (
-        "plot_10_encoder_gradient_scaling",
-        "plot_11_context_scaling",
-        "plot_12_seed_against_paper",
+        "normalisation/plot_01_encoder_gradient_scaling",
+        "normalisation/plot_05_context_scaling",
+        "normalisation/plot_06_seed_against_paper",
     ),
     "plot_12_speed": ("speed/plot_04_bench",),
     "plot_13_data_parallel": ("appendix/plot_01_data_parallel",),
+    "plot_01_two_models": ("plot_03_two_models",),
+    "plot_02_glu_block": ("plot_04_glu_block",),
+    "plot_03_encoder_decoder": ("plot_05_encoder_decoder",),
+    "plot_04_multistep_attention": ("plot_06_multistep_attention",),
+    "plot_05_convs2s_by_hand": ("plot_07_convs2s_by_hand",),
+    "plot_06_bahdanau_attention": ("plot_02_bahdanau_attention",),
+    "plot_07_weight_normalisation": ("normalisation/plot_02_weight_normalisation",),
+    "plot_08_initialisation": ("normalisation/plot_03_initialisation",),
+    "plot_09_activation_variance": ("normalisation/plot_04_activation_variance",),
+    "plot_10_encoder_gradient_scaling": ("normalisation/plot_01_encoder_gradient_scaling",),
+    "plot_11_context_scaling": ("normalisation/plot_05_context_scaling",),
+    "plot_12_seed_against_paper": ("normalisation/plot_06_seed_against_paper",),
+    "plot_13_training": ("plot_08_training",),
+    "plot_14_evaluation": ("plot_09_evaluation",),
+    "plot_15_attention_heatmaps": ("plot_10_attention_heatmaps",),
+    "plot_16_decoding": ("plot_11_decoding",),
 }
 
 
@@ -141,9 +149,7 @@ def gallery_label(path: str) -> str:
     return "sphx_glr_auto_examples_" + path.replace("/", "_") + ".py"
 
 
-# --------------------------------------------------------------------------
-# 1. Test pages and links to them
-# --------------------------------------------------------------------------
+# -- 1. Test pages and links to them ---------------------------------------------------
 
 
 def test_label(file: str, name: str) -> str:
@@ -219,9 +225,7 @@ def link_test_ids(app, doctree, docname) -> None:
         link += literal
 
 
-# --------------------------------------------------------------------------
-# 2. After the gallery ran: the landing page's includes and the pages' notes
-# --------------------------------------------------------------------------
+# -- 2. After the gallery ran: the landing page's includes and the pages' notes --------
 
 
 def _write_if_changed(path: Path, text: str) -> None:
@@ -246,6 +250,8 @@ def _doc_lines(script: Path) -> list[str]:
 
 
 OWN_TRAINING = re.compile(r"(?<![\w.])train\(|torch\.optim\.")
+# trained with another task or model: the page's own runs, not the site's two models
+OWN_VARIANT = re.compile(r"train_or_load\(\s*site_config\([^)]*\b(task|model_options)=")
 
 
 def page_facts() -> list[dict]:
@@ -262,6 +268,7 @@ def page_facts() -> list[dict]:
             cost = AUTO / f"{path}.cost.json"
             seconds = json.loads(cost.read_text())["time"] if cost.is_file() else None
             site_models = "train_or_load(" in source and "site_config(" in source
+            site_models = site_models and not OWN_VARIANT.search(source)
             facts.append(
                 {
                     "stem": script.stem,
@@ -416,7 +423,7 @@ def after_gallery(app) -> None:
         rows += [chapter, "~" * len(chapter), "", *list_table(options, table), ""]
     _write_if_changed(GENERATED / "reading_path.inc", "\n".join(rows))
 
-    # headline numbers: accuracy from plot_13_training; speed and convergence from
+    # headline numbers: accuracy from plot_08_training; speed and convergence from
     # speed/plot_01_training_speed's interleaved measurement (never from the training
     # runs' own clocks)
     if training:
@@ -459,9 +466,7 @@ def after_gallery(app) -> None:
         _write_if_changed(rst, text[: m.end()] + note + text[m.end() :])
 
 
-# --------------------------------------------------------------------------
-# 3. The downloadable notebooks
-# --------------------------------------------------------------------------
+# -- 3. The downloadable notebooks -----------------------------------------------------
 
 ROLES = "func|class|meth|attr|obj|data|mod|exc"
 ROLE = re.compile(rf":(?:py:)?({ROLES}|const):`(~?)([^`<]+?)`")
@@ -520,12 +525,10 @@ def convert_markdown(text: str, base: str | None, inventory: dict, here: str = "
 
 def notebook_header(stem: str, facts: dict, training: dict | None) -> str:
     header = (
-        "**Before you run this notebook.** The first code cell installs the "
-        "`convs2s_edu` package when it is missing (from a wheel next to this notebook; "
-        "see *Install and run* on the site's landing page) and chooses the mode: "
-        "`QUICK = True` "
-        "(the default) trains on small data for a few epochs, `QUICK = False` runs the "
-        "full experiment of the site."
+        "**Before you run this notebook.** The first code cell installs the `convs2s_edu` "
+        "package when it is missing (from a wheel next to this notebook; see *Install and "
+        "run* on the site's landing page) and chooses the mode: `QUICK = True` (the default) "
+        "trains on small data for a few epochs, `QUICK = False` runs the full experiment."
     )
     sentence = training_sentence(facts[stem], training) if stem in facts else ""
     return f"{header}\n\n{sentence}" if sentence else header
@@ -580,9 +583,7 @@ def fix_notebooks(app, exception) -> None:
             os.replace(tmp, path)
 
 
-# --------------------------------------------------------------------------
-# 4. The old addresses of pages that moved
-# --------------------------------------------------------------------------
+# -- 4. The old addresses of pages that moved ------------------------------------------
 
 REDIRECT_PAGE = """<!DOCTYPE html>
 <html lang="en">

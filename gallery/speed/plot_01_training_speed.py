@@ -11,7 +11,7 @@ they *measure* is generation (§5.3), discussed on :ref:`the bench page
 <sphx_glr_auto_examples_speed_plot_04_bench.py>`.
 
 The seed notebook asks for two measurements of the two models of
-:ref:`the training page <sphx_glr_auto_examples_plot_13_training.py>`:
+:ref:`the training page <sphx_glr_auto_examples_plot_08_training.py>`:
 wall-clock time per epoch *and* convergence speed. This page takes both,
 for both of that page's recipes:
 
@@ -36,7 +36,7 @@ comparison when the machine was too busy for it to mean anything.
 # :func:`~convs2s_edu.lab.compare.compare` does for each recipe what
 # ``convs2s-edu compare --recipe seed`` (or ``fast``) does on the command line:
 # it loads both models from the cache filled by :ref:`the training page
-# <sphx_glr_auto_examples_plot_13_training.py>` (run on its own, this page
+# <sphx_glr_auto_examples_plot_08_training.py>` (run on its own, this page
 # trains them first), scores them on the test set, and times them. On a CPU
 # the timing is :func:`~convs2s_edu.lab.timing.measure_threads`: a fresh copy
 # of each model takes a few untimed warm-up steps at every thread count, then
@@ -277,7 +277,7 @@ for name in MODELS:
 # Loss against the clock
 # ----------------------
 # The seed recipe's loss curves of :ref:`the training page
-# <sphx_glr_auto_examples_plot_13_training.py>` (the training loss of the
+# <sphx_glr_auto_examples_plot_08_training.py>` (the training loss of the
 # optimiser steps, a running mean over a quarter of an epoch, thin lines; the
 # held-out loss after every epoch, dots), put on a clock: epoch :math:`k` ends
 # at :math:`k` times the model's seconds per epoch *from the interleaved
@@ -312,7 +312,7 @@ plt.show()
 # with the range of the windows, the seconds per epoch at that median, the
 # final training and held-out losses, and the two test-set scores of greedy
 # decoding (defined on :ref:`the evaluation page
-# <sphx_glr_auto_examples_plot_14_evaluation.py>`). The rows come from
+# <sphx_glr_auto_examples_plot_09_evaluation.py>`). The rows come from
 # :func:`~convs2s_edu.lab.compare.summarise`, the layout from
 # :func:`~convs2s_edu.lab.compare.format_table`; ``convs2s-edu compare`` prints the
 # same tables.

@@ -164,3 +164,11 @@ for n in MODELS:
 # time per operation is this machine's, measured once, without the interleaving
 # of the speed page, so read it as a picture of where the time goes, not as a
 # speed measurement.
+#
+# Try it
+# ------
+# * Double the width (``site_config(name, model_options={"hidden_dim": 256,
+#   "embed_dim": 256})``): the FLOPs per operation grow, the number of operations
+#   does not. Which model's time per operation grows more?
+# * Lengthen the sequences (``site_config(name, min_len=40, max_len=40)``): the
+#   GRU's operations per step grow with the length, ConvS2S's do not.

@@ -147,10 +147,10 @@ plt.show()
 # The model has the paper's initialisation (``weight_norm=True``, embeddings
 # from :math:`\mathcal{N}(0, 0.1)`), the one the site trains; the untrained
 # maps of :ref:`the Bahdanau page
-# <sphx_glr_auto_examples_plot_06_bahdanau_attention.py>` use the seed's
+# <sphx_glr_auto_examples_plot_02_bahdanau_attention.py>` use the seed's
 # PyTorch initialisation (embeddings from :math:`\mathcal{N}(0, 1)`), and
 # :ref:`the multi-step attention page
-# <sphx_glr_auto_examples_plot_04_multistep_attention.py>` measures both.
+# <sphx_glr_auto_examples_plot_06_multistep_attention.py>` measures both.
 #
 # Both runs share their weights, so the scaled context is exactly
 # :math:`\sqrt{m}` times the unscaled one for every example, whatever the
@@ -203,7 +203,7 @@ assert 0.5 < ratio < 2  # near 1: the prose below says so
 # scale, as §3.4 intends. Peaked attention would push the ratio towards
 # :math:`m`, the scaled context then larger than the values. Trained attention is
 # peaked (:ref:`the attention page
-# <sphx_glr_auto_examples_plot_15_attention_heatmaps.py>`); §3.4 says as much:
+# <sphx_glr_auto_examples_plot_10_attention_heatmaps.py>`); §3.4 says as much:
 # "This is generally not the case but we found it to work well in practice."
 
 # %%

@@ -2,16 +2,19 @@ r"""
 Encoder gradient scaling (§3.4)
 ===============================
 
-The second of the three flags of
-:meth:`ConvS2SConfig.paper() <convs2s_edu.ConvS2SConfig.paper>`, after
+One of the three flags of
+:meth:`ConvS2SConfig.paper() <convs2s_edu.ConvS2SConfig.paper>`, with
 :ref:`weight normalisation
-<sphx_glr_auto_examples_plot_07_weight_normalisation.py>`: **encoder gradient
-scaling** by the number of attention mechanisms, which changes the gradient
-that reaches the encoder and nothing in the forward pass. This page shows it
-on untrained models, with numbers the page computes, and what an optimiser
-makes of it.
+<sphx_glr_auto_examples_normalisation_plot_02_weight_normalisation.py>` and the
+paper's initialisation: **encoder gradient scaling** by the number of
+attention mechanisms, which changes the gradient that reaches the encoder and
+nothing in the forward pass. The chapter opens with it because the lesson
+trains with Adam, and what Adam makes of a scaled gradient decides what this
+flag can change. This page shows it on untrained models, with numbers the
+page computes.
 """
 
+import matplotlib.pyplot as plt
 import torch
 
 from convs2s_edu import (
@@ -79,7 +82,8 @@ print(
 
 def grad_norm(model, prefix):
     """Norm of the gradient of all parameters whose name starts with prefix."""
-    grads = [p.grad.flatten() for name, p in model.named_parameters() if name.startswith(prefix)]
+    named = model.named_parameters()
+    grads = [p.grad.flatten() for name, p in named if name.startswith(prefix)]
     return torch.cat(grads).norm().item()
 
 
@@ -201,7 +205,7 @@ assert torch.allclose(z_u.grad, torch.ones(3))
 # :math:`\epsilon`. That is why the paper's gradient scaling, designed with
 # SGD (Nesterov's momentum) in mind, changes little in an Adam run such as
 # :ref:`the short run of the seed's configuration against the paper's
-# <sphx_glr_auto_examples_plot_12_seed_against_paper.py>`
+# <sphx_glr_auto_examples_normalisation_plot_06_seed_against_paper.py>`
 # (a little only: the embeddings get a mix of scaled and unscaled gradient,
 # and gradient clipping rescales all gradients by a common factor that
 # differs between the two models). In an Adam run this flag alone should
@@ -214,11 +218,12 @@ def encoder_step(model, optimiser_class, lr):
     """Norm of one optimiser step of the encoder blocks, from a copy of model."""
     twin = ConvS2S(model.cfg).eval()
     twin.load_state_dict(model.state_dict())
-    before = torch.cat([p.detach().flatten() for p in twin.encoder.blocks.parameters()])
+    blocks = list(twin.encoder.blocks.parameters())
+    before = torch.cat([p.detach().flatten() for p in blocks])
     optimiser = optimiser_class(twin.parameters(), lr=lr)
     sequence_loss(twin(batch.src, batch.tgt_in), batch.tgt_out).backward()
     optimiser.step()
-    after = torch.cat([p.detach().flatten() for p in twin.encoder.blocks.parameters()])
+    after = torch.cat([p.detach().flatten() for p in blocks])
     return (after - before).norm().item()
 
 
@@ -241,3 +246,22 @@ assert abs(steps["Adam"] - 1) < 1e-2
 # .. raw:: html
 #
 #    </details>
+
+# %%
+# The page in one figure
+# ----------------------
+# Every ratio "scaling on / off" this page printed: the gradients of each group
+# of parameters, then one step of the encoder blocks under each optimiser. The
+# dashed line is :math:`1/L`, the grey one 1 (no change).
+
+names = [*ratios, "encoder blocks: SGD step", "encoder blocks: Adam step"]
+values = [*ratios.values(), steps["SGD"], steps["Adam"]]
+fig, ax = plt.subplots(figsize=(6.4, 3.2), layout="constrained")
+ax.barh(names, values, color=["C0"] * len(ratios) + ["C2", "C3"])
+ax.axvline(1 / L, ls="--", color="k", label=f"1/L = {1 / L:.2f}")
+ax.axvline(1, color="0.6")
+ax.invert_yaxis()
+ax.set_xlabel("gradient scaling on / off")
+ax.set_xlim(0, 1.3)
+ax.legend(loc="upper right")
+plt.show()

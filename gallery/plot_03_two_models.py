@@ -2,6 +2,12 @@ r"""
 The two models at a glance
 ==========================
 
+Attention (the previous page) lets the recurrent decoder look back at every
+source position, but each of its steps still waits for the one before: the
+state :math:`s_t` needs :math:`s_{t-1}`. ConvS2S keeps the attention and drops
+the recurrence. This page puts the two side by side before the pages that
+follow take ConvS2S apart.
+
 Both trained models on one sorting example, first as boxes and arrows, in the
 spirit of the paper's Figure 1 (Gehring et al., 2017): every operation a box,
 every tensor an arrow labelled with its symbol and the shape it had on this
@@ -22,7 +28,7 @@ every box apart.
 # ------------------
 # :func:`~convs2s_edu.train_or_load` loads both models from the cache when an
 # earlier page (or an earlier build) trained them, and trains them otherwise
-# (:ref:`the training page <sphx_glr_auto_examples_plot_13_training.py>` says
+# (:ref:`the training page <sphx_glr_auto_examples_plot_08_training.py>` says
 # how long that takes).
 
 import matplotlib.pyplot as plt

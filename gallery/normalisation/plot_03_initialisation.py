@@ -3,12 +3,12 @@ The paper's initialisation (§3.5)
 =================================
 
 A weight-normalised layer starts with :math:`W = v` (:ref:`the weight
-normalisation page <sphx_glr_auto_examples_plot_07_weight_normalisation.py>`),
+normalisation page <sphx_glr_auto_examples_normalisation_plot_02_weight_normalisation.py>`),
 so the initialisation of :math:`v` decides the scale of every layer at the
 start of training. This page measures the standard deviations the paper
 prescribes on a fresh model of the seed's sizes, next to PyTorch's default,
 which the seed uses; :ref:`the next page
-<sphx_glr_auto_examples_plot_09_activation_variance.py>` measures what they do
+<sphx_glr_auto_examples_normalisation_plot_04_activation_variance.py>` measures what they do
 to the activations.
 """
 
@@ -47,6 +47,7 @@ to the activations.
 
 import math
 
+import matplotlib.pyplot as plt
 import torch
 
 from convs2s_edu import ConvBlock, ConvS2S, ConvS2SConfig
@@ -170,3 +171,23 @@ for drop in (0.1, 0.0):
 # .. raw:: html
 #
 #    </details>
+
+# %%
+# The table in one figure
+# -----------------------
+# Each weight's standard deviation under the paper's initialisation and
+# PyTorch's default (the seed's), beside the paper's formula.
+
+fig, ax = plt.subplots(figsize=(6.4, 3.8), layout="constrained")
+names = list(measured)
+# measured[name] = (formula, paper init, seed init); the formula drawn last, on top
+styles = {1: ("paper init", "o", "C1"), 2: ("seed init", "x", "C2"), 0: ("formula", "|", "k")}
+for i, (label, marker, colour) in styles.items():
+    values = [measured[n][i] for n in names]
+    ax.plot(values, names, marker, color=colour, ms=14 if i == 0 else 9, ls="none", label=label)
+ax.set_xscale("log")
+ax.invert_yaxis()
+ax.set_xlabel("standard deviation of the weights")
+ax.legend(fontsize=9)
+ax.grid(alpha=0.3, axis="x")
+plt.show()

@@ -5,10 +5,10 @@ The seed's configuration against the paper's: a short training run
 The previous pages took the three flags of
 :meth:`ConvS2SConfig.paper() <convs2s_edu.ConvS2SConfig.paper>` apart one at
 a time, on untrained models: :ref:`weight normalisation
-<sphx_glr_auto_examples_plot_07_weight_normalisation.py>` with the paper's
+<sphx_glr_auto_examples_normalisation_plot_02_weight_normalisation.py>` with the paper's
 initialisation, :ref:`the encoder gradient scaling
-<sphx_glr_auto_examples_plot_10_encoder_gradient_scaling.py>` and :ref:`the
-context scaling <sphx_glr_auto_examples_plot_11_context_scaling.py>`. This
+<sphx_glr_auto_examples_normalisation_plot_01_encoder_gradient_scaling.py>` and :ref:`the
+context scaling <sphx_glr_auto_examples_normalisation_plot_05_context_scaling.py>`. This
 page trains the seed's configuration and the paper's for a few epochs on a
 small slice of the task, with three seeds, and asks whether the held-out loss
 they end with differs by more than the seeds make it vary.
@@ -115,7 +115,7 @@ for results in runs.values():
 # epoch (dropout off), one line per seed; both against epochs. The verdict
 # above says whether the ends of these curves differ by more than the seeds
 # make them vary. :ref:`The training page
-# <sphx_glr_auto_examples_plot_13_training.py>` trains the paper's ConvS2S
+# <sphx_glr_auto_examples_plot_08_training.py>` trains the paper's ConvS2S
 # against the GRU over the full schedule, and ``convs2s-edu compare
 # --seed-convs2s`` does the same with the seed's ConvS2S.
 
@@ -144,3 +144,13 @@ ax.set_ylabel("cross-entropy per token")
 ax.set_title("Training loss (thin, mean of the seeds) and held-out loss (markers, each seed)")
 ax.legend(fontsize=9)
 plt.show()
+
+# %%
+# Try it
+# ------
+# * Turn on one flag at a time: train ``short.replace(model_options={"scale_context":
+#   True})`` (or ``weight_norm``, ``scale_encoder_grad``) with
+#   :func:`~convs2s_edu.train_or_load` and add its curve: which flag moves the
+#   held-out loss?
+# * Run more epochs (``short.replace(epochs=30)``): does the gap between the two
+#   configurations close or grow?

@@ -7,14 +7,14 @@ keep the activations and the gradients of such deep stacks at a steady scale
 they combine four measures (§3.4, §3.5 and §4.2 of the paper):
 
 * the :math:`\sqrt{0.5}` scaling of every residual sum (always on here, see
-  :ref:`the GLU block page <sphx_glr_auto_examples_plot_02_glu_block.py>`);
+  :ref:`the GLU block page <sphx_glr_auto_examples_plot_04_glu_block.py>`);
 * **weight normalisation** (this page) and an **initialisation** that
   preserves the variance of the activations, dropout included (:ref:`the
-  initialisation page <sphx_glr_auto_examples_plot_08_initialisation.py>`);
+  initialisation page <sphx_glr_auto_examples_normalisation_plot_03_initialisation.py>`);
 * **encoder gradient scaling** by the number of attention mechanisms
-  (:ref:`its page <sphx_glr_auto_examples_plot_10_encoder_gradient_scaling.py>`);
+  (:ref:`its page <sphx_glr_auto_examples_normalisation_plot_01_encoder_gradient_scaling.py>`);
 * **context scaling** by :math:`m\sqrt{1/m}`, :math:`m` the source length
-  (:ref:`its page <sphx_glr_auto_examples_plot_11_context_scaling.py>`).
+  (:ref:`its page <sphx_glr_auto_examples_normalisation_plot_05_context_scaling.py>`).
 
 The seed notebook leaves the last three out, and so do the package's model
 configurations by default (the training entry point, and so the rest of the
@@ -47,6 +47,7 @@ parametrisation of a :class:`~convs2s_edu.ConvBlock`.
 # (:math:`d = 4` channels in, :math:`2d` out, width :math:`k = 3`) with weight
 # normalisation and rebuilds its weight by hand from ``g`` and ``v``.
 
+import matplotlib.pyplot as plt
 import torch
 from torch.nn.utils import parametrize
 
@@ -80,7 +81,7 @@ assert torch.allclose(conv.weight, W_hand, atol=1e-7)
 # %%
 # At initialisation PyTorch sets :math:`g_o = \lVert v_o \rVert`, so the
 # initial :math:`W` equals :math:`v` and whatever initialisation :math:`v`
-# received (:ref:`next page <sphx_glr_auto_examples_plot_08_initialisation.py>`)
+# received (:ref:`next page <sphx_glr_auto_examples_normalisation_plot_03_initialisation.py>`)
 # carries over to :math:`W`. After that the two
 # parameters play separate roles: multiplying :math:`v` by a constant leaves
 # :math:`W` unchanged, and the norm of every row :math:`W_o` is exactly
@@ -152,3 +153,35 @@ assert (y_g10 - y_before).abs().max() > 0.1
 # .. raw:: html
 #
 #    </details>
+
+# %%
+# A length and a direction, in one figure
+# ---------------------------------------
+# The exercise's two experiments over a range of factors, on a fresh block:
+# how far the block's output moves when :math:`v` or :math:`g` is multiplied
+# by each factor (the largest change over the batch).
+
+torch.manual_seed(0)
+blk = ConvBlock(d=4, kernel_size=3, weight_norm=True).eval()
+params = blk.conv.parametrizations.weight
+fresh = {k: t.clone() for k, t in blk.state_dict().items()}
+factors = torch.logspace(-1, 1, 9).tolist()
+moved = {"v (direction)": [], "g (length)": []}
+with torch.no_grad():
+    y_fresh = blk(x)
+    for factor in factors:
+        for label, part in zip(moved, (params.original1, params.original0)):
+            blk.load_state_dict(fresh)
+            part.mul_(factor)
+            moved[label].append((blk(x) - y_fresh).abs().max().item())
+
+fig, ax = plt.subplots(figsize=(6.4, 3.4), layout="constrained")
+for (label, changes), marker in zip(moved.items(), ("o", "s")):
+    ax.plot(factors, changes, marker + "-", label=f"multiply {label}")
+ax.set_xscale("log")
+ax.set_xlabel("factor")
+ax.set_ylabel("max |change of the block's output|")
+ax.legend()
+ax.grid(alpha=0.3)
+plt.show()
+print(f"largest change when v is scaled: {max(moved['v (direction)']):.1e}")

@@ -3,7 +3,7 @@ Activation variance at initialisation
 =====================================
 
 What :ref:`the paper's initialisation
-<sphx_glr_auto_examples_plot_08_initialisation.py>` is for: every layer should
+<sphx_glr_auto_examples_normalisation_plot_03_initialisation.py>` is for: every layer should
 pass on activations of about the variance it receives, so that a deep stack
 neither amplifies nor damps its input. This page runs the seed's model and
 the paper's model, both untrained and at the seed's sizes, on one batch of
@@ -191,7 +191,7 @@ plt.show()
 # and the two are roughly independent, so the variances add: at least a
 # doubling per block, and more here, because the paper-initialised GLU output
 # has more variance than its input (see
-# :ref:`the GLU block page <sphx_glr_auto_examples_plot_02_glu_block.py>`).
+# :ref:`the GLU block page <sphx_glr_auto_examples_plot_04_glu_block.py>`).
 # Growth by a constant factor per block is exponential growth: after 20
 # blocks the activations are many orders of magnitude larger than the
 # embeddings. The :math:`\sqrt{0.5}` halves the variance of every sum, so the

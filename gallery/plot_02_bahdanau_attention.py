@@ -2,12 +2,15 @@ r"""
 Bahdanau attention (the GRU baseline)
 =====================================
 
-The recurrent baseline decides, for every output position, how much of every
-source position to read with a small **additive network** (Bahdanau
+The :ref:`previous page <sphx_glr_auto_examples_plot_01_fixed_size_bottleneck.py>`
+trained the GRU encoder-decoder with one fixed summary of the source and with
+attention. This page takes the attention apart. The recurrent baseline
+decides, for every output position, how much of every source position to read
+with a small **additive network** (Bahdanau
 attention), once per decoder step, and step :math:`t` has to wait for the
 decoder state of step :math:`t-1`. ConvS2S, on
 :ref:`the multi-step attention page
-<sphx_glr_auto_examples_plot_04_multistep_attention.py>`, scores with a dot
+<sphx_glr_auto_examples_plot_06_multistep_attention.py>`, scores with a dot
 product in every decoder layer, for all target positions at once.
 
 This page writes out the additive attention with tiny dimensions, computes it
@@ -244,7 +247,7 @@ assert (a_conv * pad[:, None, None]).sum() == 0 and (a_rnn * pad[:, None]).sum()
 # seed's PyTorch initialisation (embeddings from :math:`\mathcal{N}(0, 1)`);
 # the site trains ``ConvS2SConfig.paper()`` (embeddings from
 # :math:`\mathcal{N}(0, 0.1)`), and :ref:`the multi-step attention page
-# <sphx_glr_auto_examples_plot_04_multistep_attention.py>` measures how peaked
+# <sphx_glr_auto_examples_plot_06_multistep_attention.py>` measures how peaked
 # layer 1 starts under both. The GRU's energies are dot products with ``v_a``,
 # which starts in :math:`[-0.1, 0.1]`. The cell prints every map's mean largest
 # weight and :math:`1/m` (uniform). A trained model should look, at every step,
@@ -330,7 +333,7 @@ assert moved(a_conv2[:, 0], a_conv[:, 0]) == list(range(t3, t3 + conv.cfg.kernel
 #
 # Rows 3 to 7: two causal layers of width :math:`k` carry the change
 # :math:`2(k-1) = 4` positions to the right (:ref:`receptive fields
-# <sphx_glr_auto_examples_plot_03_encoder_decoder.py>`).
+# <sphx_glr_auto_examples_plot_05_encoder_decoder.py>`).
 
 print(moved(a_conv2[:, 1], a_conv[:, 1]))
 

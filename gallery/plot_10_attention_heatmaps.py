@@ -20,7 +20,7 @@ they decode it, :doc:`try the models in your browser </try>`.
 # One test example
 # ----------------
 # Both models come from the cache filled by the
-# :ref:`training page <sphx_glr_auto_examples_plot_13_training.py>` (run on its
+# :ref:`training page <sphx_glr_auto_examples_plot_08_training.py>` (run on its
 # own, this page trains them first). The example is the first test example of
 # the length printed below, short enough for every cell to be read.
 #

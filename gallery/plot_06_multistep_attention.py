@@ -10,7 +10,7 @@ target positions at once.
 This page writes the attention out with tiny dimensions and computes it by
 hand next to the module :class:`~convs2s_edu.MultiStepAttention`. The GRU
 baseline scores differently, with a small additive network once per decoder
-step; :ref:`its attention <sphx_glr_auto_examples_plot_06_bahdanau_attention.py>`
+step; :ref:`its attention <sphx_glr_auto_examples_plot_02_bahdanau_attention.py>`
 has a page of its own. On this page :math:`h` is always the ConvS2S decoder
 state :math:`h^l_i`; the GRU's :math:`h_j` (its encoder annotations) appear
 only on that page.
@@ -115,7 +115,7 @@ assert torch.allclose(c_module[0], c_hand, atol=1e-5)
 # :math:`-\infty` before the softmax, hence weight exactly zero, and the other
 # weights are unchanged. (The paper's model also multiplies :math:`c` by
 # :math:`m\sqrt{1/m}`, ``scale_context``: :ref:`its own page
-# <sphx_glr_auto_examples_plot_11_context_scaling.py>`.)
+# <sphx_glr_auto_examples_normalisation_plot_05_context_scaling.py>`.)
 
 pad_row = torch.zeros(1, 1, f)
 enc_padded = ConvMemory(

@@ -34,7 +34,7 @@ sequence length and prints a few outputs side by side.
 # (a missing token early on shifts, and usually spoils, every later position).
 #
 # Both models are loaded from the cache that the
-# :ref:`training page <sphx_glr_auto_examples_plot_13_training.py>` filled (run
+# :ref:`training page <sphx_glr_auto_examples_plot_08_training.py>` filled (run
 # on its own, this page trains them first), and decode greedily: at every step
 # the most probable next token, until ``<eos>`` (:func:`~convs2s_edu.decode_all`
 # decodes the whole test set, in batches).
@@ -232,7 +232,7 @@ for name in MODELS:
 # --------------
 # :func:`~convs2s_edu.lab.samples.predict_samples` decodes the same sources with every
 # model, greedily and with a beam of five hypotheses (beam search is the
-# subject of the :ref:`decoding page <sphx_glr_auto_examples_plot_16_decoding.py>`),
+# subject of the :ref:`decoding page <sphx_glr_auto_examples_plot_11_decoding.py>`),
 # and :func:`~convs2s_edu.lab.samples.format_samples` prints them one block per
 # example; a ``*`` marks an output that differs from the reference. The
 # examples are the first test example of the shortest length, of a middle one

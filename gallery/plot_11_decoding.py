@@ -22,7 +22,7 @@ Both models also decode greedily, in your browser, any sequence you type on
 # Greedy search against beam search
 # ---------------------------------
 # Both trained models are loaded from the cache filled by the
-# :ref:`training page <sphx_glr_auto_examples_plot_13_training.py>` (run on its
+# :ref:`training page <sphx_glr_auto_examples_plot_08_training.py>` (run on its
 # own, this page trains them first). Each decodes the whole test set with
 # :func:`~convs2s_edu.greedy_decode` and with :func:`~convs2s_edu.beam_search`
 # (``beam_size=5``), in batches (:func:`~convs2s_edu.decode_all`); a beam of

@@ -90,7 +90,7 @@ for name in MODELS:
 # ConvS2S is trained with the paper's weight normalisation, initialisation and
 # gradient and context scaling when the flag printed above is on (see
 # :ref:`the pages on the paper's normalisation
-# <sphx_glr_auto_examples_plot_07_weight_normalisation.py>` and
+# <sphx_glr_auto_examples_normalisation_plot_02_weight_normalisation.py>` and
 # :ref:`departures`); weight normalisation adds a length parameter per output
 # unit, which the counts below include. The
 # trainable parameters below include the embedding tables; the second column
@@ -259,7 +259,7 @@ for n in MODELS:
 # chapter <sphx_glr_auto_examples_speed_plot_01_training_speed.py>` (a
 # training run's own clock also measures whatever else the machine was doing,
 # and when the site is built the runs share the machine on purpose).
-# :ref:`The evaluation page <sphx_glr_auto_examples_plot_14_evaluation.py>`
+# :ref:`The evaluation page <sphx_glr_auto_examples_plot_09_evaluation.py>`
 # takes the scores apart.
 
 from convs2s_edu import evaluate, make_datasets
@@ -298,9 +298,9 @@ _ = record("headline", headline)  # the path written: not shown
 # %%
 # The loss curves above show how much each model learned *per epoch*. The next
 # pages look at how well each sorts after the same number of epochs:
-# :ref:`evaluation <sphx_glr_auto_examples_plot_14_evaluation.py>`,
-# :ref:`attention <sphx_glr_auto_examples_plot_15_attention_heatmaps.py>` and
-# :ref:`decoding <sphx_glr_auto_examples_plot_16_decoding.py>`;
+# :ref:`evaluation <sphx_glr_auto_examples_plot_09_evaluation.py>`,
+# :ref:`attention <sphx_glr_auto_examples_plot_10_attention_heatmaps.py>` and
+# :ref:`decoding <sphx_glr_auto_examples_plot_11_decoding.py>`;
 # :ref:`the speed chapter <sphx_glr_auto_examples_speed_plot_01_training_speed.py>`
 # times them.
 
