@@ -43,6 +43,7 @@ only on that page.
 
 import math
 
+import matplotlib.pyplot as plt
 import torch
 
 from convs2s_edu import ConvS2S, ConvS2SConfig, MultiStepAttention, collate_batch, train_or_load
@@ -107,6 +108,25 @@ print("rows of a sum to", a_module.sum(dim=-1)[0])
 assert torch.allclose(a_module[0], a_hand, atol=1e-6)
 assert torch.allclose(c_module[0], c_hand, atol=1e-5)
 # sphinx_gallery_end_ignore
+
+# %%
+# The worked example's scores and weights as the module computed them: a row
+# per target position :math:`i`, a column per source position :math:`j`. The
+# softmax turns every row of scores into weights that sum to 1.
+
+fig, axes = plt.subplots(1, 2, figsize=(6.4, 2.8), layout="constrained")
+panels = ((r"scores $d_i \cdot z_j$", scores), (r"weights $a_{ij}$", a_module[0]))
+for ax, (title, values) in zip(axes, panels):
+    ax.imshow(values, cmap="viridis")
+    bright = (values - values.min()) / (values.max() - values.min()) > 0.6  # dark text there
+    for i in range(values.shape[0]):
+        for j in range(values.shape[1]):
+            colour = "k" if bright[i, j] else "w"
+            ax.text(j, i, f"{values[i, j]:.2f}", ha="center", va="center", color=colour)
+    ax.set(title=title, xlabel="source position j", ylabel="target position i")
+    ax.set_xticks(range(values.shape[1]))
+    ax.set_yticks(range(values.shape[0]))
+plt.show()
 
 # %%
 # Padding

@@ -27,6 +27,7 @@ the last section (at the seed's sizes) show.
 
 import math
 
+import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
@@ -191,6 +192,27 @@ show("c_i", c)
 # sphinx_gallery_start_ignore
 torch.testing.assert_close(c, c_module[0, i])
 # sphinx_gallery_end_ignore
+
+# %%
+# With :math:`f = 2` every vector of this step is a point of the plane: the
+# query :math:`d_i`, the keys :math:`z_j` it scores against (the weight
+# :math:`a_{ij}` beside each), the values :math:`z_j + e_j`, and the context
+# :math:`c_i`, their average with those weights.
+
+fig, ax = plt.subplots(figsize=(5.2, 4.4), layout="constrained")
+arrow = dict(angles="xy", scale_units="xy", scale=1, width=0.006)
+ax.quiver(0, 0, *d_i, color="k", label="query $d_i$", **arrow)
+for j in range(m):
+    ax.quiver(0, 0, *z[j], color="C0", label="keys $z_j$" if j == 0 else None, **arrow)
+    ax.annotate(f"$a_{{{i}{j}}}$ = {a[j]:.2f}", z[j], textcoords="offset points", xytext=(4, 4))
+    ax.plot(*values[j], "s", color="C1", label="values $z_j + e_j$" if j == 0 else None)
+ax.plot(*c, "*", ms=14, color="C3", label="context $c_i$")
+ax.axhline(0, color="0.8")
+ax.axvline(0, color="0.8")
+reach = 1.25 * torch.cat([d_i[None], z, values, c[None]]).abs().max().item()
+ax.set(xlim=(-reach, reach), ylim=(-reach, reach), aspect="equal")
+ax.legend(fontsize=8, loc="best")
+plt.show()
 
 # %%
 # Adding the context to the state (§3.3)
