@@ -76,6 +76,8 @@ import tempfile
 import textwrap
 from pathlib import Path
 
+import matplotlib.pyplot as plt
+
 from convs2s_edu import load_checkpoint
 from convs2s_edu.lab.site import comparison, is_quick_mode, site_config
 from convs2s_edu.lab.timing import machine_info
@@ -94,12 +96,14 @@ info = machine_info("cpu")
 info.load_before = os.getloadavg()[0]
 print(info.describe())
 print(f"ConvS2S, {cfg.n_train} training examples, global batch {cfg.batch_size}, 1 epoch")
-runs = {}
+runs, curves = {}, {}
 with tempfile.TemporaryDirectory() as tmp:
     for n in (1, 2):
         out = Path(tmp) / f"n{n}"
         spawn_train([(cfg, {"out_dir": out, "progress": False})], nprocs=n, threads=1)
-        h = runs[f"{n} process" + "es" * (n > 1)] = load_checkpoint(out).history.epochs[-1]
+        history, label = load_checkpoint(out).history, f"{n} process" + "es" * (n > 1)
+        h = runs[label] = history.epochs[-1]
+        curves[label] = history.step_losses
         print(
             f"{n} process(es): {h['seconds']:.1f} s, {h['tokens_per_second']:,.0f} tokens/s, "
             f"train loss {h['train_loss']:.6f}"
@@ -110,6 +114,20 @@ for key, what, fmt, tie in (
 ):
     values = {label: h[key] for label, h in runs.items()}
     print(textwrap.fill(comparison(what, values, fmt=fmt, tie=tie), 68))
+
+# %%
+# Every step's training loss of the two runs (left), and how far apart they are
+# (right): the same steps, the same batches, gradients averaged over the processes.
+
+(one, two), steps = curves.values(), range(1, len(curves["1 process"]) + 1)
+fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3.2), layout="constrained")
+for (label, losses), style in zip(curves.items(), ("-", "--")):
+    left.plot(steps, losses, style, label=label)
+left.set(xlabel="step", ylabel="training loss", title="loss per step")
+left.legend()
+right.semilogy(steps, [abs(a - b) + 1e-12 for a, b in zip(one, two)], color="C3")
+right.set(xlabel="step", ylabel="|difference| (+1e-12)", title="1 process against 2")
+plt.show()
 
 # %%
 # What you saw

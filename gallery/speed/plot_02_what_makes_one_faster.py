@@ -41,6 +41,8 @@ this page does not pick one of them to explain the result.
 
 import textwrap
 
+import matplotlib.pyplot as plt
+
 from convs2s_edu import make_datasets, train_or_load
 from convs2s_edu.lab.schematic import critical_path
 from convs2s_edu.lab.site import comparison, site_config
@@ -89,6 +91,23 @@ assert counts["generation"]["ConvS2S"] == conv_cfg.n_encoder_layers + T * conv_c
 assert gru_cfg.n_encoder_layers == gru_cfg.n_decoder_layers == 1
 assert counts["training"][LABELS["gru"]] == counts["generation"][LABELS["gru"]] == S + T
 # sphinx_gallery_end_ignore
+
+# %%
+# The two counts side by side: arithmetic per target token, and the chain of
+# operations that must run one after another, in training and in generation.
+
+fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3.2), layout="constrained")
+names = [LABELS[n] for n in MODELS]
+left.bar(names, [flops[n] / 1e6 for n in MODELS], color=["C0", "C1"])
+left.set(title="arithmetic", ylabel="MFLOP per target token")
+for k, (phase, shade) in enumerate(zip(PHASES, ("0.3", "0.7"))):  # greys: not the models'
+    chain = [counts[phase][name] for name in names]
+    at = [i + 0.4 * k - 0.2 for i in range(len(names))]
+    right.bar(at, chain, 0.38, color=shade, label=phase)
+right.set_xticks(range(len(names)), names)
+right.set(title=f"dependent operations (S = {S}, T = {T})", ylabel="operations in a row")
+right.legend()
+plt.show()
 
 # %%
 # The training column is the paper's argument for convolutions (§1): its count
