@@ -225,23 +225,28 @@ assert seen == list(range(i_q - model.cfg.kernel_size + 1, i_q + 1))
 # dot product of :math:`f` independent entries of variance :math:`\sigma^2` has
 # standard deviation :math:`\sigma^2\sqrt{f}` and a large spread makes the
 # softmax nearly one-hot. ConvS2S relies on its initialisation and weight
-# normalisation instead. The cell measures layer 1's scores at initialisation
-# on the test batch, with the paper's initialisation (the site's model) and
-# the seed's (PyTorch's), and the mean largest weight next to :math:`1/m`.
+# normalisation instead. The cell measures layer 1's scores on the test
+# batch at initialisation, with the paper's initialisation (the site's model)
+# and the seed's (PyTorch's), and after training (the site's trained model),
+# with the mean largest weight next to :math:`1/m`.
 
 pairs = real[:, :, None] & ~tb.src_padding_mask[:, None, :]  # real (i, j)
 print(f"mean 1/m = {(1 / tb.src_lengths.float()).mean():.3f} (uniform attention)")
+nets = {}
 for name, cfg in (("paper's init", ConvS2SConfig.paper()), ("seed's init", ConvS2SConfig())):
     torch.manual_seed(0)
-    fresh = ConvS2S(cfg).eval()
-    dec0, att0 = fresh.decoder, fresh.decoder.attention[0]
+    nets[name] = ConvS2S(cfg).eval()
+nets["trained"] = model
+for name, net in nets.items():
+    dec0, att0 = net.decoder, net.decoder.attention[0]
     with torch.no_grad():
         g0 = dec0.embed(tb.tgt_in)
         d_1 = att0.W_d(dec0.blocks[0](dec0.in_proj(g0))) + att0.b_d + g0  # (B, T, f)
-        scores = d_1 @ dec0.memory(fresh.encode(tb.src)).z.mT  # (B, T, S)
-        _, a0 = fresh(tb.src, tb.tgt_in, return_attention=True)
+        scores = d_1 @ dec0.memory(net.encode(tb.src)).z.mT  # (B, T, S)
+        _, a0 = net(tb.src, tb.tgt_in, return_attention=True)
     sd, peak = scores[pairs].std(), a0[:, 0].amax(-1)[real].mean()
-    print(f"{name}: std(d.z) {sd:.3f}, / sqrt(f) {sd / math.sqrt(cfg.embed_dim):.3f}, ", end="")
+    f_net = net.cfg.embed_dim
+    print(f"{name:13s}: std(d.z) {sd:6.3f}, / sqrt(f) {sd / math.sqrt(f_net):.3f}, ", end="")
     print(f"mean largest weight {peak:.3f}")
 
 # %%
@@ -254,7 +259,8 @@ for name, cfg in (("paper's init", ConvS2SConfig.paper()), ("seed's init", ConvS
 # * Keys :math:`z^u_j` say where to look; values :math:`z^u_j + e_j` add the
 #   token itself. Layer :math:`l+1`'s query sees what layers :math:`\le l` read,
 #   at its own and the :math:`k-1` previous positions.
-# * The scores have no :math:`1/\sqrt{d}`; the initialisation sets their spread.
+# * The scores have no :math:`1/\sqrt{d}`; the initialisation sets their spread,
+#   and training moves it: the last printout gives both.
 #
 # Try it
 # ------
