@@ -18,8 +18,9 @@ What the columns mean
   excluded), the median over windows of training steps timed *interleaved*
   (every model and execution path takes turns on the same batches, so a busy
   machine slows all alike); **range** is the slowest and fastest window.
-* **x eager**: throughput over the eager fp32 path of the same model (today's
-  default path).
+* **x eager**: throughput over the eager fp32 path of the same model: the
+  model as its file writes it (the site trains on the fast paths instead, the
+  :ref:`appendix page <sphx_glr_auto_examples_appendix_plot_02_fast_paths.py>`).
 * **GFLOP/tok**: floating-point operations per target token of a training step
   (forward and backward), counted by
   :class:`torch.utils.flop_counter.FlopCounterMode`: matrix products and
