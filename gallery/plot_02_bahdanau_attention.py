@@ -4,19 +4,16 @@ Bahdanau attention (the GRU baseline)
 
 The :ref:`previous page <sphx_glr_auto_examples_plot_01_fixed_size_bottleneck.py>`
 trained the GRU encoder-decoder with one fixed summary of the source and with
-attention. This page takes the attention apart. The recurrent baseline
-decides, for every output position, how much of every source position to read
-with a small **additive network** (Bahdanau
-attention), once per decoder step, and step :math:`t` has to wait for the
-decoder state of step :math:`t-1`. ConvS2S, on
-:ref:`the multi-step attention page
-<sphx_glr_auto_examples_plot_06_multistep_attention.py>`, scores with a dot
+attention; this page takes the attention apart. The recurrent baseline scores
+every source position with a small **additive network** (Bahdanau attention),
+once per decoder step, and step :math:`t` waits for the decoder state of step
+:math:`t-1`. ConvS2S, on :ref:`the multi-step attention page
+<sphx_glr_auto_examples_plot_07_multistep_attention.py>`, scores with a dot
 product in every decoder layer, for all target positions at once.
 
-This page writes out the additive attention with tiny dimensions, computes it
-by hand next to the module :class:`~convs2s_edu.BahdanauAttention`, repeats one
-step of the GRU decoder by hand, compares what the two models return, and what
-their queries know.
+This page computes the additive attention with tiny dimensions by hand next to
+:class:`~convs2s_edu.BahdanauAttention`, repeats one GRU decoder step by hand,
+and compares what the two models return and what their queries know.
 """
 
 # %%
@@ -24,12 +21,10 @@ their queries know.
 # ------------------
 # The recurrent decoder scores source annotation :math:`h_j` (forward and
 # backward GRU states, concatenated) against its *previous* state
-# :math:`s_{t-1}` with a one-hidden-layer network, in the form of section 6 of
-# the seed article, which the package follows (Bahdanau et al., 2014, appendix
-# A.1.2, swap the letters, :math:`W_a s_{i-1} + U_a h_j`, and have no
-# :math:`b_a`; :ref:`departures`). On this page :math:`h_j` is always a GRU
-# annotation, not the ConvS2S decoder state :math:`h^l_i`, which appears only
-# where the two queries are compared, with its layer index.
+# :math:`s_{t-1}` with a one-hidden-layer network, as section 6 of the seed
+# article writes it (Bahdanau et al., 2014, appendix A.1.2, swap the letters,
+# :math:`W_a s_{i-1} + U_a h_j`, and have no :math:`b_a`; :ref:`departures`).
+# :math:`h_j` is always a GRU annotation; ConvS2S's decoder state is :math:`h^l_i`.
 #
 # .. math::
 #
@@ -40,10 +35,9 @@ their queries know.
 # :math:`W_a h_j + b_a` does not depend on :math:`t`:
 # :meth:`BahdanauAttention.keys <convs2s_edu.BahdanauAttention.keys>` computes
 # it once per source (the keys), and every step adds :math:`U_a s_{t-1}`.
-# The worked example: a source of :math:`m = 3` positions with annotations of
-# size :math:`2n = 4`, a decoder state of size :math:`n = 2` and a hidden layer
-# of size :math:`n' = 3`. The weights are random numbers rounded to one decimal
-# so that the printout can be checked by hand.
+# The worked example: :math:`m = 3` source positions, annotations of size
+# :math:`2n = 4`, decoder state :math:`n = 2`, hidden layer :math:`n' = 3`, and
+# weights rounded to one decimal so that the printout can be checked by hand.
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -56,37 +50,24 @@ from convs2s_edu.lab import figures
 torch.set_printoptions(precision=3, sci_mode=False)
 gen = torch.Generator().manual_seed(4)
 
-
-def rounded(*shape):
-    """Random numbers rounded to one decimal (+ 0.0 turns -0.0 into 0.0)."""
-    x = torch.randn(*shape, generator=gen)
-    return torch.round(x * 10) / 10 + 0.0
-
-
-def show(name, tensor):
-    print(f"{name} =\n{tensor}")
-
-
-m = 3
-n, n_att = 2, 3
+# random numbers rounded to one decimal (+ 0.0 turns -0.0 into 0.0)
+rounded = lambda *shape: torch.round(torch.randn(*shape, generator=gen) * 10) / 10 + 0.0
+show = lambda name, tensor: print(f"{name} =\n{tensor}")
+m, n, n_att = 3, 2, 3
 bahdanau = BahdanauAttention(enc_dim=2 * n, dec_dim=n, attention_dim=n_att)
 with torch.no_grad():
-    bahdanau.W_a.weight.copy_(rounded(n_att, 2 * n))
-    bahdanau.U_a.weight.copy_(rounded(n_att, n))
-    bahdanau.b_a.copy_(rounded(n_att))
-    bahdanau.v_a.copy_(rounded(n_att))
+    for param in (bahdanau.W_a.weight, bahdanau.U_a.weight, bahdanau.b_a, bahdanau.v_a):
+        param.copy_(rounded(*param.shape))
 
 h_ann = rounded(1, m, 2 * n)  # annotations h_j  (B, S, 2n)
 s_prev = rounded(1, n)  # s_{t-1}          (B, n)
 mask = torch.zeros(1, m, dtype=torch.bool)
-
 with torch.no_grad():
     keys = bahdanau.keys(h_ann)  # W_a h_j + b_a, once per source: (B, S, n')
+    e_b = bahdanau.energy(s_prev, keys)  # (B, S)
     c_b, a_b = bahdanau(s_prev, keys, h_ann, mask)  # (B, 2n), (B, S)
-
-    hidden = torch.tanh(
-        h_ann[0] @ bahdanau.W_a.weight.T + s_prev[0] @ bahdanau.U_a.weight.T + bahdanau.b_a
-    )  # (S, n')
+    W_a, U_a = bahdanau.W_a.weight, bahdanau.U_a.weight
+    hidden = torch.tanh(h_ann[0] @ W_a.T + s_prev[0] @ U_a.T + bahdanau.b_a)  # (S, n')
     e_hand = hidden @ bahdanau.v_a  # (S,)
     a_b_hand = e_hand.exp() / e_hand.exp().sum()
     c_b_hand = a_b_hand @ h_ann[0]  # (2n,)
@@ -94,8 +75,7 @@ with torch.no_grad():
 show("h_j", h_ann[0])
 show("s_{t-1}", s_prev[0])
 show("keys W_a h_j + b_a", keys[0])
-with torch.no_grad():
-    show("e (module; by hand)", torch.stack([bahdanau.energy(s_prev, keys)[0], e_hand]))
+show("e (module; by hand)", torch.stack([e_b[0], e_hand]))
 show("a (module; by hand)", torch.stack([a_b[0], a_b_hand]))
 show("c (module; by hand)", torch.stack([c_b[0], c_b_hand]))
 
@@ -110,13 +90,11 @@ assert torch.allclose(c_b[0], c_b_hand, atol=1e-6)
 # :meth:`GRUDecoder.step <convs2s_edu.GRUDecoder.step>`: at the seed's sizes,
 # :math:`m \cdot 2n \cdot n'` multiply-adds once instead of at all :math:`T` steps.
 
-rnn_cfg = RNNSeq2SeqConfig()
-S_max, T_max = 20, 21  # the seed's longest source, and its decoder input (<sos> + 20)
-once = S_max * 2 * rnn_cfg.hidden_dim * rnn_cfg.attention_dim
-print(f"W_a h_j once: {once:,d} multiply-adds; at every step: {once * T_max:,d}")
-
 torch.manual_seed(0)
-rnn = RNNSeq2Seq(RNNSeq2SeqConfig(vocab_size=50)).eval()
+rnn = RNNSeq2Seq(RNNSeq2SeqConfig(vocab_size=50)).eval()  # the seed's sizes
+S_max, T_max = 20, 21  # the seed's longest source, and its decoder input (<sos> + 20)
+once = S_max * 2 * rnn.cfg.hidden_dim * rnn.cfg.attention_dim
+print(f"W_a h_j once: {once:,d} multiply-adds; at every step: {once * T_max:,d}")
 batch = collate_batch(generate_dataset(2, 5, 8, 50, seed=2), 50)
 with torch.no_grad():
     enc_rnn = rnn.decoder.start(rnn.encode(batch.src))
@@ -128,9 +106,8 @@ print("GRUDecoderState.keys == W_a(h) + b_a:", same)
 # One step of the GRU decoder
 # ---------------------------
 # The whole step (section 6 of the seed article; Bahdanau et al., 2014,
-# appendix A.2.2) starts from :math:`s_0`, which
-# :meth:`GRUDecoder.start <convs2s_edu.GRUDecoder.start>` computes from the
-# backward encoder GRU's state after reading the whole source;
+# appendix A.2.2): :meth:`GRUDecoder.start <convs2s_edu.GRUDecoder.start>`
+# computes :math:`s_0` from the backward encoder GRU's last state, and
 # :meth:`GRUDecoder.step <convs2s_edu.GRUDecoder.step>` reads the context with
 # :math:`s_{t-1}`, updates the state and scores the next token:
 #
@@ -141,11 +118,9 @@ print("GRUDecoderState.keys == W_a(h) + b_a:", same)
 #     s_t &= f(s_{t-1}, y_{t-1}, c_t) = \mathrm{GRU}\big(s_{t-1}, [E y_{t-1}; c_t]\big) \\
 #     p(y_t \mid y_{<t}, \mathbf{x}) &= \mathrm{softmax}(W_s s_t + b_s)
 #
-# :math:`f` is PyTorch's GRU cell over the concatenation of the embedded
-# previous token and the context. With :math:`u = [E y_{t-1}; c_t]`, gates
-# :math:`r` (reset) and :math:`\zeta` (update; Bahdanau et al. and PyTorch's
-# documentation call it :math:`z`, a letter this site keeps for ConvS2S's
-# encoder output :math:`z_j`):
+# :math:`f` is PyTorch's GRU cell on :math:`u = [E y_{t-1}; c_t]`, with gates
+# :math:`r` (reset) and :math:`\zeta` (update; Bahdanau et al. and PyTorch call
+# it :math:`z`, a letter this site keeps for ConvS2S's encoder output :math:`z_j`):
 #
 # .. math::
 #
@@ -154,20 +129,15 @@ print("GRUDecoderState.keys == W_a(h) + b_a:", same)
 #     \tilde{s} &= \tanh\big(W_{in} u + b_{in} + r \odot (W_{hn} s_{t-1} + b_{hn})\big), \qquad
 #     s_t = (1 - \zeta) \odot \tilde{s} + \zeta \odot s_{t-1}
 #
-# The cell runs the first step of the untrained baseline on the batch above
-# (:math:`y_0` is ``<sos>``), prints the shape of every quantity, and repeats
-# the step by hand from the module's weights.
+# The first step of the untrained baseline on the batch above (:math:`y_0` is
+# ``<sos>``): the shape of every quantity, then the step by hand from the weights.
 
-n_dec = rnn.cfg.hidden_dim
 y_prev = batch.tgt_in[:, 0]  # y_0 = <sos>   (B,)
 with torch.no_grad():
-    logits_1, a_1, state_1 = rnn.decoder.step(y_prev, enc_rnn)
+    logits_1, _, state_1 = rnn.decoder.step(y_prev, enc_rnn)
     s_1 = state_1.s
-
-    # s_0 = tanh(W_init h_1^backward): backward half of the first annotation
-    h1_backward = enc_rnn.h[:, 0, n_dec:]  # (B, n)
+    h1_backward = enc_rnn.h[:, 0, rnn.cfg.hidden_dim :]  # backward half of h_1: (B, n)
     s0_hand = torch.tanh(rnn.decoder.W_init(h1_backward))  # (B, n)
-    # c_1 from s_0
     c_1, _ = rnn.decoder.attention(s0_hand, enc_rnn.keys, enc_rnn.h, enc_rnn.padding_mask)
     u = torch.cat([rnn.decoder.embed(y_prev), c_1], dim=-1)  # [E y_0; c_1]
     gru = rnn.decoder.gru
@@ -179,10 +149,8 @@ with torch.no_grad():
     zeta = torch.sigmoid(u @ W_izeta.T + b_izeta + s0_hand @ W_hzeta.T + b_hzeta)
     s_tilde = torch.tanh(u @ W_in.T + b_in + r * (s0_hand @ W_hn.T + b_hn))
     s1_hand = (1 - zeta) * s_tilde + zeta * s0_hand  # (B, n)
-    # p(y_1) = softmax(W_s s_1 + b_s)
     logits_hand = s1_hand @ rnn.decoder.W_s.weight.T + rnn.decoder.W_s.bias  # (B, V)
     p_1 = torch.softmax(logits_1, dim=-1)
-
 for name, value, meaning in [
     ("s_0", enc_rnn.s, "(n_decoder_layers, B, n)"),
     ("y_0", y_prev, "(B,)"),
@@ -227,10 +195,8 @@ conv = ConvS2S(ConvS2SConfig(vocab_size=50)).eval()
 with torch.no_grad():
     _, a_conv = conv(batch.src, batch.tgt_in, return_attention=True)
     _, a_rnn = rnn(batch.src, batch.tgt_in, return_attention=True)
-print(
-    "src", tuple(batch.src.shape), "(B, S);  ConvS2S", tuple(a_conv.shape), "(B, L, T, S);", end=""
-)
-print("  GRU", tuple(a_rnn.shape), "(B, T, S)")
+shapes = f"ConvS2S {tuple(a_conv.shape)} (B, L, T, S);  GRU {tuple(a_rnn.shape)} (B, T, S)"
+print(f"src {tuple(batch.src.shape)} (B, S);  {shapes}")
 
 # sphinx_gallery_start_ignore
 assert torch.allclose(a_conv.sum(-1), torch.ones(a_conv.shape[:-1]), atol=1e-5)
@@ -240,26 +206,21 @@ assert (a_conv * pad[:, None, None]).sum() == 0 and (a_rnn * pad[:, None]).sum()
 # sphinx_gallery_end_ignore
 
 # %%
-# The maps of the shorter example of the batch: every row is a distribution
-# over source positions and sums to 1; the padded source columns (hatched) get
-# weight zero. Untrained, the maps mean nothing yet, and how peaked they start
-# depends on the initialisation: the ConvS2S here is ``ConvS2SConfig()``, the
-# seed's PyTorch initialisation (embeddings from :math:`\mathcal{N}(0, 1)`);
-# the site trains ``ConvS2SConfig.paper()`` (embeddings from
-# :math:`\mathcal{N}(0, 0.1)`), and :ref:`the multi-step attention page
-# <sphx_glr_auto_examples_plot_06_multistep_attention.py>` measures how peaked
-# layer 1 starts under both. The GRU's energies are dot products with ``v_a``,
-# which starts in :math:`[-0.1, 0.1]`. The cell prints every map's mean largest
-# weight and :math:`1/m` (uniform). A trained model should look, at every step,
-# at the source token that comes next in sorted order.
+# The maps of the shorter example: every row sums to 1, and the padded source
+# columns (hatched) get weight zero. Untrained, the maps mean nothing yet; how
+# peaked they start depends on the initialisation (here ``ConvS2SConfig()``,
+# embeddings from :math:`\mathcal{N}(0, 1)`; the site trains
+# ``ConvS2SConfig.paper()``, :math:`\mathcal{N}(0, 0.1)`, and :ref:`the trained
+# attention page <sphx_glr_auto_examples_plot_12_trained_attention.py>` measures
+# both; the GRU's ``v_a`` starts in :math:`[-0.1, 0.1]`). Printed: every map's
+# mean largest weight and :math:`1/m` (uniform). A trained model should look, at
+# every step, at the source token that comes next in sorted order.
 
 real_rows = ~batch.tgt_padding_mask
 peaks = [f"{a_conv[:, l].amax(-1)[real_rows].mean():.3f}" for l in range(a_conv.shape[1])]
 print(f"mean largest weight, ConvS2S layers 1-{len(peaks)}: {', '.join(peaks)}")
-print(
-    f"GRU: {a_rnn.amax(-1)[real_rows].mean():.3f}; mean 1/m: {(1 / batch.src_lengths).mean():.3f}"
-)
-
+gru_peak = a_rnn.amax(-1)[real_rows].mean()
+print(f"GRU: {gru_peak:.3f}; mean 1/m: {(1 / batch.src_lengths).mean():.3f}")
 row = int(batch.src_lengths.argmin())
 t_real = int((~batch.tgt_padding_mask[row]).sum())
 maps = [(f"ConvS2S layer {l + 1}", a_conv[row, l]) for l in range(a_conv.shape[1])]
@@ -279,22 +240,18 @@ source = batch.src[row, : batch.src_lengths[row]].tolist()
 fig.suptitle(f"Attention maps of untrained models, source {source}")
 plt.show()
 
-
 # %%
 # What the query knows: :math:`y_{t-1}` or not
 # --------------------------------------------
-# :math:`s_t` needs :math:`s_{t-1}`, through the GRU and through :math:`c_t`:
-# even with teacher forcing, step :math:`t` waits for step :math:`t-1`, so
-# :class:`~convs2s_edu.RNNSeq2Seq` loops over the target positions, where a
-# ConvS2S layer is one convolution and one attention over all of them. The
-# queries differ too. ConvS2S's :math:`d^l_i = W^l_d h^l_i + b^l_d + g_i` holds
-# :math:`g_i`, the embedding of the previous target token (the decoder input
-# at :math:`i`). The GRU's energy reads :math:`s_{t-1}` only; :math:`y_{t-1}`
-# enters :math:`s_t = f(s_{t-1}, y_{t-1}, c_t)` after :math:`c_t` is computed,
-# so step :math:`t` attends knowing :math:`y_{t-2}` (through :math:`s_{t-1}`)
-# but not the token just written, which, on sorting, says which source token
-# comes next. The cell changes the decoder input at position 3 and lists the
-# rows of each map that move.
+# :math:`s_t` needs :math:`s_{t-1}` (through the GRU and :math:`c_t`), so even
+# with teacher forcing :class:`~convs2s_edu.RNNSeq2Seq` loops over the target
+# positions. The queries differ too: ConvS2S's
+# :math:`d^l_i = W^l_d h^l_i + b^l_d + g_i` holds :math:`g_i`, the embedding of
+# the previous target token (the decoder input at :math:`i`). The GRU's energy
+# reads only :math:`s_{t-1}`; :math:`y_{t-1}` enters :math:`s_t` after
+# :math:`c_t`, so step :math:`t` attends knowing :math:`y_{t-2}` but not the
+# token just written, which, on sorting, says which source token comes next.
+# The cell changes the decoder input at position 3 and lists the rows that move.
 
 moved = lambda new, old: (new - old).abs().amax(dim=(0, -1)).nonzero().flatten().tolist()
 t3 = 3
@@ -333,7 +290,7 @@ assert moved(a_conv2[:, 0], a_conv[:, 0]) == list(range(t3, t3 + conv.cfg.kernel
 #
 # Rows 3 to 7: two causal layers of width :math:`k` carry the change
 # :math:`2(k-1) = 4` positions to the right (:ref:`receptive fields
-# <sphx_glr_auto_examples_plot_05_encoder_decoder.py>`).
+# <sphx_glr_auto_examples_plot_06_encoder_decoder.py>`).
 
 print(moved(a_conv2[:, 1], a_conv[:, 1]))
 

@@ -3,32 +3,27 @@ The two models at a glance
 ==========================
 
 Attention (the previous page) lets the recurrent decoder look back at every
-source position, but each of its steps still waits for the one before: the
-state :math:`s_t` needs :math:`s_{t-1}`. ConvS2S keeps the attention and drops
-the recurrence. This page puts the two side by side before the pages that
-follow take ConvS2S apart.
+source position, but each step still waits for the one before (:math:`s_t`
+needs :math:`s_{t-1}`). ConvS2S keeps the attention and drops the recurrence;
+this page puts the two side by side before the next pages take ConvS2S apart.
 
-Both trained models on one sorting example, first as boxes and arrows, in the
-spirit of the paper's Figure 1 (Gehring et al., 2017): every operation a box,
-every tensor an arrow labelled with its symbol and the shape it had on this
-example, read off a forward pass. ConvS2S: embeddings, stacks of convolutions
-with gated linear units (GLU), an attention in every decoder layer whose
-context :math:`W_c c_i` is added to the decoder state, and the sum
-:math:`z_j + e_j` the attention reads its values from. The recurrent baseline
-(Bahdanau et al., 2014): a bidirectional GRU reads the source, and one GRU
-step per output token asks a single additive attention where to look. Beside
-each, its critical path: how many operations must run one after another.
-
-Then the activations: what every box computed on the example, as heatmaps
-of the first channels of each tensor. The pages of the gallery then take
-every box apart.
+Both trained models run on one sorting example, first as boxes and arrows in
+the spirit of the paper's Figure 1 (Gehring et al., 2017): every operation a
+box, every tensor an arrow labelled with its symbol and its shape in a forward
+pass. ConvS2S stacks convolutions with gated linear units (GLU) and has an
+attention in every decoder layer; the recurrent baseline (Bahdanau et al.,
+2014) reads the source with a bidirectional GRU and writes one token per GRU
+step, each asking a single additive attention where to look. Beside each, its
+critical path: how many operations must run one after another. Then the
+activations: what every box computed, as heatmaps of each tensor's first
+channels.
 """
 # %%
 # The trained models
 # ------------------
 # :func:`~convs2s_edu.train_or_load` loads both models from the cache when an
 # earlier page (or an earlier build) trained them, and trains them otherwise
-# (:ref:`the training page <sphx_glr_auto_examples_plot_08_training.py>` says
+# (:ref:`the training page <sphx_glr_auto_examples_plot_09_training.py>` says
 # how long that takes).
 
 import matplotlib.pyplot as plt
@@ -36,16 +31,15 @@ import torch
 
 from convs2s_edu import collate_batch, make_datasets, train_or_load
 from convs2s_edu.lab import figures
+from convs2s_edu.lab.schematic import convs2s_schematic, gru_schematic
 from convs2s_edu.lab.site import is_quick_mode, site_config
 
 MODELS = ("convs2s", "gru")
 results = {name: train_or_load(site_config(name)) for name in MODELS}
 test_set = make_datasets(site_config("convs2s"))[2]
 cfg = results["convs2s"].config
-print(
-    f"trained on {cfg.n_train:,} examples for {cfg.epochs} epochs "
-    f"({'quick mode' if is_quick_mode() else 'full mode'})"
-)
+mode = "quick mode" if is_quick_mode() else "full mode"
+print(f"trained on {cfg.n_train:,} examples for {cfg.epochs} epochs ({mode})")
 
 # %%
 # One example
@@ -70,8 +64,6 @@ print("sorted:", target)
 # decoder layer's query :math:`d_i = W_d h_i + b_d + g_i` scores them, and the
 # context :math:`c_i` comes back as :math:`W_c c_i`, added to the decoder
 # state before the next layer. The box on the left counts the critical path.
-
-from convs2s_edu.lab.schematic import convs2s_schematic, gru_schematic
 
 conv_figure = convs2s_schematic(results["convs2s"].model, batch.src, batch.tgt_in)
 conv_figure
@@ -104,7 +96,6 @@ _ = record_svg("schematic_convs2s", conv_figure.svg)  # the paths written: not s
 _ = record_svg("schematic_gru", gru_figure.svg)
 # sphinx_gallery_end_ignore
 
-
 # %%
 # ConvS2S activations: what every box computed
 # --------------------------------------------
@@ -127,67 +118,54 @@ with torch.no_grad():
     encoded = dec.memory(conv.encode(batch.src))  # z and z + e for the figure
 L_enc, L_dec = len(enc.blocks), len(dec.blocks)
 V = cfg.vocab_size
-conv_pred = logits[0].argmax(-1).tolist()
+conv_pred_labels = figures.token_labels(logits[0].argmax(-1), V)
 print(f"{L_enc} encoder blocks, {L_dec} decoder blocks, kernel width {conv.cfg.kernel_size}")
-print("ConvS2S predicts (teacher forcing):", " ".join(figures.token_labels(conv_pred, V)))
+print("ConvS2S predicts (teacher forcing):", " ".join(conv_pred_labels))
 
 # %%
 # The lab's heatmaps draw them (:func:`~convs2s_edu.lab.figures.channel_heatmap`,
-# :func:`~convs2s_edu.lab.figures.attention_heatmap`), with the output
-# probabilities drawn by a small helper at the end of this page.
+# :func:`~convs2s_edu.lab.figures.attention_heatmap`); a small helper draws the
+# last panel, the output probabilities with the predicted token of every position.
 
 src_labels = figures.token_labels(batch.src[0], V)
 tgt_labels = figures.token_labels(batch.tgt_in[0], V)
-out_labels = figures.token_labels(conv_pred, V)
 
 
 def attention_map(ax, a, title):
-    """The page's attention maps: grey, small type, source labels turned like the heatmaps'."""
-    figures.attention_heatmap(
-        ax,
-        a,
-        src_labels,
-        tgt_labels,
-        title=title,
-        cmap="Greys",
-        fontsize=7,
-        xlabel="source $j$",
-        ylabel="decoder input $i$",
-    )
+    """Grey, small type, source labels turned like the heatmaps'."""
+    kw = dict(cmap="Greys", fontsize=7, xlabel="source $j$", ylabel="decoder input $i$")
+    figures.attention_heatmap(ax, a, src_labels, tgt_labels, title=title, **kw)
     ax.tick_params(axis="x", labelrotation=90)
+
+
+def probabilities(ax, logits, labels):
+    p = torch.softmax(logits.detach().float(), dim=-1).numpy()  # (T, V)
+    ax.imshow(p.T, cmap="Greens", vmin=0, vmax=1, aspect="auto", origin="lower")
+    ax.set_title("output $p(y_{i+1})$\npredicted token", fontsize=9)
+    ax.set_xticks(range(len(labels)), labels, rotation=90, fontsize=7)
+    ax.set_ylabel("token id", fontsize=7)
+    ax.tick_params(axis="y", labelsize=7)
 
 
 def draw_convs2s():
     fig = plt.figure(figsize=(13, 9.5), layout="constrained")
     grid = fig.add_gridspec(3, max(L_enc + 3, L_dec + 2))
+    block = "conv + GLU + residual"
     enc_panels = [("embedding\n$e_j = w_j + p_j$", taps["e"][0][0])]
-    enc_panels += [
-        (f"encoder block {i + 1}\nconv + GLU + residual", taps[i][0][0]) for i in range(L_enc)
-    ]
+    enc_panels += [(f"encoder block {i + 1}\n{block}", taps[i][0][0]) for i in range(L_enc)]
     enc_panels += [("keys $z_j$", encoded.z[0]), ("values $z_j + e_j$", encoded.z_plus_e[0])]
-    for col, (title, x) in enumerate(enc_panels):
-        figures.channel_heatmap(
-            fig.add_subplot(grid[0, col]), x, src_labels, title=title, channels=CHANNELS
-        )
-    for l in range(L_dec):
-        attention_map(
-            fig.add_subplot(grid[1, l]),
-            attention[0, l],
-            f"attention in decoder layer {l + 1}\n$a^{l + 1}_{{ij}}$",
-        )
+    block = "causal\nconv + GLU, then + $W_c c_i$"
     dec_panels = [("decoder input\n$g_i = w_i + p_i$", taps["g"][0][0])]
-    dec_panels += [
-        (f"decoder layer {l + 1}: causal\nconv + GLU, then + $W_c c_i$", states[l][0][0])
-        for l in range(L_dec)
-    ]
-    for col, (title, x) in enumerate(dec_panels):
-        figures.channel_heatmap(
-            fig.add_subplot(grid[2, col]), x, tgt_labels, title=title, channels=CHANNELS
-        )
-    ax = fig.add_subplot(grid[2, len(dec_panels)])
-    probabilities(ax, logits[0], out_labels)
-    title = "ConvS2S activations: encoder (top), one attention per decoder layer, decoder"
-    fig.suptitle(title, fontsize=12)
+    dec_panels += [(f"decoder layer {l + 1}: {block}", states[l][0][0]) for l in range(L_dec)]
+    for row, panels, labels in ((0, enc_panels, src_labels), (2, dec_panels, tgt_labels)):
+        for col, (title, x) in enumerate(panels):
+            ax = fig.add_subplot(grid[row, col])
+            figures.channel_heatmap(ax, x, labels, title=title, channels=CHANNELS)
+    for l in range(L_dec):
+        title = f"attention in decoder layer {l + 1}\n$a^{l + 1}_{{ij}}$"
+        attention_map(fig.add_subplot(grid[1, l]), attention[0, l], title)
+    probabilities(fig.add_subplot(grid[2, len(dec_panels)]), logits[0], conv_pred_labels)
+    fig.suptitle("ConvS2S activations: encoder (top), one attention per decoder layer, decoder")
     return fig
 
 
@@ -209,15 +187,14 @@ with torch.no_grad():
         for t in range(batch.tgt_in.shape[1]):
             state = gru.decoder.step(batch.tgt_in[:, t], state)[2]
     h = gru.encode(batch.src).states[0]  # (S, 2n)
-gru_pred = gru_logits[0].argmax(-1).tolist()
-# the decoder's embedding and GRU run once per output position
-y_in = torch.stack([out[0] for out in gru_taps["y"]])  # (T, E)
-s_t = torch.cat([out[0][0] for out in gru_taps["s"]], dim=0)  # (T, n)
-print("GRU predicts (teacher forcing):    ", " ".join(figures.token_labels(gru_pred, V)))
+gru_pred_labels = figures.token_labels(gru_logits[0].argmax(-1), V)
+y_in = torch.stack([out[0] for out in gru_taps["y"]])  # (T, E): one call per step
+s_t = torch.cat([out[0][0] for out in gru_taps["s"]], dim=0)  # (T, n): likewise
+print("GRU predicts (teacher forcing):    ", " ".join(gru_pred_labels))
 
 
 def draw_gru():
-    ratios = [1, 1, 1.4, 1, 1, 1]
+    ratios = [1, 1, 1.4, 1, 1, 1]  # the attention map gets more room
     fig, axes = plt.subplots(1, 6, figsize=(13, 3.6), layout="constrained", width_ratios=ratios)
     panels = [
         (axes[0], gru_taps["x"][0][0], "source embedding\n$E x_j$", src_labels),
@@ -228,25 +205,9 @@ def draw_gru():
     for ax, x, title, labels in panels:
         figures.channel_heatmap(ax, x, labels, title=title, channels=CHANNELS)
     attention_map(axes[2], gru_attention[0], "one additive attention\n$a_{tj}$")
-    probabilities(axes[5], gru_logits[0], figures.token_labels(gru_pred, V))
-    fig.suptitle("GRU + Bahdanau attention: activations on the same example", fontsize=12)
+    probabilities(axes[5], gru_logits[0], gru_pred_labels)
+    fig.suptitle("GRU + Bahdanau attention: activations on the same example")
     return fig
-
-
-# %%
-# Drawing helper
-# --------------
-# The last panel of the two pictures above: the output probabilities with the
-# predicted token of every position.
-
-
-def probabilities(ax, logits, labels):
-    p = torch.softmax(logits.detach().float(), dim=-1).numpy()  # (T, V)
-    ax.imshow(p.T, cmap="Greens", vmin=0, vmax=1, aspect="auto", origin="lower")
-    ax.set_title("output $p(y_{i+1})$\npredicted token", fontsize=9)
-    ax.set_xticks(range(len(labels)), labels, rotation=90, fontsize=7)
-    ax.set_ylabel("token id", fontsize=7)
-    ax.tick_params(axis="y", labelsize=7)
 
 
 # %%
@@ -254,9 +215,8 @@ def probabilities(ax, logits, labels):
 # ---------------
 # Each heatmap shows the first channels of one tensor, one column per
 # position; colours are the values (blue negative, red positive), each panel
-# on its own scale. Read the ConvS2S picture bottom-up on the left (the
-# encoder), then across the attention row, then the decoder: its panels show
-# every layer's state after the context was added.
+# on its own scale. Read the ConvS2S picture from the top: the encoder, the
+# attention row, then the decoder, each layer's state after its context.
 
 draw_convs2s()
 plt.show()
@@ -271,10 +231,9 @@ plt.show()
 # %%
 # What you saw
 # ------------
-# * ConvS2S computes every position of a layer at once: the encoder's blocks
-#   and the decoder's causal blocks are convolutions, and each decoder layer
-#   has an attention of its own that reads :math:`z_j + e_j` and adds
-#   :math:`W_c c_i` to the decoder state.
+# * ConvS2S computes every position of a layer at once: its blocks are
+#   convolutions (causal in the decoder), and each decoder layer has its own
+#   attention, which reads :math:`z_j + e_j` and adds :math:`W_c c_i` to the state.
 # * The GRU baseline reads the source with a bidirectional GRU and writes one
 #   token per step, each step waiting for the state of the one before.
 # * The critical paths printed above count what cannot run at the same time;

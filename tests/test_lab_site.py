@@ -80,3 +80,22 @@ def test_record_svg_writes_a_figure_only_in_a_docs_build(monkeypatch, tmp_path):
     assert record_svg("figure", svg).read_text() == svg
     with pytest.raises(ValueError, match="needs the text of an <svg> element"):
         record_svg("figure", "<html></html>")
+
+
+def test_code_lines_show_the_equation_comment_and_its_statement_at_their_line_numbers():
+    import inspect
+
+    from convs2s_edu import ConvBlock
+    from convs2s_edu.lab.site import code_lines
+
+    shown = code_lines(ConvBlock.forward, "v([A B])")
+    head, comment, statement = shown.split("\n")
+    assert head.startswith("convs2s.py, ConvBlock.forward, lines ")
+    first, last = (int(n) for n in head.rsplit(" ", 1)[1].rstrip(":").split("-"))
+    source = open(inspect.getsourcefile(ConvBlock), encoding="utf-8").read().splitlines()
+    assert last == first + 1
+    assert comment.strip() == source[first - 1].strip() == "# v([A B]) = A ⊗ σ(B)"
+    assert statement.strip() == source[last - 1].strip()
+    assert statement.startswith("    v = F.glu(")  # dedented to the method's body, then 4
+    with pytest.raises(ValueError, match=r"no comment holding 'W x' in convs2s.py, ConvBlock"):
+        code_lines(ConvBlock.forward, "W x")

@@ -10,6 +10,7 @@ is larger: :func:`comparison` and :func:`trend` write that sentence from the num
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -30,6 +31,7 @@ __all__ = [
     "record_svg",
     "comparison",
     "trend",
+    "code_lines",
 ]
 
 #: Environment variable: ``1`` makes :func:`site_config` small (quick docs builds).
@@ -210,3 +212,17 @@ def trend(
         f"{quantity[:1].upper()}{quantity[1:]} {verb} from {fmt.format(first)} at {along} "
         f"{xs[0]:g} to {fmt.format(last)} at {along} {xs[-1]:g}."
     )
+
+
+def code_lines(func, comment: str) -> str:
+    """The lines of ``func`` that compute an equation, read from the package's source:
+    the comment line holding ``comment`` and the statement below it, under the file and
+    line numbers. ``ValueError`` names the comment and ``func`` when no comment holds it."""
+    lines, first = inspect.getsourcelines(func)
+    where = f"{Path(inspect.getsourcefile(func)).name}, {func.__qualname__}"
+    for n, line in enumerate(lines[:-1]):
+        if line.lstrip().startswith("#") and comment in line:
+            indent = len(line) - len(line.lstrip())
+            shown = "".join(f"    {text[indent:]}" for text in lines[n : n + 2])
+            return f"{where}, lines {first + n}-{first + n + 1}:\n{shown.rstrip()}"
+    raise ValueError(f"no comment holding {comment!r} in {where}")

@@ -8,28 +8,20 @@ What it adds to a build (each step is a function below):
    :func:`link_test_ids` turns every literal ``tests/test_x.py::test_name`` of
    a page into such a link (``doctree-resolved``).
 2. :func:`after_gallery` (``builder-inited``, after sphinx-gallery ran the pages):
-   the landing page's include files, made from what the build measured: the
-   headline numbers (``headline.json``, written by ``gallery/plot_08_training``,
-   and ``speed.json``, written by ``gallery/speed/plot_01_training_speed``) and
-   the reading path (every page of the lesson, the speed chapter and the
-   appendix, in reading order and by chapter: its title, one line on what it
-   teaches and its running time from sphinx-gallery's ``*.cost.json``); and a
-   note at the top of every page that trains models, saying what it trains and
-   how long that took.
-3. :func:`fix_notebooks` (``build-finished``): the notebooks the site offers for
-   download run as downloaded. Each gets a first markdown cell saying what it
-   trains and how long that takes; Sphinx roles (``:func:`~convs2s_edu.x```)
-   become inline code, or links to the site when ``CONVS2S_EDU_SITE_URL`` names
-   where it is published; references to other gallery pages become links to
-   their notebooks (next to this one when the notebooks were downloaded as the
-   zip) or pages; the ``<details>`` markup of the exercises' solutions becomes
-   a plain "Solution" line (Jupyter cannot nest a code cell in a ``<details>``).
-4. :func:`write_redirects` (``build-finished``): the pages that moved when the
-   gallery was reordered (:data:`REDIRECTS`) keep their old addresses: a small
-   HTML page at each old address sends the reader to the new one (a
-   ``<meta http-equiv="refresh">``, a ``<link rel="canonical">`` and a visible
-   link, so that it works offline and without scripts). ``tools/check_site.py``
-   checks that every stub is there and points to an existing page.
+   the landing page's include files, from what the build measured: the headline
+   numbers (``headline.json`` of ``gallery/plot_09_training``, ``speed.json`` of
+   ``gallery/speed/plot_01_training_speed``) and the reading path (every page by
+   chapter: title, what it teaches, running time from ``*.cost.json``); and a
+   note atop every page that trains models: what it trains, how long it took.
+3. :func:`fix_notebooks` (``build-finished``): the downloadable notebooks run as
+   downloaded: a first cell saying what they train; Sphinx roles become code, or
+   links when ``CONVS2S_EDU_SITE_URL`` names the published site; references to
+   pages become links to their notebooks; the solutions' ``<details>`` markup a
+   plain "Solution" line (Jupyter cannot nest a code cell in ``<details>``).
+4. :func:`write_redirects` (``build-finished``): a stub at every old address of
+   :data:`REDIRECTS` (a ``<meta http-equiv="refresh">``, a ``<link
+   rel="canonical">`` and a visible link: offline, without scripts) sends the
+   reader to the page that holds its content; ``tools/check_site.py`` checks them.
 """
 
 from __future__ import annotations
@@ -51,10 +43,8 @@ TEST_PAGES = DOCS / "tests"  # generated test pages (not in git)
 AUTO = DOCS / "auto_examples"
 MARK = ".. convs2s-site-note"
 
-#: The chapters of the reading path, in reading order: a folder of ``gallery/``
-#: ("" for the pages of the lesson) and its heading. The experiments
-#: (``gallery/experiments``) are not on it: their section of the gallery says what
-#: they are.
+#: The reading path's chapters in order: a folder of ``gallery/`` ("" for the lesson)
+#: and its heading. The experiments have their own section of the gallery.
 CHAPTERS = (
     ("", "The lesson: from the recurrent model's bottleneck to decoding"),
     ("normalisation", "The paper's normalisation and initialisation"),
@@ -71,16 +61,19 @@ TEACHES = {
     "plot_02_bahdanau_attention": "Bahdanau's attention and one GRU step, checked by hand",
     "plot_03_two_models": "both trained models as boxes and arrows (Figure 1): the GRU's "
     "chain of dependent steps against ConvS2S's few layers",
-    "plot_04_glu_block": "the embeddings and one convolution block: GLU, residual, √0.5",
-    "plot_05_encoder_decoder": "the encoder and the causal decoder: receptive fields, and "
+    "plot_04_glu_block": "the embeddings and one convolution block: GLU and residual",
+    "plot_05_deep_stack": "why a deep stack trains: √0.5 and the GLU's linear gradient path",
+    "plot_06_encoder_decoder": "the encoder and the causal decoder: receptive fields, and "
     "why nothing leaks from the future",
-    "plot_06_multistep_attention": "ConvS2S's multi-step attention, checked by hand",
-    "plot_07_convs2s_by_hand": "one forward step of ConvS2S with tiny sizes, every number "
+    "plot_07_multistep_attention": "ConvS2S's multi-step attention (eq. 1), checked by hand",
+    "plot_08_convs2s_by_hand": "one forward step of ConvS2S with tiny sizes, every number "
     "written out and checked against the module",
-    "plot_08_training": "both models trained on the same data: parameters and loss curves",
-    "plot_09_evaluation": "exact match and token accuracy, per length; sample outputs",
-    "plot_10_attention_heatmaps": "what the trained attentions look at, against the ideal",
-    "plot_11_decoding": "greedy and beam search; ConvS2S's incremental decoding",
+    "plot_09_training": "both models trained on the same data: parameters and loss curves",
+    "plot_10_evaluation": "exact match and token accuracy, per length; sample outputs",
+    "plot_11_attention_heatmaps": "what the trained attentions look at, against the ideal",
+    "plot_12_trained_attention": "how the trained ConvS2S sorts with its attention: scores "
+    "against source values, where each layer points, keys z and values z + e, the scores' scale",
+    "plot_13_decoding": "greedy and beam search; ConvS2S's incremental decoding",
     "normalisation/plot_01_encoder_gradient_scaling": "the encoder gradient scaling under Adam",
     "normalisation/plot_02_weight_normalisation": "a length and a direction per output unit",
     "normalisation/plot_03_initialisation": "the paper's initialisation against PyTorch's",
@@ -102,15 +95,15 @@ TEACHES = {
 REDIRECTS = {
     "plot_00_architecture": ("plot_03_two_models",),
     "plot_01_sorting_task": ("plot_00_sorting_task",),
-    "plot_04_attention": ("plot_06_multistep_attention", "plot_02_bahdanau_attention"),
+    "plot_04_attention": ("plot_07_multistep_attention", "plot_02_bahdanau_attention"),
     "plot_05_training": (
-        "plot_08_training",
+        "plot_09_training",
         "speed/plot_01_training_speed",
         "speed/plot_02_what_makes_one_faster",
     ),
-    "plot_06_evaluation": ("plot_09_evaluation",),
-    "plot_07_attention_heatmaps": ("plot_10_attention_heatmaps",),
-    "plot_08_decoding": ("plot_11_decoding",),
+    "plot_06_evaluation": ("plot_10_evaluation",),
+    "plot_07_attention_heatmaps": ("plot_11_attention_heatmaps",),
+    "plot_08_decoding": ("plot_13_decoding",),
     "plot_09_length_scaling": ("speed/plot_03_length_scaling",),
     "plot_10_paper_normalisation": (
         "normalisation/plot_02_weight_normalisation",
@@ -125,10 +118,10 @@ REDIRECTS = {
     "plot_12_speed": ("speed/plot_04_bench",),
     "plot_13_data_parallel": ("appendix/plot_01_data_parallel",),
     "plot_01_two_models": ("plot_03_two_models",),
-    "plot_02_glu_block": ("plot_04_glu_block",),
-    "plot_03_encoder_decoder": ("plot_05_encoder_decoder",),
-    "plot_04_multistep_attention": ("plot_06_multistep_attention",),
-    "plot_05_convs2s_by_hand": ("plot_07_convs2s_by_hand",),
+    "plot_02_glu_block": ("plot_04_glu_block", "plot_05_deep_stack"),
+    "plot_03_encoder_decoder": ("plot_06_encoder_decoder",),
+    "plot_04_multistep_attention": ("plot_07_multistep_attention",),
+    "plot_05_convs2s_by_hand": ("plot_08_convs2s_by_hand",),
     "plot_06_bahdanau_attention": ("plot_02_bahdanau_attention",),
     "plot_07_weight_normalisation": ("normalisation/plot_02_weight_normalisation",),
     "plot_08_initialisation": ("normalisation/plot_03_initialisation",),
@@ -136,10 +129,17 @@ REDIRECTS = {
     "plot_10_encoder_gradient_scaling": ("normalisation/plot_01_encoder_gradient_scaling",),
     "plot_11_context_scaling": ("normalisation/plot_05_context_scaling",),
     "plot_12_seed_against_paper": ("normalisation/plot_06_seed_against_paper",),
-    "plot_13_training": ("plot_08_training",),
-    "plot_14_evaluation": ("plot_09_evaluation",),
-    "plot_15_attention_heatmaps": ("plot_10_attention_heatmaps",),
-    "plot_16_decoding": ("plot_11_decoding",),
+    "plot_13_training": ("plot_09_training",),
+    "plot_14_evaluation": ("plot_10_evaluation",),
+    "plot_15_attention_heatmaps": ("plot_11_attention_heatmaps",),
+    "plot_16_decoding": ("plot_13_decoding",),
+    "plot_05_encoder_decoder": ("plot_06_encoder_decoder",),
+    "plot_06_multistep_attention": ("plot_07_multistep_attention", "plot_12_trained_attention"),
+    "plot_07_convs2s_by_hand": ("plot_08_convs2s_by_hand",),
+    "plot_08_training": ("plot_09_training",),
+    "plot_09_evaluation": ("plot_10_evaluation",),
+    "plot_10_attention_heatmaps": ("plot_11_attention_heatmaps",),
+    "plot_11_decoding": ("plot_13_decoding",),
 }
 
 
@@ -423,7 +423,7 @@ def after_gallery(app) -> None:
         rows += [chapter, "~" * len(chapter), "", *list_table(options, table), ""]
     _write_if_changed(GENERATED / "reading_path.inc", "\n".join(rows))
 
-    # headline numbers: accuracy from plot_08_training; speed and convergence from
+    # headline numbers: accuracy from plot_09_training; speed and convergence from
     # speed/plot_01_training_speed's interleaved measurement (never from the training
     # runs' own clocks)
     if training:

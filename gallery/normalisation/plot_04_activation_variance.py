@@ -191,7 +191,7 @@ plt.show()
 # and the two are roughly independent, so the variances add: at least a
 # doubling per block, and more here, because the paper-initialised GLU output
 # has more variance than its input (see
-# :ref:`the GLU block page <sphx_glr_auto_examples_plot_04_glu_block.py>`).
+# :ref:`the deep stack page <sphx_glr_auto_examples_plot_05_deep_stack.py>`).
 # Growth by a constant factor per block is exponential growth: after 20
 # blocks the activations are many orders of magnitude larger than the
 # embeddings. The :math:`\sqrt{0.5}` halves the variance of every sum, so the

@@ -33,8 +33,7 @@ torch.manual_seed(0)
 paper_model = ConvS2S(paper_cfg)
 f, d = paper_cfg.embed_dim, paper_cfg.hidden_dim
 batch = collate_batch(
-    generate_dataset(64, 8, 20, seed_cfg.vocab_size, seed=0),
-    seed_cfg.vocab_size,
+    generate_dataset(64, 8, 20, seed_cfg.vocab_size, seed=0), seed_cfg.vocab_size
 )
 print(f"f = {f}, d = {d}, batch of {batch.src.shape[0]} sources")
 
@@ -108,34 +107,23 @@ assert p_scaled[-1] > 0.5 * M  # ~m when attention is one-hot
 # sphinx_gallery_end_ignore
 
 # %%
-# The figure plots the variance of the context against the source length, on
-# log-log axes, with the two reference curves :math:`1/m` and :math:`1`.
-# Under near-uniform attention the unscaled context follows :math:`1/m` and
-# the scaled one stays at the variance of a single value, as the paper's
-# argument says. Under peaked attention the context is close to a single
-# value already, so the unscaled variance stays near 1 and the scaling
-# *inflates* it to about :math:`m`: the correction is right only as long as
-# the attention is spread out: at the start of training, if the
-# initialisation keeps the scores small (the paper's is measured below).
+# The variance of the context against the source length, on log-log axes,
+# with the reference curves :math:`1/m` and :math:`1`. Under near-uniform
+# attention the unscaled context follows :math:`1/m` and the scaled one stays
+# at a single value's variance, as the paper argues. Peaked attention already
+# picks about one value, so the unscaled variance stays near 1 and the scaling
+# *inflates* it to about :math:`m`: the correction holds only while attention
+# is spread out (at the start of training, if the initialisation keeps the
+# scores small; the paper's is measured below).
 
 fig, ax = plt.subplots(figsize=(7.5, 4.2), layout="constrained")
-curve_styles = {
-    ("near-uniform", False): ("tab:blue", "--", "near-uniform, not scaled"),
-    ("near-uniform", True): (
-        "tab:blue",
-        "-",
-        r"near-uniform, scaled by $m\sqrt{1/m}$",
-    ),
-    ("peaked", False): ("tab:orange", "--", "peaked, not scaled"),
-    ("peaked", True): ("tab:orange", "-", r"peaked, scaled by $m\sqrt{1/m}$"),
-}
-for key, var in context_var.items():
-    colour, ls, label = curve_styles[key]
-    ax.loglog(m_axis, var, ls, color=colour, label=label, linewidth=2)
+for (kind, scaled), var in context_var.items():
+    label = f"{kind}, " + (r"scaled by $m\sqrt{1/m}$" if scaled else "not scaled")
+    colour = "tab:blue" if kind == "near-uniform" else "tab:orange"
+    ax.loglog(m_axis, var, "-" if scaled else "--", color=colour, label=label, linewidth=2)
 ax.loglog(m_axis, 1 / m_axis, ":", color="k", label="$1/m$")
 ax.axhline(1.0, color="k", linewidth=0.8, linestyle=(0, (1, 3)))
-ax.set_xlabel("source length $m$ (real tokens)")
-ax.set_ylabel("Var($c_i$)")
+ax.set(xlabel="source length $m$ (real tokens)", ylabel="Var($c_i$)")
 ax.set_title("Variance of the attention context, values of unit variance")
 ax.legend(fontsize=8)
 plt.show()
@@ -149,19 +137,17 @@ plt.show()
 # maps of :ref:`the Bahdanau page
 # <sphx_glr_auto_examples_plot_02_bahdanau_attention.py>` use the seed's
 # PyTorch initialisation (embeddings from :math:`\mathcal{N}(0, 1)`), and
-# :ref:`the multi-step attention page
-# <sphx_glr_auto_examples_plot_06_multistep_attention.py>` measures both.
+# :ref:`the trained attention page
+# <sphx_glr_auto_examples_plot_12_trained_attention.py>` measures both.
 #
 # Both runs share their weights, so the scaled context is exactly
-# :math:`\sqrt{m}` times the unscaled one for every example, whatever the
-# attention does: the ratio of their variances is about :math:`m` by
-# construction and tests nothing. What tests §3.4's assumption is the scaled
-# context against the values it averages, :math:`z^u_j + e_j`: if the attention
-# were uniform over independent values, the two would have the same variance
-# (ratio 1); if it put all its weight on one position, the scaled context would
-# be :math:`\sqrt{m}` times one value (ratio :math:`m`). The cell prints how far
-# from uniform layer 1's attention is (its mean largest weight next to
-# :math:`1/m`) and where the ratio falls between 1 and :math:`m`.
+# :math:`\sqrt{m}` times the unscaled one whatever the attention does: the
+# ratio of their variances is about :math:`m` by construction and tests
+# nothing. What tests §3.4's assumption is the scaled context against the
+# values it averages, :math:`z^u_j + e_j`: ratio 1 if the attention were
+# uniform over independent values, :math:`m` if it put all its weight on one
+# position. The cell prints how far from uniform layer 1's attention is (its
+# mean largest weight next to :math:`1/m`) and where the ratio falls.
 
 no_ctx = ConvS2S(paper_cfg.replace(scale_context=False)).eval()
 no_ctx.load_state_dict(paper_model.state_dict())
@@ -203,7 +189,7 @@ assert 0.5 < ratio < 2  # near 1: the prose below says so
 # scale, as §3.4 intends. Peaked attention would push the ratio towards
 # :math:`m`, the scaled context then larger than the values. Trained attention is
 # peaked (:ref:`the attention page
-# <sphx_glr_auto_examples_plot_10_attention_heatmaps.py>`); §3.4 says as much:
+# <sphx_glr_auto_examples_plot_11_attention_heatmaps.py>`); §3.4 says as much:
 # "This is generally not the case but we found it to work well in practice."
 
 # %%

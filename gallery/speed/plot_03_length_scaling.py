@@ -4,36 +4,32 @@ Time per training step against sequence length
 
 The :ref:`training speed page <sphx_glr_auto_examples_speed_plot_01_training_speed.py>`
 timed both models on the task's short sequences. The argument for
-convolutions is really about *longer* sequences: the GRU runs one step per
-position, one after the other, while ConvS2S runs a fixed number of layers,
-each over all positions at once. This page times one training step of each
-model at growing sequence lengths, with everything else fixed.
+convolutions is about *longer* sequences: the GRU runs one step per position,
+one after the other, while ConvS2S runs a fixed number of layers, each over
+all positions at once. This page times one training step of each model at
+growing sequence lengths, everything else fixed.
 """
 
 # %%
 # What is measured
 # ----------------
 # For every length :math:`T`: one fixed batch of random sorting examples of
-# exactly :math:`T` tokens, and for each model a fresh, untrained instance of
-# the architecture the other pages train (:func:`~convs2s_edu.build_model` of
-# :func:`~convs2s_edu.lab.site.site_config`) with a position table long
-# enough for the longest length: how long a step takes does not depend on the
-# values of the weights. One training step is what :func:`~convs2s_edu.train`
-# does per batch: forward pass, loss, backward pass, clipping, an Adam update,
-# through the path it trains with (``TrainConfig.fast``: the fast paths of the
-# :ref:`appendix page <sphx_glr_auto_examples_appendix_plot_02_fast_paths.py>`,
-# the same function as the model files), as on the training speed page.
+# exactly :math:`T` tokens, and a fresh, untrained instance of each model the
+# other pages train (:func:`~convs2s_edu.build_model` of
+# :func:`~convs2s_edu.lab.site.site_config`; a step's duration does not depend
+# on the weights) with a position table long enough for the longest length.
+# A training step is :func:`~convs2s_edu.train`'s (forward, loss, backward,
+# clipping, Adam) on the path it trains with (``TrainConfig.fast``: the fast
+# paths of the :ref:`appendix page <sphx_glr_auto_examples_appendix_plot_02_fast_paths.py>`).
 #
-# The models are timed as on the training speed page
-# (:func:`~convs2s_edu.lab.timing.measure_training`): after one untimed warm-up
-# step each, they take turns, one window of steps each, GRU, ConvS2S, ConvS2S,
-# GRU, ..., so that whatever else the machine does slows both alike; a window
-# holds more steps at short lengths, so that every window lasts long enough to
-# time. Reported per model and length: the median seconds per step with the
-# fastest and slowest window, and the ratio of the two models' times, taken
-# within each round, with its range. :func:`~convs2s_edu.lab.timing.speed_verdict`
-# checks every length for spread and load; a warning replaces the conclusions
-# when any of them fails.
+# Timing is :func:`~convs2s_edu.lab.timing.measure_training`: after a warm-up
+# step, the models take turns, one window of steps each (GRU, ConvS2S,
+# ConvS2S, GRU, ...), so that the machine's other work slows both alike; short
+# lengths get more steps per window, to make every window long enough to time.
+# Reported: median seconds per step with the fastest and slowest window, and
+# the per-round ratio of the two times with its range. A warning replaces the
+# conclusions when any length fails :func:`~convs2s_edu.lab.timing.speed_verdict`'s
+# checks of spread and load.
 
 import copy
 import textwrap
@@ -75,13 +71,8 @@ device = resolve_device("auto")
 gpu = f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else ""
 print(f"device: {device}{gpu}" + ("; quick build: fewer, shorter lengths" if QUICK else ""))
 windows = ", ".join(f"{steps_per_window(T)} at T={T}" for T in LENGTHS)
-print(
-    textwrap.fill(
-        f"lengths: {LENGTHS}, batch of {BATCH}, {ROUNDS} interleaved windows per model and "
-        f"length ({windows} steps per window), after 1 warm-up step",
-        width=68,
-    )
-)
+setup = f"lengths: {LENGTHS}, batch of {BATCH}, {ROUNDS} interleaved windows per model and "
+print(textwrap.fill(setup + f"length ({windows} steps per window), after 1 warm-up step", 68))
 
 
 def make_model(name):
@@ -102,9 +93,8 @@ for T in LENGTHS:
         flops[name].append(training_flops_per_token(models[name], pair))
     # timed on the path the site trains with (copies: the models stay as the files write them)
     timed = {n: use_fast_paths(copy.deepcopy(models[n]), site_config(n).fast) for n in MODELS}
-    m = measure_training(
-        timed, [batch], steps_per_window=steps_per_window(T), n_rounds=ROUNDS, warmup_steps=1
-    )
+    w = steps_per_window(T)
+    m = measure_training(timed, [batch], steps_per_window=w, n_rounds=ROUNDS, warmup_steps=1)
     measurements.append(m)
     verdicts.append(speed_verdict(m, labels=LABELS))
 
@@ -124,11 +114,8 @@ print("\nmilliseconds per training step: median (fastest-slowest window);")
 print("GRU/ConvS2S time: median (range) of the per-round ratios\n")
 print(f"{'T':>4s}  {'ConvS2S':21s}  {'GRU':21s}  {'GRU/ConvS2S':16s}")
 for i, T in enumerate(LENGTHS):
-    print(
-        f"{T:>4d}  {cell(step['convs2s'][i], 1e3, '{:.0f}'):21s}  "
-        f"{cell(step['gru'][i], 1e3, '{:.0f}'):21s}  "
-        f"{cell(ratios[i], fmt='{:.2f}'):16s}"
-    )
+    conv, gru = (cell(step[n][i], 1e3, "{:.0f}") for n in ("convs2s", "gru"))
+    print(f"{T:>4d}  {conv:21s}  {gru:21s}  {cell(ratios[i], fmt='{:.2f}'):16s}")
 print("\n" + textwrap.fill(f"machine: {measurements[0].machine.describe()}", width=68))
 busy = [T for T, v in zip(LENGTHS, verdicts) if not v.ok]
 if busy:
@@ -147,40 +134,33 @@ assert all(m.order[:2] == ["gru", "convs2s"] for m in measurements)
 # %%
 # Dependent operations per training step
 # ---------------------------------------
-# The number of operations that must wait for the previous one is what
-# parallel hardware cannot hide. In the GRU decoder :math:`s_t` needs
-# :math:`s_{t-1}`: one dependent step per decoder input, :math:`T + 1` here
-# (``<sos>`` and the :math:`T` tokens), walked forward and again backward; the
-# bidirectional encoder adds :math:`S` steps, the source length (here
-# :math:`S = T`), its two directions side by side. ConvS2S computes every
-# layer for all positions at once from the layer below: :math:`L_{enc} +
-# L_{dec}` layers, whatever the lengths
-# (:func:`~convs2s_edu.lab.schematic.critical_path` counts both from the
-# models). The arithmetic is counted too: the floating-point operations of the
-# matrix products and convolutions of one forward and backward pass
-# (:func:`~convs2s_edu.lab.timing.training_flops_per_token`), per target
-# token. Both are facts about the models, the same on every machine. Per token
-# the count does not depend on how many sequences of one length a batch holds
-# (each product grows with the batch), so it was counted on two of the batch's.
+# Operations that must wait for the previous one are what parallel hardware
+# cannot hide. In the GRU decoder :math:`s_t` needs :math:`s_{t-1}`: one step
+# per decoder input, :math:`T + 1` here (``<sos>`` and the tokens), walked
+# forward and again backward; the bidirectional encoder adds :math:`S = T`
+# steps, its two directions side by side. ConvS2S computes each layer for all
+# positions at once: :math:`L_{enc} + L_{dec}` layers, whatever the lengths
+# (:func:`~convs2s_edu.lab.schematic.critical_path` counts both). Also counted:
+# floating-point operations of the matrix products and convolutions of a
+# forward and backward pass per target token
+# (:func:`~convs2s_edu.lab.timing.training_flops_per_token`), on two of the
+# batch's sequences (per token, the batch size does not matter). Both are
+# facts about the models, the same on every machine.
 
 chain = {n: [critical_path(models[n], T, T + 1)["training"] for T in LENGTHS] for n in MODELS}
 print(f"{'T':>4s} {'dependent operations':^30s}   {'MFLOP per target token':^25s}")
 print(f"{'':4s} {'GRU':>17s} {'ConvS2S':>12s}   {'GRU':>10s} {'ConvS2S':>14s}")
-for i, T in enumerate(LENGTHS):
-    g, c = chain["gru"][i], chain["convs2s"][i]
-    print(
-        f"{T:>4d} {g['worked']:>17s} {c['worked']:>12s}   {flops['gru'][i] / 1e6:>10.2f} "
-        f"{flops['convs2s'][i] / 1e6:>14.2f}"
-    )
+columns = zip(chain["gru"], chain["convs2s"], flops["gru"], flops["convs2s"])
+for T, (g, c, fg, fc) in zip(LENGTHS, columns):
+    print(f"{T:>4d} {g['worked']:>17s} {c['worked']:>12s}   {fg / 1e6:>10.2f} {fc / 1e6:>14.2f}")
 
 # %%
 # Time per step against length
 # ----------------------------
-# Left: seconds per training step on log-log axes (median, with bars from the
-# fastest to the slowest window), where time proportional to :math:`T` is a
-# line of slope 1 (the dotted guide). Right: how many times longer a GRU step
-# takes than a ConvS2S step (median of the rounds, bars over all rounds);
-# above the line at 1, ConvS2S is faster.
+# Left: seconds per training step on log-log axes (median, bars from the fastest
+# to the slowest window); time proportional to :math:`T` is a line of slope 1
+# (dotted). Right: how many times longer a GRU step takes than a ConvS2S step
+# (median of the rounds, bars over all rounds); above 1, ConvS2S is faster.
 
 T_arr = np.array(LENGTHS, dtype=float)
 fig, axes = plt.subplots(1, 2, figsize=(10.5, 3.9), layout="constrained")
@@ -189,18 +169,13 @@ for name in MODELS:
     med = np.array([x.median for x in step[name]])
     err = [med - [x.min for x in step[name]], [x.max for x in step[name]] - med]
     ax.errorbar(T_arr, med, yerr=err, fmt="o-", color=COLOURS[name], capsize=3, label=LABELS[name])
-ax.set_xscale("log")
-ax.set_yscale("log")
 ref = step["gru"][0].median
 ax.loglog(T_arr, ref * T_arr / T_arr[0], ":", color="grey", lw=1, label=r"$\propto T$")
-ax.set_xticks(T_arr, [str(T) for T in LENGTHS])
-ax.minorticks_off()
-ax.set_xlabel("sequence length T (source and target)")
-ax.set_ylabel("seconds per training step")
+ax.set(xlabel="sequence length T (source and target)", ylabel="seconds per training step")
 ax.yaxis.set_major_locator(mticker.LogLocator(subs=(1, 2, 5)))
 ax.yaxis.set_major_formatter(mticker.FormatStrFormatter("%g"))
 ax.set_title(f"One training step, batch of {BATCH}")
-ax.legend(fontsize=9)
+ax.legend()
 ax.grid(alpha=0.3, which="both")
 ax = axes[1]
 r_err = [ratio - [r.min for r in ratios], [r.max for r in ratios] - ratio]
@@ -210,49 +185,41 @@ for x, r in zip(T_arr, ratio):
 ax.axhline(1, color="grey", lw=1, ls="--")
 ax.set_xscale("log")
 ax.margins(x=0.08)
-ax.set_xticks(T_arr, [str(T) for T in LENGTHS])
-ax.minorticks_off()
 ax.set_ylim(0, 1.2 * max(max(r.max for r in ratios), 1.0))
-ax.set_xlabel("sequence length T")
-ax.set_ylabel("GRU time / ConvS2S time")
-ax.set_title("GRU time / ConvS2S time, per round")
-ax.grid(alpha=0.3)
-fig.suptitle(
-    f"Measured on {device.type.upper()}"
-    + (" (quick build)" if QUICK else "")
-    + (f": UNRELIABLE at T = {', '.join(map(str, busy))}, machine busy" if busy else ""),
-    fontsize=11,
-    color="C3" if busy else "black",
-)
+ax.set(xlabel="sequence length T", ylabel="GRU time / ConvS2S time", title="Per-round ratio")
+for ax in axes:
+    ax.set_xticks(T_arr, [str(T) for T in LENGTHS])
+    ax.minorticks_off()
+where = f"Measured on {device.type.upper()}" + (" (quick build)" if QUICK else "")
+unreliable = f": UNRELIABLE at T = {', '.join(map(str, busy))}, machine busy" if busy else ""
+fig.suptitle(where + unreliable, fontsize=11, color="C3" if busy else "black")
 plt.show()
 
 # %%
 # Reading the curves
 # ------------------
-# Both models do an amount of arithmetic that grows with :math:`T`: the
-# layers and the recurrence are linear in :math:`T`, and attention, every
-# target position against every source position, grows like :math:`T^2`. What
-# differs is how that arithmetic is split into operations. The GRU issues a
-# handful of small operations per position (a few hundred for a long sequence,
-# forward alone), each on one vector per example, each with a fixed cost (a
-# kernel launch on a GPU, dispatch and thread synchronisation on a CPU) that
-# does not shrink with the work done. ConvS2S issues the same handful of large
-# operations whatever :math:`T` is; :math:`T` only makes them bigger.
+# Both models do arithmetic that grows with :math:`T`: the layers and the
+# recurrence linearly, attention (every target position against every source
+# position) like :math:`T^2`. What differs is how it is split into operations.
+# The GRU issues a handful of small operations per position (a few hundred for
+# a long sequence, forward alone), each on one vector per example, each with a
+# fixed cost (a kernel launch on a GPU, dispatch and thread synchronisation on
+# a CPU) that does not shrink with the work. ConvS2S issues the same handful of
+# large operations whatever :math:`T`; :math:`T` only makes them bigger.
 #
-# Two predictions follow, stated before looking. On a GPU, with far more
-# arithmetic units than a small batch can occupy, ConvS2S's large operations
-# should take nearly the same time at every length while the GRU pays for
-# every step: the ratio should climb with :math:`T`. On a CPU with a couple of
-# cores, large operations take time in proportion to their arithmetic, so
-# ConvS2S's time grows with :math:`T` too, and at short lengths the GRU may
-# come out ahead; what can still separate the curves is the GRU's cost per
-# step, a fixed overhead for every small operation and an additive attention
-# computed in :math:`T` separate pieces, forward and backward.
+# Two predictions, stated before looking. On a GPU, with far more arithmetic
+# units than a small batch can occupy, ConvS2S's large operations should take
+# nearly the same time at every length while the GRU pays for every step: the
+# ratio should climb with :math:`T`. On a CPU with a couple of cores, large
+# operations take time in proportion to their arithmetic, so ConvS2S's time
+# grows with :math:`T` too, and at short lengths the GRU may come out ahead;
+# what can still separate the curves is the GRU's cost per step: a fixed
+# overhead per small operation, and an additive attention computed in
+# :math:`T` separate pieces, forward and backward.
 #
-# The sentence below is computed from the measured ratios: a trend is reported
-# only when the ratio's range at the longest length does not overlap its range
-# at the shortest, and nothing is concluded when a measurement failed the
-# spread or load check.
+# The sentence below, from the measured ratios, reports a trend only when the
+# ratio's ranges at the two ends do not overlap, and nothing when a
+# measurement failed the spread or load check.
 
 first, last = ratios[0], ratios[-1]
 ends = (
@@ -311,10 +278,9 @@ for name in MODELS:
 #
 #    </details>
 #
-# **2. An ideal parallel machine.** If every layer of ConvS2S took the same
-# time at any length, and every GRU step took the same time, by what factor
-# would the ratio GRU / ConvS2S grow from the shortest length above to
-# :math:`T = 100`?
+# **2. An ideal parallel machine.** If every ConvS2S layer and every GRU step
+# took the same time at any length, by what factor would the ratio GRU /
+# ConvS2S grow from the shortest length above to :math:`T = 100`?
 #
 # .. raw:: html
 #

@@ -61,8 +61,8 @@ print(format_bench(result, profile=False))
 # More threads
 # ------------
 # On a CPU the bench also times both models (eager, fp32) at every thread count
-# from one to the machine's cores, interleaved, and states the verdict at each
-# (the last lines of the table above; :ref:`the training speed page
+# from one to the machine's cores, interleaved, with a verdict at each (the
+# table's last lines; :ref:`the training speed page
 # <sphx_glr_auto_examples_speed_plot_01_training_speed.py>` draws the same
 # measurement for the site's models). The ratio at each count:
 
@@ -81,9 +81,8 @@ else:
 # The path the gallery trains on
 # ------------------------------
 # :func:`~convs2s_edu.fast.fastest_path` gives the default path of a device (its
-# docstring states the rule). Here the bench
-# also says which path was fastest for each model on this machine, so a reader
-# can check the rule against this very run.
+# docstring states the rule); the bench also says which path was fastest for
+# each model here, so a reader can check the rule against this very run.
 
 print(f"default path on {device.type}: {fastest_path(device).name}")
 for name, e in result["models"].items():
@@ -92,13 +91,12 @@ for name, e in result["models"].items():
 # %%
 # Can ConvS2S beat the GRU here?
 # ------------------------------
-# An epoch costs *FLOPs per token x tokens*. At the rate a model actually reaches
-# (its fraction of the measured peak), the time per epoch is that product
-# divided by the achieved FLOP/s. So the ratio of the two models' speeds is
-# the ratio of their fractions of peak divided by the ratio of their FLOPs per
-# token: a model that does :math:`r` times the arithmetic per token must reach
-# :math:`r` times the fraction of peak to break even. The numbers below come
-# from the table above.
+# An epoch costs *FLOPs per token x tokens*; at the rate a model reaches (its
+# fraction of the measured peak), its time is that product over the achieved
+# FLOP/s. So the ratio of the two models' speeds is the ratio of their
+# fractions of peak over the ratio of their FLOPs per token: a model doing
+# :math:`r` times the arithmetic per token must reach :math:`r` times the
+# fraction of peak to break even. The numbers come from the table above.
 
 conv_gru = result["models"]
 conv, gru = conv_gru["convs2s"], conv_gru["gru"]
@@ -149,14 +147,12 @@ plt.show()
 
 for name, e in result["models"].items():
     d = e["decoding"]
-    print(
-        f"{name}: greedy {d['greedy_sentences_per_second']:,.1f} sentences/s, "
-        f"beam 5 {d['beam5_sentences_per_second']:,.1f} sentences/s"
-    )
+    greedy, beam = d["greedy_sentences_per_second"], d["beam5_sentences_per_second"]
+    print(f"{name}: greedy {greedy:,.1f} sentences/s, beam 5 {beam:,.1f} sentences/s")
 for r in conv["incremental"]:
+    full, inc = r["seconds_full"], r["seconds_incremental"]
     print(
-        f"T={r['target_len']:>3}: full {r['seconds_full']:.3f} s, incremental "
-        f"{r['seconds_incremental']:.3f} s, {r['speedup']:.1f}x"
+        f"T={r['target_len']:>3}: full {full:.3f} s, incremental {inc:.3f} s, {r['speedup']:.1f}x"
     )
 rates = {LABELS[n]: e["decoding"]["greedy_sentences_per_second"] for n, e in conv_gru.items()}
 print(textwrap.fill(comparison("greedy decoding rate", rates, fmt="{:,.1f} sentences/s"), 68))
@@ -197,11 +193,8 @@ for system, bleu, seconds in TABLE_3:
     print(f"{system:30s} BLEU {bleu:5.2f} {seconds:>6,d} s")
 paper = {row[0]: row[2] for row in TABLE_3}
 pair = {k: paper[k] for k in ("ConvS2S GPU (K40) b=1", "GNMT GPU (K80)")}
-print(
-    textwrap.fill(
-        comparison("generation time", pair, fmt="{:,d} s", higher="longer", lower="shorter"), 68
-    )
-)
+said = comparison("generation time", pair, fmt="{:,d} s", higher="longer", lower="shorter")
+print(textwrap.fill(said, 68))
 
 # %%
 # What this page's decoding numbers can say: how the two small models of this

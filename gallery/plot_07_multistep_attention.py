@@ -35,21 +35,40 @@ only on that page.
 # (:class:`~convs2s_edu.convs2s.ConvMemory`); every decoder layer has its own
 # :math:`W^l_d, b^l_d`.
 #
+# The paper's sentences (§3.3), one per equation:
+#
+#     "To compute the attention, we combine the current decoder state
+#     :math:`h^l_i` with an embedding of the previous target element
+#     :math:`g_i`" ... "the attention :math:`a^l_{ij}` of state :math:`i` and
+#     source element :math:`j` is computed as a dot-product between the decoder
+#     state summary :math:`d^l_i` and each output :math:`z^u_j` of the last
+#     encoder block :math:`u`" ... "The conditional input :math:`c^l_i` to the
+#     current decoder layer is a weighted sum of the encoder outputs as well as
+#     the input element embeddings :math:`e_j`."
+#
+# and the lines of :meth:`MultiStepAttention.forward
+# <convs2s_edu.MultiStepAttention.forward>` that compute them, read from the
+# package's source:
+
+from convs2s_edu import MultiStepAttention
+from convs2s_edu.lab.site import code_lines
+
+for equation in ("d_i = W_d h_i", "d_i · z_j", "a_ij = softmax_j", "c_i = Σ_j a_ij"):
+    print(code_lines(MultiStepAttention.forward, equation))
+
+# %%
+#
 # A worked example: a source of :math:`m = 3` tokens, embeddings of size
 # :math:`f = 3`, decoder states of size :math:`d = 4` and two target positions.
 # The weights are random numbers rounded to one decimal so that the printout
 # can be checked by hand; they replace the module's initial ones, so the
 # initialisation (the seed's or the paper's) plays no part here.
 
-import math
 
 import matplotlib.pyplot as plt
 import torch
 
-from convs2s_edu import ConvS2S, ConvS2SConfig, MultiStepAttention, collate_batch, train_or_load
 from convs2s_edu.convs2s import ConvMemory
-from convs2s_edu.lab.site import site_config
-from convs2s_edu.training.config import make_datasets
 
 torch.set_printoptions(precision=3, sci_mode=False)
 gen = torch.Generator().manual_seed(4)
@@ -156,111 +175,15 @@ assert torch.allclose(a_pad[0, :, :m], a_module[0], atol=1e-6)
 # sphinx_gallery_end_ignore
 
 # %%
-# Keys :math:`z`, values :math:`z + e`: why add :math:`e`?
-# --------------------------------------------------------
-# §3.3 calls it a key-value memory: the keys :math:`z^u_j` carry "potentially
-# large input contexts", and the values add :math:`e_j`, which "provides point
-# information about a specific input element". Sorting needs exactly that: the
-# next output is a source token copied out unchanged. The cell runs the site's
-# trained ConvS2S (as the training pages load it) on test examples and splits
-# every context, :math:`c^l_i = \sum_j a^l_{ij} z^u_j + \sum_j a^l_{ij} e_j`
-# (before :math:`m\sqrt{1/m}`, which scales both alike), into its two parts.
-
-trained = train_or_load(site_config("convs2s"))
-model = trained.model.eval()
-test = list(make_datasets(trained.config)[2])[:256]
-tb = collate_batch(test, model.cfg.vocab_size)
-real = ~tb.tgt_padding_mask  # (B, T)
-with torch.no_grad():
-    enc_out = model.encode(tb.src)  # states z^u (B, S, f), embedded e (B, S, f)
-    _, a_all = model(tb.src, tb.tgt_in, return_attention=True)  # (B, L, T, S)
-    c_z = a_all @ enc_out.states[:, None]  # sum_j a_ij z_j: (B, L, T, f)
-    c_e = a_all @ enc_out.embedded[:, None]  # sum_j a_ij e_j
-print(f"{len(test)} test examples; trained for {len(trained.history.epochs)} epochs")
-print("layer | mean |sum a z| | mean |sum a e| | share of e")
-for l in range(a_all.shape[1]):
-    nz, ne = (c[:, l][real].norm(dim=-1).mean().item() for c in (c_z, c_e))
-    print(f"{l + 1:5d} | {nz:14.3f} | {ne:14.3f} | {ne / (nz + ne):10.2f}")
-
-# sphinx_gallery_start_ignore
-assert torch.allclose(c_z + c_e, a_all @ (enc_out.states + enc_out.embedded)[:, None], atol=1e-5)
-# sphinx_gallery_end_ignore
-
-# %%
-# The shares say how much of each context, in norm, is point information.
-#
-# Several hops, and the attention history
-# ---------------------------------------
-# Every layer adds its context to its state,
-# :math:`h^l_i \leftarrow \sqrt{0.5}\,(h^l_i + W^l_c c^l_i)`, so the query
-# :math:`d^{l+1}_i` is computed from what layers :math:`1..l` read (§3.3's
-# "hops") and, through the causal convolution, from the contexts of the
-# :math:`k-1` previous positions: which source tokens the last steps attended
-# to (the "attention history"). The cell runs one test example through the
-# trained model's first two layers by hand and asks which contexts
-# :math:`c^1_{i'}` the query :math:`d^2_i` depends on.
-
-dec, i_q = model.decoder, 6
-one = collate_batch(test[:1], model.cfg.vocab_size)
-memory = dec.memory(model.encode(one.src))
-g1 = dec.embed(one.tgt_in)  # (1, T, f)
-h1 = dec.blocks[0](dec.in_proj(g1))
-c1, _ = dec.attention[0](h1, g1, memory)  # (1, T, f): layer 1's contexts
-c1.retain_grad()
-h2 = dec.blocks[1](math.sqrt(0.5) * (h1 + dec.W_c[0](c1)))
-d2 = dec.attention[1].W_d(h2) + dec.attention[1].b_d + g1  # (1, T, f): layer 2's queries
-(d2[0, i_q] * torch.randn(d2.shape[-1])).sum().backward()
-seen = (c1.grad[0].abs().sum(-1) > 0).nonzero().flatten().tolist()
-print(f"k = {model.cfg.kernel_size}: d^2_{i_q} depends on c^1 at positions {seen}")
-
-# sphinx_gallery_start_ignore
-assert seen == list(range(i_q - model.cfg.kernel_size + 1, i_q + 1))
-# sphinx_gallery_end_ignore
-
-# %%
-# No :math:`1/\sqrt{d}`: the scale of the scores
-# ----------------------------------------------
-# The scores :math:`d^l_i \cdot z^u_j` are plain dot products; the
-# Transformer, which came later, divides them by :math:`\sqrt{d_k}`, since a
-# dot product of :math:`f` independent entries of variance :math:`\sigma^2` has
-# standard deviation :math:`\sigma^2\sqrt{f}` and a large spread makes the
-# softmax nearly one-hot. ConvS2S relies on its initialisation and weight
-# normalisation instead. The cell measures layer 1's scores on the test
-# batch at initialisation, with the paper's initialisation (the site's model)
-# and the seed's (PyTorch's), and after training (the site's trained model),
-# with the mean largest weight next to :math:`1/m`.
-
-pairs = real[:, :, None] & ~tb.src_padding_mask[:, None, :]  # real (i, j)
-print(f"mean 1/m = {(1 / tb.src_lengths.float()).mean():.3f} (uniform attention)")
-nets = {}
-for name, cfg in (("paper's init", ConvS2SConfig.paper()), ("seed's init", ConvS2SConfig())):
-    torch.manual_seed(0)
-    nets[name] = ConvS2S(cfg).eval()
-nets["trained"] = model
-for name, net in nets.items():
-    dec0, att0 = net.decoder, net.decoder.attention[0]
-    with torch.no_grad():
-        g0 = dec0.embed(tb.tgt_in)
-        d_1 = att0.W_d(dec0.blocks[0](dec0.in_proj(g0))) + att0.b_d + g0  # (B, T, f)
-        scores = d_1 @ dec0.memory(net.encode(tb.src)).z.mT  # (B, T, S)
-        _, a0 = net(tb.src, tb.tgt_in, return_attention=True)
-    sd, peak = scores[pairs].std(), a0[:, 0].amax(-1)[real].mean()
-    f_net = net.cfg.embed_dim
-    print(f"{name:13s}: std(d.z) {sd:6.3f}, / sqrt(f) {sd / math.sqrt(f_net):.3f}, ", end="")
-    print(f"mean largest weight {peak:.3f}")
-
-# %%
 # What you saw
 # ------------
 # * ConvS2S: every decoder layer :math:`l` scores every source position with a
 #   dot product, :math:`a^l_{ij} = \mathrm{softmax}_j(d^l_i \cdot z_j)`, and
 #   reads the values :math:`z_j + e_j`; all target positions at once.
 # * Padded source positions get the score :math:`-\infty`, so zero weight.
-# * Keys :math:`z^u_j` say where to look; values :math:`z^u_j + e_j` add the
-#   token itself. Layer :math:`l+1`'s query sees what layers :math:`\le l` read,
-#   at its own and the :math:`k-1` previous positions.
-# * The scores have no :math:`1/\sqrt{d}`; the initialisation sets their spread,
-#   and training moves it: the last printout gives both.
+# * What the trained model's attention does with these equations, layer by
+#   layer, is :ref:`a page after training
+#   <sphx_glr_auto_examples_plot_12_trained_attention.py>`.
 #
 # Try it
 # ------
@@ -300,30 +223,6 @@ key[:, m:], value[:, m:] = 100.0, 100.0  # only the padded position
 c_big, a_big = att(h, g, enc_padded._replace(z=key, z_plus_e=value))
 print("weights on padding:", a_big[0, :, m:].abs().max().item())
 print("context changed:", not torch.equal(c_big, c_pad))
-
-# %%
-# .. raw:: html
-#
-#    </details>
-#
-# **3. The Transformer's** :math:`1/\sqrt{d_k}`. Two vectors of :math:`f = 128`
-# independent entries with variance 1: predict the standard deviation of
-# their dot product, and after dividing it by :math:`\sqrt{f}`.
-#
-# .. raw:: html
-#
-#    <details class="solution"><summary>Solution</summary>
-#
-# A sum of :math:`f` independent products of variance 1 has variance
-# :math:`f`: standard deviation :math:`\sqrt{128} \approx 11.3`, and 1 after the
-# division. Without it, scores 11 apart already give a softmax weight ratio of
-# :math:`e^{11}`.
-
-q, k_ = torch.randn(10_000, 128), torch.randn(10_000, 128)
-dots = (q * k_).sum(-1)
-print(
-    f"std {dots.std():.2f}, sqrt(f) = {128**0.5:.2f}, after / sqrt(f): {dots.std() / 128**0.5:.3f}"
-)
 
 # %%
 # .. raw:: html

@@ -3,11 +3,9 @@ Where the trained models look: attention heatmaps
 =================================================
 
 Attention weights say, for every output position, how much each source
-position contributes to it. For sorting there is a right answer to compare
-them with: to write the :math:`i`-th smallest value, a model has to find it in
-the source, so output position :math:`i` should attend to the source position
-that holds the :math:`i`-th smallest value (or share its attention among the
-positions that hold it, when the value occurs more than once).
+position contributes to it. For sorting there is a right answer: output
+position :math:`i` should attend to the source position that holds the
+:math:`i`-th smallest value (shared among its positions when it repeats).
 
 This page draws the attention of both trained models on one test example
 (every decoder layer of ConvS2S, the single Bahdanau attention of the GRU) and
@@ -20,16 +18,15 @@ they decode it, :doc:`try the models in your browser </try>`.
 # One test example
 # ----------------
 # Both models come from the cache filled by the
-# :ref:`training page <sphx_glr_auto_examples_plot_08_training.py>` (run on its
+# :ref:`training page <sphx_glr_auto_examples_plot_09_training.py>` (run on its
 # own, this page trains them first). The example is the first test example of
-# the length printed below, short enough for every cell to be read.
+# length 10, short enough for every cell to be read.
 #
-# The models are **teacher-forced with the reference**: the decoder reads
-# ``<sos>`` followed by the correct sorted sequence, exactly as in training,
-# so every row of a heatmap belongs to the same known output token whatever
-# the model would have decoded. Row :math:`i` is the attention used to predict
-# the :math:`i`-th output token (the row label, ``<eos>`` last); column
-# :math:`j` is source position :math:`j` (labelled with its token).
+# The models are **teacher-forced with the reference** (``<sos>`` then the
+# correct sorted sequence, as in training), so every heatmap row belongs to a
+# known output token whatever the model would have decoded. Row :math:`i` is
+# the attention used to predict the :math:`i`-th output token (the row label,
+# ``<eos>`` last); column :math:`j` is source position :math:`j`.
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -51,18 +48,14 @@ results = {name: train_or_load(site_config(name)) for name in MODELS}
 conv, gru = (results[name].model.eval() for name in MODELS)
 device = next(conv.parameters()).device  # a GPU when there is one
 cfg = results["convs2s"].config
-test_set = make_datasets(cfg)[2]
-for name in MODELS:
-    h = results[name].history
-    print(f"{name:8s} trained for {len(h.epochs)} epochs on {h.device}")
+examples = list(make_datasets(cfg)[2])  # the test set
+for name, r in results.items():
+    print(f"{name:8s} trained for {len(r.history.epochs)} epochs on {r.history.device}")
 if is_quick_mode():
-    print(
-        "\nNOTE: quick build (CONVS2S_EDU_QUICK=1): small data and few epochs; the\n"
-        "attention below is that of models early in training."
-    )
+    print("\nNOTE: quick build (CONVS2S_EDU_QUICK=1): small data and few epochs; the")
+    print("attention below is that of models early in training.")
 
 # teacher-forced attention of every test example (padding is masked), then one of them
-examples = list(test_set)
 full = collate_batch(examples, cfg.vocab_size)
 src, tgt_in, tgt_out = full.src, full.tgt_in, full.tgt_out  # (B, S), (B, T), (B, T)
 with torch.no_grad():
@@ -92,11 +85,10 @@ assert np.allclose(one_attn, conv_attn, atol=1e-5)
 # %%
 # ConvS2S: one attention per decoder layer
 # ----------------------------------------
-# ConvS2S has an attention in each of its decoder layers, computed from that
-# layer's state: the panels are separate decisions about where to look. Darker
-# means more weight; every row sums to one. The red squares mark the right
-# answer: the source positions holding the token that row outputs (none for
-# ``<eos>``).
+# Each ConvS2S decoder layer computes its own attention from its own state:
+# the panels are separate decisions about where to look. Darker means more
+# weight; every row sums to one. Red squares mark the source positions holding
+# the token that row outputs (none for ``<eos>``).
 
 out_labels = figures.token_labels(tgt_out[i, : LENGTH + 1], cfg.vocab_size)  # reference, <eos>
 src_labels = figures.token_labels(src[i, :LENGTH], cfg.vocab_size)
@@ -128,13 +120,11 @@ plt.show()
 # %%
 # The GRU's attention, next to the ideal one
 # ------------------------------------------
-# The GRU model has one Bahdanau attention, computed before each decoder step
-# from the previous state :math:`s_{t-1}`, which has not read the token
-# written last, :math:`y_{t-1}` (fed in with the context, after the
-# attention): the query knows :math:`y_{t-1}` only through where it looked at
-# the previous step. The right panel is the attention of a perfect sorter: all
-# the weight of row :math:`i` on the position(s) holding the :math:`i`-th
-# smallest value, split evenly when the value repeats.
+# The GRU has one Bahdanau attention, computed before each decoder step from
+# the previous state :math:`s_{t-1}`, which has not read the token written
+# last, :math:`y_{t-1}` (fed in after the attention): the query knows it only
+# through where it looked the step before. The right panel is a perfect
+# sorter's attention: each row's weight split evenly over its red squares.
 
 ideal = right / np.maximum(right.sum(axis=1, keepdims=True), 1)
 fig, axes = plt.subplots(1, 2, figsize=(8, 4.2), layout="constrained")
@@ -146,29 +136,21 @@ plt.show()
 # %%
 # Measured over the test set
 # --------------------------
-# One example can mislead, so the next cell counts over every test example
-# how often the attention points at the right place. For each output step
-# (``<eos>`` excluded), take the source position with the largest attention
-# weight and check the token there:
+# One example can mislead, so the next cell counts over the whole test set
+# what the most attended source position holds at each output step
+# (``<eos>`` excluded):
 #
-# * **→ reference token** (teacher-forced): it holds the token this step
-#   should output;
-# * **→ emitted token** (greedy decoding, the model reading its own outputs):
-#   it holds the token the model actually wrote at this step;
-# * **→ previous token** (teacher-forced, from the second step on): it holds
-#   the token the decoder has just read, the one output before;
-# * **weight on ref.**: the total attention weight on the positions holding
-#   the reference token, averaged over steps (a softer measure than the
-#   argmax).
-#
-# The last line is chance: the share of steps at which a source position
-# drawn at random would hold the reference token.
+# * **→ reference**: the token this step should output (teacher-forced);
+# * **→ emitted**: the token the model wrote (greedy, on its own outputs);
+# * **→ previous**: the token the decoder just read (teacher-forced, step 2 on);
+# * **weight on ref.**: the total weight on the positions holding the
+#   reference token (softer than the argmax); **chance**: the share of steps
+#   at which a random source position holds it.
 
 
 def argmax_hits(attn, src, wanted):
     """attn (B, T, S); src (B, S); wanted (B, T) token ids -> hits (B, T) bool."""
-    picked = src.gather(1, attn.argmax(-1))  # (B, T): token at the most attended position
-    return picked.eq(wanted)
+    return src.gather(1, attn.argmax(-1)).eq(wanted)  # token at the most attended position
 
 
 steps = tgt_out.ne(0) & tgt_out.ne(eos_index(cfg.vocab_size))  # (B, T): real tokens, no <eos>
@@ -176,20 +158,18 @@ after_first = steps & (torch.arange(steps.shape[1]) > 0)  # (B, T): from the sec
 holds_ref = src.unsqueeze(1).eq(tgt_out.unsqueeze(2))  # (B, T, S): position j holds y_t
 # greedy decoding moves the sources to the model's device itself
 greedy = {name: greedy_decode(results[name].model, src, return_attention=True) for name in MODELS}
-
 src_len = src.ne(0).sum(1, keepdim=True)  # (B, 1); chance: share of them holding y_t
 chance = (holds_ref.sum(-1) / src_len)[steps].float().mean().item()
 
 
 def greedy_hit_rate(tokens, attentions, layer=None):
     """Share of emitted tokens whose most attended source position holds that token."""
-    hits = n = 0
-    for (x, _), out, a in zip(examples, tokens, attentions):
-        a = a[layer] if layer is not None else a  # (T_b, S_b)
-        for t, y in enumerate(out):
-            hits += x[int(a[t].argmax())] == y
-            n += 1
-    return hits / max(n, 1)
+    hits = [
+        x[int((a if layer is None else a[layer])[t].argmax())] == y  # a[layer]: (T_b, S_b)
+        for (x, _), out, a in zip(examples, tokens, attentions)
+        for t, y in enumerate(out)
+    ]
+    return sum(hits) / max(len(hits), 1)
 
 
 attn_sets = [(f"ConvS2S layer {l + 1}", conv_all[:, l], "convs2s", l) for l in range(n_layers)]
@@ -223,20 +203,17 @@ assert 0 < chance < 0.5
 # sphinx_gallery_end_ignore
 
 # %%
-# The same numbers as a chart: the share of steps whose most attended source
-# position holds the reference token (teacher-forced), per attention, with
-# chance as a dashed line.
+# The **→ reference** column as a chart, one bar per attention, with chance
+# as a dashed line.
 
 fig, ax = plt.subplots(figsize=(7, 3.4), layout="constrained")
 bars = ax.bar(range(len(table)), [100 * row[1] for row in table], color=["C0"] * n_layers + ["C1"])
-ax.bar_label(bars, fmt="%.0f%%", fontsize=9, padding=2)
+ax.bar_label(bars, fmt="%.0f%%", padding=2)
 ax.axhline(100 * chance, color="k", ls="--", lw=1, label="chance")
-fig.legend(loc="outside right upper", fontsize=9, frameon=False)
+fig.legend(loc="outside right upper", frameon=False)
 ax.set_xticks(range(len(table)), [row[0].replace("ConvS2S ", "ConvS2S\n") for row in table])
-ax.set_ylabel("% of output steps")
-ax.set_ylim(0, 108)
+ax.set(ylabel="% of output steps", ylim=(0, 108))
 ax.set_title("Most attended source position holds the reference token")
-ax.grid(alpha=0.3, axis="y")
 plt.show()
 
 # %%
@@ -244,25 +221,21 @@ plt.show()
 # --------------
 # An attention whose argmax lands on the reference token far more often than
 # chance has learned the sorting alignment: it finds the next value to write.
-# For ConvS2S the layers need not agree: the paper's multi-step attention lets
-# each layer look somewhere else, and a lower layer can gather information
-# (about the token just written, say: the **→ previous** column) that a higher
-# layer uses to find the next one; compare the layers' rows in the table. The
-# GRU has a single attention, so it does the whole search in one look, from
-# the decoder state alone. The **→ emitted** column asks, when a model writes
-# a wrong token, whether its attention points at the token it wrote (it found
-# a value and copied it, but the wrong one) or somewhere else.
+# Multi-step attention lets each ConvS2S layer look elsewhere: a lower layer
+# can gather information (about the token just written, say: **→ previous**)
+# that a higher layer uses to find the next one. The GRU's single attention
+# searches in one look, from the decoder state alone. **→ emitted** asks
+# whether a wrong token was a value the attention found and copied.
 
 # %%
 # What you saw
 # ------------
-# * For sorting there is a right answer: output position :math:`i` should
-#   look at the source position that holds the :math:`i`-th smallest value
-#   (shared among the positions that hold it when it repeats).
+# * For sorting, output position :math:`i` should look at the source
+#   position(s) holding the :math:`i`-th smallest value.
 # * ConvS2S has one attention per decoder layer, each deciding separately
 #   where to look; the GRU has one attention, computed before each step.
-# * Counted over the test set, the share of steps whose most attended position
-#   holds the right value says how much each attention "points".
+# * Over the test set, the share of steps whose most attended position holds
+#   the right value says how much each attention "points".
 #
 # Try it
 # ------
@@ -310,9 +283,7 @@ print(row / row.sum())
 #
 #    <details class="solution"><summary>Solution</summary>
 #
-# Near chance (the share of source positions holding the value, about one in
-# the sequence's length): untrained weights carry no alignment. A fresh model
-# of the same configuration, on the test set as above:
+# Near chance (about one over the length): untrained weights carry no alignment.
 
 torch.manual_seed(0)
 untrained = build_model(cfg).to(device).eval()
@@ -320,7 +291,8 @@ with torch.no_grad():
     _, fresh = untrained(src.to(device), tgt_in.to(device), return_attention=True)
 hit = argmax_hits(fresh[:, -1].cpu(), src, tgt_out)[steps].float().mean().item()
 print(comparison("share", {"untrained last layer": hit, "chance": chance}, tie=tie))
-print(comparison("share", {"untrained last layer": hit, "trained": table[-2][1]}, tie=tie))
+shares = {"untrained last layer": hit, "trained last layer": table[-2][1]}
+print(comparison("share", shares, tie=tie))
 
 # %%
 # .. raw:: html

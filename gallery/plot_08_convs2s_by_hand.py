@@ -2,40 +2,34 @@ r"""
 ConvS2S by hand: one decoder step in numbers
 ============================================
 
-This page shrinks a real :class:`~convs2s_edu.ConvDecoder` until every number
-fits on a line (sizes :math:`f = d = 2`, kernel width :math:`k = 3`, :math:`m = 3`
-source tokens, weights such as :math:`1`, :math:`-1`, :math:`0.5` set by hand)
-and follows one decoder position through one layer with plain arithmetic. The
-site's build checks every by-hand number against what the module computed.
+This page shrinks a real :class:`~convs2s_edu.ConvDecoder` until every number fits on a
+line (sizes :math:`f = d = 2`, kernel width :math:`k = 3`, :math:`m = 3` source tokens,
+weights such as :math:`1`, :math:`-1`, :math:`0.5` set by hand) and follows one decoder
+position through one layer with plain arithmetic.
 
-Where it simplifies: one decoder layer; the encoder outputs :math:`z_j` and
-source embeddings :math:`e_j` are given by hand; no dropout; no weight
-normalisation; sizes of 2; the map :math:`f \to d` before the convolution is the
-identity, the bias of :math:`W_c` is zero, and the output layer :math:`W_o` is
-left out. Positions count from 0, as in the code. The module is the package's
-own, unchanged: the full-size decoder computes exactly this, as the checks and
-the last section (at the seed's sizes) show.
+Where it simplifies: one decoder layer; the encoder outputs :math:`z_j` and source
+embeddings :math:`e_j` given by hand; no dropout or weight normalisation; the map
+:math:`f \to d` before the convolution is the identity, :math:`W_c` has no bias, and the
+output layer :math:`W_o` is left out. Positions count from 0, as in the code. The module
+is the package's own, unchanged; the build checks every by-hand number against it.
 """
 
 # %%
 # The decoder and its hand-set weights
 # ------------------------------------
-# The convolution's weight has shape :math:`(2d, d, k)`: its first :math:`d`
-# rows give :math:`A`, the last :math:`d` give :math:`B`, and the last axis holds
-# the taps for positions :math:`i-2, i-1, i`. The decoder input is ``<sos>``
-# then token 2; we follow position :math:`i = 1`.
+# The convolution's weight has shape :math:`(2d, d, k)`: its first :math:`d` rows give
+# :math:`A`, the last :math:`d` give :math:`B`, the last axis holds the taps for
+# :math:`i-2, i-1, i`. The decoder input is ``<sos>`` then token 2; we follow :math:`i = 1`.
 
 import math
 
 import matplotlib.pyplot as plt
 import torch
-import torch.nn.functional as F
 
 from convs2s_edu import ConvDecoder, ConvS2SConfig, sos_index
 from convs2s_edu.lab import figures
 from convs2s_edu.seq2seq import EncoderOut
 
-torch.set_printoptions(precision=4, sci_mode=False)
 T = torch.tensor
 
 
@@ -79,58 +73,49 @@ with torch.no_grad(), figures.capture(outs | {"W_c c": W_c}) as seen:
     with figures.capture({"out": decoder.W_o}, inputs=True) as seen_in:
         decoder(tgt_in, enc)
 module = {name: calls[0] for name, calls in (seen | seen_in).items()}  # (B, T, ...) each
-module["Y"] = module["Y"].transpose(1, 2)  # nn.Conv1d's output is channels first: (B, 2d, T)
 show("z_0, z_1, z_2", z)
 show("e_0, e_1, e_2", e)
 
 # %%
 # Causal padding and the two halves :math:`A`, :math:`B` (§3.2)
 # -------------------------------------------------------------
-# The block's input is the embedding of the previous target token plus its
-# position's, :math:`x_i = g_i = w_i + p_i` (§3.1; the identity map in between).
-# The decoder pads :math:`k-1` zeros on the left, so that position :math:`i`
-# sees :math:`x_{i-k+1}, \dots, x_i` and nothing later. The convolution
-# produces :math:`2d` numbers per position from the window
-# :math:`X = [x_{i-2}, x_{i-1}, x_i]` (channels by taps):
+# The block's input is the embedding of the previous target token plus its position's,
+# :math:`x_i = g_i = w_i + p_i` (§3.1; the identity map in between). The decoder pads
+# :math:`k-1` zeros on the left, so position :math:`i` sees :math:`x_{i-k+1}, \dots, x_i`
+# and nothing later; the convolution maps the window :math:`X = [x_{i-2}, x_{i-1}, x_i]`
+# (channels by taps) to :math:`2d` numbers:
 #
-# .. math::
-#
-#     [A\ B] = W * X + b_w, \qquad
+# .. math:: [A\ B] = W * X + b_w, \qquad
 #     Y_o = b_o + \sum_{\text{channel}\ c} \sum_{\text{tap}\ t} W_{o,c,t}\,X_{c,t}.
 #
-# The window's first column is padding: its weights multiply zeros. Each line
-# lists weight * input for channel 0's three taps, channel 1's, then the bias.
+# The window's first column is padding: its weights multiply zeros. Each line lists
+# weight * input for channel 0's three taps, channel 1's, then the bias.
 
-g = emb.token.weight.data[tgt_in[0]] + emb.position.weight.data[: tgt_in.shape[1]]
-x = g  # (T, f): x_0, x_1
+x = g = emb.token.weight.data[tgt_in[0]] + emb.position.weight.data[: tgt_in.shape[1]]
 show("g_0, g_1 = x_0, x_1", g)
 padded = torch.cat([torch.zeros(d, k - 1), x.T], dim=1)  # (d, k-1+T): channels x positions
 window = padded[:, i : i + k]  # columns i-2, i-1, i
 show("padded input (d, k-1+T)", padded)
 show(f"window for i = {i}", window)
-Y, W_flat = [], conv.weight.data.flatten(1)  # (2d, d*k)
+Y = (conv.weight.data * window).sum((1, 2)) + conv.bias.data  # (2d,): A_0, A_1, B_0, B_1
+A, B = Y[:d], Y[d:]
+W_flat = conv.weight.data.flatten(1)  # (2d, d*k)
 for o, name in enumerate(["A_0", "A_1", "B_0", "B_1"]):
     terms = " + ".join(f"{num(wt)}*{num(xt)}" for wt, xt in zip(W_flat[o], window.flatten()))
-    Y.append((conv.weight[o] * window).sum() + conv.bias[o])
-    print(f"{name} = {terms} + {num(conv.bias[o])} = {Y[-1]:g}")
-Y = torch.stack(Y).detach()
-A, B = Y[:d], Y[d:]
+    print(f"{name} = {terms} + {num(conv.bias[o])} = {Y[o]:g}")
 
 # sphinx_gallery_start_ignore
 torch.testing.assert_close(g, module["g"][0])
-torch.testing.assert_close(Y, module["Y"][0, i])  # (B, T, 2d): position i
+torch.testing.assert_close(Y, module["Y"][0, :, i])  # nn.Conv1d's output is (B, 2d, T)
 # sphinx_gallery_end_ignore
 
 # %%
 # The gated linear unit and the scaled residual (§3.2, §3.4)
 # ----------------------------------------------------------
-# The gate :math:`\sigma(B) = 1 / (1 + e^{-B})` decides how much of :math:`A`
-# passes; the block input is added back and the sum scaled by
-# :math:`\sqrt{0.5}`:
+# The gate :math:`\sigma(B) = 1 / (1 + e^{-B})` decides how much of :math:`A` passes;
+# the block input is added back and the sum scaled by :math:`\sqrt{0.5}`:
 #
-# .. math::
-#
-#     v = A \otimes \sigma(B), \qquad h_i = \sqrt{0.5}\,(v + x_i).
+# .. math:: v = A \otimes \sigma(B), \qquad h_i = \sqrt{0.5}\,(v + x_i).
 
 sigma_B = 1 / (1 + torch.exp(-B))
 v = A * sigma_B
@@ -141,21 +126,23 @@ show("v + x_i", v + x[i])
 show("h_i = sqrt(0.5) (v + x_i)", h)
 
 # sphinx_gallery_start_ignore
-torch.testing.assert_close(v, F.glu(module["Y"][0, i], dim=0))
+torch.testing.assert_close(v, torch.nn.functional.glu(module["Y"][0, :, i], dim=0))
 torch.testing.assert_close(h, module["h"][0, i])
 # sphinx_gallery_end_ignore
 
 # %%
-# The query, the scores and the attention weights (§3.3, eq. 1)
-# -------------------------------------------------------------
-# The decoder state is mapped to the embedding size, the embedding of the
-# previous target token is added, and a softmax over the dot products with
-# the keys :math:`z_j` gives the weights:
+# The query, the attention weights and the conditional input (§3.3, eqs. 1-2)
+# ---------------------------------------------------------------------------
+# The decoder state is mapped to the embedding size, the embedding of the previous
+# target token is added, and a softmax over the dot products with the keys
+# :math:`z_j` gives the weights:
 #
-# .. math::
-#
-#     d_i = W_d h_i + b_d + g_i, \qquad
+# .. math:: d_i = W_d h_i + b_d + g_i, \qquad
 #     a_{ij} = \frac{\exp(d_i \cdot z_j)}{\sum_{t=0}^{m-1} \exp(d_i \cdot z_t)}
+#
+# The weights then average the *values* :math:`z_j + e_j`, not the keys:
+#
+# .. math:: c_i = \sum_{j=0}^{m-1} a_{ij}\,(z_j + e_j).
 
 W_d_h = att.W_d.weight.data @ h
 d_i = W_d_h + att.b_d.data + g[i]
@@ -170,34 +157,21 @@ for j in range(m):
 a = torch.exp(scores) / torch.exp(scores).sum()
 show("exp(d_i . z_j)", torch.exp(scores))
 show("a_ij", a)
-
-# sphinx_gallery_start_ignore
-c_module, a_module = module["a"]
-torch.testing.assert_close(W_d_h, module["W_d h"][0, i])
-torch.testing.assert_close(a, a_module[0, i])
-# sphinx_gallery_end_ignore
-
-# %%
-# The conditional input :math:`c_i` (§3.3, eq. 2)
-# -----------------------------------------------
-# The weights average the *values* :math:`z_j + e_j`, not the keys:
-#
-# .. math:: c_i = \sum_{j=0}^{m-1} a_{ij}\,(z_j + e_j).
-
 values = z + e
 c = sum(a[j] * values[j] for j in range(m))
 show("z_j + e_j", values)
 show("c_i", c)
 
 # sphinx_gallery_start_ignore
+c_module, a_module = module["a"]
+torch.testing.assert_close(W_d_h, module["W_d h"][0, i])
+torch.testing.assert_close(a, a_module[0, i])
 torch.testing.assert_close(c, c_module[0, i])
 # sphinx_gallery_end_ignore
 
 # %%
-# With :math:`f = 2` every vector of this step is a point of the plane: the
-# query :math:`d_i`, the keys :math:`z_j` it scores against (the weight
-# :math:`a_{ij}` beside each), the values :math:`z_j + e_j`, and the context
-# :math:`c_i`, their average with those weights.
+# With :math:`f = 2` every vector of this step is a point of the plane, each key
+# :math:`z_j` with its weight :math:`a_{ij}` beside it.
 
 fig, ax = plt.subplots(figsize=(5.2, 4.4), layout="constrained")
 arrow = dict(angles="xy", scale_units="xy", scale=1, width=0.006)
@@ -207,19 +181,16 @@ for j in range(m):
     ax.annotate(f"$a_{{{i}{j}}}$ = {a[j]:.2f}", z[j], textcoords="offset points", xytext=(4, 4))
     ax.plot(*values[j], "s", color="C1", label="values $z_j + e_j$" if j == 0 else None)
 ax.plot(*c, "*", ms=14, color="C3", label="context $c_i$")
-ax.axhline(0, color="0.8")
-ax.axvline(0, color="0.8")
 reach = 1.25 * torch.cat([d_i[None], z, values, c[None]]).abs().max().item()
 ax.set(xlim=(-reach, reach), ylim=(-reach, reach), aspect="equal")
-ax.legend(fontsize=8, loc="best")
+ax.legend(fontsize=8)
 plt.show()
 
 # %%
 # Adding the context to the state (§3.3)
 # --------------------------------------
-# :math:`W_c` maps :math:`c_i` from :math:`f` to :math:`d` (a departure the
-# package shares with fairseq: the paper adds :math:`c_i` directly), and the
-# sum is scaled by :math:`\sqrt{0.5}` once more:
+# :math:`W_c` maps :math:`c_i` from :math:`f` to :math:`d` (a departure shared with
+# fairseq: the paper adds :math:`c_i` directly); the sum is scaled by :math:`\sqrt{0.5}`:
 #
 # .. math:: h_i \leftarrow \sqrt{0.5}\,(h_i + W_c c_i).
 
@@ -264,20 +235,15 @@ torch.testing.assert_close(out_b, big_seen["out"][0][0, i])
 # %%
 # Try it
 # ------
-# Predict first, then unfold the solution; code solutions run when the site
-# is built.
-#
 # **1. Causal padding.** The decoder input grows to four positions. Which of
-# :math:`x_0, \dots, x_3` can change the block's output :math:`h` at position
-# :math:`i = 1`?
+# :math:`x_0, \dots, x_3` can change the block's output :math:`h` at position :math:`i = 1`?
 #
 # .. raw:: html
 #
 #    <details class="solution"><summary>Solution</summary>
 #
-# Only :math:`x_{i-1}` and :math:`x_i`: the window's first tap, :math:`i-2`,
-# falls on the padding, and later positions are never in it. The cell nudges
-# one input at a time and reports whether :math:`h_1` moved.
+# Only :math:`x_{i-1}` and :math:`x_i`: the window's first tap, :math:`i-2`, falls on
+# the padding, and later positions are never in it. Nudging one input at a time:
 
 block = decoder.blocks[0]
 x4 = T([[[1.0, 0.0], [0.5, 1.0], [1.0, 1.0], [-1.0, 0.5]]])  # (B, T, d)
@@ -291,19 +257,17 @@ for j in range(x4.shape[1]):
 #
 #    </details>
 #
-# **2. A larger key.** Double :math:`z_1` (the key of source position 1,
-# so its value :math:`z_1 + e_1` changes too). What is the new score
-# :math:`d_i \cdot z_1`, and does :math:`a_{i1}` grow or shrink?
+# **2. A larger key.** Double :math:`z_1` (its value :math:`z_1 + e_1` changes too). What
+# is the new score :math:`d_i \cdot z_1`, and does :math:`a_{i1}` grow or shrink?
 #
 # .. raw:: html
 #
 #    <details class="solution"><summary>Solution</summary>
 #
-# The score doubles (:math:`d_i` does not depend on the source in a one-layer
-# decoder), so :math:`a_{i1}` grows if the score was positive. The module says:
+# The score doubles (:math:`d_i` does not depend on the source in a one-layer decoder),
+# so :math:`a_{i1}` grows if the score was positive. The module says:
 
-z2 = z.clone()
-z2[1] *= 2
+z2 = z * T([[1], [2], [1]])  # z_1 doubled
 with torch.no_grad(), figures.capture({"a": att}) as seen2:
     decoder(tgt_in, enc._replace(states=z2[None]))
 print(f"old score {scores[1]:.4f}, new score {(d_i * z2[1]).sum():.4f}")
@@ -315,18 +279,15 @@ print(f"old a_i1 {a[1]:.4f}, new a_i1 {seen2['a'][0][1][0, i, 1]:.4f}")
 #    </details>
 #
 # **3. The last** :math:`\sqrt{0.5}`. If the components of :math:`h_i` and of
-# :math:`W_c c_i` are independent, each with variance :math:`\sigma^2`, what is
-# the variance of :math:`h_i + W_c c_i`, and of
-# :math:`\sqrt{0.5}\,(h_i + W_c c_i)`?
+# :math:`W_c c_i` are independent, each with variance :math:`\sigma^2`, what is the
+# variance of :math:`h_i + W_c c_i`, and of :math:`\sqrt{0.5}\,(h_i + W_c c_i)`?
 #
 # .. raw:: html
 #
 #    <details class="solution"><summary>Solution</summary>
 #
-# Variances of independent terms add: the sum has :math:`2\sigma^2`, and the
-# factor :math:`\sqrt{0.5}` multiplies the variance by :math:`0.5`, back to
-# :math:`\sigma^2` (§3.4). Measured on many seeded random samples with
-# :math:`\sigma = 1`:
+# Variances of independent terms add, to :math:`2\sigma^2`; the factor :math:`\sqrt{0.5}`
+# halves the variance, back to :math:`\sigma^2` (§3.4). Sampled with :math:`\sigma = 1`:
 
 gen = torch.Generator().manual_seed(0)
 h_s, wc_s = torch.randn(2, 100_000, generator=gen)

@@ -12,11 +12,10 @@ without peeking at the answer.
 
 This page measures both properties on untrained models: how far each output
 sees after :math:`l` layers (its receptive field), and that changing a future
-target token leaves the earlier outputs untouched. The models are built from
-``ConvS2SConfig`` (the seed's PyTorch initialisation), while the site trains
-``ConvS2SConfig.paper()``: both properties come from where the zeros go, not
-from the weights' values, and the build checks them for the paper's
-configuration too.
+target token leaves the earlier outputs untouched. The models use
+``ConvS2SConfig`` (the seed's initialisation); the site trains
+``ConvS2SConfig.paper()``, but both properties come from where the zeros go,
+not from the weights, and the build checks them for the paper's configuration.
 """
 
 # %%
@@ -24,21 +23,19 @@ configuration too.
 # ---------------------------------------
 # An output position depends on an input position exactly when the gradient of
 # the one with respect to the other is non-zero. For every depth :math:`l` the
-# cell below builds a model with :math:`l` layers, takes one output position
-# :math:`i` in the middle of the sequence and records which input embeddings
-# have a non-zero gradient:
+# cell builds a model with :math:`l` layers and records which input embeddings
+# have a non-zero gradient at one output position :math:`i` in the middle:
 #
 # * encoder: the output :math:`z^u_i` of :class:`~convs2s_edu.ConvEncoder`
 #   with respect to the source embeddings :math:`e_j`;
-# * decoder: the logits at position :math:`i` of
-#   :class:`~convs2s_edu.ConvDecoder` with respect to the target embeddings
-#   :math:`g_j`.
+# * decoder: the logits at :math:`i` of :class:`~convs2s_edu.ConvDecoder`
+#   with respect to the target embeddings :math:`g_j`.
 #
 # A forward hook on the embedding module
-# (:func:`~convs2s_edu.lab.figures.capture`) keeps its output, so the
-# gradients flow through the modules' own forward passes. The paper (§3.2) gives the
-# size of the field: each layer of width :math:`k` adds :math:`k-1`
-# positions, so after :math:`l` layers an output sees
+# (:func:`~convs2s_edu.lab.figures.capture`) keeps its output, so the gradients
+# flow through the modules' own forward passes. The paper (§3.2): each layer
+# of width :math:`k` adds :math:`k-1` positions, so after :math:`l` layers an
+# output sees
 #
 # .. math:: r(l) = 1 + l\,(k-1)
 #
@@ -75,8 +72,7 @@ def decoder_field(n_layers: int) -> np.ndarray:
     """Which target input positions j change the logits at position i."""
     torch.manual_seed(n_layers)
     cfg = tiny.replace(n_encoder_layers=1, n_decoder_layers=n_layers)
-    enc = ConvEncoder(cfg).eval()
-    dec = ConvDecoder(cfg).eval()
+    enc, dec = ConvEncoder(cfg).eval(), ConvDecoder(cfg).eval()
     with figures.capture({"e": dec.embed}, retain_grad=True) as seen:
         logits, _ = dec(tgt_in, enc(src))  # (1, T, V)
     r = torch.randn(logits.shape[-1])  # a random direction: no accidental cancellation
@@ -110,11 +106,10 @@ for l, ef, df in zip(depths, enc_fields, dec_fields):
 # sphinx_gallery_end_ignore
 
 # %%
-# The figure draws the same table: one row per depth, one column per input
-# position, filled where the input reaches output :math:`i` (outlined). The
-# encoder's window grows symmetrically, :math:`(k-1)/2` positions per side and
-# layer; the decoder's grows to the left only. The dots mark the edges that
-# the formula :math:`1 + l(k-1)` predicts.
+# The figure draws the same table: one row per depth, filled where input
+# :math:`j` reaches output :math:`i` (outlined); the dots mark the edges that
+# :math:`1 + l(k-1)` predicts. The encoder's window grows by :math:`(k-1)/2`
+# per side and layer, the decoder's to the left only.
 
 
 def draw_field(ax, fields, title, causal):
@@ -139,19 +134,15 @@ fig.suptitle(r"Inputs $j$ that reach output $i$ after $l$ layers (non-zero gradi
 plt.show()
 
 # %%
-# With the seed's configuration, an encoder output sees the window printed
-# below, compared with the longest sources of the seed's task: when the window
-# is the shorter, no single encoder output covers a whole long input, and it
-# is attention over all :math:`z^u_j` that gives every decoder position the
-# whole source.
+# The window of an encoder output with the seed's configuration, against the
+# seed's longest sources: when the window is the shorter, it is attention over
+# all :math:`z^u_j` that gives every decoder position the whole source.
 
 seed = ConvS2SConfig()
 SEED_MAX_LEN = 20  # the seed's sequences have 8 to 20 tokens
-field = 1 + seed.n_encoder_layers * (seed.kernel_size - 1)
-print(
-    f"seed: {seed.n_encoder_layers} encoder layers, k = {seed.kernel_size}: "
-    f"receptive field {field} tokens"
-)
+L_seed, k_seed = seed.n_encoder_layers, seed.kernel_size
+field = 1 + L_seed * (k_seed - 1)
+print(f"seed: {L_seed} encoder layers, k = {k_seed}: receptive field {field} tokens")
 print(f"longest source: {SEED_MAX_LEN} tokens; covered by one output: {field >= SEED_MAX_LEN}")
 
 # %%
@@ -162,9 +153,8 @@ print(f"longest source: {SEED_MAX_LEN} tokens; covered by one output: {field >= 
 # :math:`k-1` elements on both the left and right side by zero vectors, and
 # then remove[s] :math:`k` elements from the end of the convolution output".
 # Taken literally, that leaves one output too few; removing :math:`k - 1`
-# elements gives exactly the outputs of the code's left padding. The cell
-# counts both for :math:`T = 6` target positions, with a decoder block's own
-# convolution:
+# elements gives exactly the outputs of the code's left padding. Both, for
+# :math:`T = 6` and a decoder block's own convolution:
 
 T6 = 6
 blk = ConvBlock(4, k, causal=True).eval()
@@ -186,16 +176,14 @@ assert both[:, :-k].shape[1] == T6 - 1 and left.shape[1] == T6 and same
 # %%
 # Causality: a future token changes nothing before it
 # ---------------------------------------------------
-# Take a full :class:`~convs2s_edu.ConvS2S` model, decode a target with teacher
-# forcing, then replace one decoder input token at position ``j`` and decode
-# again. The logits at positions before ``j`` must be identical (the decoder
-# cannot see the future); from ``j`` on they may differ. Changing a *source*
-# token, on the other hand, reaches every decoder position through attention.
+# A full :class:`~convs2s_edu.ConvS2S` decodes a target with teacher forcing,
+# then again with the decoder input at position ``j`` replaced: the logits
+# before ``j`` must be identical; from ``j`` on they may differ. A changed
+# *source* token reaches every decoder position through attention.
 
 torch.manual_seed(0)
 model = ConvS2S(ConvS2SConfig(vocab_size=VOCAB_SIZE)).eval()  # the seed's sizes
-T = tgt_in.shape[1]
-j = 20
+T, j = tgt_in.shape[1], 20
 changed_tgt = tgt_in.clone()
 changed_tgt[0, j] = changed_tgt[0, j] % VOCAB_SIZE + 1  # another ordinary token
 changed_src = src.clone()
@@ -205,7 +193,6 @@ with torch.no_grad():
     base = model(src, tgt_in)  # (1, T, V)
     diff_tgt = (model(src, changed_tgt) - base).abs().amax(dim=-1)[0]  # (T,)
     diff_src = (model(changed_src, tgt_in) - base).abs().amax(dim=-1)[0]
-
 print(f"changed decoder input position j = {j}")
 print(f"  max |change| of logits at positions <  j: {diff_tgt[:j].max():.3g}")
 print(f"  max |change| of logits at positions >= j: {diff_tgt[j:].max():.3g}")
@@ -225,11 +212,9 @@ assert diff_paper[:j].max() == 0.0 and diff_paper[j] > 0
 # sphinx_gallery_end_ignore
 
 # %%
-# Per decoder position, on a log scale (exact zeros are drawn at the bottom
-# edge): the change of the target token at ``j`` leaves every earlier
-# position exactly unchanged, and reaches only the positions within the
-# decoder's receptive field after ``j``; the change of a source token reaches
-# every position.
+# Per decoder position, on a log scale (exact zeros at the bottom edge): the
+# target token at ``j`` reaches only the positions within the decoder's
+# receptive field from ``j`` on; the source token reaches every position.
 
 floor = 1e-9
 fig, ax = plt.subplots(figsize=(9, 3.4), layout="constrained")
@@ -238,13 +223,11 @@ ax.semilogy(np.arange(T), np.maximum(diff_tgt.numpy(), floor), "o-", label=chang
 changed = "source token at position 3 changed"
 ax.semilogy(np.arange(T), np.maximum(diff_src.numpy(), floor), "s-", alpha=0.7, label=changed)
 ax.axvline(j - 0.5, color="tab:red", linestyle="--", linewidth=1)
-ax.axhline(floor, color="k", linestyle=":", linewidth=0.8)
 ax.annotate("exactly 0", (0, floor), xytext=(0, 4), textcoords="offset points", fontsize=8)
 ax.set(ylim=(floor / 3, None), xlabel="decoder position $i$", ylabel=r"max$_v$ |$\Delta$ logit|")
 ax.set_title("Causal decoder: no position sees a later target token")
 ax.legend(fontsize=8)
 plt.show()
-
 
 # %%
 # What you saw
@@ -253,11 +236,9 @@ plt.show()
 #   blocks an output sees a centred window of :math:`1 + l(k-1)` inputs.
 # * The decoder pads :math:`k-1` zeros on the left only: output :math:`i` sees
 #   inputs :math:`i - l(k-1), \dots, i` and nothing later, so training can
-#   compute every target position at once without seeing the answer. The
-#   paper's "pad both sides, remove :math:`k`" leaves one output too few;
-#   removing :math:`k-1` is the same as left padding.
-# * Both facts were measured, not assumed: by gradients, and by changing a
-#   future token and watching the earlier outputs stay the same.
+#   compute every target position at once. The paper's "pad both sides, remove
+#   :math:`k`" leaves one output too few; removing :math:`k-1` is left padding.
+# * Both were measured: by gradients, and by changing a future token.
 #
 # Try it
 # ------
@@ -275,10 +256,7 @@ plt.show()
 def seen_by(blocks, position, length=41, d=8):
     """Input positions whose gradient reaches output ``position``."""
     x = torch.randn(1, length, d, requires_grad=True)
-    h = x
-    for blk in blocks:
-        h = blk(h)
-    h[0, position].sum().backward()
+    torch.nn.Sequential(*blocks)(x)[0, position].sum().backward()
     hit = (x.grad[0].abs().sum(-1) > 0).nonzero().flatten()
     return hit.min().item(), hit.max().item(), len(hit)
 
@@ -303,15 +281,13 @@ for causal in (False, True):
 #
 # Output :math:`i` now sees inputs :math:`i, \dots, i+k-1`: the *next* target
 # tokens, which teacher forcing puts in the decoder's input. Training would
-# learn to copy them and reach a near-zero loss, and the model would fail at
-# test time, when there is no next token to copy.
-# ``tests/test_seq2seq.py::test_decoder_is_causal`` fails for every model with
-# the convolutional decoder, and so does the block-level causality test of
-# ``tests/test_convs2s.py``. The block below pads on the right by hand:
+# learn to copy them (a near-zero loss) and fail at test time, with no next
+# token to copy. ``tests/test_seq2seq.py::test_decoder_is_causal`` fails for
+# every model with the convolutional decoder, and so does the block-level
+# causality test of ``tests/test_convs2s.py``. Right padding by hand:
 
 blk = ConvBlock(8, 3, causal=True).eval()
 x = torch.randn(1, 10, 8, requires_grad=True)
-# the k-1 zeros on the right
 right = F.pad(x, (0, 0, 0, blk.kernel_size - 1))  # (1, 10 + k - 1, 8)
 v = F.glu(blk.convolve(right), dim=-1)  # (1, 10, 8)
 v[0, 3].sum().backward()
