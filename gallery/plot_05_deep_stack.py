@@ -1,6 +1,6 @@
 r"""
-A deep stack: the :math:`\sqrt{0.5}` and the GLU's linear path
-==============================================================
+A deep stack: the residual's √0.5 and the GLU's linear path
+===========================================================
 
 ConvS2S stacks many identical blocks, :math:`h^l = \sqrt{0.5}\,(v([A\ B]) + h^{l-1})`
 (:ref:`the previous page <sphx_glr_auto_examples_plot_04_glu_block.py>` computes one).

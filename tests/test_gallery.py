@@ -115,6 +115,16 @@ def test_no_page_types_a_comparison_of_measured_results(page):
     )
 
 
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(GALLERY)))
+def test_every_page_is_one_short_idea_with_exercises_and_a_figure(page):
+    """At most 300 lines, a "Try it" section, and a figure of its own (sphinx-gallery
+    shows its placeholder thumbnail for a page that draws none)."""
+    source = page.read_text(encoding="utf-8")
+    assert len(source.splitlines()) <= 300, f"{page.name}: split it or tighten it"
+    assert "\n# Try it\n# ------\n" in source
+    assert "plt.show()" in source or "sphinx_gallery_thumbnail_path" in source
+
+
 def test_the_scan_finds_a_typed_result_and_passes_a_computed_one():
     typed = '"""T\n=\n\nIntro."""\n\n# %%\n# ConvS2S reaches a higher accuracy than the GRU.\n'
     assert typed_comparisons(typed) == ["ConvS2S reaches a higher accuracy than the GRU."]

@@ -97,6 +97,30 @@ for n in sorted({budget.seeds, 3, 5}):
 experiments.ClaimsTable(rows)
 
 # %%
+# The measured claims in one picture: every tested row's mean per-seed
+# difference with its 90% interval, in units of the claim's own minimum effect
+# (so the dotted lines at -1 and +1 are the effects stated before the runs;
+# right of 0 is the claimed direction), coloured by verdict.
+
+import matplotlib.pyplot as plt
+
+shown = [r for r in rows if "test" in r]
+colour = {"supported": "C2", "contradicted": "C3", "no practical difference": "C0"}
+fig, ax = plt.subplots(figsize=(8, 0.45 * len(shown) + 1.4), layout="constrained")
+for y, r in enumerate(shown):
+    delta = r["claim"].min_effect
+    mean, (lo, hi) = r["test"].mean / delta, (v / delta for v in r["test"].interval(0.90))
+    bar = [[mean - lo], [hi - mean]]
+    ax.errorbar(mean, y, xerr=bar, fmt="o", color=colour.get(r["verdict"], "0.5"))
+ax.axvline(0, color="k", linewidth=0.8)
+for x in (-1, 1):
+    ax.axvline(x, color="k", linewidth=0.8, linestyle=":")
+ax.set_yticks(range(len(shown)), [r["claim"].key for r in shown])
+ax.set(xlabel="mean difference / minimum effect (90% interval)", title="Claims with a test")
+ax.invert_yaxis()
+plt.show()
+
+# %%
 # Summary
 # -------
 
