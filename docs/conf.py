@@ -319,8 +319,8 @@ os.environ["CONVS2S_EDU_SITE_DATA"] = str(DOCS_DIR / "_generated")
 # Pages without sub-pages need no left sidebar: the paper map's tables get the width, and so
 # do the two models' panels side by side of "Try the models" and the gallery pages' code cells of
 # up to 99 characters (a page's own table of contents and downloads stay on the right).
-GALLERY_PAGES = [f"auto_examples/{d}plot_*" for d in ("", "speed/", "appendix/", "experiments/")]
-html_sidebars = dict.fromkeys(["index", "paper_map", "departures", "try", *GALLERY_PAGES], [])
+PAGES = ["index", "notation", "paper_map", "departures", "try", "auto_examples/**plot_*"]
+html_sidebars = dict.fromkeys(PAGES, [])  # every gallery page, in every chapter
 
 NO_WHEEL = "(none in this build: make one with ``python -m build``)"
 rst_prolog = f"""
