@@ -42,8 +42,6 @@ print(site.code_lines(ConvBlock.forward, "h = sqrt(0.5) (v + x)"))
 
 cfg = ConvS2SConfig()  # the seed's sizes
 d, k = cfg.hidden_dim, cfg.kernel_size
-
-
 N_LAYERS = 40
 
 
