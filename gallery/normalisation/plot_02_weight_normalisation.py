@@ -7,7 +7,7 @@ keep the activations and the gradients of such deep stacks at a steady scale
 they combine four measures (§3.4, §3.5 and §4.2 of the paper):
 
 * the :math:`\sqrt{0.5}` scaling of every residual sum (always on here, see
-  :ref:`the GLU block page <sphx_glr_auto_examples_plot_04_glu_block.py>`);
+  :ref:`the deep-stack page <sphx_glr_auto_examples_plot_05_deep_stack.py>`);
 * **weight normalisation** (this page) and an **initialisation** that
   preserves the variance of the activations, dropout included (:ref:`the
   initialisation page <sphx_glr_auto_examples_normalisation_plot_03_initialisation.py>`);
