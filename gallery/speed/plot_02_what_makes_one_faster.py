@@ -186,8 +186,50 @@ for n in MODELS:
 #
 # Try it
 # ------
-# * Double the width (``site_config(name, model_options={"hidden_dim": 256,
-#   "embed_dim": 256})``): the FLOPs per operation grow, the number of operations
-#   does not. Which model's time per operation grows more?
-# * Lengthen the sequences (``site_config(name, min_len=40, max_len=40)``): the
-#   GRU's operations per step grow with the length, ConvS2S's do not.
+# **1. Double the width.** With :math:`d = f = 256` instead of 128, predict
+# how each model's arithmetic per token changes, and its chain of dependent
+# operations.
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# The matrix products grow with the square of the width, so the arithmetic per
+# token grows about fourfold (the embeddings and the output layer less); the
+# chains do not change: width adds work to each operation, not operations.
+# Counted on untrained models of both widths, the same batch:
+
+wide = {"hidden_dim": 256, "embed_dim": 256}
+for n in MODELS:
+    model = build_model(site_config(n, model_options=wide))
+    ratio = training_flops_per_token(model, flop_batch) / flops[n]
+    chain, was = critical_path(model, S, T)["training"]["count"], paths[n]["training"]["count"]
+    print(f"{LABELS[n]:16s} arithmetic x{ratio:.2f}, training chain {chain} (was {was})")
+
+# %%
+# .. raw:: html
+#
+#    </details>
+#
+# **2. Longer sequences.** With sources of 40 tokens, how long is each model's
+# chain in training and in generation?
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# The GRU's chain is :math:`S + T` in both; ConvS2S's stays
+# :math:`L_{enc} + L_{dec}` in training and grows by :math:`L_{dec}` per token
+# in generation:
+
+for n in MODELS:
+    long = critical_path(results[n].model, 40, 41)
+    print(
+        f"{LABELS[n]:16s} "
+        + ", ".join(f"{ph} {long[ph]['formula']} = {long[ph]['count']}" for ph in PHASES)
+    )
+
+# %%
+# .. raw:: html
+#
+#    </details>
