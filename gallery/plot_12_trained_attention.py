@@ -25,7 +25,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from convs2s_edu import ConvS2S, ConvS2SConfig, collate_batch, eos_index, train_or_load
+from convs2s_edu import ConvS2S, ConvS2SConfig, collate_batch, eos_index, sos_index, train_or_load
 from convs2s_edu.lab.site import comparison, site_config
 from convs2s_edu.training.config import make_datasets
 
@@ -36,7 +36,7 @@ tb = collate_batch(test, V)
 with torch.no_grad():
     _, a = model(tb.src, tb.tgt_in, return_attention=True)  # (B, L, T, S)
 prev, nxt, src = tb.tgt_in, tb.tgt_out, tb.src  # (B, T), (B, T), (B, S)
-steps = nxt.ne(0) & nxt.ne(eos_index(V)) & prev.ne(prev[0, 0])  # real tokens, y_{i-1} known
+steps = nxt.ne(0) & nxt.ne(eos_index(V)) & prev.ne(sos_index(V))  # y_{i-1} known
 L = a.shape[1]
 print(f"{len(test)} test examples, {int(steps.sum()):,} steps, {L} decoder layers")
 
@@ -89,7 +89,8 @@ for l in range(L):
 # The share of each layer's weight on the source positions holding the token it
 # must write, on those holding the token it has just read (the previous
 # output, when it differs), and elsewhere; one sentence per layer, naming the
-# largest share.
+# largest share. (The heatmap page's table counts the same by each layer's
+# most attended position instead of its weights.)
 
 holds_next = src[:, None, :].eq(nxt[:, :, None])  # (B, T, S)
 holds_prev = src[:, None, :].eq(prev[:, :, None]) & ~holds_next
