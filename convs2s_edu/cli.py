@@ -309,7 +309,7 @@ def _cmd_evaluate(args) -> None:
         print(format_samples(rows))
 
 
-#: ``compare``'s steps between held-out decodings when ``--eval-every`` is not given, per
+#: ``compare``'s steps between held-out scorings when ``--eval-every`` is not given, per
 #: recipe: about 50 points on each learning curve.
 COMPARE_EVAL_EVERY = {"seed": 50, "fast": 20}
 

@@ -79,7 +79,7 @@ def _prepare(model, src) -> torch.Tensor:
 def _mask_special(scores: torch.Tensor, vocab_size: int) -> torch.Tensor:
     """Forbid ``PAD`` and ``<sos>`` as outputs: their scores become :math:`-\\infty`."""
     scores = scores.clone()
-    scores[:, [PAD, sos_index(vocab_size)]] = float("-inf")
+    scores[..., [PAD, sos_index(vocab_size)]] = float("-inf")  # (..., V): any leading shape
     return scores
 
 

@@ -3,7 +3,9 @@ r"""Evaluation metrics for the sorting task: exact match and token accuracy.
 The paper reports BLEU on translation; a sorted sequence is either right or wrong, so the seed
 notebook uses two simpler measures: :func:`exact_match`, the share of sequences that are entirely
 right, and :func:`token_accuracy`, the share of reference positions that are right.
-:func:`evaluate` decodes a data set with a model and returns both.
+:func:`evaluate` decodes a data set with a model and returns both;
+:func:`teacher_forced_scores` gets the same exact match, and the loss, from one
+teacher-forced pass.
 
 Both take *decoded* sequences (token lists without ``<sos>``/``<eos>``, as the search functions of
 :mod:`convs2s_edu.decode` return them) or ``PAD``-padded 2-D integer tensors. Token ids must be
@@ -22,10 +24,11 @@ import torch
 from torch import nn
 
 from ._checks import check_int
-from .data import PAD
-from .decode import decode_all
+from .data import PAD, collate_batch
+from .decode import _mask_special, decode_all
+from .loss import sequence_loss
 
-__all__ = ["exact_match", "token_accuracy", "evaluate"]
+__all__ = ["exact_match", "token_accuracy", "evaluate", "teacher_forced_scores"]
 
 
 def _token(name: str, i: int, t) -> int:
@@ -220,6 +223,17 @@ def evaluate(
     batch_size, beam_size = check_int("batch_size", batch_size), check_int("beam_size", beam_size)
     if device is not None:
         model.to(device)
+    sources, references = _pairs(dataset_or_examples)
+    predictions = decode_all(model, sources, beam_size, batch_size, max_len)
+    return {
+        "exact_match": exact_match(predictions, references),
+        "token_accuracy": token_accuracy(predictions, references),
+        "n_examples": len(sources),
+    }
+
+
+def _pairs(dataset_or_examples) -> tuple[list[list[int]], list[list[int]]]:
+    """The sources and references of >= 1 non-empty ``(source, reference)`` pairs."""
     pairs = list(dataset_or_examples)
     for i, pair in enumerate(pairs):
         if isinstance(pair, torch.Tensor) or not isinstance(pair, (tuple, list)) or len(pair) != 2:
@@ -231,9 +245,63 @@ def evaluate(
     for i, (x, y) in enumerate(zip(sources, references)):
         if not x or not y:
             raise ValueError(f"example {i} is empty; sequences need length >= 1")
-    predictions = decode_all(model, sources, beam_size, batch_size, max_len)
+    return sources, references
+
+
+@torch.no_grad()
+def teacher_forced_scores(
+    model: nn.Module, dataset_or_examples, batch_size: int = 512, device=None
+) -> dict:
+    r"""Score a data set in one teacher-forced pass: its loss, and greedy decoding's exact
+    match without decoding.
+
+    Parameters and mode as in :func:`evaluate` (``batch_size``: examples per forward pass).
+    Returns a dict: ``loss``, the cross-entropy in nats per target token (``<eos>``
+    included; the paper's perplexity is its exponential); ``exact_match``; ``correct``, one
+    ``bool`` per example in order; ``n_examples``; ``n_tokens``.
+
+    Notes
+    -----
+    Fed the reference's own prefix :math:`y_{<t}`, the model scores every position at once.
+    Greedy decoding (:func:`~convs2s_edu.decode.greedy_decode`) returns the reference
+    exactly when every one of these positions, ``<eos>`` included, has the reference token
+    as its highest score (``PAD`` and ``<sos>`` masked as greedy decoding masks them):
+
+    .. math::
+
+        \hat y = y \iff \forall t \le |y| + 1:\;
+        \arg\max_{v \notin \{\text{PAD}, \text{<sos>}\}} s_t(v \mid y_{<t}, x) = y_t ,
+
+    by induction on :math:`t`: while greedy decoding's prefix is the reference's, it sees the
+    scores of teacher forcing. A reference longer than greedy decoding's step limit
+    (:math:`|y| > |x|`) counts as wrong. The two can disagree only where a step's two highest
+    scores lie within float rounding of each other (one batched pass against one step at a
+    time); the tests compare both on trained models.
+    """
+    batch_size = check_int("batch_size", batch_size)
+    if device is not None:
+        model.to(device)
+    sources, references = _pairs(dataset_or_examples)
+    where = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    loss, n_tokens, correct = 0.0, 0, []
+    for i in range(0, len(sources), batch_size):
+        pairs = list(zip(sources[i : i + batch_size], references[i : i + batch_size]))
+        batch = collate_batch(pairs, model.vocab_size).to(where)
+        logits = model(batch.src, batch.tgt_in)  # (B, T, V)
+        loss += float(sequence_loss(logits, batch.tgt_out, "sum"))
+        n_tokens += batch.n_target_tokens
+        # y^_t = argmax over v not in {PAD, <sos>} of s_t(v | y_<t, x)    (B, T)
+        guess = _mask_special(logits, model.vocab_size).argmax(dim=-1)
+        right = (guess.eq(batch.tgt_out) | batch.tgt_padding_mask).all(dim=1)  # (B,)
+        fits = batch.tgt_out.ne(PAD).sum(dim=1) <= batch.src.ne(PAD).sum(dim=1) + 1  # (B,)
+        correct += (right & fits).tolist()
+    model.train(was_training)
     return {
-        "exact_match": exact_match(predictions, references),
-        "token_accuracy": token_accuracy(predictions, references),
-        "n_examples": len(pairs),
+        "loss": loss / n_tokens,
+        "exact_match": sum(correct) / len(correct),
+        "correct": correct,
+        "n_examples": len(correct),
+        "n_tokens": n_tokens,
     }

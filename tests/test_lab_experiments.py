@@ -23,6 +23,7 @@ from convs2s_edu.lab.experiments import (
     Experiment,
     ExperimentResult,
     check_claims,
+    format_claims,
     run_experiment,
     summarise_runs,
 )
@@ -141,24 +142,17 @@ def test_runner_rows_match_a_hand_computation(tiny_experiment, tmp_path):
         assert row["steps"] == 4
 
 
-def test_learning_curve_summary_and_plateau_by_hand():
+def test_learning_curve_summary_by_hand():
     evals = [
         {"step": s, "exact_match": em, "valid_loss": loss}
         for s, em, loss in ((25, 0.2, 1.0), (50, 0.55, 0.5), (75, 0.91, 0.3), (100, 0.95, 0.28))
     ]
-    got = runner_mod._curve_summary(evals, 100)
+    got = runner_mod._curve_summary(evals)
     assert got["steps_to_0.5"] == 50 and got["steps_to_0.9"] == 75
     assert got["steps_to_0.95"] == 100 and got["reached_0.95"] == 1.0
-    assert got["late_em_gain"] == pytest.approx(0.04)  # 0.95 - 0.91 (step 75 of 100)
-    assert got["late_loss_ratio"] == pytest.approx(0.28 / 0.3)
-    never = runner_mod._curve_summary(evals[:2], 50)
+    assert got["final_valid_em"] == 0.95
+    never = runner_mod._curve_summary(evals[:2])
     assert math.isnan(never["steps_to_0.9"]) and never["reached_0.9"] == 0.0
-    row = {"arm": "a", "late_em_gain": 0.004, "late_loss_ratio": 0.95}
-    assert runner_mod.plateaued(row) == (True, "")
-    ok, why = runner_mod.plateaued({**row, "late_em_gain": 0.04})
-    assert not ok and "a still improving: held-out exact match +4.0%" in why
-    ok, why = runner_mod.plateaued({**row, "late_loss_ratio": 0.8})
-    assert not ok and "held-out loss -20%" in why
 
 
 def test_second_call_trains_and_decodes_nothing(tiny_experiment, tmp_path, monkeypatch):
@@ -235,12 +229,12 @@ def test_summaries_skip_runs_that_never_reached_a_level():
 
 
 def _result(rows: dict, experiment="tiny", seeds=5) -> ExperimentResult:
-    """An ExperimentResult of made-up per-seed values (plateaued unless a row says not)."""
+    """An ExperimentResult of made-up per-seed values."""
     arms = tuple(Arm(n, n) for n in rows)
     runs = []
     for name, values in rows.items():
         for s in range(seeds):
-            run = {"arm": name, "seed": s, "late_em_gain": 0.0, "late_loss_ratio": 1.0}
+            run = {"arm": name, "seed": s}
             run.update({k: v[s] for k, v in values.items()})
             runs.append(run)
     exp = Experiment(experiment, "", "", arms)
@@ -359,16 +353,16 @@ def test_equal_exact_match_differences_are_weighed_by_one_test_example():
     assert row["verdict"] == "supported"
 
 
-def test_arms_still_improving_are_not_tested_at_this_budget():
+def test_a_final_quality_claim_is_judged_at_the_budget_it_names():
     res = _result(
-        {
-            "a": {"exact_match": [0.95] * 5, "late_em_gain": [0.05] * 5},
-            "b": {"exact_match": [0.8] * 5},
-        }
+        {"a": {"exact_match": [0.95, 0.96, 0.95, 0.97, 0.95]}, "b": {"exact_match": [0.8] * 5}}
     )
-    (row,) = check_claims({"tiny": res}, claims=[_claim()])
-    assert row["verdict"] == "not tested at this budget"
-    assert "a still improving" in row["reason"] and row["agrees"] == "undecided"
+    (row,) = check_claims({"tiny": res}, claims=[_claim()])  # no gate on moving curves
+    assert row["verdict"] == "supported" and row["agrees"] == "yes"
+    assert row["budget"] == "800 steps × 128, fast recipe, width 64"
+    assert "judged at 800 steps × 128" in format_claims([row])
+    assert Budget(5, 1500, 32, 500, 500, 50, (1,)).label.startswith("1,500 steps × 128")
+    assert Budget(5, 1501, 32, 500, 500, 50, (1,)).label.startswith("1,504 steps")  # 16 x 94
 
 
 def _speed_result(convs2s_steps: list, gru_steps: list):

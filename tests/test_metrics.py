@@ -309,3 +309,45 @@ def test_evaluate_messages_and_pass_through(monkeypatch):
     seen_greedy = _record_keywords(monkeypatch, "greedy_decode")
     metrics_mod.evaluate(model, [([3, 1], [1, 3])], max_len=2)
     assert seen_greedy["max_len"] == 2
+
+
+# --------------------------------------------------------------------------
+# teacher_forced_scores(): greedy decoding's exact match from one pass
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["convs2s", "gru"])
+def test_teacher_forced_exact_match_is_greedy_decodings_row_by_row(kind, train_on_sorting):
+    from _tiny import VOCAB as V
+    from _tiny import output_layer, tiny_model
+
+    from convs2s_edu.data import PAD, collate_batch, sos_index
+    from convs2s_edu.loss import sequence_loss
+
+    model = tiny_model(kind, max_positions=16, dropout=0.2)  # dropout: eval mode matters
+    train_on_sorting(model, steps=200)  # half trained: some rows right, some wrong
+    with torch.no_grad():  # <sos> scores highest everywhere: both searches must mask it
+        output_layer(model).bias[sos_index(V)] += 100.0
+    model.train()
+    examples = generate_dataset(400, 2, 6, V, seed=11)
+    greedy = greedy_decode(model, [x for x, _ in examples])
+    by_greedy = [p == y for p, (_, y) in zip(greedy, examples)]
+    got = metrics_mod.teacher_forced_scores(model, examples, batch_size=64)
+    assert model.training  # restored
+    assert 0.1 < got["exact_match"] < 0.9, got["exact_match"]  # both kinds of row present
+    # near-ties: a row may disagree only where a step's two best scores lie within 1e-4
+    batch = collate_batch(examples, V)
+    with torch.no_grad():
+        logits = model.eval()(batch.src, batch.tgt_in)
+    loss = float(sequence_loss(logits, batch.tgt_out))  # token-mean cross-entropy
+    logits[..., [PAD, sos_index(V)]] = float("-inf")
+    top2 = logits.topk(2, dim=-1).values  # (B, T, 2)
+    tie = ((top2[..., 0] - top2[..., 1] < 1e-4) & ~batch.tgt_padding_mask).any(dim=1)
+    differ = [i for i, (a, b) in enumerate(zip(got["correct"], by_greedy)) if a != b]
+    assert all(tie[i] for i in differ), differ
+    assert len(differ) <= 2, differ
+    assert got["exact_match"] == pytest.approx(sum(got["correct"]) / 400)
+    assert got["loss"] == pytest.approx(loss, rel=1e-5)  # the same pass's loss; batches agree
+    again = metrics_mod.teacher_forced_scores(model, SortingDataset(examples, V), batch_size=400)
+    assert again["correct"] == got["correct"] and again["loss"] == pytest.approx(got["loss"])
+    assert got["n_examples"] == 400 and got["n_tokens"] == batch.n_target_tokens

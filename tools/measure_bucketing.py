@@ -8,7 +8,7 @@ page); with ``--field precision`` the same measurement of bf16 against fp32. Usa
     python tools/measure_bucketing.py --field precision --models convs2s   # fp32, bf16
 
 1. Both models are trained with the fast recipe (:meth:`convs2s_edu.TrainConfig.recipe`,
-   a held-out decoding every 20 steps) for every seed, once with random batches and once with
+   a held-out scoring every 20 steps) for every seed, once with random batches and once with
    batches of equal length (or once per value of ``--field``), all runs concurrently, one
    process per usable core (:func:`convs2s_edu.training.run_jobs`), into the training cache.
 2. Per run: test-set exact match and token accuracy (greedy), held-out loss, and the steps to

@@ -65,7 +65,7 @@ _QUICK = {
 
 def site_config(model: str, recipe: str = "seed", **changes) -> TrainConfig:
     """The configuration the gallery pages train: a recipe's (the seed's by default), with
-    ``changes``, its learning curve (``eval_every``: about 50 held-out decodings per run) and
+    ``changes``, its learning curve (``eval_every``: about 50 held-out scorings per run) and
     :data:`SITE_BATCHING`. Quick mode (``CONVS2S_EDU_QUICK=1``) keeps the task and the models
     and shrinks the data and the schedule (the seed recipe: 2,000 training examples, 6 epochs;
     the fast one: 80 steps), so that the whole site builds in minutes. ``model_options`` of

@@ -61,8 +61,9 @@ class History:
         Optimiser steps taken.
     evals : list of dict
         The learning curve (``TrainConfig.eval_every``): one record per held-out
-        decoding, with ``step``, ``examples`` (steps x batch size), ``valid_loss``,
-        ``exact_match`` and ``token_accuracy`` (greedy decoding of the held-out set).
+        scoring, with ``step``, ``examples`` (steps x batch size), ``valid_loss`` and
+        ``exact_match`` (greedy decoding's, from one teacher-forced pass:
+        :func:`~convs2s_edu.metrics.teacher_forced_scores`).
     shared_clock : bool
         True when (part of) the run trained beside other runs, so that its
         ``seconds`` measured the sharing as much as the model: never a speed.

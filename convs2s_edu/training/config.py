@@ -174,8 +174,8 @@ class TrainConfig:
     adam_betas : tuple of float
         Adam's :math:`(\beta_1, \beta_2)` (seed: PyTorch's ``(0.9, 0.999)``).
     eval_every : int or None
-        Every this many optimiser steps (and after the last one), decode the held-out
-        set greedily into :attr:`History.evals <convs2s_edu.training.History>`, the
+        Every this many optimiser steps (and after the last one), score the held-out
+        set's exact match into :attr:`History.evals <convs2s_edu.training.History>`, the
         learning curve. ``None``: only the held-out loss after every epoch.
     fast : bool
         Train through the CPU fast paths of :mod:`convs2s_edu.fast` (default ``True``):

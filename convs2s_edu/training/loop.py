@@ -4,11 +4,11 @@ What is timed
 -------------
 An epoch's wall-clock time (:func:`time.perf_counter`, read after
 :func:`~convs2s_edu.training.device.synchronize`) covers the training steps only: batching,
-forward, backward and the optimiser; neither the held-out loss nor the held-out decodings of
-``eval_every``. That clock measures the machine as much as the model: a run trained beside
-other runs (the scheduler's, :mod:`convs2s_edu.training.schedule`) says so in
-``History.shared_clock``, and the site's speed figures come from interleaved measurements
-instead (:mod:`convs2s_edu.lab.timing`).
+forward, backward and the optimiser, not the held-out scoring of ``eval_every``. That clock
+measures the machine as much as the model: a run trained beside other runs (the
+scheduler's, :mod:`convs2s_edu.training.schedule`) says so in ``History.shared_clock``, and
+the site's speed figures come from interleaved measurements instead
+(:mod:`convs2s_edu.lab.timing`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from __future__ import annotations
 import time
 
 import torch
-from torch.utils.data import DataLoader
 
 from ..fast.paths import (
     ExecutionPath,
@@ -25,8 +24,7 @@ from ..fast.paths import (
     check_precision,
     use_fast_paths,
 )
-from ..loss import sequence_loss
-from ..metrics import evaluate
+from ..metrics import teacher_forced_scores
 from .checkpoint import History, TrainResult, prepare_out_dir, read_checkpoint, save_checkpoint
 from .config import TrainConfig, build_model, make_datasets, training_set
 from .device import device_label, synchronize
@@ -42,21 +40,6 @@ VALID_BATCH_SIZE = 512
 
 class TrainingDivergedError(RuntimeError):
     """The loss became NaN or infinite; the message names the epoch and step."""
-
-
-@torch.no_grad()
-def _mean_loss(model, loader, device) -> float:
-    """The token-mean loss of ``loader``'s batches (the held-out loss of an epoch)."""
-    was_training = model.training
-    model.eval()
-    total, n = 0.0, 0
-    for batch in loader:
-        batch = batch.to(device)
-        logits = model(batch.src, batch.tgt_in, check=False)  # checked when the set was built
-        total += float(sequence_loss(logits, batch.tgt_out, "sum"))
-        n += batch.n_target_tokens
-    model.train(was_training)
-    return total / n
 
 
 def lr_factor(step: int, total: int, schedule: str = "constant", warmup: float = 0.05) -> float:
@@ -138,11 +121,11 @@ def train(
         context.close()
 
 
-def _held_out(model, valid_loader, valid_ds, dev) -> dict:
-    """The held-out loss, exact match and token accuracy (greedy decoding) now."""
-    scores = evaluate(model, valid_ds, batch_size=VALID_BATCH_SIZE)
-    scores = {k: scores[k] for k in ("exact_match", "token_accuracy")}
-    return {"valid_loss": _mean_loss(model, valid_loader, dev), **scores}
+def _held_out(model, valid_ds) -> dict:
+    """The held-out loss and exact match now, in one teacher-forced pass: the exact match is
+    greedy decoding's (:func:`~convs2s_edu.metrics.teacher_forced_scores`)."""
+    scores = teacher_forced_scores(model, valid_ds, batch_size=VALID_BATCH_SIZE)
+    return {"valid_loss": scores["loss"], "exact_match": scores["exact_match"]}
 
 
 def _resume(ckpt_path, cfg, model, optimizer, scheduler, shuffle, context: RunContext):
@@ -196,7 +179,6 @@ def _train(
         optimizer, lambda t: lr_factor(t, total_steps, cfg.lr_schedule, cfg.warmup)
     )
     step = make_train_step(context.wrap(model), optimizer, cfg.clip_norm, cfg.precision, context)
-    valid_loader = DataLoader(valid_ds, batch_size=VALID_BATCH_SIZE, collate_fn=valid_ds.collate)
     n_parameters = sum(p.numel() for p in model.parameters() if p.requires_grad)
     history = History(device=device_label(dev), n_parameters=n_parameters)
     start_epoch = 0
@@ -227,8 +209,8 @@ def _train(
                     history.steps % cfg.eval_every == 0 or history.steps == total_steps
                 ):
                     synchronize(dev)
-                    t_eval = time.perf_counter()  # the decoding is not part of the clock
-                    scores = _held_out(model, valid_loader, valid_ds, dev)
+                    t_eval = time.perf_counter()  # the scoring is not part of the clock
+                    scores = _held_out(model, valid_ds)
                     examples = history.steps * cfg.batch_size
                     history.evals.append({"step": history.steps, "examples": examples, **scores})
                     model.train()
@@ -243,7 +225,7 @@ def _train(
             history.step_losses.extend(losses.tolist())
             loss, speed = float(losses.mean()), n_tokens / seconds
             elapsed = (history.epochs[-1]["elapsed"] if history.epochs else 0.0) + seconds
-            valid_loss = _mean_loss(model, valid_loader, dev)
+            valid_loss = _held_out(model, valid_ds)["valid_loss"]
             record = {"epoch": epoch, "train_loss": loss, "valid_loss": valid_loss}
             record |= {"seconds": seconds, "tokens_per_second": speed, "elapsed": elapsed}
             history.epochs.append(record)

@@ -45,7 +45,7 @@ from .report import (
     plot_arms,
     plot_curves,
 )
-from .runner import ExperimentResult, plateaued, run_experiment
+from .runner import ExperimentResult, run_experiment
 from .statistics import format_spread, summarise_runs
 from .timings import generation_speed, step_seconds
 
@@ -71,7 +71,6 @@ __all__ = [
     "matched_gru_width",
     "summarise_runs",
     "run_experiment",
-    "plateaued",
     "generation_speed",
     "step_seconds",
     "format_result",

@@ -72,7 +72,7 @@ __all__ = [
 FULL_SEEDS = 5
 
 #: One run of the full build: 800 optimiser steps of 128 fresh examples (8 rounds of 100),
-#: embeddings and hidden states of 64, 500 held-out examples decoded every 50 steps, 500
+#: embeddings and hidden states of 64, 500 held-out examples scored every 50 steps, 500
 #: test examples. The pilot of the claims issue reached 97% held-out exact match with
 #: ConvS2S at this width and budget; without a GPU, the 9 distinct runs of
 #: :data:`CPU_ARMS` x 5 seeds = 45 runs, trained two at a time on two cores before the
@@ -146,7 +146,7 @@ class Budget:
     n_valid, n_test : int
         Held-out examples (the learning curve) and test examples (the scores).
     eval_every : int
-        Steps between held-out decodings.
+        Steps between held-out scorings.
     beam_sizes : tuple of int
         Beam sizes of the ``beam`` experiment.
     quick : bool
@@ -177,10 +177,19 @@ class Budget:
         kept = {a.name for a in self.arms_of(name)}
         return tuple(a.name for a in get_experiment(name).arms if a.name not in kept)
 
+    def _rounds(self) -> tuple[int, int]:
+        rounds = -(-self.steps // STEPS_PER_ROUND)
+        return rounds, -(-self.steps // rounds)  # rounds x per_round >= steps, as even as can be
+
+    @property
+    def label(self) -> str:
+        """The budget a claim is judged at, e.g. ``"1,200 steps × 128, fast recipe, width 64"``."""
+        rounds, per_round = self._rounds()
+        return f"{rounds * per_round:,} steps × {BATCH_SIZE}, fast recipe, width {self.width}"
+
     def train_config(self, arm: Arm, seed: int) -> TrainConfig:
         """The :class:`~convs2s_edu.TrainConfig` of ``arm`` with ``seed`` under this budget."""
-        rounds = -(-self.steps // STEPS_PER_ROUND)
-        per_round = -(-self.steps // rounds)  # rounds x per_round >= steps, as even as can be
+        rounds, per_round = self._rounds()
         return TrainConfig.recipe(
             "fast",
             model=arm.model,

@@ -117,7 +117,7 @@ def format_claims(rows: Sequence[dict]) -> str:
         c = r["claim"]
         lines = [
             f"{i}. {c.text}",
-            f"   source: {c.source}; kind: {c.kind}",
+            f"   source: {c.source}; kind: {c.kind}; judged at {r['budget']}",
             f"   the source reports: {c.reported}",
         ]
         if "measured" in r:
@@ -180,7 +180,7 @@ class ClaimsTable:
                 f"{escape(c.text)}<br><small>{escape(c.source)}</small>"
                 + (f"<br><small><em>{escape(c.note)}</em></small>" if c.note else ""),
                 escape(c.reported),
-                escape(c.kind),
+                f"{escape(c.kind)}<br><small>at {escape(r['budget'])}</small>",
                 ours,
                 f'<strong style="color:{colour}">{escape(r["verdict"])}</strong>{reason}'
                 f"<br><small>agrees with the source: {escape(r['agrees'])}</small>",
