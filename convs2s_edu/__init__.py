@@ -53,7 +53,7 @@ from .data import (
 from .decode import Hypothesis, beam_search, decode_all, greedy_decode
 from .hybrid import HybridConfig, HybridSeq2Seq
 from .loss import sequence_loss
-from .metrics import evaluate, exact_match, teacher_forced_scores, token_accuracy
+from .metrics import evaluate, exact_match, token_accuracy
 from .rnn import (
     BahdanauAttention,
     FixedContext,
@@ -115,7 +115,6 @@ __all__ = [
     "decode_all",
     "Hypothesis",
     "evaluate",
-    "teacher_forced_scores",
     "exact_match",
     "token_accuracy",
     "sequence_loss",
