@@ -1,3 +1,3 @@
 """The package version, in a module of its own so that submodules never import the package."""
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"

@@ -156,8 +156,21 @@ def test_train_valid_and_test_sets_are_pairwise_disjoint():
 
 def test_disjoint_splits_are_the_plain_draws_when_nothing_collides():
     cfg = TrainConfig(vocab_size=50, min_len=8, max_len=20, n_train=300, n_valid=50, n_test=50)
-    for offset, ds in enumerate(make_datasets(cfg)):
-        assert ds.examples == generate_dataset(len(ds), 8, 20, 50, cfg.seed + offset)
+    for role, ds in enumerate(make_datasets(cfg)):
+        assert ds.examples == generate_dataset(len(ds), 8, 20, 50, [cfg.seed, role])
+
+
+def test_no_example_repeats_across_seeds_or_roles():
+    # seeds s and s + 1 once shared a set: seed s's test set was seed s + 1's held-out set
+    from convs2s_edu.training import training_set
+
+    seen = Counter()
+    for seed in range(5):
+        cfg = TrainConfig(seed=seed, n_train=300, n_valid=100, n_test=100)
+        fresh = cfg.replace(fresh_data=True)  # its held-out and test sets are cfg's
+        for ds in (*make_datasets(cfg), training_set(fresh, 1), training_set(fresh, 2)):
+            seen.update(tuple(x) for x, _ in ds.examples)
+    assert max(seen.values()) == 1 and len(seen) == 5 * (300 + 100 + 100 + 300 + 300)
 
 
 def test_a_refill_never_repeats_a_source_the_draw_holds():

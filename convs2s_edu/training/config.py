@@ -323,7 +323,9 @@ def _draw(cfg: TrainConfig, n: int, seed, exclude: set, what: str) -> list:
 
 
 def make_datasets(cfg: TrainConfig) -> tuple[SortingDataset, SortingDataset, SortingDataset]:
-    """The training, held-out and test sets of ``cfg`` (seeds ``seed``, ``seed+1``, ``seed+2``).
+    """The training, held-out and test sets of ``cfg``, drawn from the independent streams
+    :class:`numpy.random.SeedSequence` gives ``[seed, 0]``, ``[seed, 1]`` and ``[seed, 2]``
+    (no two seeds or roles share a stream, as ``seed``, ``seed + 1`` would).
 
     They depend on the task fields and ``seed`` only, so a ConvS2S and a GRU
     run with the same seed train and are scored on identical examples.
@@ -333,12 +335,12 @@ def make_datasets(cfg: TrainConfig) -> tuple[SortingDataset, SortingDataset, Sor
     length 8-20 over 50 tokens, a repeat is so unlikely that the sets are exactly the three
     independent draws). ``ValueError`` when the task has too few distinct sequences for that.
 
-    With ``fresh_data`` the held-out and test sets are drawn first (the same seeds), and the
+    With ``fresh_data`` the held-out and test sets are drawn first (the same streams), and the
     training set is the first epoch's (:func:`training_set`: every epoch avoids their sources).
     """
-    draws = [("held-out", cfg.n_valid, cfg.seed + 1), ("test", cfg.n_test, cfg.seed + 2)]
+    draws = [("held-out", cfg.n_valid, [cfg.seed, 1]), ("test", cfg.n_test, [cfg.seed, 2])]
     if not cfg.fresh_data:
-        draws.insert(0, ("training", cfg.n_train, cfg.seed))
+        draws.insert(0, ("training", cfg.n_train, [cfg.seed, 0]))
     seen: set[tuple[int, ...]] = set()  # the sources of the sets drawn so far
     sets = []
     for what, n, seed in draws:
@@ -355,8 +357,8 @@ def training_set(cfg: TrainConfig, epoch: int, held_out=None) -> SortingDataset:
 
     Without ``fresh_data``: the one training set of :func:`make_datasets`, every
     epoch. With it: ``n_train`` examples drawn with the seed ``[seed, 3, epoch]``
-    (apart from the held-out and test seeds ``seed + 1`` and ``seed + 2``), none of
-    whose sources is a held-out or test source.
+    (a stream apart from the held-out and test streams ``[seed, 1]`` and ``[seed, 2]``),
+    none of whose sources is a held-out or test source.
 
     Parameters
     ----------
