@@ -105,6 +105,9 @@ class ConvS2SConfig:
         A layer without attention passes its ConvBlock's output on unchanged. The
         paper's ablation of §5.5; the attention output then has
         ``len(attention_layers)`` layers, and ``scale_encoder_grad`` divides by that number.
+    attention_values : {"z+e", "z", "e"}
+        The values the attention sums: the paper's :math:`z^u_j + e_j` (§3.3), or :math:`z^u_j`
+        or :math:`e_j` alone (keys stay :math:`z^u_j`): an ablation the paper does not run.
     """
 
     vocab_size: int = 50
@@ -121,6 +124,7 @@ class ConvS2SConfig:
     source_positions: bool = True  # ablation switch (§5.4); paper: True
     target_positions: bool = True  # ablation switch (§5.4); paper: True
     attention_layers: tuple | None = None  # ablation switch (§5.5); None = every layer
+    attention_values: str = "z+e"  # ablation switch (§3.3); paper: "z+e"
 
     def __post_init__(self):
         check_int_fields_positive(self)
@@ -143,6 +147,10 @@ class ConvS2SConfig:
                     f"got {self.attention_layers!r}"
                 )
             self.attention_layers = tuple(sorted(layers))
+        if self.attention_values not in ("z+e", "z", "e"):
+            raise ValueError(
+                f'attention_values must be "z+e", "z" or "e", got {self.attention_values!r}'
+            )
         if self.kernel_size % 2 == 0:
             raise ValueError(
                 f"kernel_size must be odd (1, 3, 5, ...) so the encoder can pad (k-1)/2 "
@@ -535,7 +543,7 @@ class ConvMemory(NamedTuple):
         :math:`z^u_j`, the top encoder layer projected to the embedding size
         (attention keys).
     z_plus_e : Tensor, shape (B, S, f)
-        :math:`z^u_j + e_j` (attention values).
+        :math:`z^u_j + e_j`, the attention values (``attention_values``: or one alone).
     padding_mask : Tensor, shape (B, S)
         True at source padding.
     """
@@ -742,7 +750,10 @@ class ConvDecoder(Decoder):
         if self.cfg.scale_encoder_grad:
             # every one of the L decoder attentions sends gradient into z: scale by 1/L (§3.4)
             z = scale_gradient(z, 1.0 / len(self.attention))
-        return ConvMemory(z=z, z_plus_e=z + enc.embedded, padding_mask=enc.padding_mask)
+        e = enc.embedded  # (B, S, f)
+        # values z_j + e_j (§3.3); z_j or e_j alone: the ablation of attention_values
+        values = {"z+e": z + e, "z": z, "e": e}[self.cfg.attention_values]
+        return ConvMemory(z=z, z_plus_e=values, padding_mask=enc.padding_mask)
 
     def _layer(self, l: int, h: torch.Tensor, g: torch.Tensor, memory: ConvMemory):
         """Attention of layer ``l`` (0-based) added to ``h``; ``(h, None)`` for a layer

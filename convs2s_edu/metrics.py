@@ -25,7 +25,7 @@ from torch import nn
 
 from ._checks import check_int
 from .data import PAD, collate_batch
-from .decode import _mask_special, decode_all
+from .decode import _inference, _mask_special, decode_all
 from .loss import sequence_loss
 
 __all__ = ["exact_match", "token_accuracy", "evaluate", "teacher_forced_scores"]
@@ -248,7 +248,6 @@ def _pairs(dataset_or_examples) -> tuple[list[list[int]], list[list[int]]]:
     return sources, references
 
 
-@torch.no_grad()
 def teacher_forced_scores(
     model: nn.Module, dataset_or_examples, batch_size: int = 512, device=None
 ) -> dict:
@@ -262,10 +261,9 @@ def teacher_forced_scores(
 
     Notes
     -----
-    Fed the reference's own prefix :math:`y_{<t}`, the model scores every position at once.
     Greedy decoding (:func:`~convs2s_edu.decode.greedy_decode`) returns the reference
-    exactly when every one of these positions, ``<eos>`` included, has the reference token
-    as its highest score (``PAD`` and ``<sos>`` masked as greedy decoding masks them):
+    exactly when, fed the reference's prefix :math:`y_{<t}`, every position (``<eos>``
+    included) scores the reference token highest, ``PAD`` and ``<sos>`` masked:
 
     .. math::
 
@@ -273,31 +271,28 @@ def teacher_forced_scores(
         \arg\max_{v \notin \{\text{PAD}, \text{<sos>}\}} s_t(v \mid y_{<t}, x) = y_t ,
 
     by induction on :math:`t`: while greedy decoding's prefix is the reference's, it sees the
-    scores of teacher forcing. A reference longer than greedy decoding's step limit
-    (:math:`|y| > |x|`) counts as wrong. The two can disagree only where a step's two highest
-    scores lie within float rounding of each other (one batched pass against one step at a
-    time); the tests compare both on trained models.
+    scores of teacher forcing. A reference beyond greedy decoding's step limit
+    (:math:`|y| > |x|`) counts as wrong. The two disagree only where a step's two best scores
+    lie within float rounding (batched against step by step); the tests compare them.
     """
     batch_size = check_int("batch_size", batch_size)
     if device is not None:
         model.to(device)
     sources, references = _pairs(dataset_or_examples)
     where = next(model.parameters()).device
-    was_training = model.training
-    model.eval()
     loss, n_tokens, correct = 0.0, 0, []
-    for i in range(0, len(sources), batch_size):
-        pairs = list(zip(sources[i : i + batch_size], references[i : i + batch_size]))
-        batch = collate_batch(pairs, model.vocab_size).to(where)
-        logits = model(batch.src, batch.tgt_in)  # (B, T, V)
-        loss += float(sequence_loss(logits, batch.tgt_out, "sum"))
-        n_tokens += batch.n_target_tokens
-        # y^_t = argmax over v not in {PAD, <sos>} of s_t(v | y_<t, x)    (B, T)
-        guess = _mask_special(logits, model.vocab_size).argmax(dim=-1)
-        right = (guess.eq(batch.tgt_out) | batch.tgt_padding_mask).all(dim=1)  # (B,)
-        fits = batch.tgt_out.ne(PAD).sum(dim=1) <= batch.src.ne(PAD).sum(dim=1) + 1  # (B,)
-        correct += (right & fits).tolist()
-    model.train(was_training)
+    with _inference(model):  # eval mode, no autograd; every module's mode restored after
+        for i in range(0, len(sources), batch_size):
+            pairs = list(zip(sources[i : i + batch_size], references[i : i + batch_size]))
+            batch = collate_batch(pairs, model.vocab_size).to(where)
+            logits = model(batch.src, batch.tgt_in)  # (B, T, V)
+            loss += float(sequence_loss(logits, batch.tgt_out, "sum"))
+            n_tokens += batch.n_target_tokens
+            # ŷ_t = argmax over v not in {PAD, <sos>} of s_t(v | y_<t, x)
+            guess = _mask_special(logits, model.vocab_size).argmax(dim=-1)  # (B, T)
+            right = (guess.eq(batch.tgt_out) | batch.tgt_padding_mask).all(dim=1)  # (B,)
+            fits = batch.tgt_out.ne(PAD).sum(dim=1) <= batch.src.ne(PAD).sum(dim=1) + 1
+            correct += (right & fits).tolist()
     return {
         "loss": loss / n_tokens,
         "exact_match": sum(correct) / len(correct),

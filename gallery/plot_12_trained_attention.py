@@ -5,7 +5,8 @@ How the trained ConvS2S sorts with its attention
 :ref:`The heatmaps <sphx_glr_auto_examples_plot_11_attention_heatmaps.py>` show
 *where* the trained attention looks. This page asks *how*: what decides the
 score :math:`d^l_i \cdot z^u_j` of a source token, where each decoder layer
-points, what the values :math:`z^u_j + e_j` carry, how the layers feed each
+points, what the values :math:`z^u_j + e_j` carry (and what a model retrained
+without :math:`z` or :math:`e` learns), how the layers feed each
 other, and how large the scores are without the Transformer's
 :math:`1/\sqrt{d}`. Every number comes from the site's trained ConvS2S,
 teacher-forced on its test set, as on the heatmap page.
@@ -139,6 +140,40 @@ assert torch.isfinite(share_e).all()
 # sphinx_gallery_end_ignore
 
 # %%
+# Retrained with values :math:`z` alone or :math:`e` alone
+# --------------------------------------------------------
+# A knock-out asks what the trained model lost; retraining asks what a model
+# can learn without. The build trains ConvS2S with the fast recipe (seed 0)
+# three times: values :math:`z^u_j + e_j` as in the paper, :math:`z^u_j` alone
+# and :math:`e_j` alone (``ConvS2SConfig.attention_values``; the keys stay
+# :math:`z^u_j`). The cell plots their held-out learning curves, the loss
+# (left) and exact match (right), and prints where each ends. One seed each:
+# a hint of what each part of the values is worth, not a verdict.
+
+ablation = {}  # the fast recipe's main ConvS2S, then the two retrained ones
+for k in ("z + e", "z", "e"):
+    values = {} if k == "z + e" else {"attention_values": k}
+    ablation[k] = train_or_load(site_config("convs2s", "fast", model_options=values))
+fig, (ax_loss, ax) = plt.subplots(1, 2, figsize=(10, 3.4), layout="constrained")
+for k, run in ablation.items():
+    ev = run.history.evals
+    ax_loss.plot([e["step"] for e in ev], [e["valid_loss"] for e in ev], label=f"values {k}")
+    ax.plot([e["step"] for e in ev], [100 * e["exact_match"] for e in ev], label=f"values {k}")
+    em, loss = ev[-1]["exact_match"], ev[-1]["valid_loss"]
+    print(f"values {k:5s}: {run.history.steps} steps, held-out exact match {em:6.1%}, ", end="")
+    print(f"loss {loss:.3f} nats/token")
+ax_loss.set(xlabel="optimiser step", ylabel="held-out loss (nats per token)")
+ax.set(xlabel="optimiser step", ylabel="held-out exact match (%)")
+fig.suptitle("ConvS2S trained with three kinds of attention values", fontsize=11)
+ax_loss.legend()
+plt.show()
+# the loss, which moves long before exact match leaves 0% or nears 100%
+ends = {f"values {k}": run.history.evals[-1]["valid_loss"] for k, run in ablation.items()}
+both = "values z + e"
+for one in ("values z", "values e"):
+    print(comparison("held-out loss", {both: ends[both], one: ends[one]}, fmt="{:.3f} nats"))
+
+# %%
 # Several hops: the attention history
 # -----------------------------------
 # Every layer adds its context to its state,
@@ -203,7 +238,8 @@ for name, net in nets.items():
 #   previous output, and which source token each layer points at.
 # * The values' squared length splits between :math:`z` and :math:`e`; knocking
 #   :math:`e` out of the trained model's values changes its accuracy by what the
-#   comparison prints.
+#   comparison prints, and models retrained with one of the two end where the
+#   learning curves show.
 # * Layer :math:`l+1`'s query sees what layers :math:`\le l` read, at its own
 #   and the :math:`k-1` previous positions.
 # * The scores have no :math:`1/\sqrt{d}`; the initialisation sets their spread,

@@ -657,3 +657,18 @@ def test_decoder_step_past_the_position_table_is_rejected():
             _, _, state = model.decoder.step(y, state)
         with pytest.raises(ValueError, match=rf"position {max_pos}\b.*0\.\.{max_pos - 1}\b"):
             model.decoder.step(y, state)
+
+
+@pytest.mark.parametrize("values", ["z+e", "z", "e"])
+def test_attention_values_switch_what_the_context_sums(values):
+    model = tiny_model("convs2s", attention_values=values).eval()
+    src, tgt_in = torch.tensor([[3, 1, 2, 5]]), torch.tensor([[VOCAB + 1, 1, 2, 3]])
+    enc = model.encode(src)
+    memory = model.decoder.memory(enc)
+    z, e = enc.states, enc.embedded  # keys z_j either way
+    assert_close(memory.z, z)
+    assert_close(memory.z_plus_e, {"z+e": z + e, "z": z, "e": e}[values])
+    logits, attn = model(src, tgt_in, return_attention=True)  # and the model runs on it
+    assert torch.isfinite(logits).all() and attn.shape[-1] == 4
+    with pytest.raises(ValueError, match=r'attention_values must be "z\+e", "z" or "e", got'):
+        tiny_model("convs2s", attention_values="e+z")

@@ -494,14 +494,19 @@ def test_a_cpu_budget_trains_the_cpu_arms_and_every_arm_budget_all():
 
 def test_site_jobs_train_every_distinct_run_once_with_every_measure():
     from convs2s_edu.lab.prepare import site_jobs
-    from convs2s_edu.lab.site import SHORT_RUN_SEEDS
+    from convs2s_edu.lab.site import SHORT_RUN_SEEDS, site_config
+    from convs2s_edu.training.cache import run_dir
 
     jobs = site_jobs(quick=False)
     keys = [j.key.split(":")[0] for j in jobs]
-    # 4 main models, 3 of the bottleneck page, 2 x 3 short runs (normalisation page 6);
-    # without a GPU the 9 distinct runs of CPU_ARMS x 5 seeds, with one all 17
+    # 4 main models, 3 of the bottleneck page, 2 of the values ablation (page 12), 2 x 3 short
+    # runs (normalisation page 6); without a GPU the 9 distinct runs of CPU_ARMS x 5 seeds,
+    # with one all 17
     distinct = 17 if torch.cuda.is_available() else 9
-    assert len(keys) == len(set(keys)) == 7 + 2 * len(SHORT_RUN_SEEDS) + distinct * 5
+    assert len(keys) == len(set(keys)) == 9 + 2 * len(SHORT_RUN_SEEDS) + distinct * 5
+    for values in ("z", "e"):  # the runs the trained-attention page loads
+        cfg = site_config("convs2s", "fast", model_options={"attention_values": values})
+        assert str(run_dir(cfg)) in keys
     conv = next(j for j in jobs if j.label == "encoder_decoder/convs2s seed 0")
     assert set(conv.args[1]) == {"beam", "long"}  # the union of four experiments' measures
 
