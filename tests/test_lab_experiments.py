@@ -403,8 +403,43 @@ def test_learning_speed_counts_a_never_reached_run_as_the_budget():
     (row,) = check_claims({"tiny": res}, timings, claims=[claim])
     # convs2s: ~310 steps x 0.2 s = 62 s; gru: ~620 x 0.1 = 62 s: no 10% difference either way
     assert row["verdict"] in ("not resolved", "no practical difference")
+    assert "1 run(s) never reached 90%: counted at the budget" in row["measured"]
     (row,) = check_claims({"tiny": res}, {}, claims=[claim])
     assert row["verdict"] == "not tested at this budget" and "no steps timing" in row["reason"]
+
+
+def test_a_claimed_arm_that_never_reaches_the_level_can_be_contradicted():
+    # ConvS2S misses 90% in three seeds (counted at the 800-step budget), the GRU reaches it
+    # by 300 steps at the same seconds per step: censoring must not hide that it is slower
+    res = _speed_result([float("nan"), 700, float("nan"), 750, float("nan")], [300] * 5)
+    per_step = {"convs2s": {"1 thread": 0.1}, "gru": {"1 thread": 0.1}}
+    timings = {"steps": {"seconds_per_step": per_step, "reliable": {"1 thread": True}}}
+    (row,) = check_claims({"tiny": res}, timings, claims=[_speed_claim("1 thread")])
+    assert row["verdict"] == "contradicted" and row["agrees"] == "no"
+    assert "3 run(s) never reached 90%" in row["measured"] and row["reason"] == ""
+
+
+def test_generation_speed_is_measured_beside_the_verdicts_not_judged():
+    speeds = {"convs2s": [900.0, 950, 1000, 920, 980], "gru": [300.0, 310, 320, 305, 315]}
+    # per-seed differences 0.03, 0.01, 0.05, 0, 0.06: one-sided p = 0.029, supported alone
+    # (0.029 < 0.05) but not in a Holm family of two (0.029 > 0.025)
+    em = {"convs2s": [0.93, 0.91, 0.95, 0.90, 0.96], "gru": [0.90] * 5}
+    res = _result({k: {"exact_match": v} for k, v in em.items()})
+    timings = {"generation": {"beam1": speeds, "machine": "Test CPU, 1 thread"}}
+    fast = _claim(
+        kind="generation speed",
+        claimed=("convs2s", "sentences_per_second@beam1"),
+        others=(("gru", "sentences_per_second@beam1"),),
+        min_effect=math.log(1.1),
+    )
+    better = _claim(claimed=("convs2s", "exact_match"), others=(("gru", "exact_match"),))
+    gen, quality = rows = check_claims({"tiny": res}, timings, claims=[fast, better])
+    assert gen["verdict"] == ex.NOT_JUDGED and gen["agrees"] == "undecided"
+    assert gen["reason"] == "this implementation on Test CPU, 1 thread"
+    assert "+" in gen["difference"] and gen["detectable"] == ""  # measured, with its interval
+    assert quality["test"].p_greater == pytest.approx(0.029, abs=0.002)
+    assert quality["verdict"] == "supported"  # Holm's family is the judged row alone
+    assert "measured here, not judged" in ex.ClaimsTable(rows)._repr_html_()
 
 
 def test_learning_speed_is_not_judged_on_unsteady_step_timings():

@@ -11,7 +11,7 @@ Modules, bottom to top::
     report      tables, conclusions, the claims table, figures
 """
 
-from .claims import CLAIMS, KINDS, Claim, check_claims
+from .claims import CLAIMS, KINDS, NOT_JUDGED, Claim, check_claims
 from .inference import (
     VERDICTS,
     holm,
@@ -57,6 +57,7 @@ __all__ = [
     "LONG_LENGTHS",
     "VERDICTS",
     "KINDS",
+    "NOT_JUDGED",
     "Arm",
     "Experiment",
     "Budget",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from .claims import NOT_JUDGED
 from .inference import VERDICTS, paired_test
 from .runner import ExperimentResult
 
@@ -150,6 +151,7 @@ class ClaimsTable:
         VERDICTS[2]: "#1f5fa8",
         VERDICTS[3]: "#6e6e6e",
         "not tested at this budget": "#6e6e6e",
+        NOT_JUDGED: "#6e6e6e",
     }
 
     def __init__(self, rows: Sequence[dict]):
