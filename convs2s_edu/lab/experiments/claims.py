@@ -24,7 +24,8 @@ Kinds of claim
     Sentences decoded per second on the same test sources, in batches of equal length,
     interleaved (:func:`~convs2s_edu.lab.experiments.timings.generation_speed`): this
     implementation on this machine, not the paper's GPUs against GNMT. Shown with its
-    interval, apart from the verdicts and out of Holm's family (:data:`NOT_JUDGED`).
+    interval, apart from the verdicts and out of Holm's family
+    (:data:`~convs2s_edu.lab.experiments.NOT_JUDGED`).
 
 Differences
 -----------
@@ -472,10 +473,10 @@ def check_claims(
     list of dict
         ``claim`` (the Claim), ``measured`` (both sides' means), ``difference`` (the mean
         paired difference with its 90% interval), ``verdict`` (one of
-        :data:`~convs2s_edu.lab.experiments.inference.VERDICTS`, :data:`NOT_JUDGED` or
-        ``"not tested at this budget"``), ``agrees`` (``"yes"``, ``"no"`` or
-        ``"undecided"``), ``reason``, ``detectable`` (the smallest effect the rule supports
-        four times in five with these seeds among these claims), ``budget``, ``n_seeds``.
+        :data:`~convs2s_edu.lab.experiments.inference.VERDICTS`,
+        :data:`~convs2s_edu.lab.experiments.NOT_JUDGED` or ``"not tested at this budget"``),
+        ``agrees`` (``"yes"``, ``"no"`` or ``"undecided"``), ``reason``, ``detectable`` (the
+        effect the rule supports four times in five here), ``budget``, ``n_seeds``.
     """
     timings = dict(timings or {})
     rows, tests = [], []
