@@ -42,7 +42,8 @@ result = experiments.run_experiment("positions")
 print(result.budget.describe())
 if result.left_out:
     print(result.left_out_note())
-print(f"longer test sets: lengths {experiments.LONG_LENGTHS}, {result.budget.n_test} each")
+n_long = min(experiments.registry.GREEDY_EXAMPLES, result.budget.n_test)
+print(f"longer test sets: lengths {experiments.LONG_LENGTHS}, {n_long} each")
 if is_quick_mode():
     print(
         "\nNOTE: quick build (CONVS2S_EDU_QUICK=1): two seeds, a tiny budget; the numbers "

@@ -22,13 +22,18 @@ tested, so the chance of any false *supported* in the table stays at 5% or
 less. Every row is judged at the budget it names (steps × batch, recipe,
 width), whether or not the learning curves still move there: a row is a
 small-scale check of its source's statement at that budget, not the statement
-itself. A learning-speed claim (steps to 90% times the
-seconds per step) is judged only at a thread count whose timing windows were
-steady: when they varied too much, the seconds would measure the machine, not
-the models, and the row says so; a run that never reaches 90% counts at the
-budget, on either side. Generation speed is this implementation on this
-machine, not the paper's GPUs against GNMT: its rows show the measurement
-with its interval and no verdict, outside Holm's family.
+itself. Final quality is scored on every seed's test set in one teacher-forced
+pass: the paper's claims by the loss in nats per target token (the log of its
+perplexity), the seed article's by the sequence errors as a ratio, exact match
+beside; each minimum effect says why it is that size (the paper's own effect
+where it reports one). A learning-speed claim (steps to 90%, or steps times
+the seconds per step) is judged in seconds only at a thread count whose timing
+windows were steady: when they varied too much, the seconds would measure the
+machine, not the models, and the row says so. A run that never reaches 90%
+counts at the budget, a lower bound of its true value, so a verdict stands
+only where those bounds count against it. Generation speed is this
+implementation on this machine, not the paper's GPUs against GNMT: its rows
+show the measurement with its interval and no verdict, outside Holm's family.
 """
 
 # %%

@@ -42,14 +42,11 @@ with probability 80%, and the tests check the rule by simulation (false
 *supported* at most 5% with identical arms, bimodal results included; power at
 least 80% at that effect).
 
-Student's t, the normal law and the power's integral are SciPy's
-(``scipy.special.stdtr`` and ``stdtrit``, the functions behind ``scipy.stats.t``
-without its per-call overhead, which the tests' simulations would pay a million
-times; ``scipy.stats``, ``scipy.integrate.quad``), imported by the functions
-that use them: the tests' ``conftest.py`` imports this package on the GPU
-machine, whose image has no SciPy. SciPy has no Holm correction
-(``scipy.stats.false_discovery_control`` is Benjamini-Hochberg's: it bounds
-the expected share of false conclusions, not the chance of any): :func:`holm`.
+Student's t, the normal law and the power's integral are SciPy's (``scipy.special``'s
+``stdtr``/``stdtrit``, behind ``scipy.stats.t`` without its per-call overhead, which the
+tests' simulations would pay a million times), imported where used: the GPU machine's image
+has no SciPy. SciPy's ``false_discovery_control`` bounds the expected share of false
+conclusions, not the chance of any: hence :func:`holm`.
 """
 
 from __future__ import annotations

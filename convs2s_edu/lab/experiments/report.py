@@ -124,7 +124,7 @@ def format_claims(rows: Sequence[dict]) -> str:
         if "measured" in r:
             lines.append(f"   measured: {r['measured']}; difference {r['difference']}")
             lines.append(
-                f"   minimum effect {r['min_effect']}; detectable with these seeds: "
+                f"   minimum effect {r['min_effect']} ({c.why}); detectable with these seeds: "
                 f"{r['detectable'] or 'n/a'}"
             )
         lines.append(
@@ -173,7 +173,8 @@ class ClaimsTable:
             if "measured" in r:
                 ours = (
                     f"{escape(r['measured'])}<br>difference {escape(r['difference'])}<br>"
-                    f"<small>minimum effect {escape(r['min_effect'])}; detectable: "
+                    f"<small>minimum effect {escape(r['min_effect'])} ({escape(c.why)}); "
+                    f"detectable: "
                     f"{escape(r['detectable'] or 'n/a')}</small>"
                 )
             reason = f"<br><small>{escape(r['reason'])}</small>" if r["reason"] else ""

@@ -1,10 +1,11 @@
 r"""Running an experiment: every arm with every seed, trained and scored concurrently.
 
 :func:`run_experiment` trains every arm with every seed through the training cache
-and scores each run once (:func:`measured_run`: test-set exact match and token
-accuracy, the held-out loss, what the learning curve says about convergence, beam
-accuracies), one process per usable core (:func:`convs2s_edu.training.run_jobs`); the
-scores are cached next to the checkpoint, so a second call trains and decodes nothing.
+and scores each run once (:func:`measured_run`: the test set's loss, exact match and
+sequence errors in one teacher-forced pass, greedy token accuracy, what the learning
+curve says about convergence, beam accuracies), one process per usable core
+(:func:`convs2s_edu.training.run_jobs`); the scores are cached next to the checkpoint,
+so a second call trains and decodes nothing.
 Nothing here is timed: the runs share the machine. What the claims time (generation,
 seconds per step) is measured alone by :mod:`convs2s_edu.lab.experiments.timings`.
 
@@ -23,7 +24,6 @@ What the learning curve of a run gives
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
@@ -31,14 +31,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-try:  # POSIX; elsewhere the measurements are not safe for concurrent processes
-    import fcntl
-except ImportError:  # pragma: no cover - Windows
-    fcntl = None
-
 from ..._version import __version__
 from ...data import generate_dataset
-from ...metrics import evaluate
+from ...metrics import evaluate, teacher_forced_scores
 from ...training.cache import run_dir, train_or_load
 from ...training.config import TrainConfig, make_datasets
 from ...training.schedule import Job, run_jobs, train_cost
@@ -46,6 +41,7 @@ from ..convergence import LEVELS
 from .registry import (
     BEAM_EXAMPLES,
     DECODE_BATCH,
+    GREEDY_EXAMPLES,
     LONG_LENGTHS,
     Budget,
     Experiment,
@@ -82,10 +78,14 @@ def _measure(cfg: TrainConfig, group: str, result) -> dict:
     test = make_datasets(cfg)[2]
     if group == "base":
         h = result.history
-        scores = evaluate(result.model, test, batch_size=DECODE_BATCH)
+        # the whole test set in one teacher-forced pass; greedy token accuracy on a part
+        tf = teacher_forced_scores(result.model, test, batch_size=DECODE_BATCH)
+        greedy = evaluate(result.model, test.examples[:GREEDY_EXAMPLES], batch_size=DECODE_BATCH)
         return {
-            "exact_match": scores["exact_match"],
-            "token_accuracy": scores["token_accuracy"],
+            "exact_match": tf["exact_match"],
+            "sequence_errors": float(tf["n_examples"] - sum(tf["correct"])),
+            "test_loss": tf["loss"],
+            "token_accuracy": greedy["token_accuracy"],
             "valid_loss": h.epochs[-1]["valid_loss"],
             "n_parameters": float(h.n_parameters),
             "steps": float(h.steps),
@@ -96,7 +96,8 @@ def _measure(cfg: TrainConfig, group: str, result) -> dict:
         for lo, hi in LONG_LENGTHS:
             # seeds 10_000 + ...: apart from the training, held-out and test seeds
             seed = 10_000 + 100 * cfg.seed + lo
-            longer = generate_dataset(cfg.n_test, lo, hi, cfg.vocab_size, seed, cfg.task)
+            n = min(GREEDY_EXAMPLES, cfg.n_test)
+            longer = generate_dataset(n, lo, hi, cfg.vocab_size, seed, cfg.task)
             s = evaluate(result.model, longer, batch_size=DECODE_BATCH)
             values[f"exact_match_{lo}_{hi}"] = s["exact_match"]
             values[f"token_accuracy_{lo}_{hi}"] = s["token_accuracy"]
@@ -134,7 +135,7 @@ def _read(path: Path) -> dict:
 
 
 #: What the measurements depend on beyond the run (a change measures again).
-_PARAMS = {"beam_examples": BEAM_EXAMPLES, "decode_batch": DECODE_BATCH, "long": LONG_LENGTHS}
+_PARAMS = {"beam": BEAM_EXAMPLES, "greedy": GREEDY_EXAMPLES, "long": LONG_LENGTHS}
 _PARAMS = json.loads(json.dumps(_PARAMS))  # as read back from JSON (tuples become lists)
 
 
@@ -168,18 +169,12 @@ def measured_run(cfg: TrainConfig, measures=(), beam_sizes=(), directory=None) -
     return cached_measures(cfg, measures, beam_sizes, directory)
 
 
-@contextlib.contextmanager
 def measure_lock(where: Path):
-    """An exclusive lock on a run's measurements (its own lock file: the training holds the
-    cache entry's)."""
-    with open(Path(where) / ".measures.lock", "a") as handle:
-        if fcntl is not None:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            if fcntl is not None:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+    """An exclusive lock on a run's measurements: a ``filelock.FileLock`` on a file of its own
+    (the training holds the cache entry's)."""
+    from filelock import FileLock  # imported here, as in training.cache (the GPU image)
+
+    return FileLock(Path(where) / ".measures.lock")
 
 
 def measure_job(cfg: TrainConfig, exp: Experiment, b: Budget, directory=None, label="") -> Job:

@@ -5,7 +5,8 @@ training runs, whose clocks measured each other), interleaved
 (:mod:`convs2s_edu.lab.timing`):
 
 * :func:`generation_speed`: for every seed, the trained ConvS2S, 1-layer GRU and
-  parameter-matched GRU of the ``generation`` experiment decode that seed's test set
+  parameter-matched GRU of the ``generation`` experiment decode the first
+  :data:`~convs2s_edu.lab.experiments.registry.GREEDY_EXAMPLES` sources of that seed's test set
   greedily and with a beam of 5, in batches of up to 128 sentences of equal length
   (:func:`~convs2s_edu.lab.timing.measure_generation`): sentences per second per model,
   seed and beam size, paired by seed (the same sources for every model).
@@ -44,7 +45,7 @@ from ..timing import (
     speed_verdict,
     thread_verdict,
 )
-from .registry import Budget, budget, get_experiment
+from .registry import GREEDY_EXAMPLES, Budget, budget, get_experiment
 
 __all__ = ["timing_key", "generation_speed", "step_seconds"]
 
@@ -110,7 +111,8 @@ def generation_speed(
                 n: train_or_load(c, progress=False, directory=directory).model
                 for n, c in cfgs.items()
             }
-            sources = [x for x, _ in make_datasets(cfgs["convs2s"])[2].examples]
+            test = make_datasets(cfgs["convs2s"])[2].examples[:GREEDY_EXAMPLES]
+            sources = [x for x, _ in test]
             measured = measure_generation(
                 models, sources, beam_sizes, batch_size, n_rounds=ROUNDS["generation"]
             )
