@@ -336,8 +336,7 @@ def _cmd_compare(args) -> None:
 def _cmd_experiment(args) -> None:
     runs = {k: getattr(args, k) for k in ("seeds", "steps", "arms", "task", "workers")}
     shown = dict(quick=True if args.quick else None, progress=False if args.quiet else None)
-    # every_arm: by hand, every arm, also those a CPU build of the site leaves out
-    result = run_experiment(args.name, **runs, **shown, every_arm=True)
+    result = run_experiment(args.name, **runs, **shown)
     print(result.budget.describe())
     print(format_beam(result) if args.name == "beam" else format_result(result))
     print(conclusion(result))

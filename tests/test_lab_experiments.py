@@ -9,8 +9,8 @@ import io
 import math
 import sys
 
+import numpy as np
 import pytest
-import torch
 
 from convs2s_edu.lab import experiments as ex
 from convs2s_edu.lab.experiments import (
@@ -350,11 +350,10 @@ def test_better_than_every_other_arm_needs_every_pair():
 def test_an_arm_the_build_did_not_train_leaves_its_claim_not_tested():
     res = _result({"a": {"exact_match": [0.95, 0.96, 0.94, 0.97, 0.95]}})
     res.experiment = Experiment("tiny", "", "", (Arm("a", "a"), Arm("b", "b")))  # b not run
-    assert res.left_out == ("b",) and res.present(["b", "a"]) == ["a"]
-    assert "b. A build with a GPU trains them" in res.left_out_note()
+    assert res.left_out == ("b",)
     (row,) = check_claims({"tiny": res}, claims=[_claim()])
     assert row["verdict"] == "not tested at this budget" and row["agrees"] == "undecided"
-    assert "b not trained in this build" in row["reason"]
+    assert "b not in these runs of the experiment" in row["reason"]
     assert "convs2s-edu experiment tiny" in row["reason"]
 
 
@@ -487,6 +486,55 @@ def test_a_censored_lower_bound_never_decides_a_verdict_in_its_own_favour():
     assert row["verdict"] == "not resolved"
 
 
+def test_identical_arms_with_censored_and_bimodal_runs_are_falsely_supported_rarely(
+    monkeypatch,
+):
+    # the whole rule of check_claims (counting at the budget, the resolutions, Holm) on
+    # tables of identical arms: steps to 90% from one law for both arms, about a quarter of
+    # the runs never there in 800 steps; sequence errors of runs that learnt the task (~20 of
+    # 2,000) or did not (~1,500), half and half. Holm keeps any false "supported" in a
+    # table at <= 5%; the margin covers the simulation's error (sd ~ 0.9 points)
+    monkeypatch.setattr(ex.claims, "min_detectable_effect", lambda *a, **k: 1.0)  # not judged
+    rng = np.random.default_rng(2024)
+    claims, tables, false = [], 600, 0
+    for i in range(4):
+        speed = dict(kind="learning speed", min_effect=math.log(1.1))
+        claims.append(
+            _claim(
+                key=f"s{i}",
+                claimed=(f"a{i}", "steps_to_0.9"),
+                others=((f"b{i}", "steps_to_0.9"),),
+                **speed,
+            )
+        )
+        claims.append(
+            _claim(
+                key=f"e{i}",
+                claimed=(f"c{i}", "sequence_errors"),
+                others=((f"d{i}", "sequence_errors"),),
+                min_effect=ex.claims.ERROR_RATIO,
+            )
+        )
+    for _ in range(tables):
+        rows = {}
+        for i in range(4):
+            for arm in (f"a{i}", f"b{i}"):
+                steps = np.ceil(rng.lognormal(math.log(650), 0.3, 5) / 50) * 50
+                rows[arm] = {
+                    "steps_to_0.9": np.where(steps <= 800, steps, np.nan),
+                    "steps": [800] * 5,
+                }
+            for arm in (f"c{i}", f"d{i}"):
+                errors = np.where(rng.random(5) < 0.5, rng.poisson(20, 5), rng.poisson(1500, 5))
+                rows[arm] = {
+                    "sequence_errors": errors.astype(float),
+                    "exact_match": 1 - errors / 2000,
+                }
+        said = [r["verdict"] for r in check_claims({"tiny": _result(rows)}, claims=claims)]
+        false += "supported" in said
+    assert false / tables <= 0.05 + 0.02
+
+
 def test_generation_speed_is_measured_beside_the_verdicts_not_judged():
     speeds = {"convs2s": [900.0, 950, 1000, 920, 980], "gru": [300.0, 310, 320, 305, 315]}
     # per-seed differences 0.03, 0.01, 0.05, 0, 0.06: one-sided p = 0.029, supported alone
@@ -524,8 +572,9 @@ def test_learning_speed_is_not_judged_on_unsteady_step_timings():
     assert row["verdict"] == "supported"  # half the steps at the same seconds per step
     unsteady = {"seconds_per_step": per_step, "reliable": {"1 thread": True, "2 threads": False}}
     (row,) = check_claims({"tiny": res}, {"steps": unsteady}, claims=[claim])
-    assert row["verdict"] == "not tested at this budget" and row["agrees"] == "undecided"
-    assert "2 threads were not reliable" in row["reason"]
+    assert row["verdict"] == "not resolved" and row["agrees"] == "undecided"
+    assert row["reason"].startswith("timing unsteady: the seconds per training step at 2 threads")
+    assert "test" not in row  # outside Holm's family
 
 
 def test_the_site_claims_name_real_experiments_arms_kinds_and_the_sources_numbers():
@@ -578,25 +627,21 @@ def test_one_measurement_file_serves_every_experiment_of_a_run(tiny_experiment, 
     assert files == ["measures.json"]
 
 
-def test_a_cpu_budget_trains_the_cpu_arms_and_every_arm_budget_all():
-    from convs2s_edu.lab.experiments import CPU_ARMS, budget, get_experiment
+def test_the_site_budget_trains_every_arm_of_every_experiment_once():
+    from convs2s_edu.lab.experiments import EXPERIMENTS, budget
     from convs2s_edu.lab.experiments.runner import experiment_configs
 
-    cpu, every = budget(quick=False, every_arm=False), budget(quick=False, every_arm=True)
-    for name, chosen in CPU_ARMS.items():
-        exp = get_experiment(name)
-        kept = [a.name for a, seed, _ in experiment_configs(name, cpu) if seed == 0]
-        assert kept == list(chosen or exp.arm_names)
-        assert cpu.left_out(name) == tuple(a for a in exp.arm_names if a not in kept)
-        assert [a.name for a in every.arms_of(name)] == list(exp.arm_names)
-        assert every.left_out(name) == ()
+    b = budget(quick=False)
+    for name, exp in EXPERIMENTS.items():
+        kept = [a.name for a, seed, _ in experiment_configs(name, b) if seed == 0]
+        assert kept == list(exp.arm_names)
     distinct = {
         run_key(cfg)
-        for name in CPU_ARMS
-        for _, seed, cfg in experiment_configs(name, cpu)
+        for name in EXPERIMENTS
+        for _, seed, cfg in experiment_configs(name, b)
         if seed == 0
     }
-    assert len(distinct) == 9  # what FULL_BUDGET's comment and the pages say
+    assert len(distinct) == 17  # what FULL_BUDGET's comment says: shared arms train once
 
 
 def test_site_jobs_train_every_distinct_run_once_with_every_measure():
@@ -607,10 +652,8 @@ def test_site_jobs_train_every_distinct_run_once_with_every_measure():
     jobs = site_jobs(quick=False)
     keys = [j.key.split(":")[0] for j in jobs]
     # 4 main models, 3 of the bottleneck page, 2 of the values ablation (page 12), 2 x 3 short
-    # runs (normalisation page 6); without a GPU the 9 distinct runs of CPU_ARMS x 5 seeds,
-    # with one all 17
-    distinct = 17 if torch.cuda.is_available() else 9
-    assert len(keys) == len(set(keys)) == 9 + 2 * len(SHORT_RUN_SEEDS) + distinct * 5
+    # runs (normalisation page 6), the 17 distinct runs of the experiments x 5 seeds
+    assert len(keys) == len(set(keys)) == 9 + 2 * len(SHORT_RUN_SEEDS) + 17 * 5
     for values in ("z", "e"):  # the runs the trained-attention page loads
         cfg = site_config("convs2s", "fast", model_options={"attention_values": values})
         assert str(run_dir(cfg)) in keys
@@ -621,7 +664,7 @@ def test_site_jobs_train_every_distinct_run_once_with_every_measure():
 def test_learning_curves_read_the_results_arms_and_never_train(
     tiny_experiment, tmp_path, monkeypatch
 ):
-    """The pages draw the curves of the arms a build trained: an arm a CPU build left out
+    """The pages draw the curves of the arms a result holds: an arm a run left out
     must not be trained by the figure (it was: one page trained ten runs in one thread)."""
     import matplotlib
 

@@ -45,8 +45,6 @@ from convs2s_edu.lab.site import is_quick_mode
 
 result = experiments.run_experiment("encoder_decoder")
 print(result.budget.describe())
-if result.left_out:
-    print(result.left_out_note())
 if is_quick_mode():
     print(
         "\nNOTE: quick build (CONVS2S_EDU_QUICK=1): two seeds, a tiny budget; the numbers "
@@ -172,7 +170,7 @@ for task, (conv, gru) in tasks.items():
 exp = result.experiment
 for b in (experiments.budget(quick=False), experiments.budget(quick=True)):
     kind = "quick" if b.quick else "full"
-    n_arms = len(b.arms_of(exp.name))
+    n_arms = len(exp.arms)
     print(f"{kind} build: {n_arms} arms x {b.seeds} seeds = {n_arms * b.seeds} runs")
 from convs2s_edu.training import cache_key
 

@@ -25,8 +25,6 @@ from convs2s_edu.lab.site import is_quick_mode
 
 result = experiments.run_experiment("attention_layers")
 print(result.budget.describe())
-if result.left_out:
-    print(result.left_out_note())
 for arm in result.experiment.arms:
     print(f"  {arm.name:>10}: {arm.label}")
 if is_quick_mode():

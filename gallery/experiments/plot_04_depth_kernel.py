@@ -29,8 +29,6 @@ from convs2s_edu.lab.site import is_quick_mode, site_config
 result = experiments.run_experiment("depth")
 task = site_config("convs2s")
 print(result.budget.describe())
-if result.left_out:
-    print(result.left_out_note())
 print(f"task: sources of {task.min_len}-{task.max_len} tokens")
 for row in result.rows:
     print(

@@ -32,8 +32,6 @@ from convs2s_edu.lab.site import is_quick_mode
 result = experiments.run_experiment("beam")
 beams = result.budget.beam_sizes
 print(result.budget.describe())
-if result.left_out:
-    print(result.left_out_note())
 print(
     f"beam sizes: {beams}, each on the first {min(BEAM_EXAMPLES, result.budget.n_test)} "
     "test examples"
@@ -77,7 +75,6 @@ print(experiments.format_beam(result))
 
 gen = experiments.generation_speed()
 print(f"machine: {gen['machine']}")
-# the models this build trained (a CPU build leaves the GRU of ConvS2S's size out)
 arms = list(gen["beam1"])
 for beam in ("beam1", "beam5"):
     print(

@@ -162,14 +162,11 @@ assert all(r["agrees"] in ("yes", "no", "undecided") for r in rows)
 #   source order carries no information about the target). Their rows say
 #   so. Generation speed on a small CPU is no test of the paper's GPUs
 #   against GNMT: its rows are measured, not judged.
-# * What a CPU build cannot afford reads *not tested at this budget*, with the
-#   arms it did not train (:data:`~convs2s_edu.lab.experiments.CPU_ARMS`: five
-#   seeds of nine distinct runs, the arms the cheapest informative claims
-#   need), and some of it is not in the table at all: the paper's depths (up
-#   to 13 encoder layers) and kernel widths (Tables 7-8), and longer budgets.
-#   They run by hand, one run per core, e.g.
-#   ``convs2s-edu experiment depth --steps 3000`` (every arm), or in a build
-#   with a GPU (``tools/gpu_check.py``).
+# * Every arm a claim needs is trained by every build, on a laptop CPU too.
+#   What the build cannot afford is not in the table at all: the paper's
+#   depths (up to 13 encoder layers) and kernel widths (Tables 7-8), and
+#   longer budgets. They run by hand, one run per core, e.g.
+#   ``convs2s-edu experiment depth --steps 3000``.
 #
 # Try it
 # ------

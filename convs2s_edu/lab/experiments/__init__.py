@@ -21,7 +21,6 @@ from .inference import (
     verdicts,
 )
 from .registry import (
-    CPU_ARMS,
     EXPERIMENTS,
     FULL_BUDGET,
     FULL_SEEDS,
@@ -64,7 +63,6 @@ __all__ = [
     "ExperimentResult",
     "Claim",
     "EXPERIMENTS",
-    "CPU_ARMS",
     "CLAIMS",
     "budget",
     "get_experiment",

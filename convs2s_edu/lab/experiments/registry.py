@@ -47,7 +47,6 @@ __all__ = [
     "GREEDY_EXAMPLES",
     "LONG_LENGTHS",
     "DECODE_BATCH",
-    "CPU_ARMS",
     "Budget",
     "budget",
     "receptive_field",
@@ -75,9 +74,9 @@ FULL_SEEDS = 5
 #: One run of the full build: 800 optimiser steps of 128 fresh examples (8 rounds of
 #: 100), embeddings and hidden states of 64, 500 held-out examples scored every 50
 #: steps, 2,000 test examples (the claims' loss and sequence errors). The pilot of the
-#: claims issue reached 97% held-out exact match with ConvS2S at this width and budget;
-#: without a GPU, the 9 distinct runs of :data:`CPU_ARMS` x 5 seeds = 45 runs, trained
-#: two at a time on two cores before the pages run (``tools/prepare_site.py``).
+#: claims issue reached 97% held-out exact match with ConvS2S at this width and budget.
+#: The 17 distinct runs of every experiment's arms x 5 seeds = 85 runs train one per core
+#: before the pages run (``tools/prepare_site.py``).
 FULL_BUDGET = {"steps": 800, "width": 64, "n_valid": 500, "n_test": 2000, "eval_every": 50}
 
 #: Seeds per arm in the quick build: two, the fewest a paired test needs (its verdicts
@@ -103,20 +102,6 @@ BEAM_EXAMPLES = 200
 #: The longer test lengths of the ``positions`` experiment (trained on 8-20): they need a
 #: position table of at least 41 rows (40 tokens + ``<sos>``); the default has 64.
 LONG_LENGTHS = ((21, 30), (31, 40))
-
-#: The arms a build without a GPU trains, per experiment (``None``: every arm): the nine
-#: distinct runs the cheapest informative claims need (the four encoder-decoder pairs on
-#: sorting, ConvS2S and the GRU on copying and reversing, reversing without positions). The
-#: other arms run in a build with a GPU (:func:`budget` with ``every_arm``) or by hand with
-#: ``convs2s-edu experiment NAME``; their claims read "not tested at this budget".
-CPU_ARMS = {
-    "encoder_decoder": None,
-    "positions": ("reverse/both", "reverse/none", "sort/both"),
-    "attention_layers": ("all",),
-    "depth": ("enc4-dec4",),
-    "generation": ("convs2s", "gru"),
-    "beam": None,
-}
 
 #: Sources decoded together when a test set is decoded (in batches of equal length).
 DECODE_BATCH = 256
@@ -149,9 +134,6 @@ class Budget:
         Beam sizes of the ``beam`` experiment.
     quick : bool
         True for the quick build's budget.
-    every_arm : bool
-        Every arm of every experiment (a build with a GPU, or a run by hand); ``False``:
-        only the arms of :data:`CPU_ARMS`.
     """
 
     seeds: int
@@ -162,18 +144,6 @@ class Budget:
     eval_every: int
     beam_sizes: tuple
     quick: bool = False
-    every_arm: bool = True
-
-    def arms_of(self, name: str) -> tuple:
-        """The arms of experiment ``name`` this budget trains (see :data:`CPU_ARMS`)."""
-        exp = get_experiment(name)
-        chosen = None if self.every_arm else CPU_ARMS.get(name)
-        return exp.arms if chosen is None else exp.select(chosen)
-
-    def left_out(self, name: str) -> tuple:
-        """The names of the arms of experiment ``name`` this budget does not train."""
-        kept = {a.name for a in self.arms_of(name)}
-        return tuple(a.name for a in get_experiment(name).arms if a.name not in kept)
 
     def _rounds(self) -> tuple[int, int]:
         rounds = -(-self.steps // STEPS_PER_ROUND)
@@ -236,7 +206,6 @@ def budget(
     quick: bool | None = None,
     seeds: int | None = None,
     steps: int | None = None,
-    every_arm: bool | None = None,
 ) -> Budget:
     """The experiments' budget: the full build's, or the quick build's.
 
@@ -247,10 +216,6 @@ def budget(
     seeds, steps : int, optional
         Override the number of seeds per arm (``>= 2``: the claims are paired tests) or
         of steps per run (``>= 1``).
-    every_arm : bool, optional
-        Train every arm of every experiment; default: only when a CUDA GPU is present
-        (without one, the arms of :data:`CPU_ARMS`).
-
     Returns
     -------
     Budget
@@ -262,15 +227,10 @@ def budget(
     n_seeds = QUICK_SEEDS if quick else FULL_SEEDS
     if seeds is not None:
         n_seeds = check_int("seeds", seeds, 2, 100)
-    if every_arm is None:
-        import torch
-
-        every_arm = torch.cuda.is_available()
     return Budget(
         seeds=n_seeds,
         beam_sizes=QUICK_BEAM_SIZES if quick else FULL_BEAM_SIZES,
         quick=quick,
-        every_arm=bool(every_arm),
         **sizes,
     )
 

@@ -225,28 +225,11 @@ class ExperimentResult:
             f"allowed: {', '.join(r['arm'] for r in self.rows)}"
         )
 
-    def present(self, arms: Sequence[str]) -> list:
-        """The names among ``arms`` that this result has a row of (in that order): a build
-        without a GPU trains only some arms (:data:`~.registry.CPU_ARMS`)."""
-        have = {r["arm"] for r in self.rows}
-        return [a for a in arms if a in have]
-
     @property
     def left_out(self) -> tuple:
-        """The experiment's arms without a row here."""
+        """The experiment's arms without a row here (a run of some ``arms`` only)."""
         have = {r["arm"] for r in self.rows}
         return tuple(a.name for a in self.experiment.arms if a.name not in have)
-
-    def left_out_note(self) -> str:
-        """One sentence for a page: which arms this build did not train, and how to run
-        them (empty when every arm ran)."""
-        if not self.left_out:
-            return ""
-        return (
-            f"Not trained in this build (a build without a GPU trains only CPU_ARMS): "
-            f"{', '.join(self.left_out)}. A build with a GPU trains them, and so "
-            f"does `convs2s-edu experiment {self.experiment.name}` by hand."
-        )
 
     def to_dict(self) -> dict:
         return {
@@ -257,16 +240,15 @@ class ExperimentResult:
         }
 
 
-def _chosen(name: str, b: Budget, arms=None) -> tuple:
-    """The arms ``arms`` of experiment ``name`` (by default the budget's:
-    :meth:`Budget.arms_of`)."""
-    return b.arms_of(name) if arms is None else get_experiment(name).select(arms)
+def _chosen(name: str, arms=None) -> tuple:
+    """The arms ``arms`` of experiment ``name`` (by default every one)."""
+    return get_experiment(name).select(arms)
 
 
 def experiment_configs(name: str, b: Budget, arms=None, task=None) -> list[tuple]:
     """``(arm, seed, TrainConfig)`` of every chosen arm x seed of experiment ``name``."""
     out = []
-    for arm in _chosen(name, b, arms):
+    for arm in _chosen(name, arms):
         for seed in range(b.seeds):
             cfg = b.train_config(arm, seed)
             out.append((arm, seed, cfg if task is None else cfg.replace(task=task)))
@@ -295,7 +277,6 @@ def run_experiment(
     directory=None,
     workers: int | None = None,
     custom_budget: Budget | None = None,
-    every_arm: bool | None = None,
 ) -> ExperimentResult:
     """Run (or load from the cache) every arm of experiment ``name`` with every seed.
 
@@ -306,7 +287,7 @@ def run_experiment(
     seeds, steps : int, optional
         Override the budget's seeds per arm / steps per run (:func:`budget`).
     arms : sequence of str, optional
-        Run only these arms (default: the budget's, :meth:`Budget.arms_of`).
+        Run only these arms (default: every arm).
     quick : bool, optional
         The quick build's budget (default: ``CONVS2S_EDU_QUICK``).
     task : {"sort", "reverse", "copy"}, optional
@@ -320,17 +301,13 @@ def run_experiment(
     custom_budget : Budget, optional
         Use this budget instead of :func:`budget`'s (``seeds``, ``steps``, ``quick`` are
         then ignored); for tests and explorations.
-    every_arm : bool, optional
-        Every arm, GPU or not (default: every arm only with a GPU, :data:`CPU_ARMS`
-        without one); the command line's ``convs2s-edu experiment`` runs every arm.
-
     Returns
     -------
     ExperimentResult
     """
     exp = get_experiment(name)
-    b = custom_budget if custom_budget is not None else budget(quick, seeds, steps, every_arm)
-    chosen = _chosen(name, b, arms)
+    b = custom_budget if custom_budget is not None else budget(quick, seeds, steps)
+    chosen = _chosen(name, arms)
     if task is not None:  # the rows say the task the runs were trained on
         chosen = [replace(arm, task=task) for arm in chosen]
     jobs = experiment_jobs(name, b, arms, directory, task)

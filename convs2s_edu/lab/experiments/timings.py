@@ -99,7 +99,7 @@ def generation_speed(
         [verdict text per seed]}, "ok": bool, "machine": str}``.
     """
     b = b if b is not None else budget()
-    arms = b.arms_of("generation")
+    arms = get_experiment("generation").arms
 
     def measure() -> dict:
         out = {f"beam{k}": {a.name: [] for a in arms} for k in beam_sizes}
