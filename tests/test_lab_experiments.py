@@ -29,7 +29,7 @@ from convs2s_edu.lab.experiments import (
 )
 from convs2s_edu.lab.experiments import registry as registry_mod
 from convs2s_edu.lab.experiments import runner as runner_mod
-from convs2s_edu.metrics import evaluate
+from convs2s_edu.metrics import evaluate, teacher_forced_scores
 from convs2s_edu.training import build_model, make_datasets, train_or_load
 from convs2s_edu.training import cache as cache_mod
 from convs2s_edu.training import cache_key as run_key
@@ -129,14 +129,18 @@ def test_runner_rows_match_a_hand_computation(tiny_experiment, tmp_path):
         ("gru", 1),
     ]
     for row, arm in zip(result.rows, tiny_experiment.arms):
-        em, loss = [], []
+        em, loss, errors, test_loss = [], [], [], []
         for seed in range(2):
             run = train_or_load(TINY_BUDGET.train_config(arm, seed), directory=tmp_path)
             assert run.config.model == arm.model and run.config.seed == seed
             assert run.history.steps == 4 and [e["step"] for e in run.history.evals] == [2, 4]
-            em.append(evaluate(run.model, make_datasets(run.config)[2])["exact_match"])
+            test = make_datasets(run.config)[2]
+            em.append(evaluate(run.model, test)["exact_match"])  # greedy decoding
+            errors.append(round((1 - em[-1]) * len(test)))
+            test_loss.append(teacher_forced_scores(run.model, test, batch_size=5)["loss"])
             loss.append(run.history.epochs[-1]["valid_loss"])
-        for key, xs in (("exact_match", em), ("valid_loss", loss)):
+        pairs = ("exact_match", em), ("valid_loss", loss), ("sequence_errors", errors)
+        for key, xs in (*pairs, ("test_loss", test_loss)):
             assert row[f"{key}_values"] == pytest.approx(xs)
             assert row[key] == pytest.approx((xs[0] + xs[1]) / 2)
         assert row["steps"] == 4
@@ -281,9 +285,9 @@ def test_a_clear_paired_gain_is_supported_and_a_mirror_contradicted():
 def test_losses_are_compared_in_nats_and_an_equivalence_claim_reads_its_verdict():
     res = _result(
         {
-            "a": {"test_loss": [0.100, 0.101, 0.099, 0.100, 0.1005]},
-            "b": {"test_loss": [0.1002, 0.1, 0.0995, 0.1001, 0.1003]},
-            "c": {"test_loss": [0.150, 0.152, 0.149, 0.151, 0.150]},
+            "a": {"test_loss": [0.100, 0.101, 0.099, 0.100, 0.1005], "exact_match": [0.9] * 5},
+            "b": {"test_loss": [0.1002, 0.1, 0.0995, 0.1001, 0.1003], "exact_match": [0.8] * 5},
+            "c": {"test_loss": [0.150, 0.152, 0.149, 0.151, 0.150], "exact_match": [0.7] * 5},
         }
     )
     claim = _claim(
@@ -294,9 +298,9 @@ def test_losses_are_compared_in_nats_and_an_equivalence_claim_reads_its_verdict(
     )
     (row,) = check_claims({"tiny": res}, claims=[claim])
     assert row["verdict"] == "no practical difference" and row["agrees"] == "yes"
-    assert (
-        row["min_effect"] == "0.0060 nats/token" and "a 0.1001 nats vs b 0.1000" in row["measured"]
-    )
+    assert row["min_effect"] == "0.0060 nats/token"
+    measured = "a 0.1001 nats/token (90.0% exact) vs b 0.1000 nats/token (80.0% exact)"
+    assert row["measured"] == measured
     # lower is better: a's loss 0.05 nats under c's supports "a is better", not the mirror
     better = _claim(claimed=("a", "test_loss"), others=(("c", "test_loss"),), min_effect=0.006)
     mirror = _claim(claimed=("c", "test_loss"), others=(("a", "test_loss"),), min_effect=0.006)
@@ -439,7 +443,7 @@ def test_learning_speed_counts_a_never_reached_run_as_the_budget():
     assert values[1] == pytest.approx(800 * 0.1) and real == [True, False, True, True, True]
     (row,) = check_claims({"tiny": res}, timings, claims=[claim])
     # convs2s: ~310 steps x 0.2 s = 62 s; gru: ~620 x 0.1 = 62 s: no 10% difference either way
-    assert row["verdict"] in ("not resolved", "no practical difference")
+    assert row["verdict"] == "not resolved"  # the GRU's lower bound: never "no difference"
     assert "1 run(s) never reached 90%: counted at the budget" in row["measured"]
     (row,) = check_claims({"tiny": res}, {}, claims=[claim])
     assert row["verdict"] == "not tested at this budget" and "no steps timing" in row["reason"]
@@ -480,6 +484,11 @@ def test_a_censored_lower_bound_never_decides_a_verdict_in_its_own_favour():
     )
     (row,) = check_claims({"tiny": res}, {}, claims=[steps])
     assert row["verdict"] == "supported" and row["measured"].startswith("convs2s 300 steps vs")
+    # a claimed arm censored once reads "supported" on its bound (seed 0: both at the budget)
+    once = _speed_result([float("nan")] + [300] * 4, [float("nan")] + [700] * 4)
+    (row,) = check_claims({"tiny": once}, {}, claims=[steps])
+    assert row["test"].p_greater < 0.05 and row["test"].mean > math.log(1.1)
+    assert row["verdict"] == "not resolved" and "read as supported, but 1 run(s)" in row["reason"]
     # equal arms, both censored in every seed: no practical difference would rest on bounds
     both = _speed_result([float("nan")] * 5, [float("nan")] * 5)
     (row,) = check_claims({"tiny": both}, {}, claims=[steps])

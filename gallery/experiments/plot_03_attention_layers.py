@@ -171,34 +171,37 @@ for layers in ((4,), None):
 #
 #    </details>
 #
-# **3. Lower is better, by how much?** The claims compare held-out losses as
-# ratios, seed by seed: :math:`d_s = \log(\text{loss}^{first}_s /
-# \text{loss}^{all}_s)`, positive when the paper's model has the lower loss, and
-# a claim of a lower loss needs at least 10% (:math:`d \ge \log 1.1`). With
-# losses 0.050, 0.052, 0.055, 0.049, 0.051 for the paper's model and 0.060,
-# 0.066, 0.061, 0.058, 0.064 for *first* over five seeds, what is the mean
-# difference, and does its one-sided 95% bound clear zero?
+# **3. Lower is better, by how much?** The claims compare test losses in nats
+# per token, seed by seed: :math:`d_s = \text{loss}^{first}_s -
+# \text{loss}^{all}_s`, positive when the paper's model has the lower loss, and
+# this claim needs at least the paper's own gap, :math:`\ln(7.15 / 6.65)`
+# nats (Table 5). With losses 0.050, 0.052, 0.055, 0.049, 0.051 for the
+# paper's model and 0.060, 0.066, 0.061, 0.058, 0.064 for *first* over five
+# seeds, what is the mean difference, does its one-sided 95% bound clear zero,
+# and does it reach the paper's gap?
 #
 # .. raw:: html
 #
 #    <details class="solution"><summary>Solution</summary>
 #
-# Take the logs of the ratios seed by seed, then the paired t statistics of
+# The paired t statistics of
 # :func:`~convs2s_edu.lab.experiments.inference.paired_test` (the claims page
-# adds the correction across its claims).
+# adds the correction across its claims). The gap is clear, a fifth of the
+# loss, yet far under the paper's in nats: translation keeps about 1.9 nats per
+# token that no model removes, sorting none, so the same gap in nats is a
+# larger share of our loss than of the paper's.
 
 import math
 
 loss_all = [0.050, 0.052, 0.055, 0.049, 0.051]
 loss_first = [0.060, 0.066, 0.061, 0.058, 0.064]
-d = [math.log(b / a) for a, b in zip(loss_all, loss_first)]
-t = experiments.paired_test(d, [0.0] * len(d), min_effect=math.log(1.1))
+d = [b - a for a, b in zip(loss_all, loss_first)]
+t = experiments.paired_test(d, [0.0] * len(d), min_effect=math.log(7.15 / 6.65))
+share = t.mean / (sum(loss_all) / len(loss_all))
+print(f"mean difference {t.mean:.4f} nats/token ({share:.0%} of the paper's model's loss)")
 print(
-    f"mean log ratio {t.mean:.3f}: the paper's model's loss is {1 - math.exp(-t.mean):.0%} lower"
-)
-print(
-    f"one-sided 95% lower bound {t.lower_bound(0.95):.3f} (> 0: {t.lower_bound(0.95) > 0}); "
-    f"at least 10% lower on average: {t.mean >= math.log(1.1)}"
+    f"one-sided 95% lower bound {t.lower_bound(0.95):.4f} (> 0: {t.lower_bound(0.95) > 0}); "
+    f"at least the paper's {math.log(7.15 / 6.65):.4f} nats: {t.mean >= t.min_effect}"
 )
 
 # %%

@@ -91,9 +91,7 @@ if not is_quick_mode():
 # (:func:`~convs2s_edu.lab.experiments.inference.min_detectable_effect`), and in
 # each claim's own units in the table's last lines:
 
-tested = sum(
-    r["verdict"] not in ("not tested at this budget", experiments.NOT_JUDGED) for r in rows
-)
+tested = sum("test" in r and r["verdict"] != experiments.NOT_JUDGED for r in rows)  # Holm's m
 for n in sorted({budget.seeds, 3, 5}):
     k = experiments.min_detectable_effect(n, max(tested, 1))
     print(f"{n} seeds, {tested} claims tested: {k:.1f} standard deviations")
@@ -182,7 +180,7 @@ assert all(r["agrees"] in ("yes", "no", "undecided") for r in rows)
 # at least one false *supported* is :math:`1 - 0.95^m`: for this table, the
 # number printed below. Holm's correction is why large effects are needed.
 
-m = len(experiments.CLAIMS)
+m = tested  # the judged rows: Holm's family
 print(f"{m} claims, each at 5%: {1 - 0.95**m:.0%} chance of at least one false 'supported'")
 
 # %%

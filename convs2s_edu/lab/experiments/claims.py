@@ -438,10 +438,11 @@ def claim_values(
 
 
 def _shown(result, claim_arm: tuple, values: list) -> str:
-    """``arm mean`` for a row's "measured", with the exact match beside sequence errors."""
+    """``arm mean`` for a row's "measured", with the exact match beside the test loss and the
+    sequence errors."""
     arm, metric = claim_arm
     shown = f"{arm} {_fmt(metric, float(np.mean(values)))}"
-    if metric == _SER:
+    if metric in (_SER, _LOSS):
         shown += f" ({result.row(arm)['exact_match']:.1%} exact)"
     return shown
 
@@ -499,7 +500,7 @@ def _fmt(metric: str, value: float) -> str:
     if base.startswith(("exact_match", "token_accuracy")):
         return f"{value:.1%}"
     if base == _LOSS:
-        return f"{value:.4f} nats"
+        return f"{value:.4f} nats/token"
     if base == _SER:
         return f"{value:,.1f} errors"
     if base in CENSORED:

@@ -297,9 +297,10 @@ class Experiment:
     question : str
     arms : tuple of Arm
     measures : tuple of str
-        Measurements beyond the base ones (test exact match and token accuracy,
-        held-out loss, the learning curve): ``"beam"`` (accuracy at every beam size),
-        ``"long"`` (accuracy on sources longer than any in training, :data:`LONG_LENGTHS`).
+        Measurements beyond the base ones (test loss, exact match and sequence errors,
+        greedy token accuracy, the learning curve): ``"beam"`` (accuracy at every beam
+        size), ``"long"`` (accuracy on sources longer than any in training,
+        :data:`LONG_LENGTHS`).
     """
 
     name: str
