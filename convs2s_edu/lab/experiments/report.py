@@ -191,10 +191,11 @@ class ClaimsTable:
             body.append(
                 "<tr>" + "".join(f'<td style="text-align:left">{x}</td>' for x in cells) + "</tr>"
             )
-        return (
+        table = (
             f'<table class="table claims-table"><thead><tr>{head}</tr></thead>'
             f"<tbody>{''.join(body)}</tbody></table>"
-        )
+        )  # the theme sizes <small> by the page's font, larger than a table cell's
+        return table.replace("<small>", '<small style="font-size:0.85em">')
 
 
 # --------------------------------------------------------------------------
