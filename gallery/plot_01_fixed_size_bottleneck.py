@@ -33,8 +33,11 @@ match fall as the source gets longer?
 # :math:`c = [\overrightarrow{h}_S; \overleftarrow{h}_1]`, the same vector at
 # every step. With attention, :class:`~convs2s_edu.BahdanauAttention` computes a
 # new :math:`c_t = \sum_j a_{tj} h_j` at every step (the next page).
-# Everything else — sizes, data, optimiser, schedule, seed — is the site's
-# "fast" recipe (:meth:`~convs2s_edu.TrainConfig.recipe`) for all four runs.
+# Everything else — sizes, data, optimiser, schedule, seed — is the same for
+# all four runs: the Experiments section's budget
+# (:meth:`Budget.config <convs2s_edu.lab.experiments.Budget.config>`, seed 0),
+# so the two runs with attention are that section's GRU arms on sorting and
+# reversing.
 #
 # The two tasks ask different things of :math:`c`. A sorted output depends
 # only on how many times each value occurs in the source, not on where; a
@@ -46,7 +49,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from convs2s_edu import decode_all, exact_match, make_datasets, train_or_load
-from convs2s_edu.lab.site import comparison, site_config
+from convs2s_edu.lab.experiments import budget
+from convs2s_edu.lab.site import comparison
 
 TASKS = ("sort", "reverse")
 MODELS = ("fixed", "attention")
@@ -54,8 +58,9 @@ LABELS = {"fixed": "fixed context (RNNencdec)", "attention": "attention (RNNsear
 COLOURS = {"fixed": "C3", "attention": "C1"}
 OPTIONS = {"fixed": {"attention": False}, "attention": {}}
 
+b = budget()  # the Experiments section's: steps, width, data sizes
 results = {
-    (task, name): train_or_load(site_config("gru", "fast", task=task, model_options=OPTIONS[name]))
+    (task, name): train_or_load(b.config("gru", task, **OPTIONS[name]))
     for task in TASKS
     for name in MODELS
 }
@@ -165,8 +170,8 @@ for task in TASKS:
 #
 # Try it
 # ------
-# * Make the fixed context bigger: ``model_options={"attention": False,
-#   "hidden_dim": 256}`` doubles :math:`n`. Does the reversal's drop with length
+# * Make the fixed context bigger: ``b.config("gru", "reverse",
+#   attention=False, hidden_dim=128)`` doubles :math:`n`. Does the reversal's drop with length
 #   shrink?
 # * Train on shorter sources only (``max_len=12``) and test on the full range:
 #   which model extrapolates?

@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from convs2s_edu import ConvS2S, ConvS2SConfig, collate_batch, eos_index, sos_index, train_or_load
+from convs2s_edu.lab.experiments import budget
 from convs2s_edu.lab.site import comparison, site_config
 from convs2s_edu.training.config import make_datasets
 
@@ -143,17 +144,18 @@ assert torch.isfinite(share_e).all()
 # Retrained with values :math:`z` alone or :math:`e` alone
 # --------------------------------------------------------
 # A knock-out asks what the trained model lost; retraining asks what a model
-# can learn without. The build trains ConvS2S with the fast recipe (seed 0)
-# three times: values :math:`z^u_j + e_j` as in the paper, :math:`z^u_j` alone
-# and :math:`e_j` alone (``ConvS2SConfig.attention_values``; the keys stay
-# :math:`z^u_j`). The cell plots their held-out learning curves, the loss
-# (left) and exact match (right), and prints where each ends. One seed each:
-# a hint of what each part of the values is worth, not a verdict.
+# can learn without. The build trains ConvS2S at the Experiments section's
+# budget (seed 0) three times: values :math:`z^u_j + e_j` as in the paper (that
+# section's reference arm), :math:`z^u_j` alone and :math:`e_j` alone
+# (``ConvS2SConfig.attention_values``; the keys stay :math:`z^u_j`). The cell
+# plots their held-out learning curves, the loss (left) and exact match
+# (right), and prints where each ends. One seed each: a hint of what each part
+# of the values is worth, not a verdict.
 
-ablation = {}  # the fast recipe's main ConvS2S, then the two retrained ones
+ablation = {}  # the Experiments section's reference ConvS2S, then the two retrained ones
 for k in ("z + e", "z", "e"):
     values = {} if k == "z + e" else {"attention_values": k}
-    ablation[k] = train_or_load(site_config("convs2s", "fast", model_options=values))
+    ablation[k] = train_or_load(budget().config("convs2s", **values))
 fig, (ax_loss, ax) = plt.subplots(1, 2, figsize=(10, 3.4), layout="constrained")
 for k, run in ablation.items():
     ev = run.history.evals

@@ -655,17 +655,27 @@ def test_the_site_budget_trains_every_arm_of_every_experiment_once():
 
 def test_site_jobs_train_every_distinct_run_once_with_every_measure():
     from convs2s_edu.lab.prepare import site_jobs
-    from convs2s_edu.lab.site import SHORT_RUN_SEEDS, site_config
+    from convs2s_edu.lab.site import SHORT_RUN_SEEDS
     from convs2s_edu.training.cache import run_dir
 
     jobs = site_jobs(quick=False)
     keys = [j.key.split(":")[0] for j in jobs]
-    # 4 main models, 3 of the bottleneck page, 2 of the values ablation (page 12), 2 x 3 short
-    # runs (normalisation page 6), the 17 distinct runs of the experiments x 5 seeds
-    assert len(keys) == len(set(keys)) == 9 + 2 * len(SHORT_RUN_SEEDS) + 17 * 5
-    for values in ("z", "e"):  # the runs the trained-attention page loads
-        cfg = site_config("convs2s", "fast", model_options={"attention_values": values})
+    # 4 main models, 2 x 3 short runs (normalisation page 6), the 17 distinct runs of the
+    # experiments x 5 seeds, 2 of the bottleneck page and 2 of the values ablation (page 12)
+    assert len(keys) == len(set(keys)) == 4 + 2 * len(SHORT_RUN_SEEDS) + 17 * 5 + 4
+    b = registry_mod.budget(quick=False)
+    # every run the two pages load; z + e and the GRUs with attention are experiment arms
+    loaded = [
+        b.config("convs2s", **o)
+        for o in ({}, {"attention_values": "z"}, {"attention_values": "e"})
+    ]
+    loaded += [
+        b.config("gru", t, **o) for t in ("sort", "reverse") for o in ({}, {"attention": False})
+    ]
+    for cfg in loaded:
         assert str(run_dir(cfg)) in keys
+    (gru,) = registry_mod.get_experiment("encoder_decoder").select("reverse/gru")
+    assert b.config("gru", "reverse") == b.train_config(gru, 0)
     conv = next(j for j in jobs if j.label == "encoder_decoder/convs2s seed 0")
     assert set(conv.args[1]) == {"beam", "long"}  # the union of four experiments' measures
 

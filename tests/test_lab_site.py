@@ -20,8 +20,8 @@ def test_quick_mode_shrinks_the_site_config(monkeypatch):
 
 
 def test_site_config_merges_model_options_into_the_recipes():
-    """The bottleneck page's GRU without attention keeps the fast recipe's dropout 0, and
-    the page's GRU with attention is the site's own (one cache entry, trained once)."""
+    """A model option given to a recipe keeps the recipe's own (the fast recipe's dropout 0),
+    and empty changes are the recipe's configuration (one cache entry, trained once)."""
     fixed = site_config("gru", "fast", model_options={"attention": False})
     assert fixed.model_options == {"dropout": 0.0, "attention": False}
     assert site_config("gru", "fast", task="sort", model_options={}) == site_config("gru", "fast")

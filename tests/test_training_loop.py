@@ -237,6 +237,15 @@ def test_the_epoch_clock_leaves_the_held_out_scoring_out(monkeypatch):
     assert h.epochs[0]["seconds"] < 1.0  # six tiny steps, without the 3 s of scoring
 
 
+def test_an_epoch_that_ends_on_an_evaluation_reuses_its_held_out_loss(monkeypatch):
+    real, calls = train_mod._held_out, []
+    monkeypatch.setattr(train_mod, "_held_out", lambda *a: calls.append(1) or real(*a))
+    # scorings at steps 4, 8, 12; epochs end at 6 (scored apart) and 12 (the scoring's)
+    h = train(tiny_config(**SIX_STEPS, epochs=2, eval_every=4), progress=False).history
+    assert [e["step"] for e in h.evals] == [4, 8, 12] and len(calls) == 4
+    assert h.epochs[1]["valid_loss"] == h.evals[-1]["valid_loss"]
+
+
 def test_fresh_data_trains_every_epoch_on_its_own_draw(monkeypatch):
     drawn = []
     real = train_mod.training_set

@@ -23,11 +23,13 @@ MAIN_MODELS = ("convs2s", "gru")
 
 
 def site_jobs(quick: bool | None = None, directory=None) -> list[Job]:
-    """The jobs of the site: the main models of every recipe (``SITE_RECIPES``), the GRU
-    with and without attention on sorting and reversing and ConvS2S with attention values z
-    or e alone (fast recipe), the short runs of the seed's ConvS2S against the paper's
-    (:func:`~convs2s_edu.lab.site.short_runs`), then every distinct run of the experiments,
-    trained and scored once with the union of what the experiments measure on it (no timing).
+    """The jobs of the site: the main models of every recipe (``SITE_RECIPES``), the short
+    runs of the seed's ConvS2S against the paper's (:func:`~convs2s_edu.lab.site.short_runs`),
+    every distinct run of the experiments, trained and scored once with the union of what
+    the experiments measure on it (no timing), then the runs two pages ask for at the
+    experiments' budget (:meth:`Budget.config <convs2s_edu.lab.experiments.Budget.config>`):
+    the GRU without attention on sorting and reversing, ConvS2S with attention values z or e
+    alone.
 
     Parameters
     ----------
@@ -47,16 +49,6 @@ def site_jobs(quick: bool | None = None, directory=None) -> list[Job]:
         for recipe in SITE_RECIPES
         for m in MAIN_MODELS
     ]
-    # the bottleneck page: the GRU with and without attention (RNNencdec) on sorting and on
-    # reversing (the fast recipe's GRU on sorting is a main model)
-    for task, attention in (("sort", False), ("reverse", False), ("reverse", True)):
-        options = {} if attention else {"attention": False}  # as the page asks for them
-        cfg = site_config("gru", "fast", task=task, model_options=options)
-        label = f"bottleneck/{task}/gru {'with' if attention else 'without'} attention"
-        jobs.append(train_job(cfg, directory, label))
-    for values in ("z", "e"):  # the trained-attention page's ablation (z + e: a main model)
-        cfg = site_config("convs2s", "fast", model_options={"attention_values": values})
-        jobs.append(train_job(cfg, directory, f"attention values/{values} alone"))
     for name, cfgs in short_runs().items():
         jobs += [train_job(c, directory, f"seed against paper/{name} seed {c.seed}") for c in cfgs]
     b = budget()
@@ -68,6 +60,16 @@ def site_jobs(quick: bool | None = None, directory=None) -> list[Job]:
             entry[2] = entry[2] or f"{name}/{arm.name} seed {seed}"
     for cfg, measures, label in runs.values():
         jobs.append(measure_groups_job(cfg, measures, b.beam_sizes, directory, label))
+    # two pages' questions at the experiments' budget, seed 0: the GRU without attention on
+    # sorting and reversing (the bottleneck page; with attention they are experiment arms)
+    # and ConvS2S with attention values z or e alone (the trained-attention page; z + e is
+    # the reference arm)
+    for task in ("sort", "reverse"):
+        cfg = b.config("gru", task, attention=False)
+        jobs.append(train_job(cfg, directory, f"bottleneck/{task}/gru without attention"))
+    for values in ("z", "e"):
+        cfg = b.config("convs2s", attention_values=values)
+        jobs.append(train_job(cfg, directory, f"attention values/{values} alone"))
     return jobs
 
 

@@ -225,7 +225,11 @@ def _train(
             history.step_losses.extend(losses.tolist())
             loss, speed = float(losses.mean()), n_tokens / seconds
             elapsed = (history.epochs[-1]["elapsed"] if history.epochs else 0.0) + seconds
-            valid_loss = _held_out(model, valid_ds)["valid_loss"]
+            scored = history.evals[-1] if evaluates and history.evals else {}
+            if scored.get("step") == history.steps:  # scored at this very step: same weights
+                valid_loss = scored["valid_loss"]
+            else:
+                valid_loss = _held_out(model, valid_ds)["valid_loss"]
             record = {"epoch": epoch, "train_loss": loss, "valid_loss": valid_loss}
             record |= {"seconds": seconds, "tokens_per_second": speed, "elapsed": elapsed}
             history.epochs.append(record)

@@ -172,6 +172,13 @@ class Budget:
             model_options=self.arm_options(arm),
         )
 
+    def config(self, model: str = "convs2s", task: str = "sort", seed: int = 0, **options):
+        """The :class:`~convs2s_edu.TrainConfig` of one run that a page asks for at this
+        budget, outside the experiments: ``model`` on ``task``, ``options`` its
+        ``model_options`` on top of the width. A run equal to an experiment's arm is that
+        arm's run (one cache entry, trained once)."""
+        return self.train_config(Arm("", "", model, options, task), seed)
+
     def arm_options(self, arm: Arm) -> dict:
         """``arm``'s ``model_options`` at this budget's width (``hidden_dim=MATCHED``
         becomes :func:`matched_gru_width` of the width)."""
