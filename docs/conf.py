@@ -283,12 +283,12 @@ html_theme_options = {
 }
 if QUICK:
     html_theme_options["announcement"] = (
-        "Built in quick mode (CONVS2S_EDU_QUICK=1): small data, few epochs &mdash; "
-        "numbers are not the full experiment's. Run <code>tox -e docs</code> for the full site."
+        "Built in quick mode (CONVS2S_EDU_QUICK=1): small data, few steps, two seeds &mdash; "
+        "the numbers show how each page works, not what it finds. <code>tox -e docs</code> "
+        "builds the full site."
     )
 
-# default_mode: a first visit (nothing in localStorage) follows the reader's system setting;
-# without it the theme logs "Got invalid theme mode" as a console error on every page
+# default_mode: a first visit follows the reader's system setting (else a console error)
 html_context = {"convs2s_edu_quick": QUICK, "default_mode": "auto"}
 
 # -- The wheel the site offers for download ------------------------------------------

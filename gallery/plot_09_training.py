@@ -59,12 +59,6 @@ for name, c in configs.items():
     print(f"{LABELS[name]:16s} trained on: {histories[name].device}; execution path: {path}")
 fastest = fastest_path(resolve_device(cfg.device)).name
 print(f"fastest correct path of this device (Speed page): {fastest}")
-if is_quick_mode():
-    print(
-        "\nNOTE: quick build (CONVS2S_EDU_QUICK=1): small data and few epochs.\n"
-        "The numbers on this page show how the pieces fit together, not the\n"
-        "full experiment's results."
-    )
 
 # sphinx_gallery_start_ignore
 for name in MODELS:

@@ -63,11 +63,6 @@ print(f"test set: {len(test_set):,} examples of length {span}, never seen in tra
 for name in MODELS:
     h = results[name].history
     print(f"{LABELS[name]:16s} trained for {len(h.epochs)} epochs on {h.device}")
-if is_quick_mode():
-    print(
-        "\nNOTE: quick build (CONVS2S_EDU_QUICK=1): small data and few epochs, so the\n"
-        "models are far from trained and the scores below are not the full experiment's."
-    )
 
 examples = list(test_set)
 references = [y for _, y in examples]

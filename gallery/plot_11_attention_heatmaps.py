@@ -41,7 +41,7 @@ from convs2s_edu import (
     train_or_load,
 )
 from convs2s_edu.lab import figures
-from convs2s_edu.lab.site import comparison, is_quick_mode, site_config
+from convs2s_edu.lab.site import comparison, site_config
 
 MODELS = ("convs2s", "gru")
 results = {name: train_or_load(site_config(name)) for name in MODELS}
@@ -51,9 +51,6 @@ cfg = results["convs2s"].config
 examples = list(make_datasets(cfg)[2])  # the test set
 for name, r in results.items():
     print(f"{name:8s} trained for {len(r.history.epochs)} epochs on {r.history.device}")
-if is_quick_mode():
-    print("\nNOTE: quick build (CONVS2S_EDU_QUICK=1): small data and few epochs; the")
-    print("attention below is that of models early in training.")
 
 # teacher-forced attention of every test example (padding is masked), then one of them
 full = collate_batch(examples, cfg.vocab_size)

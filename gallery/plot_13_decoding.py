@@ -63,10 +63,6 @@ examples = list(make_datasets(cfg)[2])  # the test set
 sources, references = (list(t) for t in zip(*examples))
 for name, r in results.items():
     print(f"{LABELS[name]:16s} trained for {len(r.history.epochs)} epochs on {r.history.device}")
-if is_quick_mode():
-    print("\nNOTE: quick build (CONVS2S_EDU_QUICK=1): small data and few epochs, so the")
-    print("models are far from trained, and the timings below use fewer repeats and")
-    print("smaller batches than the full build.")
 
 outputs, scores = {}, {}  # (model, beam) -> output; -> (exact match, token accuracy, seconds)
 for name in MODELS:

@@ -41,15 +41,9 @@ lengths that re-order less: copying and reversing.
 import matplotlib.pyplot as plt
 
 from convs2s_edu.lab import experiments
-from convs2s_edu.lab.site import is_quick_mode
 
 result = experiments.run_experiment("encoder_decoder")
 print(result.budget.describe())
-if is_quick_mode():
-    print(
-        "\nNOTE: quick build (CONVS2S_EDU_QUICK=1): two seeds, a tiny budget; the numbers "
-        "show how the page works, not what the experiment finds."
-    )
 
 # %%
 # Learning curves on sorting

@@ -36,17 +36,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from convs2s_edu.lab import experiments
-from convs2s_edu.lab.site import is_quick_mode
 
 result = experiments.run_experiment("positions")
 print(result.budget.describe())
 n_long = min(experiments.registry.GREEDY_EXAMPLES, result.budget.n_test)
 print(f"longer test sets: lengths {experiments.LONG_LENGTHS}, {n_long} each")
-if is_quick_mode():
-    print(
-        "\nNOTE: quick build (CONVS2S_EDU_QUICK=1): two seeds, a tiny budget; the numbers "
-        "show how the page works, not what the experiment finds."
-    )
 
 # %%
 # Learning curves

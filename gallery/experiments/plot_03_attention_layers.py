@@ -21,17 +21,11 @@ loss (the logarithm of the perplexity).
 import matplotlib.pyplot as plt
 
 from convs2s_edu.lab import experiments
-from convs2s_edu.lab.site import is_quick_mode
 
 result = experiments.run_experiment("attention_layers")
 print(result.budget.describe())
 for arm in result.experiment.arms:
     print(f"  {arm.name:>10}: {arm.label}")
-if is_quick_mode():
-    print(
-        "\nNOTE: quick build (CONVS2S_EDU_QUICK=1): two seeds, a tiny budget; the numbers "
-        "show how the page works, not what the experiment finds."
-    )
 
 # %%
 # Learning curves

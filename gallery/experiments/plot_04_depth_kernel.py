@@ -24,7 +24,7 @@ whose sources have 8-20 tokens.
 import matplotlib.pyplot as plt
 
 from convs2s_edu.lab import experiments
-from convs2s_edu.lab.site import is_quick_mode, site_config
+from convs2s_edu.lab.site import site_config
 
 result = experiments.run_experiment("depth")
 task = site_config("convs2s")
@@ -34,11 +34,6 @@ for row in result.rows:
     print(
         f"  {row['arm']:>9}: encoder r = {row['encoder_receptive_field']:>2}, decoder r = "
         f"{row['decoder_receptive_field']:>2} (of {task.max_len + 1} decoder inputs)"
-    )
-if is_quick_mode():
-    print(
-        "\nNOTE: quick build (CONVS2S_EDU_QUICK=1): two seeds, a tiny budget; the numbers "
-        "show how the page works, not what the experiment finds."
     )
 
 # %%

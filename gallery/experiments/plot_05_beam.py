@@ -27,7 +27,6 @@ import numpy as np
 
 from convs2s_edu.lab import experiments
 from convs2s_edu.lab.experiments.registry import BEAM_EXAMPLES
-from convs2s_edu.lab.site import is_quick_mode
 
 result = experiments.run_experiment("beam")
 beams = result.budget.beam_sizes
@@ -36,11 +35,6 @@ print(
     f"beam sizes: {beams}, each on the first {min(BEAM_EXAMPLES, result.budget.n_test)} "
     "test examples"
 )
-if is_quick_mode():
-    print(
-        "\nNOTE: quick build (CONVS2S_EDU_QUICK=1): two seeds, a tiny budget, four beam "
-        "sizes; the numbers show how the page works, not what the experiment finds."
-    )
 
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
 for ax, (pattern, ylabel) in zip(

@@ -56,11 +56,6 @@ print(budget.describe())
 timings = {"steps": experiments.step_seconds(), "generation": experiments.generation_speed()}
 print(f"steps timed: {timings['steps']['verdict']}")
 print(f"generation timed on: {timings['generation']['machine']}")
-if is_quick_mode():
-    print(
-        "\nNOTE: quick build (CONVS2S_EDU_QUICK=1): two seeds and a tiny budget: the rule "
-        "runs, but it cannot conclude anything at this scale."
-    )
 rows = experiments.check_claims(results, timings)
 
 # %%
