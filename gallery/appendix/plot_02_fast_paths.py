@@ -90,7 +90,7 @@ for name in MODELS:
 # tokens it trained on; the ratio of the two paths is taken within each round.
 
 QUICK = is_quick_mode()
-rounds, steps = (3, 2) if QUICK else (8, 4)
+rounds, steps = (3, 1) if QUICK else (8, 4)
 windows, warmups = {}, {}
 for name in MODELS:
     torch.manual_seed(0)
