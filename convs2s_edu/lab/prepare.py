@@ -60,10 +60,7 @@ def site_jobs(quick: bool | None = None, directory=None) -> list[Job]:
             entry[2] = entry[2] or f"{name}/{arm.name} seed {seed}"
     for cfg, measures, label in runs.values():
         jobs.append(measure_groups_job(cfg, measures, b.beam_sizes, directory, label))
-    # two pages' questions at the experiments' budget, seed 0: the GRU without attention on
-    # sorting and reversing (the bottleneck page; with attention they are experiment arms)
-    # and ConvS2S with attention values z or e alone (the trained-attention page; z + e is
-    # the reference arm)
+    # the runs besides experiment arms that the bottleneck and trained-attention pages load
     for task in ("sort", "reverse"):
         cfg = b.config("gru", task, attention=False)
         jobs.append(train_job(cfg, directory, f"bottleneck/{task}/gru without attention"))
