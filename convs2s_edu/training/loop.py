@@ -225,7 +225,7 @@ def _train(
             history.step_losses.extend(losses.tolist())
             loss, speed = float(losses.mean()), n_tokens / seconds
             elapsed = (history.epochs[-1]["elapsed"] if history.epochs else 0.0) + seconds
-            scored = history.evals[-1] if evaluates and history.evals else {}
+            scored = history.evals[-1] if history.evals else {}
             if scored.get("step") == history.steps:  # scored at this very step: same weights
                 valid_loss = scored["valid_loss"]
             else:
