@@ -293,24 +293,18 @@ html_context = {"convs2s_edu_quick": QUICK, "default_mode": "auto"}
 
 # -- The wheel the site offers for download ------------------------------------------
 
-# tox builds it into docs/_build/dist before running Sphinx; a plain sphinx-build
-# builds it here. html_extra_path copies it to the root of the site.
+# Under tox, the wheel tox built and installed here (TOX_PACKAGE); else one built here, into
+# docs/_build/dist. html_extra_path copies it to the root of the site.
 DIST = DOCS_DIR / "_build" / "dist"
 WHEEL = f"convs2s_edu-{release}-py3-none-any.whl"
-if not (DIST / WHEEL).is_file():
-    for extra in ([], ["--no-isolation"]):
-        build = [
-            sys.executable,
-            "-m",
-            "build",
-            "--wheel",
-            *extra,
-            "--outdir",
-            str(DIST),
-            str(ROOT),
-        ]
-        if subprocess.run(build, capture_output=True).returncode == 0:
-            break
+tox_wheels = [p for p in os.environ.get("TOX_PACKAGE", "").split(os.pathsep) if p.endswith(WHEEL)]
+if tox_wheels and not (DIST / WHEEL).is_file():
+    DIST.mkdir(parents=True, exist_ok=True)
+    (DIST / WHEEL).write_bytes(Path(tox_wheels[0]).read_bytes())
+for extra in ([], ["--no-isolation"]) if not (DIST / WHEEL).is_file() else ():
+    build = [sys.executable, "-m", "build", "--wheel", *extra, "--outdir", str(DIST), str(ROOT)]
+    if subprocess.run(build, capture_output=True).returncode == 0:
+        break
 html_extra_path = [str(DIST / WHEEL)] if (DIST / WHEEL).is_file() else []
 # the site cannot know its own public address; set it to make the notebooks' links absolute
 html_baseurl = os.environ.get("CONVS2S_EDU_SITE_URL", "")

@@ -90,7 +90,7 @@ cfg = site_config(
     device="cpu",
     epochs=1,
     model_options={"dropout": 0.0},
-    n_train=1024 if is_quick_mode() else 4096,
+    n_train=512 if is_quick_mode() else 4096,
 )
 info = machine_info("cpu")
 info.load_before = os.getloadavg()[0]

@@ -44,7 +44,7 @@ from convs2s_edu.lab.site import SITE_RECIPES, comparison, is_quick_mode, site_c
 MODELS = ("convs2s", "gru")
 LABELS = {"convs2s": "ConvS2S", "gru": "GRU + attention"}
 COLOURS = {"convs2s": "C0", "gru": "C1"}
-ROUNDS = 4 if is_quick_mode() else 8
+ROUNDS = 3 if is_quick_mode() else 8
 
 timing = dict(n_rounds=ROUNDS, steps_per_window=3 if is_quick_mode() else 4, warmup_steps=2)
 runs = {recipe: compare(site_config("convs2s", recipe), **timing) for recipe in SITE_RECIPES}

@@ -54,7 +54,7 @@ from convs2s_edu.training import resolve_device
 QUICK = is_quick_mode()
 LENGTHS = (8, 25, 50, 100) if QUICK else (8, 25, 50, 100, 200)
 BATCH = 32
-ROUNDS = 4 if QUICK else 6
+ROUNDS = 3 if QUICK else 6
 VOCAB = site_config("convs2s").vocab_size
 MAX_POSITIONS = 256  # >= the longest decoder input, T + 1 (<sos>)
 MODELS = ("gru", "convs2s")  # the GRU first: ratios are GRU time / ConvS2S time
