@@ -32,10 +32,8 @@ import numpy as np
 from torch import nn
 
 from convs2s_edu import train_or_load
-from convs2s_edu.fast.paths import fastest_path
 from convs2s_edu.lab import figures
 from convs2s_edu.lab.site import SITE_RECIPES, comparison, site_config
-from convs2s_edu.training import resolve_device
 
 # sphinx_gallery_thumbnail_number = 1
 MODELS = ("convs2s", "gru")
@@ -56,8 +54,6 @@ for name, c in configs.items():
     fast = ", fast paths" if c.fast else ""
     path = f"{'compiled' if c.compile else 'eager'}{fast} {c.precision}"
     print(f"{LABELS[name]:16s} trained on: {histories[name].device}; execution path: {path}")
-fastest = fastest_path(resolve_device(cfg.device)).name
-print(f"fastest correct path of this device (Speed page): {fastest}")
 
 # sphinx_gallery_start_ignore
 for name in MODELS:
