@@ -32,14 +32,13 @@ import torch
 from convs2s_edu import collate_batch, make_datasets, train_or_load
 from convs2s_edu.lab import figures
 from convs2s_edu.lab.schematic import convs2s_schematic, gru_schematic
-from convs2s_edu.lab.site import is_quick_mode, site_config
+from convs2s_edu.lab.site import site_config
 
 MODELS = ("convs2s", "gru")
 results = {name: train_or_load(site_config(name)) for name in MODELS}
 test_set = make_datasets(site_config("convs2s"))[2]
 cfg = results["convs2s"].config
-mode = "quick mode" if is_quick_mode() else "full mode"
-print(f"trained on {cfg.n_train:,} examples for {cfg.epochs} epochs ({mode})")
+print(f"trained on {cfg.n_train:,} examples for {cfg.epochs} epochs")
 
 # %%
 # One example

@@ -69,7 +69,7 @@ def steps_per_window(T):
 
 device = resolve_device("auto")
 gpu = f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else ""
-print(f"device: {device}{gpu}" + ("; quick build: fewer, shorter lengths" if QUICK else ""))
+print(f"device: {device}{gpu}")
 windows = ", ".join(f"{steps_per_window(T)} at T={T}" for T in LENGTHS)
 setup = f"lengths: {LENGTHS}, batch of {BATCH}, {ROUNDS} interleaved windows per model and "
 print(textwrap.fill(setup + f"length ({windows} steps per window), after 1 warm-up step", 68))

@@ -54,7 +54,6 @@ QUICK = is_quick_mode()
 LABELS = {"convs2s": "ConvS2S", "gru": "GRU + attention"}
 device = resolve_device("auto")
 result = run_bench(device=str(device), quick=QUICK, profile=True)
-print("quick mode (small budgets)" if QUICK else "full budget")
 print(format_bench(result, profile=False))
 
 # %%
