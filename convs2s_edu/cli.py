@@ -21,6 +21,8 @@ from .lab.bench import format_bench, run_bench
 from .lab.compare import compare, format_speed, format_table, format_threads, summarise
 from .lab.convergence import format_convergence
 from .lab.experiments import conclusion, format_beam, format_result, run_experiment
+from .lab.experiments.claims import CLAIMS
+from .lab.experiments.record import claim_runs, load_record, make_record, spot_check
 from .lab.samples import format_samples, predict_samples
 from .metrics import evaluate
 from .training.checkpoint import load_checkpoint
@@ -206,8 +208,35 @@ def build_parser() -> argparse.ArgumentParser:
         "seconds. --quick uses the quick build's tiny budget and 2 seeds.",
     )
     p.add_argument(
-        "name", help="encoder_decoder, positions, attention_layers, depth, generation or beam"
+        "name",
+        nargs="?",
+        help="encoder_decoder, positions, attention_layers, depth, generation or beam",
     )
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help="every run of every experiment at the budget (full, or --quick), written as the "
+        "experiment record the claims page reads (--record)",
+    )
+    p.add_argument(
+        "--record",
+        help="the record's folder with --all or --verify (default: $CONVS2S_EDU_RECORD/full "
+        "or /quick)",
+    )
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="retrain runs of the experiment record and compare their scores with the "
+        "recorded ones: every run of --claim N (a row of the claims page), else --spot N "
+        "runs drawn at random",
+    )
+    p.add_argument(
+        "--address",
+        help="with --all: a Dask scheduler's address, whose workers train the runs (each "
+        "started with --nthreads 1, sharing $CONVS2S_EDU_CACHE)",
+    )
+    p.add_argument("--claim", type=int, help="with --verify: the claim's row number, from 1")
+    p.add_argument("--spot", type=int, default=2, help="with --verify: runs to draw (2)")
     p.add_argument("--seeds", type=int, help="seeds per arm, >= 2 (default 5; quick mode 2)")
     p.add_argument("--steps", type=int, help="optimiser steps per run (default 800)")
     p.add_argument("--task", choices=TASKS, help="run every arm on this task instead of its own")
@@ -334,6 +363,14 @@ def _cmd_compare(args) -> None:
 
 
 def _cmd_experiment(args) -> None:
+    if args.all:
+        _cmd_record(args)
+        return
+    if args.verify:
+        _cmd_verify(args)
+        return
+    if args.name is None:
+        raise ValueError("name an experiment, or --all for every one")
     runs = {k: getattr(args, k) for k in ("seeds", "steps", "arms", "task", "workers")}
     shown = dict(quick=True if args.quick else None, progress=False if args.quiet else None)
     result = run_experiment(args.name, **runs, **shown)
@@ -342,6 +379,45 @@ def _cmd_experiment(args) -> None:
     print(conclusion(result))
     if args.json:  # checked before any work, in main
         Path(args.json).write_text(json.dumps(result.to_dict(), indent=2))
+
+
+def _cmd_record(args) -> None:
+    """``experiment --all``: the experiment record (its own budget: no other option)."""
+    if args.name or any(getattr(args, k) for k in ("seeds", "steps", "arms", "task", "json")):
+        raise ValueError(
+            "--all records every experiment at the registry's budget: it takes no experiment "
+            "name, --seeds, --steps, --arms, --task or --json"
+        )
+    command = "convs2s-edu experiment --all" + (" --quick" if args.quick else "")
+    where = make_record(
+        args.record,
+        quick=True if args.quick else None,
+        workers=args.workers,
+        progress=False if args.quiet else None,
+        command=command,
+        address=args.address,
+    )
+    made = load_record(where).header["made"]
+    print(f"{made['runs']} runs recorded in {where} ({made['wall_seconds']:,.0f} s)")
+
+
+def _cmd_verify(args) -> None:
+    """``experiment --verify``: retrain runs of the record and compare (exit 2 on a mismatch)."""
+    record = load_record(args.record, quick=True if args.quick else None)
+    if record is None:
+        raise ValueError("no experiment record: pass --record, or set $CONVS2S_EDU_RECORD")
+    if stale := record.stale():
+        raise ValueError(stale)
+    runs = None
+    if args.claim is not None:
+        if not 1 <= args.claim <= len(CLAIMS):
+            raise ValueError(f"--claim must be 1 to {len(CLAIMS)}, got {args.claim}")
+        claim = CLAIMS[args.claim - 1]
+        arms = {claim.claimed[0], *(other[0] for other in claim.others)}
+        runs = claim_runs(record, claim.experiment, sorted(arms))
+    for c in spot_check(record, n=args.spot, runs=runs, strict=True):
+        how = "equal" if c["exact"] else "within the seeds' spread"
+        print(f"{c['arm']} seed {c['seed']} (run {c['run']}): {how}")
 
 
 def _cmd_bench(args) -> None:

@@ -310,6 +310,8 @@ html_extra_path = [str(DIST / WHEEL)] if (DIST / WHEEL).is_file() else []
 html_baseurl = os.environ.get("CONVS2S_EDU_SITE_URL", "")
 # the headline figure page writes its numbers here for the landing page (convs2s_site)
 os.environ["CONVS2S_EDU_SITE_DATA"] = str(DOCS_DIR / "_generated")
+# the experiment record the Experiments chapter reads (convs2s_edu.lab.experiments.record)
+os.environ.setdefault("CONVS2S_EDU_RECORD", str(DOCS_DIR / "experiment_record"))
 # Pages without sub-pages need no left sidebar: the paper map's tables get the width, and so
 # do the two models' panels side by side of "Try the models" and the gallery pages' code cells of
 # up to 99 characters (a page's own table of contents and downloads stay on the right).

@@ -156,8 +156,22 @@ def test_train_valid_and_test_sets_are_pairwise_disjoint():
 
 def test_disjoint_splits_are_the_plain_draws_when_nothing_collides():
     cfg = TrainConfig(vocab_size=50, min_len=8, max_len=20, n_train=300, n_valid=50, n_test=50)
-    for role, ds in enumerate(make_datasets(cfg)):
-        assert ds.examples == generate_dataset(len(ds), 8, 20, 50, [cfg.seed, role])
+    roles = config_mod.STREAM_ROLES
+    for role, ds in zip(("training", "held-out", "test"), make_datasets(cfg)):
+        assert ds.examples == generate_dataset(len(ds), 8, 20, 50, [cfg.seed, roles[role]])
+
+
+def test_no_data_stream_is_a_plain_seeds():
+    # numpy pads a seed with zeros: [s, 0] once drew seed s's training set, which any
+    # generate_dataset(..., seed=s) elsewhere (the longer test sets of an experiment) repeats
+    from convs2s_edu.training import training_set
+
+    for seed in range(4):
+        cfg = TrainConfig(seed=seed, n_train=20, n_valid=20, n_test=20)
+        fresh = training_set(cfg.replace(fresh_data=True), 1)
+        for ds in (*make_datasets(cfg), fresh):
+            for plain in range(12):
+                assert ds.examples != generate_dataset(20, 8, 20, 50, plain), (seed, plain)
 
 
 def test_no_example_repeats_across_seeds_or_roles():

@@ -12,7 +12,8 @@ re-runs only the pages whose own source changed (it compares each page's MD5), s
 editing a page's prose takes minutes, not the hour of a full build.
 
 Anything else (a changed ``convs2s_edu/`` module, ``docs/conf.py``, ``docs/_ext/``, the pinned
-versions, a page added or removed, the other mode) clears them, and every page runs again.
+versions, the experiment record, a page added or removed, the other mode) clears them, and every
+page runs again.
 The fingerprint is stored in ``docs/auto_examples/.built-from``.
 """
 
@@ -38,6 +39,7 @@ def fingerprint(mode: str) -> str:
     watched = sorted(
         [*ROOT.glob("convs2s_edu/**/*.py"), *DOCS.glob("_ext/**/*.py")]
         + [DOCS / "conf.py", ROOT / "constraints.txt", ROOT / "pyproject.toml"]
+        + [*DOCS.glob("experiment_record/*/*")]  # the runs the Experiments chapter reads
     )
     for path in watched:
         if path.is_file():

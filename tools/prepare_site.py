@@ -14,6 +14,7 @@ its wall-clock time with the CPU and how busy each core was (from ``/proc/stat``
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -21,12 +22,16 @@ from pathlib import Path
 # before anything loads torch: the package's OpenMP settings (convs2s_edu._threads)
 import convs2s_edu  # noqa: F401
 
+# the experiment record the pages read (as docs/conf.py sets it): its runs are not trained
+RECORD = Path(__file__).resolve().parent.parent / "docs" / "experiment_record"
+
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, help="concurrent runs (default: cores / threads)")
     parser.add_argument("--threads", type=int, default=1, help="PyTorch threads per run (1)")
     args = parser.parse_args(argv)
+    os.environ.setdefault("CONVS2S_EDU_RECORD", str(RECORD))
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from timed import cpu_times, machine_line

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..training.cache import run_dir
 from ..training.schedule import Job, JobResult, run_jobs, train_job
+from .experiments.record import load_record
 from .experiments.registry import EXPERIMENTS, budget
 from .experiments.runner import experiment_configs, measure_groups_job
 from .site import SITE_RECIPES, is_quick_mode, short_runs, site_config
@@ -26,7 +27,9 @@ def site_jobs(quick: bool | None = None, directory=None) -> list[Job]:
     """The jobs of the site: the main models of every recipe (``SITE_RECIPES``), the short
     runs of the seed's ConvS2S against the paper's (:func:`~convs2s_edu.lab.site.short_runs`),
     every distinct run of the experiments, trained and scored once with the union of what
-    the experiments measure on it (no timing), then the runs two pages ask for at the
+    the experiments measure on it (no timing; with an experiment record,
+    :func:`~convs2s_edu.lab.experiments.load_record`, only the ``generation`` experiment's,
+    whose models the claims page times), then the runs two pages ask for at the
     experiments' budget (:meth:`Budget.config <convs2s_edu.lab.experiments.Budget.config>`):
     the GRU without attention on sorting and reversing, ConvS2S with attention values z or e
     alone.
@@ -53,7 +56,12 @@ def site_jobs(quick: bool | None = None, directory=None) -> list[Job]:
         jobs += [train_job(c, directory, f"seed against paper/{name} seed {c.seed}") for c in cfgs]
     b = budget()
     runs: dict[str, list] = {}  # cache entry -> [config, measures, label]
+    # with an experiment record the pages read the runs from it: only the models that the
+    # claims page times (generation speed) are trained here
+    recorded = load_record() is not None
     for name, exp in EXPERIMENTS.items():
+        if recorded and name != "generation":
+            continue
         for arm, seed, cfg in experiment_configs(name, b):
             entry = runs.setdefault(str(run_dir(cfg, directory)), [cfg, set(), ""])
             entry[1].update(exp.measures)

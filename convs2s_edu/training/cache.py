@@ -18,7 +18,6 @@ import json
 import os
 from pathlib import Path
 
-from .._version import __version__
 from .checkpoint import (
     CHECKPOINT_NAME,
     CheckpointError,
@@ -28,6 +27,7 @@ from .checkpoint import (
 )
 from .config import TrainConfig
 from .device import resolve_device
+from .fingerprint import TRAINING_FILES, fingerprint
 from .loop import train
 
 __all__ = [
@@ -54,13 +54,15 @@ def cache_dir() -> Path:
 
 
 def cache_key(cfg: TrainConfig) -> str:
-    """Hash of the config (device resolved to its type) and the package version (so that a
-    new version of the package trains again rather than reuse an older one's entry)."""
+    """Hash of the config (device resolved to its type) and of the code that trains it
+    (:func:`~convs2s_edu.training.fingerprint.fingerprint` of ``TRAINING_FILES``: a change to
+    a model, the data or the training trains again; a docstring, a comment or the lab's
+    plumbing does not)."""
     d = cfg.to_dict()
     d["device"] = resolve_device(cfg.device).type  # CPU and GPU timings are kept apart
     if cfg.model == "gru":
         del d["paper_normalisation"]  # a switch of the convolutional parts: the same GRU model
-    blob = json.dumps({"config": d, "version": __version__}, sort_keys=True)
+    blob = json.dumps({"config": d, "code": fingerprint(TRAINING_FILES)}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 

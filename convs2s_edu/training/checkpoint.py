@@ -67,6 +67,9 @@ class History:
     shared_clock : bool
         True when (part of) the run trained beside other runs, so that its
         ``seconds`` measured the sharing as much as the model: never a speed.
+    provenance : dict
+        Where and how it trained (:func:`~convs2s_edu.training.device.provenance`), with
+        ``wall_seconds``: the wall clock of the whole run, its held-out scoring included.
     """
 
     epochs: list = field(default_factory=list)
@@ -76,6 +79,7 @@ class History:
     steps: int = 0
     evals: list = field(default_factory=list)
     shared_clock: bool = False
+    provenance: dict = field(default_factory=dict)
 
     def column(self, name: str) -> list:
         """One field of every epoch record, e.g. ``history.column("seconds")``."""

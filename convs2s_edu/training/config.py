@@ -296,6 +296,11 @@ class TrainConfig:
         return cls(**d)
 
 
+#: The second word of every data stream of a seed (``[seed, role]``): never 0, so that no
+#: stream of :func:`make_datasets` or :func:`training_set` is the plain ``seed``'s.
+STREAM_ROLES = {"training": 1, "held-out": 2, "test": 3, "epoch": 4}
+
+
 def _draw(cfg: TrainConfig, n: int, seed, exclude: set, what: str) -> list:
     """``n`` examples of ``cfg``'s task drawn with ``seed``, none of whose sources is in
     ``exclude``: a clashing draw is replaced by one of a fresh draw (seeded with ``seed``
@@ -324,8 +329,11 @@ def _draw(cfg: TrainConfig, n: int, seed, exclude: set, what: str) -> list:
 
 def make_datasets(cfg: TrainConfig) -> tuple[SortingDataset, SortingDataset, SortingDataset]:
     """The training, held-out and test sets of ``cfg``, drawn from the independent streams
-    :class:`numpy.random.SeedSequence` gives ``[seed, 0]``, ``[seed, 1]`` and ``[seed, 2]``
-    (no two seeds or roles share a stream, as ``seed``, ``seed + 1`` would).
+    :class:`numpy.random.SeedSequence` gives ``[seed, role]`` with the roles of
+    :data:`STREAM_ROLES` (no two seeds or roles share a stream, as ``seed``, ``seed + 1``
+    would). A role is never 0: numpy pads a seed with zeros, so ``[seed, 0]`` would be the
+    stream of the plain ``seed``, which any ``generate_dataset(..., seed=seed)`` elsewhere
+    draws from.
 
     They depend on the task fields and ``seed`` only, so a ConvS2S and a GRU
     run with the same seed train and are scored on identical examples.
@@ -338,9 +346,13 @@ def make_datasets(cfg: TrainConfig) -> tuple[SortingDataset, SortingDataset, Sor
     With ``fresh_data`` the held-out and test sets are drawn first (the same streams), and the
     training set is the first epoch's (:func:`training_set`: every epoch avoids their sources).
     """
-    draws = [("held-out", cfg.n_valid, [cfg.seed, 1]), ("test", cfg.n_test, [cfg.seed, 2])]
+    roles = STREAM_ROLES
+    draws = [
+        ("held-out", cfg.n_valid, [cfg.seed, roles["held-out"]]),
+        ("test", cfg.n_test, [cfg.seed, roles["test"]]),
+    ]
     if not cfg.fresh_data:
-        draws.insert(0, ("training", cfg.n_train, [cfg.seed, 0]))
+        draws.insert(0, ("training", cfg.n_train, [cfg.seed, roles["training"]]))
     seen: set[tuple[int, ...]] = set()  # the sources of the sets drawn so far
     sets = []
     for what, n, seed in draws:
@@ -356,9 +368,9 @@ def training_set(cfg: TrainConfig, epoch: int, held_out=None) -> SortingDataset:
     """The training examples of ``epoch`` (1-based).
 
     Without ``fresh_data``: the one training set of :func:`make_datasets`, every
-    epoch. With it: ``n_train`` examples drawn with the seed ``[seed, 3, epoch]``
-    (a stream apart from the held-out and test streams ``[seed, 1]`` and ``[seed, 2]``),
-    none of whose sources is a held-out or test source.
+    epoch. With it: ``n_train`` examples drawn with the seed ``[seed, 4, epoch]``
+    (:data:`STREAM_ROLES`: a stream apart from the held-out and test streams), none of
+    whose sources is a held-out or test source.
 
     Parameters
     ----------
@@ -374,7 +386,9 @@ def training_set(cfg: TrainConfig, epoch: int, held_out=None) -> SortingDataset:
     if held_out is None:
         held_out = make_datasets(cfg.replace(n_train=1))[1:]
     exclude = {tuple(x) for ds in held_out for x, _ in ds.examples}
-    examples = _draw(cfg, cfg.n_train, [cfg.seed, 3, epoch], exclude, "training")
+    examples = _draw(
+        cfg, cfg.n_train, [cfg.seed, STREAM_ROLES["epoch"], epoch], exclude, "training"
+    )
     return SortingDataset(examples, cfg.vocab_size, cfg.task)
 
 

@@ -1,10 +1,22 @@
-"""The one device helper: which device a name means, how to name it, and waiting for it."""
+"""The one device helper: which device a name means, how to name it, where a run trained,
+and waiting for it."""
 
 from __future__ import annotations
 
+import datetime
+import os
+import platform
+
+import numpy as np
 import torch
 
-__all__ = ["resolve_device", "device_label", "synchronize"]
+from .._machine import cpu_flags, cpu_model
+
+__all__ = ["resolve_device", "device_label", "provenance", "synchronize"]
+
+#: The CPU flags a record names beside the model: the vector and matrix units whose kernels
+#: PyTorch picks at run time (so two CPUs of one model name may still differ).
+_NAMED_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
 
 
 def resolve_device(device: str | torch.device = "auto") -> torch.device:
@@ -34,6 +46,25 @@ def device_label(device: str | torch.device) -> str:
     if device.type == "cuda":
         return f"cuda ({torch.cuda.get_device_name(device)})"
     return device.type
+
+
+def provenance(device: str | torch.device, path: str) -> dict:
+    """Where and how a run trains, for its history and the experiment record: the device,
+    the CPU's model, its vector units (the flags of ``_NAMED_FLAGS`` it has, and the kernels
+    PyTorch chose), PyTorch's threads, the execution ``path``, the torch and numpy versions,
+    the host and process (a cluster may mix machines) and the date (UTC)."""
+    return {
+        "device": device_label(device),
+        "cpu": cpu_model(),
+        "cpu_flags": [f for f in _NAMED_FLAGS if f in cpu_flags()],
+        "cpu_kernels": torch.backends.cpu.get_cpu_capability(),
+        "threads": torch.get_num_threads(),
+        "path": path,
+        "torch": str(torch.__version__),  # a str: torch.load(weights_only=True) reads it
+        "numpy": np.__version__,
+        "worker": f"{platform.node()}:{os.getpid()}",
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
 
 
 def synchronize(device: str | torch.device) -> None:

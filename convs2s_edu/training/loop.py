@@ -27,7 +27,7 @@ from ..fast.paths import (
 from ..metrics import teacher_forced_scores
 from .checkpoint import History, TrainResult, prepare_out_dir, read_checkpoint, save_checkpoint
 from .config import TrainConfig, build_model, make_datasets, training_set
-from .device import device_label, synchronize
+from .device import device_label, provenance, synchronize
 from .parallel import setup
 from .progress import Progress
 from .step import RunContext, make_train_step
@@ -180,10 +180,13 @@ def _train(
     )
     step = make_train_step(context.wrap(model), optimizer, cfg.clip_norm, cfg.precision, context)
     n_parameters = sum(p.numel() for p in model.parameters() if p.requires_grad)
-    history = History(device=device_label(dev), n_parameters=n_parameters)
-    start_epoch = 0
+    path = ExecutionPath.of(cfg).name
+    where = provenance(dev, path)
+    history = History(device=device_label(dev), n_parameters=n_parameters, provenance=where)
+    start_epoch, t_start = 0, time.perf_counter()
     if resume and ckpt is not None and ckpt.is_file():
         history, start_epoch = _resume(ckpt, cfg, model, optimizer, scheduler, shuffle, context)
+    wall_before = history.provenance.get("wall_seconds", 0.0)
     history.shared_clock = history.shared_clock or shared_clock
     evaluates = cfg.eval_every is not None and context.is_main
 
@@ -238,6 +241,7 @@ def _train(
                 line += f", held-out exact match {history.evals[-1]['exact_match']:.1%}"
             line += f", {seconds:.1f} s ({speed:,.0f} tokens/s)"
             bar.note(line, epoch=epoch, loss=f"{loss:.3f}", tok_s=f"{speed:,.0f}")
+            history.provenance["wall_seconds"] = wall_before + time.perf_counter() - t_start
             if writes:
                 save_checkpoint(ckpt, model, optimizer, cfg, history, shuffle, epoch, scheduler)
     model.eval()

@@ -1,30 +1,36 @@
-r"""Many independent jobs at once: one process per usable core, each with its own threads.
+r"""Many independent jobs at once: one process per usable core, or a Dask cluster's workers.
 
 The site trains many models that do not depend on each other (the two main
 models of each recipe, every run of the experiments), and sphinx-gallery runs
 its pages one after another. :func:`run_jobs` runs such jobs concurrently
-*before* the pages run, so that they only load what the cache holds:
+*before* the pages run, so that they only load what the cache holds. It hands them to
+joblib, an existing engine rather than a scheduler of our own:
 
-* the jobs run in ``workers`` long-lived worker processes of loky (``joblib.externals.loky``: a
-  fresh Python started by fork+exec, so nothing is forked after OpenMP has started; unlike
-  ``multiprocessing``'s ``spawn``, it never imports ``__main__`` again, so a script, a notebook or
-  a gallery page that calls this is not run again by the workers), each taking the next job when it
-  finishes one (no job pays for importing PyTorch again), with ``OMP_NUM_THREADS`` (set before the
-  worker starts) and :func:`torch.set_num_threads` set to ``threads``;
-* at most ``workers`` processes run at a time, by default the usable cores divided by
-  ``threads`` (:func:`default_workers`), so the machine is full and never oversubscribed;
-* the longest jobs start first (longest processing time first, from a cost
-  estimate the job carries: :func:`train_job` estimates it from the
-  configuration), so that no long job starts last and runs alone;
+* on this machine, joblib's loky processes (``joblib.Parallel``'s default backend: a fresh
+  Python started by fork+exec, so nothing is forked after OpenMP has started; unlike
+  ``multiprocessing``'s ``spawn``, it never imports ``__main__`` again, so a script, a notebook
+  or a gallery page that calls this is not run again by the workers), at most ``workers`` at a
+  time (by default the usable cores divided by ``threads``, :func:`default_workers`), each
+  with ``threads`` OpenMP and PyTorch threads, each taking the next job when it finishes one
+  (no job pays for importing PyTorch again);
+* on a cluster, the workers of a Dask scheduler at ``address`` (``dask.distributed`` as
+  joblib's backend), one job per worker process at a time: start them with
+  ``--nthreads 1`` (``threads_per_worker=1``), as many as the machines have cores; every
+  worker needs this package and a shared training cache (``$CONVS2S_EDU_CACHE`` on a shared
+  file system);
+* the longest jobs are handed out first (longest processing time first, from a cost estimate
+  the job carries: :func:`train_job` estimates it from the configuration), so that no long
+  job starts last and runs alone;
 * a training job goes through the cache's lock (:func:`~convs2s_edu.training.cache.train_or_load`),
   so a job that a build, a notebook or another worker is training already is waited for, not
   trained twice; a run trained beside others records ``History.shared_clock``;
-* every worker is a pool of its own (one process), so a worker that dies or a
-  job past its ``timeout`` is killed and replaced alone, the others' jobs going on;
-* workers never outlive the run: an interrupted :func:`run_jobs` (Ctrl-C) kills them at once, and a
-  worker whose parent process is gone (``kill -9``, or tox's interrupt followed by its kill half a
-  second later) ends itself and removes the parent's job folder within half a second (a pool's
-  workers would finish their current job, many minutes for the site's models, for nobody).
+* a job that raises is named with its error while the others finish; a worker that dies (a
+  segmentation fault, the out-of-memory killer) or a job past ``timeout`` ends the whole call
+  with an error that says so (what finished is in the cache: a second call goes on from there);
+* local workers never outlive their parent: an interrupted :func:`run_jobs` (Ctrl-C) stops
+  them (joblib ends its workers), and a worker whose parent process is gone (``kill -9``, or
+  tox's interrupt followed by its kill half a second later) ends itself within half a second
+  (a worker would otherwise finish its current job, minutes for the site's models, for nobody).
 
 On a GPU host the same scheduler runs several jobs per GPU: pass ``workers``
 (every worker uses the device of its configuration).
@@ -34,13 +40,11 @@ from __future__ import annotations
 
 import os
 import pkgutil
-import shutil
-import tempfile
 import threading
 import time
 import traceback
 from collections.abc import Sequence
-from concurrent.futures import FIRST_COMPLETED, wait
+from contextlib import ExitStack
 from dataclasses import dataclass
 
 from .._checks import check_int
@@ -162,36 +166,37 @@ def run_job(job: Job):
     return pkgutil.resolve_name(job.function)(*job.args)
 
 
-def _exit_with(parent: int, folder: str, every: float = 0.5) -> None:
-    """A worker's watchdog thread (see the module's docstring): end the worker as soon as
-    ``parent`` is no longer its parent process, removing ``folder`` (the job folder) first."""
+def _exit_with(parent: int, every: float = 0.5) -> None:
+    """A local worker's watchdog thread (see the module's docstring): end the worker as soon
+    as ``parent`` is no longer its parent process."""
     while os.getppid() == parent:
         time.sleep(every)
-    shutil.rmtree(folder, ignore_errors=True)  # every worker tries; the first one wins
     os._exit(1)
 
 
-def _start_worker(threads: int, parent: int, folder: str, err_file: str) -> None:
-    """The initializer of a worker of :func:`run_jobs`: the watchdog (:func:`_exit_with`),
-    the error output into ``err_file`` (its tail names a worker's death), the threads."""
-    threading.Thread(target=_exit_with, args=(parent, folder), daemon=True).start()
-    err = os.open(err_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
-    for fd in (1, 2):  # what the jobs print, and what a crash prints (loky's faulthandler)
-        os.dup2(err, fd)
+#: The parent a local worker of this process watches (0: not started yet).
+_WATCHED = 0
+
+
+def _serve(job: Job, threads: int, parent: int | None) -> tuple:
+    """A job in a worker: ``(key, value, seconds, None)``, or ``(key, None, seconds, error
+    text)`` when it raised. The first job of a local worker starts its watchdog
+    (:func:`_exit_with`); every job sets the worker's PyTorch threads."""
+    global _SHARED, _WATCHED
+    if parent and _WATCHED != parent:
+        threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
+        _WATCHED = parent
     import torch
 
-    global _SHARED
     _SHARED = True  # other workers run beside this one
     torch.set_num_threads(threads)
-
-
-def _serve(job: Job) -> tuple[object, str | None]:
-    """A job in a worker: ``(value, None)``, or ``(None, error text)`` when it raised."""
+    t0 = time.perf_counter()
     try:
-        return run_job(job), None
+        return job.key, run_job(job), time.perf_counter() - t0, None
     except BaseException as err:  # reported to the parent, the worker goes on
         tail = traceback.format_exc().strip().splitlines()[-3:]
-        return None, f"{type(err).__name__}: {err} | " + " | ".join(tail)
+        error = f"{type(err).__name__}: {err} | " + " | ".join(tail)
+        return job.key, None, time.perf_counter() - t0, error
 
 
 def run_jobs(
@@ -201,16 +206,20 @@ def run_jobs(
     progress: bool | None = None,
     name: str = "jobs",
     timeout: float | None = None,
+    address: str | None = None,
 ) -> list[JobResult]:
-    """Run ``jobs`` in at most ``workers`` concurrent processes of ``threads`` threads each.
+    """Run ``jobs`` in at most ``workers`` concurrent processes of ``threads`` threads each,
+    or on the Dask cluster at ``address``.
 
     Parameters
     ----------
     jobs : sequence of Job
         Jobs with the same ``key`` run once.
     workers : int, optional
-        Concurrent processes (default :func:`default_workers`\\ ``(threads)``). With
-        one worker the jobs run one after another in this process (nothing to share).
+        Concurrent local processes (default :func:`default_workers`\\ ``(threads)``). With
+        one worker and no ``address`` the jobs run one after another in this process
+        (nothing to share). With ``address``: at most this many jobs at once (default: one
+        per worker of the cluster).
     threads : int
         PyTorch (OpenMP) threads of every worker.
     progress : bool, optional
@@ -218,7 +227,10 @@ def run_jobs(
     name : str
         The progress lines' prefix.
     timeout : float, optional
-        Seconds a job may take before it is killed (reported as failed).
+        Seconds a job may take (local workers); a later one ends the call with an error.
+    address : str, optional
+        A Dask scheduler's address (e.g. ``"tcp://10.0.0.5:8786"``): the jobs run on its
+        workers (``pip install "dask[distributed]"``).
 
     Returns
     -------
@@ -228,11 +240,15 @@ def run_jobs(
     Raises
     ------
     RuntimeError
-        When a job failed (after the others finished); the message names every
-        failed job and its last lines of error output.
+        When a job failed (after the others finished), naming every failed job and its
+        last lines of error output; or at once when a worker died or a job ran past
+        ``timeout``.
     """
     threads = check_int("threads", threads)
-    workers = default_workers(threads) if workers is None else check_int("workers", workers)
+    if workers is not None:
+        workers = check_int("workers", workers)
+    elif address is None:
+        workers = default_workers(threads)
     unique: dict[str, Job] = {}
     for job in jobs:
         if not isinstance(job, Job):
@@ -254,13 +270,15 @@ def run_jobs(
                 todo.append(job)
             else:
                 done(JobResult(job, value), "done before (cached)")
-        if workers == 1:
+        if workers == 1 and address is None:
             for job in todo:
                 t0 = time.perf_counter()
                 value = run_job(job)
                 done(JobResult(job, value, time.perf_counter() - t0), "done")
-        else:
-            _run_parallel(todo, workers, threads, timeout, done)
+        elif todo:
+            for key, value, seconds, error in _parallel(todo, workers, threads, timeout, address):
+                how = f"{seconds:.1f} s (shared machine)" if error is None else "FAILED"
+                done(JobResult(unique[key], value, seconds, error), how)
     failed = [r for r in results.values() if r.error is not None]
     if failed:
         raise RuntimeError(
@@ -270,60 +288,29 @@ def run_jobs(
     return [results[key] for key in unique]
 
 
-class _Worker:
-    """One worker process (:func:`_start_worker`): a loky pool of one, a job at a time."""
+def _parallel(todo, workers, threads, timeout, address):
+    """The jobs ``todo`` through joblib, as they finish: loky's processes here, or the
+    workers of the Dask scheduler at ``address``."""
+    import joblib  # lazily: the GPU image lacks it
 
-    def __init__(self, threads: int, tmp: str, n: int):
-        from joblib.externals.loky import ProcessPoolExecutor  # lazily: the GPU image lacks it
+    with ExitStack() as stack:
+        if address is None:
+            # OpenMP's threads set before each worker imports torch (loky's environment)
+            config = dict(backend="loky", inner_max_num_threads=threads)
+            parent = os.getpid()
+        else:
+            from distributed import Client
 
-        self.err_file = os.path.join(tmp, f"worker-{n}.err")
-        env = {"OMP_NUM_THREADS": str(threads)}  # set before the worker's Python starts
-        env["OMP_WAIT_POLICY"] = os.environ.get("OMP_WAIT_POLICY", "PASSIVE")
-        args = (threads, os.getpid(), tmp, self.err_file)
-        self.pool = ProcessPoolExecutor(1, initializer=_start_worker, initargs=args, env=env)
-        self.job, self.future, self.started = None, None, 0.0
-
-    def start(self, job: Job) -> None:
-        self.job, self.started = job, time.perf_counter()
-        self.future = self.pool.submit(_serve, job)
-
-    def tail(self) -> str:
-        with open(self.err_file, "rb") as f:
-            return " | ".join(f.read().decode(errors="replace").strip().splitlines()[-4:])
-
-
-def _run_parallel(order, workers, threads, timeout, done) -> None:
-    """Run ``order`` on ``workers`` long-lived processes, the next job to the first free one."""
-    pending = list(order)
-    with tempfile.TemporaryDirectory(prefix="convs2s-jobs-") as tmp:
-        pool = [_Worker(threads, tmp, n) for n in range(min(workers, len(order)))]
-        spawned = len(pool)
+            stack.enter_context(Client(address))  # joblib's dask backend uses it
+            config, parent = dict(backend="dask"), None
+        stack.enter_context(joblib.parallel_config(**config))
+        n_jobs = workers or -1  # on a cluster, by default one job per worker
+        parallel = joblib.Parallel(n_jobs=n_jobs, return_as="generator_unordered", timeout=timeout)
         try:
-            while pending or any(w.job for w in pool):
-                for w in pool:
-                    if w.job is None and pending:
-                        w.start(pending.pop(0))
-                busy = [w for w in pool if w.job is not None]
-                wait([w.future for w in busy], timeout=0.5, return_when=FIRST_COMPLETED)
-                for w in busy:
-                    seconds = time.perf_counter() - w.started
-                    late = timeout is not None and seconds > timeout
-                    if w.future.done() and w.future.exception() is None:
-                        value, error = w.future.result()
-                        how = f"{seconds:.1f} s (shared machine)" if error is None else "FAILED"
-                        done(JobResult(w.job, value, seconds, error), how)
-                        w.job = None
-                    elif w.future.done() or late:
-                        # the worker died (loky names its exit code) or is late: kill, replace it
-                        lines = [] if late else str(w.future.exception()).splitlines()
-                        why = next((ln for ln in lines if "exit code" in ln), " ".join(lines))
-                        why = f"killed after {timeout:g} s" if late else why
-                        w.pool.shutdown(kill_workers=True)
-                        done(JobResult(w.job, None, seconds, f"{why}: {w.tail()}"), "FAILED")
-                        pool[pool.index(w)] = _Worker(threads, tmp, spawned)
-                        spawned += 1
-        finally:
-            # jobs still running here were interrupted (Ctrl-C): their workers end at once
-            abandoned = any(w.job for w in pool)
-            for w in pool:
-                w.pool.shutdown(kill_workers=abandoned)
+            yield from parallel(joblib.delayed(_serve)(job, threads, parent) for job in todo)
+        except Exception as err:  # a worker died (loky names its exit code) or ran late
+            raise RuntimeError(
+                f"run_jobs stopped: {type(err).__name__}: {' '.join(str(err).split())} "
+                "(what finished is kept: "
+                "training jobs in the cache; run again to go on)"
+            ) from err

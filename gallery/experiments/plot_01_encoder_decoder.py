@@ -34,15 +34,16 @@ lengths that re-order less: copying and reversing.
 # --------
 # Every arm trains with the fast recipe for the same number of steps, with the
 # same seeds (so the same data and test sets), at the width the budget prints
-# (:func:`~convs2s_edu.lab.experiments.run_experiment`; when the site is built,
-# every run was trained before this page, two at a time, and scored there:
-# this page only reads them).
+# (:func:`~convs2s_edu.lab.experiments.run_experiment`). The runs were trained
+# once, two at a time, and kept in the experiment record that this page reads
+# (:mod:`~convs2s_edu.lab.experiments.record`: the first line below says where
+# and when, and whether the record was made by the code of this site).
 
 import matplotlib.pyplot as plt
 
 from convs2s_edu.lab import experiments
 
-result = experiments.run_experiment("encoder_decoder")
+result = experiments.experiment_result("encoder_decoder")
 print(result.budget.describe())
 
 # %%

@@ -37,7 +37,7 @@ import numpy as np
 
 from convs2s_edu.lab import experiments
 
-result = experiments.run_experiment("positions")
+result = experiments.experiment_result("positions")
 print(result.budget.describe())
 n_long = min(experiments.registry.GREEDY_EXAMPLES, result.budget.n_test)
 print(f"longer test sets: lengths {experiments.LONG_LENGTHS}, {n_long} each")

@@ -26,7 +26,7 @@ import matplotlib.pyplot as plt
 from convs2s_edu.lab import experiments
 from convs2s_edu.lab.site import site_config
 
-result = experiments.run_experiment("depth")
+result = experiments.experiment_result("depth")
 task = site_config("convs2s")
 print(result.budget.describe())
 print(f"task: sources of {task.min_len}-{task.max_len} tokens")

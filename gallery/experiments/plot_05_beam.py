@@ -28,7 +28,7 @@ import numpy as np
 from convs2s_edu.lab import experiments
 from convs2s_edu.lab.experiments.registry import BEAM_EXAMPLES
 
-result = experiments.run_experiment("beam")
+result = experiments.experiment_result("beam")
 beams = result.budget.beam_sizes
 print(result.budget.describe())
 print(

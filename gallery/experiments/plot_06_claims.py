@@ -12,34 +12,55 @@ nothing is typed in.
 
 The rule (:mod:`~convs2s_edu.lab.experiments.inference`): every arm runs with
 the same seeds, and a seed fixes the data, the test set and the
-initialisation of every arm, so each claim is judged on the per-seed
-differences. A claim is *supported* when the one-sided 95% bound on the mean
-difference clears zero **and** the mean difference reaches the minimum effect
-the claim states before any run; *contradicted* in the mirror case; *no
-practical difference* when the 90% interval lies inside plus or minus that
-effect; otherwise *not resolved*. Holm's correction runs across the claims
-tested, so the chance of any false *supported* in the table stays at 5% or
-less. Every row is judged at the budget it names (steps × batch, recipe,
-width), whether or not the learning curves still move there: a row is a
-small-scale check of its source's statement at that budget, not the statement
-itself. Final quality is scored on every seed's test set in one teacher-forced
-pass: the paper's claims by the loss in nats per target token (the log of its
-perplexity), the seed article's by the sequence errors as a ratio, exact match
-beside; each minimum effect says why it is that size (the paper's own effect
-where it reports one). A learning-speed claim (steps to 90%, or steps times
-the seconds per step) is judged in seconds only at a thread count whose timing
-windows were steady: when they varied too much, the seconds would measure the
-machine, not the models, and the row says so. A run that never reaches 90%
-counts at the budget, a lower bound of its true value, so a verdict stands
-only where those bounds count against it. Generation speed is this
-implementation on this machine, not the paper's GPUs against GNMT: its rows
-show the measurement with its interval and no verdict, outside Holm's family.
+initialisation of every arm, so each pair of arms is judged on its per-seed
+differences. Each pair brings two hypotheses: that the mean difference is 0
+(a two-sided paired t test, read in the sign of the mean), and that it is at
+least the minimum effect in size, the smallest difference that would matter,
+stated with the claim before any run (two one-sided tests). All the pairs of
+the page make one family: the p-values are sorted, and the :math:`i`-th is
+rejected while it is at most :math:`5\% / t_i`, with :math:`t_i` the number
+of pairs that still have a hypothesis standing (Shaffer's refinement of
+Holm's rule: the two nulls of a pair cannot both be true). A pair is
+*supported* when its zero-difference hypothesis is rejected **and** its mean
+difference reaches the minimum effect in the claimed direction;
+*contradicted* when it is rejected and the mean reaches the minimum effect in
+the other direction; *no practical difference* when the hypothesis of a
+difference of at least the minimum effect is rejected; otherwise *not
+resolved*. The family keeps the chance of any false verdict on the page (a
+*supported* or *contradicted* in the wrong direction, or a *no practical
+difference* where the true difference is the minimum effect or more) at 5% or
+less. A claim that one arm beats several is judged on each pair: supported
+when every pair is, contradicted when any pair is, no practical difference
+when any pair shows none (and none is contradicted); the row names the pair
+that decided it. Every row is judged at the budget it names (steps × batch,
+recipe, width), whether or not the learning curves still move there: a row is
+a small-scale check of its source's statement at that budget, not the
+statement itself. Final quality is scored on every seed's test set in one
+teacher-forced pass, as ratios that stay meaningful where a loss or an error
+count nears 0: the paper's claims (which it states in perplexity) by the ratio of
+the test losses, the seed article's and the beam's by the ratio of the
+sequence errors (half an error added to each count), exact match beside. The
+minimum effect is a ratio of 1.25 for both, a quarter more loss or errors,
+the smallest difference a user would act on here; the paper's own numbers are
+quoted beside, as context, never as minimum effects (its gaps are perplexities
+of translation, whose loss no model takes to 0). A learning-speed claim is
+judged in steps to 90% held-out exact match (minimum effect 10%); a run that
+never reaches 90% counts at the budget, a lower bound of its true value, so a
+verdict stands only where those bounds count against it. The same claim in
+seconds is the steps times each arm's seconds per step, timed alone: no new
+evidence, so its rows show the seconds as derived from the row in steps, not
+judged (and without seconds where the timing windows varied too much).
+Generation speed is this implementation on this machine, not the paper's GPUs
+against GNMT: its rows show the measurement with its interval and no verdict.
+Neither kind enters the family.
 """
 
 # %%
 # The experiments and the timings
 # -------------------------------
-# The experiments come from the cache. The two timings run here, alone, in
+# The experiments' runs come from the experiment record (the first line below
+# says where and when they were trained, and whether by this code; the next
+# section retrains some of them to check). The two timings run here, alone, in
 # alternating windows (a second run of this page on the same machine with the
 # same thread setting reads them back): the seconds per training step of
 # ConvS2S and the GRU at every thread count, which turn the learning curves'
@@ -49,14 +70,63 @@ show the measurement with its interval and no verdict, outside Holm's family.
 from convs2s_edu.lab import experiments
 from convs2s_edu.lab.site import is_quick_mode
 
+record = experiments.load_record()
 needed = sorted({c.experiment for c in experiments.CLAIMS})
-results = {name: experiments.run_experiment(name, progress=False) for name in needed}
+results = {name: experiments.experiment_result(name, record, say=False) for name in needed}
+print(record.describe() if record else "trained by this build (no experiment record)")
 budget = next(iter(results.values())).budget
 print(budget.describe())
 timings = {"steps": experiments.step_seconds(), "generation": experiments.generation_speed()}
 print(f"steps timed: {timings['steps']['verdict']}")
 print(f"generation timed on: {timings['generation']['machine']}")
 rows = experiments.check_claims(results, timings)
+
+# %%
+# The record, checked
+# -------------------
+# Two runs of the record, drawn at random (the draw is printed), are trained
+# again here with their recorded configuration and thread count, and scored the
+# same way (:func:`~convs2s_edu.lab.experiments.spot_check`). On the machine,
+# torch, execution path and threads that made the record, training is
+# deterministic and the scores must be equal; elsewhere each must lie within
+# the spread of the recorded seeds of its arm. A record that other code made is
+# not checked: its runs would differ by design, and its first line above says so.
+# Every run's scores seed by seed, learning curve and provenance, as JSON lines
+# (the format: :mod:`~convs2s_edu.lab.experiments.record`): the full build's
+# :download:`runs <../../experiment_record/full/runs.jsonl>` and
+# :download:`header <../../experiment_record/full/record.json>`, the quick
+# build's :download:`runs <../../experiment_record/quick/runs.jsonl>` and
+# :download:`header <../../experiment_record/quick/record.json>`.
+
+fresh = record is not None and not record.stale()
+for c in experiments.spot_check(record, n=2, strict=True) if fresh else []:
+    how = "equal (same machine)" if c["exact"] else "within the seeds' spread (other machine)"
+    print(f"draw {c['draw']}: {c['arm']} seed {c['seed']}: {how}")
+    for score, (recorded, now, allowed) in c["scores"].items():
+        print(
+            f"    {score}: recorded {recorded:.6g}, retrained {now:.6g} (allowed ±{allowed:.3g})"
+        )
+
+# %%
+# What two runs can catch. On the recording machine a retrained run that
+# differs at all fails the check (no false alarm: the training is
+# deterministic there), so a wrong number, or a change that the code's
+# fingerprint cannot see (another torch, another library), is caught whenever
+# the draw includes one of the runs it touched. The chance of that, for a change
+# confined to one arm's seeds, is the hypergeometric one below. On another
+# machine a run is allowed to drift as far as another seed would, so only a
+# change beyond the seeds' spread is caught there; how often an honest run
+# falls outside that allowance has not been measured.
+
+if fresh:
+    from scipy.stats import hypergeom
+
+    n_runs, n_seeds = len(record.runs), record.budget.seeds
+    catch = hypergeom(n_runs, n_seeds, 2).sf(0)  # P(at least one of the arm's runs drawn)
+    print(
+        f"{n_runs} runs recorded; drawing 2 catches a change to one arm's {n_seeds} runs "
+        f"with probability {catch:.0%} per build on the recording machine"
+    )
 
 # %%
 # The reference arm
@@ -80,16 +150,31 @@ if not is_quick_mode():
 # %%
 # What the rule can detect
 # ------------------------
-# With few seeds and many claims only large effects can be supported. The
-# smallest true effect the rule supports four times in five, in units of the
-# standard deviation of a claim's per-seed differences
-# (:func:`~convs2s_edu.lab.experiments.inference.min_detectable_effect`), and in
-# each claim's own units in the table's last lines:
+# With few seeds and many pairs only large effects can be supported. The
+# family's first threshold is 5% / P, two-sided, for the P pairs judged on
+# this page. At that threshold: the smallest true effect the rule supports
+# four times in five, in standard deviations of a pair's per-seed differences
+# (:func:`~convs2s_edu.lab.experiments.inference.min_detectable_effect`; each
+# row of the table gives it in its own units, as a ratio, under "detectable");
+# and the fewest seeds
+# (:func:`~convs2s_edu.lab.experiments.inference.seeds_for_power`) with which
+# a claim supports, four times in five, the effect it is designed to find,
+# twice its minimum effect (a ratio of 1.25² ≈ 1.56), or reads two equal arms
+# as *no practical difference*, for per-seed differences whose standard
+# deviation is half the minimum effect, the minimum effect, or twice it.
 
-tested = sum("test" in r and r["verdict"] != experiments.NOT_JUDGED for r in rows)  # Holm's m
-for n in sorted({budget.seeds, 3, 5}):
-    k = experiments.min_detectable_effect(n, max(tested, 1))
-    print(f"{n} seeds, {tested} claims tested: {k:.1f} standard deviations")
+pairs = sum(len(r["pairs"]) for r in rows if r["judged"])  # P: the family's pairs
+family = max(pairs, 1)
+for n in sorted({budget.seeds, 5, 10}):
+    k = experiments.min_detectable_effect(n, family)
+    print(f"{n} seeds, {pairs} pairs judged: {k:.1f} standard deviations")
+for sd in (0.5, 1.0, 2.0):
+    better = experiments.seeds_for_power(sd, family)
+    equal = experiments.seeds_for_power(sd, family, effect_in_delta_units=0.0)
+    print(
+        f"spread {sd:g} x the minimum effect: {better} seeds to support twice it, "
+        f"{equal} to read equal arms as equal"
+    )
 
 # %%
 # The table
@@ -101,26 +186,40 @@ for n in sorted({budget.seeds, 3, 5}):
 experiments.ClaimsTable(rows)
 
 # %%
-# The judged claims in one picture: every judged row's mean per-seed
-# difference with its 90% interval, in units of the claim's own minimum effect
-# (so the dotted lines at -1 and +1 are the effects stated before the runs;
-# right of 0 is the claimed direction), coloured by verdict.
+# The judged pairs in one picture: every pair's mean per-seed difference (a
+# log ratio) in units of its claim's minimum effect, so that the dotted lines
+# at -1 and +1 are the effects stated before the runs and right of 0 is the
+# claimed direction. The thin bar is the two-sided interval at the family's
+# first threshold (:math:`1 - 5\%/P`): where it clears 0 the zero-difference
+# hypothesis is rejected; the thick bar is the :math:`1 - 2 \times 5\%/P`
+# interval: where it lies between the dotted lines, the difference is smaller
+# than the minimum effect (*no practical difference*). Coloured by the pair's
+# verdict; the axis is linear between -2 and 2 and logarithmic beyond.
 
 import matplotlib.pyplot as plt
 
-shown = [r for r in rows if "test" in r and r["verdict"] != experiments.NOT_JUDGED]
+first = 0.05 / family  # the family's first threshold
+shown = [(r, p) for r in rows if r["judged"] for p in r["pairs"]]
 colour = {"supported": "C2", "contradicted": "C3", "no practical difference": "C0"}
 fig, ax = plt.subplots(figsize=(8, 0.45 * len(shown) + 1.4), layout="constrained")
-for y, r in enumerate(shown):
-    delta = r["claim"].min_effect
-    mean, (lo, hi) = r["test"].mean / delta, (v / delta for v in r["test"].interval(0.90))
-    bar = [[mean - lo], [hi - mean]]
-    ax.errorbar(mean, y, xerr=bar, fmt="o", color=colour.get(r["verdict"], "0.5"))
+for y, (r, p) in enumerate(shown):
+    test, delta, c = p["test"], r["claim"].min_effect, colour.get(p["verdict"], "0.5")
+    for level, width in ((1 - first, 1.0), (1 - 2 * first, 4.0)):
+        lo, hi = test.interval(level)
+        ax.plot([lo / delta, hi / delta], [y, y], color=c, linewidth=width)
+    ax.plot(test.mean / delta, y, "o", color=c)
 ax.axvline(0, color="k", linewidth=0.8)
 for x in (-1, 1):
     ax.axvline(x, color="k", linewidth=0.8, linestyle=":")
-ax.set_yticks(range(len(shown)), [r["claim"].key for r in shown])
-ax.set(xlabel="mean difference / minimum effect (90% interval)", title="Judged claims")
+labels = [
+    r["claim"].key + (f" vs {p['against']}" if len(r["pairs"]) > 1 else "") for r, p in shown
+]
+ax.set_yticks(range(len(shown)), labels)
+ax.set_xscale("symlog", linthresh=2)
+left, right = ax.get_xlim()
+ticks = [x for x in (-50, -20, -10, -5, -2, -1, 0, 1, 2, 5, 10, 20, 50) if left <= x <= right]
+ax.set_xticks(ticks, [f"{x:g}" for x in ticks])
+ax.set(xlabel="mean difference / minimum effect", title=f"The {pairs} judged pairs")
 ax.invert_yaxis()
 plt.show()
 
@@ -136,6 +235,11 @@ agree = {a: sum(r["agrees"] == a for r in rows) for a in ("yes", "no", "undecide
 print(
     f"agrees with its source: {agree['yes']} yes, {agree['no']} no, {agree['undecided']} undecided"
 )
+print(f"{pairs} pairs judged in one family: any false verdict at most 5%")
+for r in rows:
+    if r["judged"] and len(r["pairs"]) > 1:
+        key, verdict, against = r["claim"].key, r["verdict"], r["decided_by"]
+        print(f"{key}: {verdict}, decided by the pair against {against}")
 
 # sphinx_gallery_start_ignore
 assert len(rows) == len(experiments.CLAIMS)
@@ -155,28 +259,31 @@ assert all(r["agrees"] in ("yes", "no", "undecided") for r in rows)
 #   source order carries no information about the target). Their rows say
 #   so. Generation speed on a small CPU is no test of the paper's GPUs
 #   against GNMT: its rows are measured, not judged.
-# * Every arm a claim needs is trained by every build, on a laptop CPU too.
-#   What the build cannot afford is not in the table at all: the paper's
+# * Every run a claim needs was trained once, into the experiment record
+#   (``convs2s-edu experiment --all``), which this page reads and checks.
+#   What the record cannot afford is not in the table at all: the paper's
 #   depths (up to 13 encoder layers) and kernel widths (Tables 7-8), and
 #   longer budgets. They run by hand, one run per core, e.g.
 #   ``convs2s-edu experiment depth --steps 3000``.
 #
 # Try it
 # ------
-# **1. Where the rule stands.** The rule keeps the chance of a false
-# *supported* anywhere in the table at 5% or less. What if every claim were
-# judged at 5% on its own?
+# **1. Where the rule stands.** The rule keeps the chance of any false verdict
+# on the page at 5% or less, over the two hypotheses of each of its pairs. What
+# if every pair were judged at 5% on its own?
 #
 # .. raw:: html
 #
 #    <details class="solution"><summary>Solution</summary>
 #
-# With :math:`m` independent true-null claims each judged at 5%, the chance of
-# at least one false *supported* is :math:`1 - 0.95^m`: for this table, the
-# number printed below. Holm's correction is why large effects are needed.
+# With identical arms in every pair only the zero-difference nulls are true
+# (a difference of 0 is smaller than any minimum effect). Judged at 5% each,
+# and independent, at least one of :math:`P` of them would be rejected, a
+# false *supported* or *contradicted* once the mean reaches the minimum effect,
+# with probability up to :math:`1 - 0.95^P`: for this page, the number printed
+# below. One family is why only large effects can be supported.
 
-m = tested  # the judged rows: Holm's family
-print(f"{m} claims, each at 5%: {1 - 0.95**m:.0%} chance of at least one false 'supported'")
+print(f"{pairs} pairs, each at 5%: up to {1 - 0.95**pairs:.0%} chance of a false verdict")
 
 # %%
 # .. raw:: html

@@ -68,12 +68,12 @@ for name, results in runs.items():
 # when the paper's configuration ends lower), and the rule is the one of
 # :ref:`the claims page <sphx_glr_auto_examples_experiments_plot_06_claims.py>`
 # (:mod:`~convs2s_edu.lab.experiments.inference`): a paired t-test with a
-# minimum effect stated before the runs, here 10%. *Supported* means the
-# paper's configuration ends lower with 95% confidence (the one-sided bound
-# of the mean log ratio is above zero) and by at least 10% on average,
-# *contradicted* the same for the seed's, *no practical difference* that the 90%
-# interval lies within 10% either way, and *not resolved* that three seeds
-# cannot tell: the difference is smaller than the seeds make it vary.
+# minimum effect stated before the runs, here 10%, judged alone (a family of
+# one pair). *Supported* means the two-sided test at 5% finds a difference
+# and it is the paper's configuration that ends lower, by at least 10% on
+# average; *contradicted* the same for the seed's; *no practical difference*
+# that the 90% interval lies within 10% either way; and *not resolved* that
+# the seeds cannot tell: the difference is smaller than the seeds make it vary.
 
 final = {name: [r.history.epochs[-1]["valid_loss"] for r in rs] for name, rs in runs.items()}
 # d_s = log(seed's loss_s) - log(paper's loss_s)

@@ -4,22 +4,26 @@ Modules, bottom to top::
 
     registry    the experiments, their arms, the budget of every run
     statistics  mean and spread over seeds
-    inference   the verdict rule: paired differences, a minimum effect, Holm
+    inference   the verdict rule: paired differences, a minimum effect, one family (Shaffer)
     runner      run_experiment: every arm x seed trained and scored concurrently, cached
+    record      the experiment record: every run trained once, kept with the code, checked
     timings     generation speed and seconds per step, timed alone
     claims      the claims and check_claims
     report      tables, conclusions, the claims table, figures
 """
 
-from .claims import CLAIMS, KINDS, NOT_JUDGED, Claim, check_claims
+from .claims import CLAIMS, DERIVED, KINDS, NOT_JUDGED, Claim, check_claims
 from .inference import (
     VERDICTS,
     holm,
     min_detectable_effect,
     paired_test,
     rule_power,
+    seeds_for_power,
+    shaffer,
     verdicts,
 )
+from .record import Record, experiment_result, load_record, make_record, spot_check
 from .registry import (
     EXPERIMENTS,
     FULL_BUDGET,
@@ -57,6 +61,7 @@ __all__ = [
     "VERDICTS",
     "KINDS",
     "NOT_JUDGED",
+    "DERIVED",
     "Arm",
     "Experiment",
     "Budget",
@@ -70,6 +75,11 @@ __all__ = [
     "matched_gru_width",
     "summarise_runs",
     "run_experiment",
+    "Record",
+    "experiment_result",
+    "load_record",
+    "make_record",
+    "spot_check",
     "generation_speed",
     "step_seconds",
     "format_result",
@@ -77,9 +87,11 @@ __all__ = [
     "format_spread",
     "paired_test",
     "holm",
+    "shaffer",
     "verdicts",
     "rule_power",
     "min_detectable_effect",
+    "seeds_for_power",
     "conclusion",
     "check_claims",
     "format_claims",

@@ -1,11 +1,13 @@
 r"""The claims of the paper and of the seed article, and how the experiments check them.
 
 Every :class:`Claim` says what its source claims, with the source's own numbers
-(``Claim.reported``), which kind of claim it is, the arms and the metric that
-test it and the smallest difference that would matter (``Claim.min_effect``,
-stated here, before any run). :func:`check_claims` turns the experiments' runs into
-one row per claim, the verdict from :mod:`~convs2s_edu.lab.experiments.inference`
-(paired seeds, the minimum effect, Holm across the claims tested).
+(``Claim.reported``, context only), which kind of claim it is, the arms and the
+metric that test it and the smallest difference that would matter
+(``Claim.min_effect``, stated here before any run, with its reason in
+``Claim.why``). :func:`check_claims` turns the experiments' runs into one row per
+claim; every judged pair of arms gets its verdict from
+:mod:`~convs2s_edu.lab.experiments.inference` (paired seeds, the minimum effect,
+one family for the whole page).
 
 Kinds of claim
 --------------
@@ -13,32 +15,43 @@ Kinds of claim
     Scored on every seed's test set (2,000 sources in the full build) at the end of the
     budget the row names (:attr:`Budget.label <convs2s_edu.lab.experiments.Budget.label>`):
     a small-scale check of the source's statement, not the statement itself. The paper's
-    claims by the test loss in nats per target token (its perplexity's log), the article's
-    by the sequence errors (1 - exact match) as a ratio, which stays informative near 100%.
+    claims (which it states in perplexity) by the test loss, the article's and the beam's
+    by the sequence errors, both as ratios, which survive a loss or an error count that
+    can fall to 0.
 *learning speed*
-    Training steps, or seconds (steps times the median seconds per step of interleaved
-    windows at a stated thread count, :func:`~convs2s_edu.lab.experiments.timings.step_seconds`),
-    to 90% held-out exact match. A run that never got there counts at the budget, a lower
-    bound: a verdict stands only where the bounds count against it (*supported* needs every
-    claimed run, *contradicted* every other run to reach the level), else *not resolved*.
+    Training steps to 90% held-out exact match. A run that never got there counts at the
+    budget, a lower bound: a verdict stands only where the bounds count against it
+    (*supported* needs every claimed run, *contradicted* every other run to reach the
+    level), else *not resolved*. The same claim in seconds (steps times the median seconds
+    per step of interleaved windows timed alone,
+    :func:`~convs2s_edu.lab.experiments.timings.step_seconds`) is the steps times one
+    constant per arm: no new evidence, so its rows are shown as derived from the row in
+    steps, outside the family (:data:`~convs2s_edu.lab.experiments.DERIVED`).
 *generation speed*
     Sentences decoded per second on the same test sources, in batches of equal length,
     interleaved (:func:`~convs2s_edu.lab.experiments.timings.generation_speed`): this
     implementation on this machine, not the paper's GPUs against GNMT. Shown with its
-    interval, apart from the verdicts and out of Holm's family
+    interval, apart from the verdicts and out of the family
     (:data:`~convs2s_edu.lab.experiments.NOT_JUDGED`).
 
 Differences
 -----------
-Per seed, oriented so that a positive ``d`` is what the claim says: for the test loss,
-:math:`\text{loss}_{other} - \text{loss}_{claimed}` in nats per token; for the sequence
-errors, :math:`\log\big((e_{other} + \tfrac12) / (e_{claimed} + \tfrac12)\big)` (half an
-error added to each count, so that no errors still gives a ratio), shown as the ratio; for
-steps, seconds and speeds the log ratio, shown in percent; for beam search's exact match
-(200 sources) points. Each minimum effect says why it is that size (``Claim.why``): the
-source's own effect where it reports one, else the smallest difference a user would act
-on. A claim against several arms holds only if it holds against each (an
-intersection-union test: its p-value is the largest of the pairs').
+Per seed, oriented so that a positive :math:`d` is what the claim says, every final-quality
+difference is a log ratio: for the test loss :math:`d = \ln(L_{other} / L_{claimed})`; for
+the sequence errors :math:`d = \ln\big((e_{other} + \tfrac12) / (e_{claimed} + \tfrac12)\big)`
+(half an error added to each count, so that no errors still gives a ratio), with the
+beam's errors counted among the beam examples, :math:`(1 - \text{exact match}) \times
+n_{beam}`. Steps, seconds and speeds are log ratios too. Every difference is shown as its
+ratio (e.g. "loss ratio 1.62 (90%: 1.31 to 2.00)"). A minimum effect is one ratio per kind
+of measure (``LOSS_RATIO``, ``ERROR_RATIO``, ``TEN_PERCENT``), the smallest
+difference a user would act on here; the source's effects stay in ``Claim.reported``.
+
+Claims against several arms
+---------------------------
+A claim that one arm is better than every other is judged pair by pair, every pair in
+the family: it is *supported* when every pair is supported, *contradicted* when any pair
+is contradicted, *no practical difference* when any pair shows no practical difference
+(and none is contradicted), else *not resolved*; the row names the pair that decided it.
 """
 
 from __future__ import annotations
@@ -52,31 +65,52 @@ import numpy as np
 from .inference import VERDICTS, PairedTest, min_detectable_effect, paired_test, verdicts
 from .registry import BEAM_EXAMPLES
 
-__all__ = ["KINDS", "NOT_JUDGED", "Claim", "CLAIMS", "claim_values", "check_claims"]
+__all__ = [
+    "KINDS",
+    "NOT_JUDGED",
+    "DERIVED",
+    "Claim",
+    "CLAIMS",
+    "claim_values",
+    "check_claims",
+]
 
 #: The kinds of claim (see the module's notes).
 KINDS = ("final quality", "learning speed", "generation speed")
 #: The verdict of a generation-speed row: measured with its interval, never judged.
 NOT_JUDGED = "measured here, not judged"
+#: The verdict of a learning-speed row in seconds: the row in steps times a timing
+#: constant per arm, shown, never judged (its reason names the row in steps).
+DERIVED = "derived, not judged"
 
 #: 10% (steps, seconds and speeds compared as log ratios)
 TEN_PERCENT = math.log(1.1)
+#: A loss ratio of 1.25 (test losses compared as log ratios)
+LOSS_RATIO = math.log(1.25)
 #: An error ratio of 1.25 (sequence errors compared as log ratios)
 ERROR_RATIO = math.log(1.25)
-#: Table 4's effect of removing both position embeddings: perplexity 6.68 against 6.64,
-#: in nats per token
-TABLE4_NATS = math.log(6.68 / 6.64)
+#: The largest effect, as a ratio, that the "detectable" column prints as a number.
+DETECTABLE_CAP = 100.0
 
 #: Metrics where lower is better.
 LOWER_IS_BETTER = ("test_loss", "sequence_errors", "steps_to_0.9", "seconds_to_0.9")
 #: Metrics compared as log ratios (claimed over other when higher is better).
-LOG_METRICS = ("sequence_errors", "steps_to_0.9", "seconds_to_0.9", "sentences_per_second")
+LOG_METRICS = (*LOWER_IS_BETTER, "sentences_per_second")
 #: Learning-speed metrics: a run that never reached the level counts at the budget.
 CENSORED = ("steps_to_0.9", "seconds_to_0.9")
 
 _NO_NUMBERS = "the source gives no number: the smallest difference a user would act on"
-_TABLE4 = "Table 4: perplexity 6.68 without positions, 6.64 with, ln(6.68 / 6.64)"
-_BLEU_ONLY = "the paper's depth tables give BLEU only: Table 4's loss effect, its smallest"
+_LOSS_WHY = (
+    "a loss ratio of 1.25: a quarter more test loss is the smallest difference a user "
+    "would act on here; the paper's gaps are perplexities of translation, whose loss no "
+    "model takes under the language's entropy, and mean nothing where the loss can fall "
+    "to 0 (they stay under 'reported')"
+)
+_ERRORS_WHY = (
+    "an error ratio of 1.25: a quarter more wrong sequences is the smallest difference a "
+    "user would act on here"
+)
+_STEPS_WHY = "10% fewer steps: the smallest saving of training a user would act on"
 
 
 @dataclass(frozen=True)
@@ -92,7 +126,8 @@ class Claim:
     source : str
         Where it is made.
     reported : str
-        What the source reports for it (its numbers), or that it gives none.
+        What the source reports for it (its numbers), or that it gives none: context,
+        never the minimum effect.
     kind : str
         One of :data:`KINDS`.
     experiment : str
@@ -100,21 +135,20 @@ class Claim:
     claimed : tuple of (str, str)
         ``(arm, metric)`` the claim says is better.
     others : tuple of (str, str)
-        What it must be better than (every one of them).
+        What it must be better than (every one of them, each a pair of the family).
     min_effect : float
-        The smallest difference that would matter, in the units of the differences (see
-        the module's notes).
+        The smallest difference that would matter, in the units of the differences (a
+        log ratio, see the module's notes), stated before any run.
     expects : str
-        ``"better"`` (the claim is a difference) or ``"equivalent"`` (it says the arms do
-        about as well: *no practical difference* agrees with it, and so does *supported*,
-        the claimed arm doing better still).
+        ``"better"`` (the claim is a difference) or ``"equivalent"`` (it says the two arms
+        do about as well: *no practical difference* agrees with it, and so does
+        *supported*, the claimed arm doing better still; one other arm only).
     note : str
         What a reader should know when reading the row (e.g. why the task matters).
     hardware : str
-        For learning-speed claims, the thread count of the seconds (e.g. ``"1 thread"``).
+        For learning-speed claims in seconds, the thread count (e.g. ``"1 thread"``).
     why : str
-        Why the minimum effect is what it is (the source's effect, or the smallest
-        difference a user would act on).
+        Why the minimum effect is what it is.
     """
 
     key: str
@@ -136,6 +170,8 @@ class Claim:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
         if self.expects not in ("better", "equivalent"):
             raise ValueError(f"expects must be 'better' or 'equivalent', got {self.expects!r}")
+        if self.expects == "equivalent" and len(self.others) != 1:
+            raise ValueError(f"an equivalence claim names one other arm, got {self.others}")
 
 
 _SER, _LOSS = "sequence_errors", "test_loss"
@@ -179,6 +215,7 @@ CLAIMS = (
         ("gru+conv", _SER),
         (("convs2s", _SER), ("gru", _SER), ("conv+gru", _SER)),
         ERROR_RATIO,
+        why=_ERRORS_WHY,
     ),
     Claim(
         "cnn-decoder-gru-encoder",
@@ -191,6 +228,7 @@ CLAIMS = (
         ("gru+conv", _SER),
         (("gru", _SER),),
         ERROR_RATIO,
+        why=_ERRORS_WHY,
     ),
     Claim(
         "cnn-decoder-conv-encoder",
@@ -203,6 +241,7 @@ CLAIMS = (
         ("convs2s", _SER),
         (("conv+gru", _SER),),
         ERROR_RATIO,
+        why=_ERRORS_WHY,
     ),
     Claim(
         "learns-in-fewer-steps",
@@ -216,6 +255,7 @@ CLAIMS = (
         (("gru", "steps_to_0.9"),),
         TEN_PERCENT,
         note="the same budget of steps for both arms; seconds are the steps times a step's cost",
+        why=_STEPS_WHY,
     ),
     Claim(
         "learns-faster-1",
@@ -230,6 +270,7 @@ CLAIMS = (
         (("gru", "seconds_to_0.9"),),
         TEN_PERCENT,
         hardware="1 thread",
+        why="not judged: the steps' row times a timing constant",
     ),
     Claim(
         "learns-faster-all",
@@ -243,6 +284,7 @@ CLAIMS = (
         (("gru", "seconds_to_0.9"),),
         TEN_PERCENT,
         hardware="all",
+        why="not judged: the steps' row times a timing constant",
     ),
     Claim(
         "positions-help-reverse",
@@ -254,8 +296,8 @@ CLAIMS = (
         "positions",
         ("reverse/both", _LOSS),
         (("reverse/none", _LOSS),),
-        TABLE4_NATS,
-        why=_TABLE4,
+        LOSS_RATIO,
+        why=_LOSS_WHY,
     ),
     Claim(
         "source-positions-matter-more",
@@ -267,8 +309,8 @@ CLAIMS = (
         "positions",
         ("reverse/source", _LOSS),
         (("reverse/target", _LOSS),),
-        math.log(6.69 / 6.63),
-        why="Table 4: perplexity 6.69 without source positions, 6.63 without target positions",
+        LOSS_RATIO,
+        why=_LOSS_WHY,
         note="the arm 'reverse/source' keeps the source positions (removes the target's)",
     ),
     Claim(
@@ -281,8 +323,8 @@ CLAIMS = (
         "positions",
         ("sort/both", _LOSS),
         (("sort/none", _LOSS),),
-        TABLE4_NATS,
-        why=_TABLE4,
+        LOSS_RATIO,
+        why=_LOSS_WHY,
         note="a transplanted claim: in sorting the positions may be useless or harmful",
     ),
     Claim(
@@ -296,9 +338,8 @@ CLAIMS = (
         "attention_layers",
         ("all", _LOSS),
         (("first", _LOSS), ("last", _LOSS)),
-        math.log(7.15 / 6.65),
-        why="Table 5: perplexity 7.15 with attention in the first layer only, 6.65 in all, "
-        "the smaller of its two gaps",
+        LOSS_RATIO,
+        why=_LOSS_WHY,
     ),
     Claim(
         "deeper-encoder",
@@ -310,23 +351,26 @@ CLAIMS = (
         "depth",
         ("enc4-dec4", _LOSS),
         (("enc2-dec4", _LOSS),),
-        TABLE4_NATS,
-        why=_BLEU_ONLY,
+        LOSS_RATIO,
+        why=_LOSS_WHY,
     ),
     Claim(
-        "two-decoder-layers",
-        "Two decoder layers already do well (paraphrased; 2 decoder layers against 4, the "
-        "encoder fixed at 4)",
-        "paper, §5.6 Kernel Size and Depth, Figure 2 and Table 8",
-        "decoder of 3 / 5 / 7 layers (k = 3, encoder fixed): 21.10 / 21.71 / 21.62 BLEU; "
-        "the text on Figure 2: decoders with two layers already do well (paraphrased)",
+        "encoder-depth-over-decoder",
+        '"Deeper architectures are particularly beneficial for the encoder but less so for '
+        'the decoder" (4 + 4 layers made shallower in the encoder, 2 + 4, against in the '
+        "decoder, 4 + 2: the shallow decoder has the lower loss)",
+        "paper, §5.6 Kernel Size and Depth, Figure 2 and Tables 7-8",
+        "BLEU with the encoder at 5 / 9 / 13 layers (k = 3, decoder fixed): 20.61 / 21.17 / "
+        "21.63; with the decoder at 3 / 5 / 7 layers (k = 3, encoder fixed): 21.10 / 21.71 / "
+        '21.62; "Decoder setups with two layers already perform well"',
         "final quality",
         "depth",
         ("enc4-dec2", _LOSS),
-        (("enc4-dec4", _LOSS),),
-        TABLE4_NATS,
-        why=_BLEU_ONLY,
-        expects="equivalent",
+        (("enc2-dec4", _LOSS),),
+        LOSS_RATIO,
+        why=_LOSS_WHY,
+        note="the contrast of the two depth effects per seed: [ln L(2 + 4) - ln L(4 + 4)] - "
+        "[ln L(4 + 2) - ln L(4 + 4)] = ln L(2 + 4) - ln L(4 + 2), the shared arm cancels",
     ),
     *(
         _generation(f"generates-faster-{key}", beam, other, against)
@@ -344,10 +388,10 @@ CLAIMS = (
         "no numbers; the paper: beam 5 34.10 BLEU against 33.45 greedy (Table 3)",
         "final quality",
         "beam",
-        ("convs2s", "exact_match_beam5"),
-        (("convs2s", "exact_match_beam1"),),
-        0.005,
-        why="the paper: +0.65 BLEU with a beam of 5 (Table 3), no accuracy: one source in 200",
+        ("convs2s", "sequence_errors_beam5"),
+        (("convs2s", "sequence_errors_beam1"),),
+        ERROR_RATIO,
+        why=_ERRORS_WHY + f" (among the {BEAM_EXAMPLES} beam examples)",
     ),
     Claim(
         "beam-gru",
@@ -357,16 +401,24 @@ CLAIMS = (
         "no numbers",
         "final quality",
         "beam",
-        ("gru", "exact_match_beam5"),
-        (("gru", "exact_match_beam1"),),
-        0.005,
-        why="no number: one source in 200",
+        ("gru", "sequence_errors_beam5"),
+        (("gru", "sequence_errors_beam1"),),
+        ERROR_RATIO,
+        why=_ERRORS_WHY + f" (among the {BEAM_EXAMPLES} beam examples)",
     ),
 )
 
 
 def _base(metric: str) -> str:
-    return metric.split("@")[0]
+    """The measure behind a metric's name: ``sequence_errors`` for the beam's errors too,
+    without the ``@beam`` of a speed."""
+    base = metric.split("@")[0]
+    return _SER if base.startswith(_SER) else base
+
+
+def _beam_examples(budget) -> int:
+    """How many test sources the beam decodes per seed."""
+    return min(BEAM_EXAMPLES, budget.n_test)
 
 
 def _step_hardware(per_step: Mapping, model: str, hardware: str) -> str:
@@ -415,7 +467,11 @@ def claim_values(
 ) -> tuple[list[float], list[bool]]:
     """Per seed, the value of ``(arm, metric)`` in ``result`` (an ExperimentResult), and
     whether each is a real measurement (``False``: a run that never reached the level,
-    counted as the whole budget)."""
+    counted as the whole budget).
+
+    ``sequence_errors_beam{k}`` is the count of wrong sequences among the beam's examples,
+    :math:`(1 - \\text{exact match}) \\times n_{beam}`, from ``exact_match_beam{k}``.
+    """
     arm, metric = claim_arm
     row = result.row(arm)
     if metric in CENSORED:
@@ -433,6 +489,12 @@ def claim_values(
         beam = metric.split("@")[1]
         values = list(timings["generation"][beam][arm])
         return values, [True] * len(values)
+    if metric.startswith(_SER + "_beam"):
+        k = metric[len(_SER + "_beam") :]
+        n_beam = _beam_examples(result.budget)
+        exact = row[f"exact_match_beam{k}_values"]
+        values = [float(round((1.0 - em) * n_beam)) for em in exact]
+        return values, [True] * len(values)
     values = list(row[f"{metric}_values"])
     return values, [math.isfinite(v) for v in values]
 
@@ -441,43 +503,31 @@ def _shown(result, claim_arm: tuple, values: list) -> str:
     """``arm mean`` for a row's "measured", with the exact match beside the test loss and the
     sequence errors."""
     arm, metric = claim_arm
-    shown = f"{arm} {_fmt(metric, float(np.mean(values)))}"
+    mean = float(np.mean(values))
+    if metric.startswith(_SER + "_beam"):
+        k = metric[len(_SER + "_beam") :]
+        exact = result.row(arm)[f"exact_match_beam{k}"]
+        n_beam = _beam_examples(result.budget)
+        return f"{arm} beam {k} {mean:,.1f} errors of {n_beam} ({exact:.1%} exact)"
+    shown = f"{arm} {_fmt(metric, mean)}"
     if metric in (_SER, _LOSS):
         shown += f" ({result.row(arm)['exact_match']:.1%} exact)"
     return shown
 
 
 def _difference(claimed: list, other: list, metric: str) -> list[float]:
+    """The per-seed differences, oriented so that a positive one is what the claim says:
+    log ratios for :data:`LOG_METRICS` (the other's over the claimed's when lower is
+    better), half an error added to each count of errors; plain differences otherwise."""
     a, b = np.asarray(claimed, float), np.asarray(other, float)
     base = _base(metric)
-    if base == "sequence_errors":  # half an error added to each count
+    if base == _SER:  # half an error added to each count
         a, b = a + 0.5, b + 0.5
     if base in LOG_METRICS:
+        if (a <= 0).any() or (b <= 0).any():
+            raise ValueError(f"a ratio of {metric} needs values > 0, got {a} and {b}")
         a, b = np.log(a), np.log(b)
     return (b - a if base in LOWER_IS_BETTER else a - b).tolist()
-
-
-def _combine(tests: Sequence[PairedTest]) -> PairedTest:
-    """One test of a claim against several arms.
-
-    *Better than every other arm* is an intersection-union test: the largest p-value and
-    the smallest mean difference of the pairs; so is *equivalent to every one*. *Worse
-    than at least one* (contradicted) is a union of the pairs' hypotheses: the smallest
-    p-value, Bonferroni-corrected for the number of pairs, so that trying several arms
-    does not make a contradiction easier to find than one.
-    """
-    worst = min(tests, key=lambda t: t.mean)
-    return PairedTest(
-        worst.n,
-        worst.diffs,
-        worst.mean,
-        worst.sd,
-        worst.se,
-        worst.min_effect,
-        max(t.p_greater for t in tests),
-        min(1.0, len(tests) * min(t.p_less for t in tests)),
-        max(t.p_equivalent for t in tests),
-    )
 
 
 def _resolution(claim: Claim, budget, errors: float) -> float:
@@ -487,7 +537,7 @@ def _resolution(claim: Claim, budget, errors: float) -> float:
     of the budget) for steps or seconds to a level, none for continuous measures."""
     base = _base(claim.claimed[1])
     if base.startswith("exact_match"):
-        return 1.0 / (min(BEAM_EXAMPLES, budget.n_test) if "beam" in base else budget.n_test)
+        return 1.0 / (_beam_examples(budget) if "beam" in base else budget.n_test)
     if base == _SER:
         return math.log((errors + 1.5) / (errors + 0.5))
     if base in CENSORED:
@@ -508,21 +558,213 @@ def _fmt(metric: str, value: float) -> str:
     return f"{value:,.0f}/s"
 
 
+#: What a log-ratio difference is called when shown as its ratio.
+_RATIOS = {
+    _LOSS: "loss ratio",
+    _SER: "error ratio",
+    "steps_to_0.9": "steps ratio",
+    "seconds_to_0.9": "time ratio",
+    "sentences_per_second": "speed ratio",
+}
+
+
+def _number(metric: str, d: float) -> str:
+    """A difference as a number: the ratio of a log ratio, else points."""
+    if _base(metric) in _RATIOS:
+        return f"{math.exp(min(d, 700.0)):,.2f}"
+    return f"{100 * d:+.1f}"
+
+
 def _fmt_diff(metric: str, d: float) -> str:
-    base = _base(metric)
-    if base == _SER:
-        return f"error ratio {math.exp(d):.2f}"
-    if base == _LOSS:
-        return f"{d:+.4f} nats/token"
-    if base in LOG_METRICS:
-        return f"{math.expm1(d):+.0%}"
-    return f"{100 * d:+.1f} points"
+    """A difference with its name: ``loss ratio 1.62``, ``+15.0 points``."""
+    name = _RATIOS.get(_base(metric))
+    return f"{name} {_number(metric, d)}" if name else f"{_number(metric, d)} points"
+
+
+def _fmt_interval(metric: str, test: PairedTest) -> str:
+    """``loss ratio 1.62 (90%: 1.31 to 2.00)``: the mean difference and its 90% interval."""
+    lo, hi = (_number(metric, x) for x in test.interval(0.90))
+    return f"{_fmt_diff(metric, test.mean)} (90%: {lo} to {hi})"
+
+
+def _detectable(test: PairedTest, metric: str, n_pairs: int, largest: float) -> str:
+    """The smallest true effect the rule supports four times in five for this pair, with its
+    seeds, on a page of ``n_pairs`` judged pairs (:func:`min_detectable_effect`, at the
+    family's first threshold), in the claim's units; above :data:`DETECTABLE_CAP` (or 100
+    points) not as a number, and said to be beyond any effect seen here when it exceeds
+    ``largest``, the largest mean difference of the page's judged pairs."""
+    if test.sd == 0.0:
+        return "cannot be computed: the seeds gave the same difference, and nothing weighs it"
+    k = test.sd * min_detectable_effect(
+        test.n, n_pairs, min_effect_in_sd=test.min_effect / test.sd
+    )
+    beyond = ", beyond any effect seen here" if k > largest else ""
+    if _base(metric) in _RATIOS and k > math.log(DETECTABLE_CAP):
+        return f"{_RATIOS[_base(metric)]} over {DETECTABLE_CAP:,.0f}{beyond}"
+    if _base(metric) not in _RATIOS and k > 1.0:
+        return f"over 100 points{beyond}"
+    return _fmt_diff(metric, k)
+
+
+def _label(claim: Claim, other: tuple) -> str:
+    """How a row names one of its pairs: the other arm (and its metric, for the same arm)."""
+    arm, metric = other
+    return arm if arm != claim.claimed[0] else f"{arm} ({metric.replace('_', ' ')})"
+
+
+def _pair(claim: Claim, result, timings: Mapping, other: tuple, claimed: tuple) -> dict:
+    """One pair of a row: the claimed arm against ``other``, its paired test, measured."""
+    a_values, a_real, step = claimed
+    b_values, b_real = claim_values(other, result, timings, claim.hardware)
+    d = _difference(a_values, b_values, claim.claimed[1])  # oriented per seed
+    test = paired_test(d, [0.0] * len(d), claim.min_effect, step)
+    return {
+        "against": _label(claim, other),
+        "test": test,
+        "difference": _fmt_interval(claim.claimed[1], test),
+        "shown": _shown(result, other, b_values),
+        "censored": [a_real.count(False), b_real.count(False)],  # claimed, other
+        "verdict": None,
+        "reason": "",
+        "detectable": "",
+    }
+
+
+def _derived_reason(claim: Claim, claims: Sequence[Claim], result, timings: Mapping) -> str:
+    """Where a row in seconds comes from: the row in steps of the same arms (numbered as in
+    ``claims``) times each arm's seconds per step."""
+    arms = (claim.claimed[0], *(o[0] for o in claim.others))
+    source = "the steps to 90%"
+    for i, c in enumerate(claims, 1):
+        same = (c.claimed[0], *(o[0] for o in c.others)) == arms
+        if same and c.claimed[1] == "steps_to_0.9":
+            source = f"claim {i} ({c.key})"
+            break
+    per_step = timings["steps"]["seconds_per_step"]
+    costs = []
+    for arm in arms:
+        model = result.experiment.select([arm])[0].model
+        where = _step_hardware(per_step, model, claim.hardware)
+        costs.append(f"{arm} {per_step[model][where]:.3g} s at {where}")
+    return (
+        f"derived from {source}: each seed's steps times the seconds per step timed alone "
+        f"({', '.join(costs)}); one constant per arm adds no evidence on the models"
+    )
+
+
+def _measure(claim: Claim, results: Mapping, timings: Mapping, claims: Sequence[Claim]) -> dict:
+    """A row before the verdicts: what was measured, every pair's paired test."""
+    if claim.experiment not in results:
+        raise ValueError(
+            f"no result of experiment {claim.experiment!r} for the claim "
+            f"{claim.key!r}; have {sorted(results)}"
+        )
+    res = results[claim.experiment]
+    row = {
+        "claim": claim,
+        "n_seeds": res.budget.seeds,
+        "budget": res.budget.label,
+        "judged": False,
+        "pairs": [],
+        "decided_by": "",
+        "detectable": "",
+    }
+    derived = claim.claimed[1] == "seconds_to_0.9"
+    row["reason"] = _why_not_tested(claim, res, timings)
+    if row["reason"]:  # unsteady seconds per step: derived, but not shown in seconds
+        unsteady = row["reason"].startswith("timing unsteady")
+        row["verdict"] = DERIVED if unsteady and derived else "not tested at this budget"
+        return row
+    a_values, a_real = claim_values(claim.claimed, res, timings, claim.hardware)
+    step = _resolution(claim, res.budget, float(np.mean(a_values)))
+    pairs = [_pair(claim, res, timings, o, (a_values, a_real, step)) for o in claim.others]
+    metric = claim.claimed[1]
+    many = len(pairs) > 1
+    row.update(
+        pairs=pairs,
+        test=pairs[0]["test"],
+        measured=f"{_shown(res, claim.claimed, a_values)} vs "
+        + ", ".join(p["shown"] for p in pairs),
+        difference="; ".join(
+            (f"against {p['against']}: " if many else "") + p["difference"] for p in pairs
+        ),
+        min_effect=_fmt_diff(metric, claim.min_effect),
+        censored=[a_real.count(False), sum(p["censored"][1] for p in pairs)],
+    )
+    if censored := sum(row["censored"]):  # either side: counted at the budget
+        row["measured"] += f" ({censored} run(s) never reached 90%: counted at the budget)"
+    if claim.kind == "generation speed":  # this implementation, apart from the verdicts
+        machine = timings["generation"].get("machine", "this machine")
+        row.update(verdict=NOT_JUDGED, reason=f"this implementation on {machine}")
+    elif derived:  # the steps times a constant per arm
+        row.update(verdict=DERIVED, reason=_derived_reason(claim, claims, res, timings))
+    else:
+        row.update(judged=True, verdict=None)
+    return row
+
+
+def _censor(pair: dict, verdict: str) -> None:
+    """A pair's verdict, unless it rests on runs that never reached the level: a censored
+    value is a lower bound and may only work against the verdict, so *supported* needs the
+    claimed arm's runs uncensored, *contradicted* the other's, *no practical difference*
+    both."""
+    n = 0
+    if verdict in VERDICTS[:2]:
+        n = pair["censored"][VERDICTS.index(verdict)]
+    elif verdict == VERDICTS[2]:
+        n = sum(pair["censored"])
+    pair["verdict"] = VERDICTS[3] if n else verdict
+    if n:
+        pair["reason"] = (
+            f"read as {verdict}, but {n} run(s) it counts in its favour never reached 90%: "
+            f"their values are lower bounds of unknown size"
+        )
+
+
+def _decide(row: dict) -> None:
+    """A row's verdict from its pairs' (see the module's notes), and the pair that decided
+    it: the closest call when every pair is supported, else the pair of the verdict."""
+    pairs = row["pairs"]
+    said = [p["verdict"] for p in pairs]
+    supported, contradicted, same, unresolved = VERDICTS
+    if all(v == supported for v in said):
+        verdict, pair = supported, max(pairs, key=lambda p: p["test"].p_directional)
+    elif contradicted in said:
+        cands = [p for p in pairs if p["verdict"] == contradicted]
+        verdict, pair = contradicted, min(cands, key=lambda p: p["test"].mean)
+    elif same in said:
+        cands = [p for p in pairs if p["verdict"] == same]
+        verdict, pair = same, min(cands, key=lambda p: p["test"].p_equivalent)
+    else:
+        cands = [p for p in pairs if p["verdict"] != supported]
+        verdict, pair = unresolved, max(cands, key=lambda p: p["test"].p_directional)
+    row.update(verdict=verdict, test=pair["test"], decided_by=pair["against"])
+    reasons = [pair["reason"]] if pair["reason"] else []
+    if len(pairs) > 1:
+        each = "; ".join(f"against {p['against']}: {p['verdict']}" for p in pairs)
+        reasons.insert(0, f"{each}; decided by the pair against {pair['against']}")
+    row["reason"] = "; ".join(reasons)
+
+
+def _agrees(row: dict) -> str:
+    """Whether the verdict agrees with the claim as its source states it."""
+    v, claim = row["verdict"], row["claim"]
+    if v not in VERDICTS[:3]:  # a measurement without a verdict says nothing of it
+        return "undecided"
+    if claim.expects == "better":
+        return "yes" if v == VERDICTS[0] else "no"
+    return "yes" if v in (VERDICTS[0], VERDICTS[2]) else "no"  # "about as well"
 
 
 def check_claims(
     results: Mapping, timings: Mapping | None = None, claims: Sequence[Claim] = CLAIMS
 ) -> list[dict]:
     """One row per claim, filled in from the experiments' runs and the timings.
+
+    Every pair of arms of every judged row (final quality, and learning speed in steps)
+    is one pair of the page's family: :func:`~convs2s_edu.lab.experiments.verdicts`
+    judges them all together, so the chance of any false verdict on the page stays at 5%
+    or less.
 
     Parameters
     ----------
@@ -537,82 +779,34 @@ def check_claims(
     Returns
     -------
     list of dict
-        ``claim`` (the Claim), ``measured`` (both sides' means), ``difference`` (the mean
-        paired difference with its 90% interval), ``verdict`` (one of
+        ``claim`` (the Claim); ``measured`` (both sides' means); ``difference`` (the
+        mean paired difference as a ratio with its 90% interval, per pair when
+        several); ``min_effect``; ``verdict`` (one of
         :data:`~convs2s_edu.lab.experiments.inference.VERDICTS`,
-        :data:`~convs2s_edu.lab.experiments.NOT_JUDGED` or ``"not tested at this budget"``),
-        ``agrees`` (``"yes"``, ``"no"`` or ``"undecided"``), ``reason``, ``detectable`` (the
-        effect the rule supports four times in five here), ``budget``, ``n_seeds``.
+        :data:`~convs2s_edu.lab.experiments.NOT_JUDGED`,
+        :data:`~convs2s_edu.lab.experiments.DERIVED` or
+        ``"not tested at this budget"``); ``agrees`` (``"yes"``, ``"no"`` or
+        ``"undecided"``); ``reason`` (why it is not judged, or which pair decided
+        it); ``judged`` (whether its pairs are in the family); ``pairs`` (per pair:
+        ``against``, ``test``, ``difference``, ``verdict``, ``reason``,
+        ``detectable``); ``test`` (the deciding pair's PairedTest); ``decided_by``;
+        ``detectable`` (the effect the rule supports four times in five here);
+        ``budget``; ``n_seeds``.
     """
     timings = dict(timings or {})
-    rows, tests = [], []
-    for claim in claims:
-        if claim.experiment not in results:
-            raise ValueError(
-                f"no result of experiment {claim.experiment!r} for the claim "
-                f"{claim.key!r}; have {sorted(results)}"
-            )
-        res = results[claim.experiment]
-        row = {"claim": claim, "n_seeds": res.budget.seeds, "budget": res.budget.label}
-        row["reason"] = _why_not_tested(claim, res, timings)
-        if row["reason"]:  # unsteady seconds per step: measured, but not resolved
-            unsteady = row["reason"].startswith("timing unsteady")
-            row["verdict"] = VERDICTS[3] if unsteady else "not tested at this budget"
-            rows.append(row)
-            continue
-        a_values, a_real = claim_values(claim.claimed, res, timings, claim.hardware)
-        step = _resolution(claim, res.budget, float(np.mean(a_values)))
-        pairs, measured = [], []
-        row["censored"] = [a_real.count(False), 0]  # runs never at the level: claimed, others
-        for other in claim.others:
-            b_values, b_real = claim_values(other, res, timings, claim.hardware)
-            d = _difference(a_values, b_values, claim.claimed[1])  # oriented per seed
-            pairs.append(paired_test(d, [0.0] * len(d), claim.min_effect, step))
-            measured.append(_shown(res, other, b_values))
-            row["censored"][1] += b_real.count(False)
-        test = _combine(pairs)
-        lo, hi = test.interval(0.90)
-        metric = claim.claimed[1]
-        row.update(
-            test=test,
-            measured=f"{_shown(res, claim.claimed, a_values)} vs " + ", ".join(measured),
-            difference=f"{_fmt_diff(metric, test.mean)} (90%: {_fmt_diff(metric, lo)} to "
-            f"{_fmt_diff(metric, hi)})",
-            min_effect=_fmt_diff(metric, claim.min_effect).lstrip("+"),
-        )
-        if censored := sum(row["censored"]):  # either side: counted at the budget
-            row["measured"] += f" ({censored} run(s) never reached 90%: counted at the budget)"
-        if claim.kind == "generation speed":  # this implementation, apart from the verdicts
-            machine = timings["generation"].get("machine", "this machine")
-            row.update(verdict=NOT_JUDGED, reason=f"this implementation on {machine}")
-        else:
-            tests.append(row)
-        rows.append(row)
-    m = len(tests)  # Holm's family: every judged row
-    for r, v in zip(tests, verdicts([r["test"] for r in tests])):
-        # a censored value is a lower bound: it may only work against the verdict, so
-        # supported needs the claimed arm's runs uncensored, contradicted the others'
-        n = 0
-        if v in VERDICTS[:2]:
-            n = r["censored"][VERDICTS.index(v)]
-        elif v == VERDICTS[2]:
-            n = sum(r["censored"])
-        r["verdict"] = VERDICTS[3] if n else v
-        if n:
-            r["reason"] = (
-                f"read as {v}, but {n} run(s) it counts in its favour never reached 90%: "
-                f"their values are lower bounds of unknown size"
-            )
+    rows = [_measure(claim, results, timings, claims) for claim in claims]
+    family = [p for r in rows if r["judged"] for p in r["pairs"]]
+    for pair, verdict in zip(family, verdicts([p["test"] for p in family])):
+        _censor(pair, verdict)
+    largest = max((abs(p["test"].mean) for p in family), default=0.0)
     for r in rows:
-        claim, v = r["claim"], r["verdict"]
-        if v in (VERDICTS[3], "not tested at this budget", NOT_JUDGED):
-            r["agrees"] = "undecided"  # a measurement without a verdict says nothing of it
-        elif claim.expects == "better":
-            r["agrees"] = "yes" if v == VERDICTS[0] else "no"
-        else:  # "about as well": no practical difference, or better, agrees with it
-            r["agrees"] = "yes" if v in (VERDICTS[0], VERDICTS[2]) else "no"
-        r["detectable"] = ""  # not judged, or no spread over the seeds to scale the effect by
-        if v != NOT_JUDGED and "test" in r and m and (sd := r["test"].sd) > 0:
-            k = min_detectable_effect(r["n_seeds"], m, min_effect_in_sd=claim.min_effect / sd)
-            r["detectable"] = _fmt_diff(claim.claimed[1], k * sd).lstrip("+")
+        if r["judged"]:
+            _decide(r)
+            metric, many = r["claim"].claimed[1], len(r["pairs"]) > 1
+            for p in r["pairs"]:
+                p["detectable"] = _detectable(p["test"], metric, len(family), largest)
+            r["detectable"] = "; ".join(
+                (f"against {p['against']}: " if many else "") + p["detectable"] for p in r["pairs"]
+            )
+        r["agrees"] = _agrees(r)
     return rows

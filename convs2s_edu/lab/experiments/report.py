@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from .claims import NOT_JUDGED
+from .claims import DERIVED, NOT_JUDGED
 from .inference import VERDICTS, paired_test
 from .runner import ExperimentResult
 
@@ -125,7 +125,7 @@ def format_claims(rows: Sequence[dict]) -> str:
             lines.append(f"   measured: {r['measured']}; difference {r['difference']}")
             lines.append(
                 f"   minimum effect {r['min_effect']} ({c.why}); detectable with these seeds: "
-                f"{r['detectable'] or 'n/a'}"
+                f"{r['detectable'] or 'n/a (not judged)'}"
             )
         lines.append(
             f"   verdict: {r['verdict'].upper()}"
@@ -152,6 +152,7 @@ class ClaimsTable:
         VERDICTS[3]: "#6e6e6e",
         "not tested at this budget": "#6e6e6e",
         NOT_JUDGED: "#6e6e6e",
+        DERIVED: "#6e6e6e",
     }
 
     def __init__(self, rows: Sequence[dict]):
@@ -175,7 +176,7 @@ class ClaimsTable:
                     f"{escape(r['measured'])}<br>difference {escape(r['difference'])}<br>"
                     f"<small>minimum effect {escape(r['min_effect'])} ({escape(c.why)}); "
                     f"detectable: "
-                    f"{escape(r['detectable'] or 'n/a')}</small>"
+                    f"{escape(r['detectable'] or 'n/a (not judged)')}</small>"
                 )
             reason = f"<br><small>{escape(r['reason'])}</small>" if r["reason"] else ""
             cells = [
@@ -269,7 +270,8 @@ def plot_arms(
 
 def plot_curves(ax, result: ExperimentResult, arms: Sequence[str] | None = None, directory=None):
     """Held-out exact match against the optimiser step: one line per arm (the mean over its
-    seeds), each seed thin, from the runs' learning curves in the training cache.
+    seeds), each seed thin, from the runs' learning curves (the experiment record's, or the
+    training cache's).
 
     ``arms`` (default: every arm ``result`` holds) must be arms of ``result``: a curve is
     read from the cache, never trained here (an arm the build left out, or a run missing
@@ -287,13 +289,16 @@ def plot_curves(ax, result: ExperimentResult, arms: Sequence[str] | None = None,
     for i, arm in enumerate(chosen):
         curves = []
         for seed in range(result.budget.seeds):
-            cfg = result.budget.train_config(arm, seed)
-            if not is_cached(cfg, directory):
-                raise ValueError(
-                    f"the run of arm {arm.name!r} seed {seed} is not in the training cache "
-                    f"(run_experiment({result.experiment.name!r}) trains it first)"
-                )
-            evals = train_or_load(cfg, progress=False, directory=directory).history.evals
+            if result.curves is not None:  # from the experiment record
+                evals = result.curves[arm.name, seed]
+            else:
+                cfg = result.budget.train_config(arm, seed)
+                if not is_cached(cfg, directory):
+                    raise ValueError(
+                        f"the run of arm {arm.name!r} seed {seed} is not in the training "
+                        f"cache (run_experiment({result.experiment.name!r}) trains it first)"
+                    )
+                evals = train_or_load(cfg, progress=False, directory=directory).history.evals
             curves.append(evals)
             ax.plot(
                 [e["step"] for e in evals],

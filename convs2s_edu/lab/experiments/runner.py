@@ -31,11 +31,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..._version import __version__
 from ...data import generate_dataset
 from ...metrics import evaluate, teacher_forced_scores
 from ...training.cache import run_dir, train_or_load
 from ...training.config import TrainConfig, make_datasets
+from ...training.fingerprint import fingerprint
 from ...training.schedule import Job, run_jobs, train_cost
 from ..convergence import LEVELS
 from .registry import (
@@ -126,11 +126,12 @@ def _measure_file(cfg: TrainConfig, directory) -> Path:
 
 
 def _read(path: Path) -> dict:
-    """The groups measured so far (nothing when the file is missing or of another version)."""
+    """The groups measured so far (nothing when the file is missing or was measured by
+    other code: :func:`~convs2s_edu.training.fingerprint.fingerprint`)."""
     if not path.is_file():
         return {}
     stored = json.loads(path.read_text())
-    same = stored.get("version") == __version__ and stored.get("params") == _PARAMS
+    same = stored.get("code") == fingerprint() and stored.get("params") == _PARAMS
     return stored["groups"] if same else {}
 
 
@@ -164,7 +165,7 @@ def measured_run(cfg: TrainConfig, measures=(), beam_sizes=(), directory=None) -
             if group not in groups:
                 groups[group] = _measure(cfg, group, result)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"version": __version__, "params": _PARAMS, "groups": groups}))
+        tmp.write_text(json.dumps({"code": fingerprint(), "params": _PARAMS, "groups": groups}))
         tmp.replace(path)
     return cached_measures(cfg, measures, beam_sizes, directory)
 
@@ -208,12 +209,17 @@ class ExperimentResult:
         One record per (arm, seed).
     rows : list of dict
         One row per arm (:func:`~convs2s_edu.lab.experiments.statistics.summarise_runs`).
+    curves : dict, optional
+        ``{(arm, seed): learning curve}`` when the runs come from the experiment record
+        (:mod:`~convs2s_edu.lab.experiments.record`); ``None``: the curves are in the
+        training cache.
     """
 
     experiment: Experiment
     budget: Budget
     runs: list
     rows: list
+    curves: dict | None = None
 
     def row(self, arm: str) -> dict:
         """The row of ``arm``; unknown names raise ``ValueError``."""

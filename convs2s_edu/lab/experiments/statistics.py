@@ -1,6 +1,6 @@
 r"""What the runs of an arm say together: mean and spread over seeds.
 
-The verdicts of the claims (paired differences, a minimum effect, Holm) are in
+The verdicts of the claims (paired differences, a minimum effect, one family) are in
 :mod:`convs2s_edu.lab.experiments.inference`.
 """
 

@@ -1,0 +1,422 @@
+r"""The experiment record: every run the claims need, trained once and kept with the code.
+
+The claims page judges 17 claims on the runs of six experiments, arms × seeds. Training
+them takes most of an hour on two cores, so a docs build does not: ``convs2s-edu experiment
+--all`` (``tox -e experiments``) trains them once, on one machine or many, and writes a
+record that is committed beside the code and read by the pages
+(:func:`load_record`, :meth:`Record.result`). Every build checks that the record still
+belongs to the code (:meth:`Record.stale`) and retrains a few of its runs drawn at random
+to compare (:func:`spot_check`).
+
+The format
+----------
+A folder per budget, ``docs/experiment_record/full`` and ``docs/experiment_record/quick``
+(``$CONVS2S_EDU_RECORD`` names the parent folder), of two text files:
+
+``record.json``
+    ``format`` (1); ``budget`` (the :class:`~convs2s_edu.lab.experiments.Budget` of every
+    run); ``code``: the fingerprint of the code that shapes the numbers and the hash of each
+    of its files (:mod:`convs2s_edu.training.fingerprint`); ``made``: the command, when it
+    started, its wall-clock seconds, the runs and the workers.
+``runs.jsonl``
+    One run a line, in the order of the experiments' arms: ``run`` (a hash of the
+    configuration), ``seed``, ``arms`` (the ``[experiment, arm]`` pairs it serves: one run
+    serves every arm of the same configuration), ``config`` (the whole
+    :class:`~convs2s_edu.TrainConfig`), ``scores`` (each measure group's numbers, as
+    :func:`~convs2s_edu.lab.experiments.runner.measured_run` computes them), ``curve`` (the
+    held-out learning curve: step, exact match, loss) and ``provenance`` (where and how it
+    trained: :func:`~convs2s_edu.training.device.provenance`, with its wall-clock seconds).
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import math
+import os
+import random
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from ...training.cache import run_dir
+from ...training.checkpoint import read_checkpoint
+from ...training.config import TrainConfig
+from ...training.fingerprint import changed_files, file_hashes, fingerprint
+from ...training.schedule import run_jobs
+from ..site import is_quick_mode
+from .registry import EXPERIMENTS, Budget, budget
+from .runner import (
+    ExperimentResult,
+    _groups,
+    _measure_file,
+    _read,
+    experiment_configs,
+    measure_groups_job,
+    measured_run,
+    run_experiment,
+)
+from .statistics import summarise_runs
+
+__all__ = [
+    "RECORD_ENV",
+    "Record",
+    "record_dir",
+    "load_record",
+    "make_record",
+    "experiment_result",
+    "claim_runs",
+    "spot_check",
+]
+
+#: Environment variable: the folder that holds the record's ``full`` and ``quick`` folders
+#: (``docs/conf.py`` and ``tools/prepare_site.py`` set it to ``docs/experiment_record``).
+RECORD_ENV = "CONVS2S_EDU_RECORD"
+FORMAT = 1
+#: The scores the spot check compares (every run has them).
+SPOT_SCORES = ("test_loss", "exact_match", "sequence_errors")
+
+
+def record_dir(quick: bool | None = None) -> Path | None:
+    """The record's folder of the budget (``$CONVS2S_EDU_RECORD/full`` or ``/quick``), or
+    ``None`` when the variable is not set."""
+    root = os.environ.get(RECORD_ENV)
+    quick = is_quick_mode() if quick is None else quick
+    return Path(root) / ("quick" if quick else "full") if root else None
+
+
+def _run_key(cfg: TrainConfig) -> str:
+    blob = json.dumps(cfg.to_dict(), sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def _distinct_runs(b: Budget) -> dict[str, dict]:
+    """Every distinct run of every experiment at budget ``b``, with the arms it serves and
+    the union of the measure groups they ask for."""
+    runs: dict[str, dict] = {}
+    for name, exp in EXPERIMENTS.items():
+        for arm, seed, cfg in experiment_configs(name, b):
+            run = runs.setdefault(
+                _run_key(cfg), {"config": cfg, "seed": seed, "arms": [], "measures": set()}
+            )
+            run["arms"].append([name, arm.name])
+            run["measures"].update(exp.measures)
+    return runs
+
+
+def _null_nans(x):
+    """``x`` with every NaN as ``None`` (JSON has no NaN: a level never reached is null)."""
+    if isinstance(x, dict):
+        return {k: _null_nans(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_null_nans(v) for v in x]
+    return None if isinstance(x, float) and x != x else x
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def make_record(
+    directory=None,
+    quick: bool | None = None,
+    workers: int | None = None,
+    progress: bool | None = None,
+    cache=None,
+    command: str = "convs2s-edu experiment --all",
+    address: str | None = None,
+) -> Path:
+    """Train and score every run of every experiment at the budget, and write the record.
+
+    Parameters
+    ----------
+    directory : str or Path, optional
+        Where to write ``record.json`` and ``runs.jsonl`` (default :func:`record_dir`).
+    quick : bool, optional
+        The quick build's budget (default: ``CONVS2S_EDU_QUICK``).
+    workers : int, optional
+        Concurrent runs (default: one per usable core).
+    progress : bool, optional
+        A line per finished run.
+    cache : str or Path, optional
+        The training cache the runs go through (default
+        :func:`~convs2s_edu.training.cache_dir`): a run already there is read, not trained.
+    command : str
+        How the record was made, for its header.
+    address : str, optional
+        A Dask scheduler's address: the runs go to its workers
+        (:func:`~convs2s_edu.training.run_jobs`), which share the training cache ``cache``.
+
+    Returns
+    -------
+    Path
+        The folder written.
+    """
+    quick = is_quick_mode() if quick is None else bool(quick)
+    directory = Path(directory) if directory is not None else record_dir(quick)
+    if directory is None:
+        raise ValueError(f"no folder for the record: pass one, or set ${RECORD_ENV}")
+    b = budget(quick)
+    runs = _distinct_runs(b)
+    jobs = [
+        measure_groups_job(
+            r["config"],
+            r["measures"],
+            b.beam_sizes,
+            cache,
+            label=" ".join(r["arms"][0]) + f" seed {r['seed']}",
+        )
+        for r in runs.values()
+    ]
+    code = {"fingerprint": fingerprint(), "files": file_hashes()}  # the code that trains
+    started, t0 = datetime.datetime.now(datetime.timezone.utc), time.perf_counter()
+    run_jobs(jobs, workers, progress=progress, name="record", address=address)
+    wall = time.perf_counter() - t0
+    lines = []
+    for key, r in runs.items():
+        cfg, where = r["config"], run_dir(r["config"], cache)
+        history = read_checkpoint(where)["history"]
+        groups = _read(_measure_file(cfg, cache))
+        curve = [[e["step"], e["exact_match"], e["valid_loss"]] for e in history["evals"]]
+        line = {"run": key, "seed": r["seed"], "arms": r["arms"], "config": cfg.to_dict()}
+        line |= {"scores": groups, "curve": curve, "provenance": history["provenance"]}
+        lines.append(json.dumps(_null_nans(line), sort_keys=True, allow_nan=False))
+    header = {
+        "format": FORMAT,
+        "budget": b.__dict__,
+        "code": code,
+        "made": {
+            "command": command,
+            "started": started.isoformat(timespec="seconds"),
+            "wall_seconds": round(wall, 1),
+            "runs": len(lines),
+            "workers": workers,
+            "cluster": address,
+        },
+    }
+    directory.mkdir(parents=True, exist_ok=True)
+    _write(directory / "runs.jsonl", "\n".join(lines) + "\n")
+    _write(directory / "record.json", json.dumps(header, indent=1, sort_keys=True) + "\n")
+    return directory
+
+
+@dataclass
+class Record:
+    """A record read back (:func:`load_record`).
+
+    Attributes
+    ----------
+    header : dict
+        ``record.json``.
+    runs : dict
+        ``runs.jsonl``'s runs by their ``run`` key.
+    path : Path
+        The folder.
+    """
+
+    header: dict
+    runs: dict
+    path: Path
+
+    @property
+    def budget(self) -> Budget:
+        return Budget(
+            **{**self.header["budget"], "beam_sizes": tuple(self.header["budget"]["beam_sizes"])}
+        )
+
+    def stale(self) -> str:
+        """Why the record no longer belongs to this code ("" when it does): the files whose
+        code changed since it was made, or a budget the registry no longer gives."""
+        problems = []
+        if changed := changed_files(self.header["code"]["files"]):
+            problems.append(f"code changed since it was made: {', '.join(changed)}")
+        now = budget(self.budget.quick)
+        if self.budget != now:
+            problems.append("the registry's budget is not the record's")
+        missing = [k for k in _distinct_runs(now) if k not in self.runs]
+        if missing:
+            problems.append(f"{len(missing)} run(s) of the registry are not in it")
+        if not problems:
+            return ""
+        return (
+            f"the experiment record in {self.path} is stale: {'; '.join(problems)} "
+            f"(recorded {self.header['code']['fingerprint']}, now {fingerprint()}); "
+            "`tox -e experiments` records it again"
+        )
+
+    def describe(self) -> str:
+        """Where the record's numbers come from, in one line (and whether it is stale)."""
+        made, runs = self.header["made"], self.runs.values()
+
+        def each(*keys):
+            seen = {" ".join(str(r["provenance"].get(k, "?")) for k in keys) for r in runs}
+            return " / ".join(sorted(seen))
+
+        line = (
+            f"from the experiment record ({self.path.parent.name}/{self.path.name}): "
+            f"{made['runs']} runs of `{made['command']}`, started {made['started'][:10]}, "
+            f"{made['wall_seconds']:,.0f} s; on {each('cpu', 'cpu_kernels')}, "
+            f"{each('threads')} thread(s) a run, path {each('path')}, torch {each('torch')}"
+        )
+        stale = self.stale()
+        return f"{line}; {stale}" if stale else f"{line}; made by this code"
+
+    def run(self, cfg: TrainConfig) -> dict:
+        """The recorded run of ``cfg``; ``ValueError`` when the record has none."""
+        try:
+            return self.runs[_run_key(cfg)]
+        except KeyError:
+            raise ValueError(
+                f"the experiment record in {self.path} has no run of this configuration "
+                f"(model {cfg.model!r}, seed {cfg.seed}, options {cfg.model_options}): "
+                "`tox -e experiments` records it"
+            ) from None
+
+    def result(self, name: str) -> ExperimentResult:
+        """Experiment ``name``'s runs, rows and learning curves as the record holds them: what
+        :func:`~convs2s_edu.lab.experiments.run_experiment` returns, trained nothing."""
+        exp, b = EXPERIMENTS[name], self.budget
+        runs, curves = [], {}
+        for arm, seed, cfg in experiment_configs(name, b):
+            run = self.run(cfg)
+            groups = [run["scores"][g] for g in _groups(exp.measures, b.beam_sizes)]
+            # null: a level never reached (NaN, as run_experiment gives it)
+            scores = {k: math.nan if v is None else v for g in groups for k, v in g.items()}
+            runs.append({"arm": arm.name, "seed": seed, **scores})
+            curves[arm.name, seed] = [
+                {"step": s, "exact_match": em, "valid_loss": loss} for s, em, loss in run["curve"]
+            ]
+        return ExperimentResult(exp, b, runs, summarise_runs(runs, exp.arms), curves)
+
+
+def load_record(directory=None, quick: bool | None = None) -> Record | None:
+    """The record in ``directory`` (default :func:`record_dir`), or ``None`` when there is
+    none."""
+    directory = Path(directory) if directory is not None else record_dir(quick)
+    if directory is None or not (directory / "record.json").is_file():
+        return None
+    header = json.loads((directory / "record.json").read_text(encoding="utf-8"))
+    if header.get("format") != FORMAT:
+        raise ValueError(f"{directory}: record format {header.get('format')!r}, expected {FORMAT}")
+    lines = (directory / "runs.jsonl").read_text(encoding="utf-8").splitlines()
+    runs = {r["run"]: r for r in map(json.loads, filter(None, lines))}
+    return Record(header, runs, directory)
+
+
+def experiment_result(name: str, record: Record | None = None, say: bool = True):
+    """Experiment ``name`` from the record of this build's budget when there is one
+    (:func:`load_record`), else trained (or loaded from the cache) by
+    :func:`~convs2s_edu.lab.experiments.run_experiment`; ``say`` prints which, with the
+    record's provenance (:meth:`Record.describe`)."""
+    record = record if record is not None else load_record()
+    if record is None:
+        if say:
+            print("trained by this build (there is no experiment record)")
+        return run_experiment(name, progress=False)
+    if say:
+        print(record.describe())
+    return record.result(name)
+
+
+def _same_machine(p: dict, q: dict) -> bool:
+    keys = ("device", "cpu", "cpu_kernels", "threads", "path", "torch")
+    return all(p.get(k) == q.get(k) for k in keys)
+
+
+def claim_runs(record: Record, experiment: str, arms) -> list[str]:
+    """The record's keys of every seed's run of ``arms`` of ``experiment`` (what a claim
+    compares), for :func:`spot_check`."""
+    configs = experiment_configs(experiment, record.budget, list(arms))
+    return [record.run(cfg)["run"] for _, _, cfg in configs]  # ValueError: not recorded
+
+
+def spot_check(
+    record: Record,
+    n: int = 2,
+    seed: int | None = None,
+    cache=None,
+    strict: bool = False,
+    runs=None,
+) -> list[dict]:
+    """Retrain ``n`` runs of ``record`` drawn at random and compare their scores with the
+    recorded ones.
+
+    Each run is trained afresh (in a temporary cache unless ``cache`` is given) with the
+    recorded configuration and scored as the record was. Where the machine, torch, the
+    execution path and the threads are the recorded run's, the scores must be equal (the
+    training is deterministic there). Elsewhere rounding differs from the first step on,
+    and a run may drift as far as another seed would: each score may then differ from the
+    recorded one by 1.2 times the range of the arm's other recorded seeds and the retrained
+    value (the recorded value itself left out, so that a wrong one cannot widen its own
+    tolerance).
+
+    Parameters
+    ----------
+    record : Record
+    n : int
+        Runs to retrain.
+    seed : int, optional
+        The draw's seed (default: a fresh one; every result names it as ``draw``).
+    cache : str or Path, optional
+        Where to train (default: a temporary folder, removed afterwards).
+    strict : bool
+        Raise ``ValueError`` naming the run and its two numbers when a score differs by
+        more than allowed.
+    runs : sequence of str, optional
+        Check these runs (their ``run`` keys, e.g. :func:`claim_runs`) instead of ``n``
+        drawn at random.
+
+    Returns
+    -------
+    list of dict
+        Per run: ``run``, ``arm``, ``seed``, ``draw``, ``exact`` (same machine), ``scores``:
+        ``{score: (recorded, now, allowed difference)}``, ``ok``.
+    """
+    seed = random.SystemRandom().randrange(2**31) if seed is None else seed
+    drawn = list(runs) if runs is not None else random.Random(seed).sample(sorted(record.runs), n)
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for key in drawn:
+            run = record.runs[key]
+            cfg = TrainConfig.from_dict(run["config"])
+            threads = torch.get_num_threads()
+            torch.set_num_threads(run["provenance"].get("threads", threads))  # as recorded
+            try:
+                now = measured_run(cfg, directory=cache or tmp)  # the base scores
+            finally:
+                torch.set_num_threads(threads)
+            here = read_checkpoint(run_dir(cfg, cache or tmp))["history"]["provenance"]
+            exact = _same_machine(here, run["provenance"])
+            arm = run["arms"][0]
+            # the arm's other seeds, as recorded
+            peers = [r for r in record.runs.values() if r["arms"][0] == arm and r is not run]
+            scores = {}
+            for s in SPOT_SCORES:
+                values = [r["scores"]["base"][s] for r in peers] + [now[s]]
+                allowed = 0.0 if exact else 1.2 * (max(values) - min(values))
+                recorded = run["scores"]["base"][s]
+                scores[s] = (recorded, now[s], allowed)
+            ok = all(abs(a - b) <= tol for a, b, tol in scores.values())
+            out.append(
+                {"run": key, "arm": "/".join(arm), "seed": run["seed"], "draw": seed}
+                | {"exact": exact, "scores": scores, "ok": ok}
+            )
+    bad = [
+        f"{c['arm']} seed {c['seed']} (run {c['run']}): {s} recorded {a!r}, retrained {b!r}"
+        f" (allowed difference {tol:.3g})"
+        for c in out
+        for s, (a, b, tol) in c["scores"].items()
+        if abs(a - b) > tol
+    ]
+    if strict and bad:
+        raise ValueError(
+            f"the spot check of the experiment record in {record.path} failed (draw {seed}): "
+            + "; ".join(bad)
+        )
+    return out

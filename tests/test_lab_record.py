@@ -1,0 +1,158 @@
+"""The experiment record: written once, read back as the runner gives it, stale when the code
+or the budget changed, and spot-checked by retraining.
+
+A two-arm experiment of tiny models (``tiny_experiment``) stands in for the registry, so that
+the whole record trains in seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import pytest
+
+from convs2s_edu.cli import main
+from convs2s_edu.lab.experiments import Budget, load_record, run_experiment, spot_check
+from convs2s_edu.lab.experiments import record as record_mod
+from convs2s_edu.lab.experiments import registry as registry_mod
+
+pytestmark = pytest.mark.usefixtures("single_thread")
+
+TINY = Budget(seeds=2, steps=4, width=8, n_valid=16, n_test=16, eval_every=2, beam_sizes=(1,))
+
+
+@pytest.fixture
+def recorded(tiny_experiment, tmp_path, monkeypatch):
+    """A record of the tiny experiment alone, at the tiny budget, in ``tmp_path / "rec"``."""
+    monkeypatch.setattr(record_mod, "EXPERIMENTS", {"tiny": tiny_experiment})
+    monkeypatch.setattr(record_mod, "budget", lambda quick=None, *args: TINY)
+    cache = tmp_path / "cache"
+    where = record_mod.make_record(tmp_path / "rec", workers=1, progress=False, cache=cache)
+    return load_record(where), cache
+
+
+def test_the_record_reads_back_what_the_runner_gives(recorded, tmp_path):
+    record, cache = recorded
+    assert record.header["made"]["runs"] == len(record.runs) == 4  # 2 arms x 2 seeds
+    from_record = record.result("tiny")
+    live = run_experiment("tiny", custom_budget=TINY, workers=1, progress=False, directory=cache)
+    assert [r.keys() for r in from_record.runs] == [r.keys() for r in live.runs]
+    for a, b in zip(from_record.runs, live.runs):
+        assert all(a[k] == b[k] or (math.isnan(a[k]) and math.isnan(b[k])) for k in a)
+    assert from_record.rows[0]["test_loss"] == live.rows[0]["test_loss"]
+    for run in record.runs.values():  # provenance of every run, from its worker
+        p = run["provenance"]
+        assert p["threads"] == 1 and p["path"] and p["cpu"] and p["wall_seconds"] > 0
+        assert run["curve"][-1][0] == 4  # the learning curve to the budget's last step
+    # JSON without NaN: a level never reached is null in the file, NaN again when read
+    text = (record.path / "runs.jsonl").read_text()
+    assert "NaN" not in text and json.loads(text.splitlines()[0])
+    assert math.isnan(from_record.runs[0]["steps_to_0.95"])
+
+
+def test_fresh_record_and_stale_ones_name_what_changed(recorded, monkeypatch):
+    record, _ = recorded
+    assert record.stale() == ""
+    assert "made by this code" in record.describe()
+    files = record.header["code"]["files"]
+    monkeypatch.setitem(files, "lab/experiments/registry.py", "0" * 16)
+    message = record.stale()
+    assert "lab/experiments/registry.py" in message and "tox -e experiments" in message
+    assert "convs2s.py" not in message
+    assert message in record.describe()
+
+
+def test_a_budget_the_registry_no_longer_gives_is_stale(recorded, monkeypatch):
+    record, _ = recorded
+    monkeypatch.setattr(
+        record_mod,
+        "budget",
+        lambda quick=None, *a: TINY.__class__(**{**TINY.__dict__, "steps": 6}),
+    )
+    assert "budget" in record.stale() and "run(s) of the registry" in record.stale()
+
+
+def test_spot_check_is_exact_on_this_machine_and_catches_a_wrong_number(recorded):
+    record, _ = recorded
+    checks = spot_check(record, n=4, seed=3)  # every run
+    assert all(c["ok"] and c["exact"] for c in checks)
+    assert all(now == before for c in checks for before, now, _ in c["scores"].values())
+    wrong = next(iter(record.runs.values()))
+    wrong["scores"]["base"]["test_loss"] += 1e-6  # one recorded number, planted wrong
+    with pytest.raises(ValueError, match=rf"run {wrong['run']}\): test_loss recorded"):
+        spot_check(record, n=4, seed=3, strict=True)
+
+
+def test_spot_check_elsewhere_allows_the_arms_seed_spread(recorded, monkeypatch):
+    record, _ = recorded
+    for run in record.runs.values():  # as if another CPU had made the record
+        run["provenance"]["cpu"] = "another CPU"
+    checks = spot_check(record, n=4, seed=0)
+    assert all(not c["exact"] for c in checks)
+    spreads = {c["arm"]: c["scores"]["test_loss"][2] for c in checks}
+    assert all(s > 0 for s in spreads.values())  # two seeds of an arm differ
+    run = next(iter(record.runs.values()))
+    run["scores"]["base"]["test_loss"] += 2 * spreads["/".join(run["arms"][0])]
+    with pytest.raises(ValueError, match="spot check"):
+        spot_check(record, n=4, seed=0, strict=True)
+
+
+def test_pages_read_the_record_when_there_is_one(recorded, monkeypatch, capsys):
+    record, _ = recorded
+    monkeypatch.setenv(record_mod.RECORD_ENV, str(record.path.parent))
+    monkeypatch.setattr(record_mod, "record_dir", lambda quick=None: record.path)
+    result = record_mod.experiment_result("tiny")
+    assert result.curves is not None and "from the experiment record" in capsys.readouterr().out
+
+
+def test_the_command_line_refuses_options_that_change_the_budget(tmp_path, capsys):
+    assert main(["experiment", "--all", "--seeds", "3", "--record", str(tmp_path)]) == 2
+    assert "--all records every experiment" in capsys.readouterr().err
+    assert main(["experiment"]) == 2
+    assert "name an experiment, or --all" in capsys.readouterr().err
+
+
+def test_the_registry_runs_are_distinct_and_serve_every_arm():
+    b = registry_mod.budget(quick=True)
+    runs = record_mod._distinct_runs(b)
+    served = {tuple(a) for r in runs.values() for a in r["arms"]}
+    every = {(n, a.name) for n, e in registry_mod.EXPERIMENTS.items() for a in e.arms}
+    assert served == {(n, a) for n, a in every} and len(runs) < len(every) * b.seeds
+
+
+def test_verify_on_the_command_line_names_a_planted_wrong_number(recorded, capsys):
+    record, _ = recorded
+    args = ["experiment", "--verify", "--record", str(record.path), "--spot", "4"]
+    assert main(args) == 0 and capsys.readouterr().out.count(": equal") == 4
+    path = record.path / "runs.jsonl"
+    runs = [json.loads(line) for line in path.read_text().splitlines()]
+    runs[1]["scores"]["base"]["exact_match"] = 0.5  # planted: no tiny run gets there
+    path.write_text("".join(json.dumps(r) + "\n" for r in runs))
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert f"run {runs[1]['run']}): exact_match recorded 0.5, retrained" in err
+
+
+def test_the_smallest_matrix_on_a_two_worker_dask_cluster(tiny_experiment, tmp_path, monkeypatch):
+    from distributed import LocalCluster
+
+    monkeypatch.setattr(record_mod, "EXPERIMENTS", {"tiny": tiny_experiment})
+    monkeypatch.setattr(record_mod, "budget", lambda quick=None, *args: TINY)
+    from distributed import Client
+
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None)
+    with cluster, Client(cluster) as client:
+        cluster_pids = set(client.run(os.getpid).values())
+        where = record_mod.make_record(
+            tmp_path / "rec",
+            progress=False,
+            cache=tmp_path / "cache",
+            address=cluster.scheduler_address,
+        )
+    record = load_record(where)
+    pids = {int(r["provenance"]["worker"].rsplit(":", 1)[1]) for r in record.runs.values()}
+    # both of the cluster's workers ran runs, and neither is this process
+    assert pids == cluster_pids and len(pids) == 2 and os.getpid() not in pids
+    assert record.header["made"]["cluster"].startswith("tcp://") and record.stale() == ""
