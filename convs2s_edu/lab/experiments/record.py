@@ -313,7 +313,7 @@ def experiment_result(name: str, record: Record | None = None, say: bool = True)
     """Experiment ``name`` from the record of this build's budget when there is one
     (:func:`load_record`), else trained (or loaded from the cache) by
     :func:`~convs2s_edu.lab.experiments.run_experiment`; ``say`` prints which, with the
-    record's provenance (:meth:`Record.describe`)."""
+    record's provenance (``Record.describe()``)."""
     record = record if record is not None else load_record()
     if record is None:
         if say:
@@ -369,8 +369,9 @@ def spot_check(
         Raise ``ValueError`` naming the run and its two numbers when a score differs by
         more than allowed.
     runs : sequence of str, optional
-        Check these runs (their ``run`` keys, e.g. :func:`claim_runs`) instead of ``n``
-        drawn at random.
+        Check these runs (their ``run`` keys, e.g. from
+        :func:`~convs2s_edu.lab.experiments.record.claim_runs`) instead of ``n`` drawn at
+        random.
 
     Returns
     -------
