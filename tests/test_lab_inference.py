@@ -411,3 +411,29 @@ def test_an_arm_is_summarised_by_its_mean_range_and_sample_standard_deviation():
     assert row["acc_values"] == [0.9, 0.8, 0.7] and row["acc_n"] == row["n_seeds"] == 3
     (one,) = summarise_runs(runs[:1], [Arm("a", "a")])
     assert one["acc_std"] == 0.0  # a single seed has no spread
+
+
+def _shaffer_by_hand(p_dir, p_eq, alpha=0.05):
+    """Shaffer's S1 as its definition reads, one hypothesis at a time."""
+    n_pairs = len(p_dir)
+    p = list(p_dir) + list(p_eq)
+    order = sorted(range(2 * n_pairs), key=lambda i: p[i])  # stable: ties keep their order
+    left, rejected = [2] * n_pairs, [False] * (2 * n_pairs)
+    for i in order:
+        t = sum(1 for n in left if n > 0)  # pairs with a hypothesis still standing
+        if p[i] > alpha / max(t, 1):
+            break
+        rejected[i] = True
+        left[i % n_pairs] -= 1
+    return rejected[:n_pairs], rejected[n_pairs:]
+
+
+def test_shaffer_agrees_with_its_definition_on_random_pages_with_ties():
+    rng = np.random.default_rng(7)
+    for _ in range(400):
+        n_pairs = int(rng.integers(1, 7))
+        p = rng.uniform(0, 0.1, size=2 * n_pairs) ** rng.choice([1, 2, 3])
+        p = np.round(p, int(rng.integers(2, 5)))  # ties, as rounded p-values make them
+        d, e = shaffer(p[:n_pairs], p[n_pairs:])
+        want_d, want_e = _shaffer_by_hand(p[:n_pairs], p[n_pairs:])
+        assert d.tolist() == want_d and e.tolist() == want_e, p

@@ -79,15 +79,18 @@ def source_hash(source: str) -> str:
 
 
 @cache
-def _hash_of(path: Path, mtime_ns: int) -> str:
+def _loaded_hash(path: Path) -> str:
+    """The hash of a file of this package as this process first read it: an edit made
+    while it runs (a notebook, a long build) is not the code it trains with."""
     return source_hash(path.read_text(encoding="utf-8"))
 
 
 def file_hashes(files=EXPERIMENT_FILES, root=None) -> dict[str, str]:
-    """``{file: source_hash}`` of ``files`` (paths relative to ``root``, the package's
-    folder by default)."""
-    root = Path(root) if root is not None else _PACKAGE
-    return {f: _hash_of(root / f, (root / f).stat().st_mtime_ns) for f in files}
+    """``{file: source_hash}`` of ``files``: the package's own, as this process first read
+    them (by default), or the files under ``root`` as they are now."""
+    if root is None:
+        return {f: _loaded_hash(_PACKAGE / f) for f in files}
+    return {f: source_hash((Path(root) / f).read_text(encoding="utf-8")) for f in files}
 
 
 def fingerprint(files=EXPERIMENT_FILES, root=None) -> str:

@@ -305,7 +305,10 @@ def _parallel(todo, workers, threads, timeout, address):
             config, parent = dict(backend="dask"), None
         stack.enter_context(joblib.parallel_config(**config))
         n_jobs = workers or -1  # on a cluster, by default one job per worker
-        parallel = joblib.Parallel(n_jobs=n_jobs, return_as="generator_unordered", timeout=timeout)
+        # one job a batch: the longest first, as handed out (joblib's "auto" batches quick jobs)
+        parallel = joblib.Parallel(
+            n_jobs=n_jobs, return_as="generator_unordered", timeout=timeout, batch_size=1
+        )
         try:
             yield from parallel(joblib.delayed(_serve)(job, threads, parent) for job in todo)
         except Exception as err:  # a worker died (loky names its exit code) or ran late

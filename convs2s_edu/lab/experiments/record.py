@@ -177,12 +177,20 @@ def make_record(
     code = {"fingerprint": fingerprint(), "files": file_hashes()}  # the code that trains
     started, t0 = datetime.datetime.now(datetime.timezone.utc), time.perf_counter()
     run_jobs(jobs, workers, progress=progress, name="record", address=address)
+    if fingerprint() != code["fingerprint"] or file_hashes() != code["files"]:
+        raise RuntimeError("the fingerprinted code changed while the runs trained: record again")
     wall = time.perf_counter() - t0
     lines = []
     for key, r in runs.items():
         cfg, where = r["config"], run_dir(r["config"], cache)
         history = read_checkpoint(where)["history"]
         groups = _read(_measure_file(cfg, cache))
+        if not all(g in groups for g in _groups(r["measures"], b.beam_sizes)):
+            raise RuntimeError(
+                f"run {key} ({' '.join(r['arms'][0])} seed {r['seed']}) has no scores of this "
+                f"code in {_measure_file(cfg, cache)}: was it trained by other code (a cluster "
+                "worker with another version)?"
+            )
         curve = [[e["step"], e["exact_match"], e["valid_loss"]] for e in history["evals"]]
         line = {"run": key, "seed": r["seed"], "arms": r["arms"], "config": cfg.to_dict()}
         line |= {"scores": groups, "curve": curve, "provenance": history["provenance"]}
@@ -340,15 +348,14 @@ def spot_check(
     record: Record,
     n: int = 2,
     seed: int | None = None,
-    cache=None,
     strict: bool = False,
     runs=None,
 ) -> list[dict]:
     """Retrain ``n`` runs of ``record`` drawn at random and compare their scores with the
     recorded ones.
 
-    Each run is trained afresh (in a temporary cache unless ``cache`` is given) with the
-    recorded configuration and scored as the record was. Where the machine, torch, the
+    Each run is trained afresh, in a temporary folder (never a cache that may hold it), with
+    the recorded configuration and scored as the record was. Where the machine, torch, the
     execution path and the threads are the recorded run's, the scores must be equal (the
     training is deterministic there). Elsewhere rounding differs from the first step on,
     and a run may drift as far as another seed would: each score may then differ from the
@@ -363,8 +370,6 @@ def spot_check(
         Runs to retrain.
     seed : int, optional
         The draw's seed (default: a fresh one; every result names it as ``draw``).
-    cache : str or Path, optional
-        Where to train (default: a temporary folder, removed afterwards).
     strict : bool
         Raise ``ValueError`` naming the run and its two numbers when a score differs by
         more than allowed.
@@ -389,10 +394,10 @@ def spot_check(
             threads = torch.get_num_threads()
             torch.set_num_threads(run["provenance"].get("threads", threads))  # as recorded
             try:
-                now = measured_run(cfg, directory=cache or tmp)  # the base scores
+                now = measured_run(cfg, directory=tmp)  # the base scores
             finally:
                 torch.set_num_threads(threads)
-            here = read_checkpoint(run_dir(cfg, cache or tmp))["history"]["provenance"]
+            here = read_checkpoint(run_dir(cfg, tmp))["history"]["provenance"]
             exact = _same_machine(here, run["provenance"])
             arm = run["arms"][0]
             # the arm's other seeds, as recorded
