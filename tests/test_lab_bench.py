@@ -85,6 +85,9 @@ def test_quick_bench_runs_and_is_consistent(tmp_path, single_thread):
     assert "convs2s" in text and "gru" in text and "measured peak" in text
     # on a CPU: both models at every thread count, as compare prints them, and the verdict
     assert r["threads"]["table"] in text and "ratio gru/convs2s" in r["threads"]["table"]
+    # labelled with the path it timed (TrainConfig's default, the fast one), not "eager fp32"
+    assert r["threads"]["path"] == "fast-fp32"
+    assert f"fast-fp32 {r['threads']['table']}" in text
     assert r["threads"]["verdict"] in r["threads"]["table"].replace("\n", " ")
     # the settings and the machine it ran on, and the profile's table only when asked for
     assert [x["batch_size"] for x in r["models"]["convs2s"]["incremental"]] == [4]

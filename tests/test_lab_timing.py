@@ -398,6 +398,26 @@ def test_measure_threads_times_every_model_at_every_count():
         measure_threads(cfg, thread_counts=[1, 1])
 
 
+def test_measure_threads_times_the_configurations_precision(monkeypatch):
+    # a bf16 configuration was timed in fp32: the step was built without its precision
+    from _tiny import tiny_config
+
+    from convs2s_edu.lab import timing as timing_mod
+
+    asked, real = [], timing_mod.make_train_step
+
+    def spy(model, optimizer, clip_norm, precision="fp32", *args, **kwargs):
+        asked.append(precision)
+        return real(model, optimizer, clip_norm, "fp32", *args, **kwargs)  # any CPU runs it
+
+    monkeypatch.setattr(timing_mod, "make_train_step", spy)
+    cfg = tiny_config(n_train=64, precision="bf16")
+    timing_mod.measure_threads(
+        cfg, thread_counts=[1], steps_per_window=1, n_rounds=2, warmup_steps=0
+    )
+    assert asked == ["bf16", "bf16"]  # both models
+
+
 def test_every_window_runs_at_its_thread_count_and_the_process_keeps_its_own(monkeypatch):
     from _tiny import tiny_config
 

@@ -307,7 +307,8 @@ def run_bench(
         scaling = measure_threads(cfg, models, **steps, **n)
         v = thread_verdict(scaling)
         table = format_threads(scaling, verdict=v)
-        result["threads"] = {**scaling.to_dict(), "verdict": v.text, "table": table}
+        path = execution.ExecutionPath.of(cfg).name  # the path the thread table timed
+        result["threads"] = {**scaling.to_dict(), "verdict": v.text, "table": table, "path": path}
     if out is not None:
         with open(out, "w") as f:
             json.dump(result, f, indent=2, default=str)
@@ -347,7 +348,7 @@ def format_bench(result: dict, profile: bool = True) -> str:
         for r in e.get("incremental", [])
     ]
     if result.get("threads"):
-        lines += ["", "eager fp32 " + result["threads"]["table"]]
+        lines += ["", f"{result['threads']['path']} " + result["threads"]["table"]]
     if result["skipped_paths"]:
         lines += [""] + [f"not run: {p}: {why}" for p, why in result["skipped_paths"].items()]
     tables = {n: e["profile"] for n, e in result["models"].items() if "profile" in e}

@@ -480,7 +480,8 @@ def measure_threads(
         model = build_model(configs[name]).to(dev).train()
         apply_path(model, ExecutionPath.of(configs[name]))  # the path train() runs
         optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr, betas=cfg.adam_betas)
-        step = make_train_step(model, optimizer, cfg.clip_norm)
+        # the configuration's precision too: a bf16 configuration is timed in bf16
+        step = make_train_step(model, optimizer, cfg.clip_norm, configs[name].precision)
         for t in counts:  # set_torch_threads(t) as a decorator: each call at t, then back
             key = f"{name}@{t}"
             windows[key] = set_torch_threads(t)(window_runner(step, batches, steps_per_window))

@@ -59,14 +59,15 @@ print(format_bench(result, profile=False))
 # %%
 # More threads
 # ------------
-# On a CPU the bench also times both models (eager, fp32) at every thread count
-# from one to the machine's cores, interleaved, with a verdict at each (the
-# table's last lines; :ref:`the training speed page
-# <sphx_glr_auto_examples_speed_plot_01_training_speed.py>` draws the same
-# measurement for the site's models). The ratio at each count:
+# On a CPU the bench also times both models, on the path the site trains with
+# (printed first), at every thread count from one to the machine's cores,
+# interleaved, with a verdict at each (the table's last lines; :ref:`the
+# training speed page <sphx_glr_auto_examples_speed_plot_01_training_speed.py>`
+# draws the same measurement for the site's models). The ratio at each count:
 
 if "threads" in result:
     th = result["threads"]
+    print(f"path: {th['path']}")
     for t in th["thread_counts"]:
         r = th["points"][str(t)]["ratio"]["gru"]
         print(
