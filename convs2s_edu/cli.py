@@ -363,6 +363,14 @@ def _cmd_compare(args) -> None:
 
 
 def _cmd_experiment(args) -> None:
+    # options of one mode given to another would be ignored: say so instead
+    for option, needs in (("address", "all"), ("claim", "verify"), ("record", None)):
+        given = getattr(args, option) is not None
+        if given and not (getattr(args, needs) if needs else args.all or args.verify):
+            where = f"--{needs}" if needs else "--all or --verify"
+            raise ValueError(f"--{option} goes with {where}")
+    if args.all and args.verify:
+        raise ValueError("--all records, --verify checks a record: one at a time")
     if args.all:
         _cmd_record(args)
         return

@@ -116,7 +116,7 @@ def test_the_command_line_refuses_options_that_change_the_budget(tmp_path, capsy
 
 def test_the_registry_runs_are_distinct_and_serve_every_arm():
     b = registry_mod.budget(quick=True)
-    runs = record_mod._distinct_runs(b)
+    runs = record_mod.distinct_runs(b)
     served = {tuple(a) for r in runs.values() for a in r["arms"]}
     every = {(n, a.name) for n, e in registry_mod.EXPERIMENTS.items() for a in e.arms}
     assert served == {(n, a) for n, a in every} and len(runs) < len(every) * b.seeds
@@ -156,3 +156,17 @@ def test_the_smallest_matrix_on_a_two_worker_dask_cluster(tiny_experiment, tmp_p
     # both of the cluster's workers ran runs, and neither is this process
     assert pids == cluster_pids and len(pids) == 2 and os.getpid() not in pids
     assert record.header["made"]["cluster"].startswith("tcp://") and record.stale() == ""
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["encoder_decoder", "--address", "tcp://x:1"], "--address goes with --all"),
+        (["encoder_decoder", "--claim", "3"], "--claim goes with --verify"),
+        (["encoder_decoder", "--record", "x"], "--record goes with --all or --verify"),
+        (["--all", "--verify"], "one at a time"),
+    ],
+)
+def test_options_of_another_mode_are_refused_not_ignored(args, message, capsys):
+    assert main(["experiment", *args]) == 2
+    assert message in capsys.readouterr().err

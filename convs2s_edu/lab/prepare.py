@@ -10,11 +10,10 @@ the pages take their timings from interleaved measurements made afterwards, alon
 
 from __future__ import annotations
 
-from ..training.cache import run_dir
 from ..training.schedule import Job, JobResult, run_jobs, train_job
-from .experiments.record import load_record
-from .experiments.registry import EXPERIMENTS, budget
-from .experiments.runner import experiment_configs, measure_groups_job
+from .experiments.record import distinct_runs, load_record
+from .experiments.registry import budget
+from .experiments.runner import measure_groups_job
 from .site import SITE_RECIPES, is_quick_mode, short_runs, site_config
 
 __all__ = ["site_jobs", "prepare_site"]
@@ -55,19 +54,13 @@ def site_jobs(quick: bool | None = None, directory=None) -> list[Job]:
     for name, cfgs in short_runs().items():
         jobs += [train_job(c, directory, f"seed against paper/{name} seed {c.seed}") for c in cfgs]
     b = budget()
-    runs: dict[str, list] = {}  # cache entry -> [config, measures, label]
     # with an experiment record the pages read the runs from it: only the models that the
     # claims page times (generation speed) are trained here
-    recorded = load_record() is not None
-    for name, exp in EXPERIMENTS.items():
-        if recorded and name != "generation":
-            continue
-        for arm, seed, cfg in experiment_configs(name, b):
-            entry = runs.setdefault(str(run_dir(cfg, directory)), [cfg, set(), ""])
-            entry[1].update(exp.measures)
-            entry[2] = entry[2] or f"{name}/{arm.name} seed {seed}"
-    for cfg, measures, label in runs.values():
-        jobs.append(measure_groups_job(cfg, measures, b.beam_sizes, directory, label))
+    names = ["generation"] if load_record() is not None else None
+    for r in distinct_runs(b, names).values():
+        jobs.append(
+            measure_groups_job(r["config"], r["measures"], b.beam_sizes, directory, r["label"])
+        )
     # the runs besides experiment arms that the bottleneck and trained-attention pages load
     for task in ("sort", "reverse"):
         cfg = b.config("gru", task, attention=False)

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from torch.utils.benchmark import set_torch_threads
 
 from ...training.cache import run_dir
 from ...training.checkpoint import read_checkpoint
@@ -66,6 +67,7 @@ __all__ = [
     "RECORD_ENV",
     "Record",
     "record_dir",
+    "distinct_runs",
     "load_record",
     "make_record",
     "experiment_result",
@@ -94,14 +96,20 @@ def _run_key(cfg: TrainConfig) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
-def _distinct_runs(b: Budget) -> dict[str, dict]:
-    """Every distinct run of every experiment at budget ``b``, with the arms it serves and
-    the union of the measure groups they ask for."""
+def distinct_runs(b: Budget, names=None) -> dict[str, dict]:
+    """Every distinct run of the experiments ``names`` (default: every one) at budget ``b``,
+    by its key: ``config``, ``seed``, ``arms`` (the ``[experiment, arm]`` pairs it serves:
+    the same configuration in several experiments is one run), ``measures`` (the union of
+    the measure groups they ask for) and ``label`` (how progress lines name it)."""
     runs: dict[str, dict] = {}
     for name, exp in EXPERIMENTS.items():
+        if names is not None and name not in names:
+            continue
         for arm, seed, cfg in experiment_configs(name, b):
+            label = f"{name}/{arm.name} seed {seed}"
             run = runs.setdefault(
-                _run_key(cfg), {"config": cfg, "seed": seed, "arms": [], "measures": set()}
+                _run_key(cfg),
+                {"config": cfg, "seed": seed, "arms": [], "measures": set(), "label": label},
             )
             run["arms"].append([name, arm.name])
             run["measures"].update(exp.measures)
@@ -163,15 +171,9 @@ def make_record(
     if directory is None:
         raise ValueError(f"no folder for the record: pass one, or set ${RECORD_ENV}")
     b = budget(quick)
-    runs = _distinct_runs(b)
+    runs = distinct_runs(b)
     jobs = [
-        measure_groups_job(
-            r["config"],
-            r["measures"],
-            b.beam_sizes,
-            cache,
-            label=" ".join(r["arms"][0]) + f" seed {r['seed']}",
-        )
+        measure_groups_job(r["config"], r["measures"], b.beam_sizes, cache, r["label"])
         for r in runs.values()
     ]
     code = {"fingerprint": fingerprint(), "files": file_hashes()}  # the code that trains
@@ -247,7 +249,7 @@ class Record:
         now = budget(self.budget.quick)
         if self.budget != now:
             problems.append("the registry's budget is not the record's")
-        missing = [k for k in _distinct_runs(now) if k not in self.runs]
+        missing = [k for k in distinct_runs(now) if k not in self.runs]
         if missing:
             problems.append(f"{len(missing)} run(s) of the registry are not in it")
         if not problems:
@@ -391,12 +393,9 @@ def spot_check(
         for key in drawn:
             run = record.runs[key]
             cfg = TrainConfig.from_dict(run["config"])
-            threads = torch.get_num_threads()
-            torch.set_num_threads(run["provenance"].get("threads", threads))  # as recorded
-            try:
+            threads = run["provenance"].get("threads", torch.get_num_threads())
+            with set_torch_threads(threads):  # as recorded
                 now = measured_run(cfg, directory=tmp)  # the base scores
-            finally:
-                torch.set_num_threads(threads)
             here = read_checkpoint(run_dir(cfg, tmp))["history"]["provenance"]
             exact = _same_machine(here, run["provenance"])
             arm = run["arms"][0]
