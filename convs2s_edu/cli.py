@@ -141,8 +141,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--fast",
         action=argparse.BooleanOptionalAction,
-        help="run the training step through the package's CPU fast paths (convs2s_edu.fast; "
-        "default: on); --no-fast trains the model files' code as written",
+        help="run the training step through the package's fast paths (convs2s_edu.fast); "
+        "--no-fast trains the model files' code as written. Default: whichever a short "
+        "timing on this machine finds faster (convs2s_edu.training.calibrate)",
     )
 
     p = sub.add_parser(

@@ -51,6 +51,7 @@ print(f"schedule: {cfg.epochs} epochs, batches of {cfg.batch_size}, Adam with lr
 print(f"          gradient norm clipped at {cfg.clip_norm}; {cfg.batching} batches")
 print(f"ConvS2S with the paper's normalisation and initialisation: {cfg.paper_normalisation}")
 for name, c in configs.items():
+    c = results[name].config  # with the path this machine chose (TrainConfig.fast)
     fast = ", fast paths" if c.fast else ""
     path = f"{'compiled' if c.compile else 'eager'}{fast} {c.precision}"
     print(f"{LABELS[name]:16s} trained on: {histories[name].device}; execution path: {path}")

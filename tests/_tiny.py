@@ -163,7 +163,9 @@ THREE_STEPS = {"min_len": 2, "n_train": 48, "n_valid": 24}
 
 def tiny_config(model: str = "convs2s", dropout: float | None = None, **changes) -> TrainConfig:
     """The sorting task on 32 short examples, one epoch, a tiny model of ``model``
-    (:data:`TINY_OPTIONS`, plus ``dropout`` when given), with ``changes`` applied."""
+    (:data:`TINY_OPTIONS`, plus ``dropout`` when given), on the fast paths (the default,
+    ``fast=None``, would time them on each machine: ``test_training_calibrate.py``), with
+    ``changes`` applied."""
     options = dict(TINY_OPTIONS.get(model, {}))
     if dropout is not None:
         options["dropout"] = dropout
@@ -179,6 +181,7 @@ def tiny_config(model: str = "convs2s", dropout: float | None = None, **changes)
         epochs=1,
         device="cpu",
         model_options=options,
+        fast=True,  # not timed per machine: the same path, and numbers, in every test
     )
     return cfg.replace(**changes)
 

@@ -1,6 +1,6 @@
 """Tests of ``convs2s_edu.fast.paths``, the execution paths: the switch to the fast paths and
 back, compiled and bf16 runs that agree with eager fp32, a path this machine cannot run
-refused with the reason, and ``fastest_path`` picking one that can run."""
+refused with the reason, and ``default_path`` picking one that can run."""
 
 from __future__ import annotations
 
@@ -20,9 +20,9 @@ from convs2s_edu.fast.paths import (
     bf16_support,
     check_precision,
     cpu_bf16_support,
-    fastest_path,
 )
 from convs2s_edu.training import build_model, train
+from convs2s_edu.training.calibrate import default_path
 from convs2s_edu.training.step import make_train_step
 
 
@@ -152,16 +152,20 @@ def test_cpu_flag_detection(monkeypatch):
     assert not ok and "AVX2" in why
 
 
-def test_paths_and_fastest_path():
+def test_paths_and_the_default_path(monkeypatch, tmp_path):
     paths, skipped = available_paths("cpu")
     assert ExecutionPath() in paths and ExecutionPath(True) in paths
     assert ExecutionPath(fast=True) in paths
     assert [ExecutionPath().name, ExecutionPath(fast=True).name] == ["eager-fp32", "fast-fp32"]
     assert "compile-reduce-overhead-fp32" in skipped  # CUDA graphs: CUDA only
     assert ExecutionPath(True, "reduce-overhead", "bf16").name == "compile-reduce-overhead-bf16"
-    p = fastest_path("cpu")
+    monkeypatch.setenv("CONVS2S_EDU_CACHE", str(tmp_path))
+    cfg = tiny_config("convs2s", fast=None)
+    p = default_path("cpu", cfg)
     assert p in paths  # a path that can run here
-    assert p == ExecutionPath(fast=True)  # the fast paths, fp32 on every CPU
+    assert p in (ExecutionPath(), ExecutionPath(fast=True))  # fp32: the machine's choice
+    with pytest.raises(ValueError, match="not decided"):
+        ExecutionPath.of(cfg)
 
 
 def test_fastest_cuda_path_keeps_compile_and_falls_back_to_fp32_without_bf16(monkeypatch):
@@ -170,14 +174,13 @@ def test_fastest_cuda_path_keeps_compile_and_falls_back_to_fp32_without_bf16(mon
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda d=None: "Test GPU")
     for bf16, precision in ((True, "bf16"), (False, "fp32")):
         monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda b=bf16: b)
-        assert fastest_path("cuda") == ExecutionPath(True, "reduce-overhead", precision)
-        assert fastest_path("cpu") == ExecutionPath(fast=True)  # the CPU's own rule
+        assert default_path("cuda") == ExecutionPath(True, "reduce-overhead", precision)
 
 
 def test_bf16_support_on_a_machine_without_cuda(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert bf16_support("cuda") == (False, "no CUDA device on this machine")
-    assert fastest_path("cuda").precision == "fp32"
+    assert default_path("cuda").precision == "fp32"
 
 
 def test_compile_takes_the_encoder_and_the_decoder(monkeypatch):
@@ -219,9 +222,10 @@ def test_a_path_is_compiled_or_fast_not_both():
     with pytest.raises(ValueError, match="compiled .* or fast, not both"):
         ExecutionPath(True, fast=True)
     with pytest.raises(ValueError, match="compile=True needs fast=False"):
-        TrainConfig(compile=True)
-    assert TrainConfig().fast and not TrainConfig(compile=True, fast=False).fast
-    with pytest.raises(TypeError, match="fast must be True or False, got 1"):
+        TrainConfig(compile=True, fast=True)
+    assert TrainConfig().fast is None  # the machine decides (training.calibrate)
+    assert TrainConfig(compile=True).fast is None
+    with pytest.raises(TypeError, match="fast must be True, False or None, got 1"):
         TrainConfig(fast=1)
 
 

@@ -7,6 +7,7 @@ change it and be named.
 
 from __future__ import annotations
 
+import ast
 import shutil
 from pathlib import Path
 
@@ -80,3 +81,46 @@ def test_a_docstring_only_body_and_a_removed_file():
     assert source_hash("def f():\n    'doc'\n") != source_hash("def g():\n    pass\n")
     recorded = {**file_hashes(), "gone.py": "0" * 16}
     assert changed_files(recorded) == ["gone.py"]
+
+
+#: Modules the training files import that do not shape a trained model's numbers, and why.
+NOT_TRAINING = {
+    "_checks.py": "argument checks: they raise or pass a value through",
+    "_machine.py": "reads the CPU's name and flags for the run's provenance",
+    "_version.py": "the version written into a checkpoint",
+    "metrics.py": "scores the held-out set (EXPERIMENT_FILES holds it)",
+    "training/progress.py": "the progress bar",
+    "training/fingerprint.py": "the fingerprint itself",
+    "training/calibrate.py": "chooses `fast`, which the config (and the cache's key) holds",
+    "training/cache.py": "where runs are kept (its key holds the config)",
+}
+
+
+def _package_imports(relative: str) -> set[str]:
+    """The package's files that ``relative`` imports (relative imports only)."""
+    path = PACKAGE / relative
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = path.parent
+            for _ in range(node.level - 1):
+                base = base.parent
+            names = [node.module] if node.module else [a.name for a in node.names]
+            for name in names:
+                target = base.joinpath(*name.split("."))
+                for candidate in (target.with_suffix(".py"), target / "__init__.py"):
+                    if candidate.is_file():
+                        found.add(candidate.relative_to(PACKAGE).as_posix())
+    return found
+
+
+def test_every_module_the_training_files_import_is_fingerprinted():
+    # a module that shapes the numbers but is missing from TRAINING_FILES would let a
+    # cached run, or the experiment record, outlive a change to it
+    for f in TRAINING_FILES:
+        for imported in _package_imports(f):
+            if imported.endswith("__init__.py"):
+                continue  # re-exports
+            assert imported in TRAINING_FILES or imported in NOT_TRAINING, (
+                f"{f} imports {imported}: add it to TRAINING_FILES or say why not"
+            )

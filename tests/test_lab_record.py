@@ -170,3 +170,13 @@ def test_the_smallest_matrix_on_a_two_worker_dask_cluster(tiny_experiment, tmp_p
 def test_options_of_another_mode_are_refused_not_ignored(args, message, capsys):
     assert main(["experiment", *args]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_run_is_the_same_run_on_either_path():
+    # the record is read on machines that choose other paths (TrainConfig.fast=None):
+    # the path a run took is its provenance, not part of what it is
+    cfg = record_mod.experiment_configs("positions", registry_mod.budget(quick=True))[0][2]
+    assert cfg.fast is None
+    keys = {record_mod._run_key(cfg.replace(fast=f)) for f in (None, True, False)}
+    assert len(keys) == 1
+    assert record_mod._run_key(cfg) != record_mod._run_key(cfg.replace(seed=cfg.seed + 1))

@@ -107,7 +107,7 @@ def test_config_fields_validated_and_every_path_cached_apart(monkeypatch):
         TrainConfig(compile_mode="fastest")
     with pytest.raises(TypeError, match="compile must be True or False"):
         TrainConfig(compile="yes")
-    base = TrainConfig(device="cpu")
+    base = TrainConfig(device="cpu", fast=True)
     # the reference path, a compiled run, another mode, another precision: each is cached
     # apart (the same function, but other roundings and dropout masks: other weights)
     keys = {
@@ -241,3 +241,14 @@ def test_is_cached_only_for_a_finished_run(tmp_path):
     assert not cache_mod.is_cached(cfg, tmp_path)  # interrupted: one epoch of two
     train_or_load(cfg, progress=False, directory=tmp_path)
     assert cache_mod.is_cached(cfg, tmp_path)
+
+
+def test_a_field_the_model_ignores_resumes_the_same_entry(tmp_path, single_thread):
+    # a GRU has no convolutional parts: paper_normalisation is not part of its run, so the
+    # cache gives both values one entry, and resuming that entry must not refuse either
+    first = tiny_config("gru", epochs=2, paper_normalisation=True)
+    train(first, out_dir=cache_mod.run_dir(first, tmp_path), stop_after=1)  # interrupted
+    other = first.replace(paper_normalisation=False)
+    assert cache_mod.run_dir(other, tmp_path) == cache_mod.run_dir(first, tmp_path)
+    result = train_or_load(other, directory=tmp_path)  # "cannot resume" before the fix
+    assert [e["epoch"] for e in result.history.epochs] == [1, 2]

@@ -216,3 +216,28 @@ def test_the_cost_estimate_orders_bigger_runs_first():
     small = tiny_config(**SIX_STEPS)
     assert train_job(small.replace(epochs=4)).cost > train_job(small).cost
     assert train_job(small.replace(max_len=12)).cost > train_job(small).cost
+
+
+def test_each_path_is_timed_alone_before_the_workers_share_the_cores(monkeypatch, tmp_path):
+    import torch
+
+    timed = []
+
+    def resolve(cfg, say):
+        timed.append((cfg.seed, torch.get_num_threads()))
+        return cfg
+
+    def workers(todo, *args):
+        assert len(timed) == 2  # every choice made before a worker started
+        return [(job.key, None, 0.0, None) for job in todo]
+
+    monkeypatch.setattr(schedule_mod, "resolve_path", resolve)
+    monkeypatch.setattr(schedule_mod, "_parallel", workers)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        jobs = [train_job(tiny_config(fast=None, seed=s), tmp_path) for s in (0, 1)]
+        run_jobs(jobs, workers=2, threads=1, progress=False)
+    finally:
+        torch.set_num_threads(before)
+    assert sorted(timed) == [(0, 1), (1, 1)]  # at the workers' threads

@@ -100,7 +100,7 @@ def main(argv=None) -> int:
         new_cfg = TrainConfig(model=name, device="cpu", batching=args.batching)
         versions = (
             ("before", before, old_cfg),
-            ("after", convs2s_edu, new_cfg),  # through the fast paths (TrainConfig.fast)
+            ("after", convs2s_edu, new_cfg.replace(fast=True)),  # through the fast paths
             ("reference", convs2s_edu, new_cfg.replace(fast=False)),  # the model files as written
         )
         for version, pkg, cfg in versions:

@@ -28,8 +28,10 @@ and flags of ``convs2s-edu train``:
     AMX); without them PyTorch emulates bf16 slowly, so :func:`check_precision`
     refuses it and says why.
 
-:func:`fastest_path` is the default path of a device, fixed here from measurements
-(its Notes), never chosen by a timing at run time.
+:func:`~convs2s_edu.training.calibrate.default_path` is the default path of a device:
+on a GPU fixed from measurements (:data:`MEASURED_FASTEST`); on a CPU, the reference or
+the fast paths, whichever a short timing on that machine chose
+(:mod:`convs2s_edu.training.calibrate`).
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from .gru import FastGRUDecoder, FastGRUEncoder
 
 __all__ = [
     "FAST_CLASSES",
+    "has_fast_path",
     "use_fast_paths",
     "apply_path",
     "PRECISIONS",
@@ -61,7 +64,6 @@ __all__ = [
     "apply_compile",
     "autocast",
     "available_paths",
-    "fastest_path",
 ]
 
 #: Values of :attr:`TrainConfig.precision <convs2s_edu.TrainConfig>`.
@@ -85,6 +87,11 @@ FAST_CLASSES = {
 def _has_fast_path(module: nn.Module) -> bool:
     # FastGRUDecoder computes the Bahdanau energy; RNNencdec's decoder has none
     return not isinstance(getattr(module, "attention", None), FixedContext)
+
+
+def has_fast_path(model: nn.Module) -> bool:
+    """Whether :func:`use_fast_paths` would switch any module of ``model``."""
+    return any(type(m) in FAST_CLASSES and _has_fast_path(m) for m in model.modules())
 
 
 def use_fast_paths(model: nn.Module, enabled: bool = True) -> nn.Module:
@@ -144,7 +151,13 @@ class ExecutionPath(tuple):
 
     @classmethod
     def of(cls, cfg) -> ExecutionPath:
-        """The path of a :class:`~convs2s_edu.TrainConfig` (its four fields)."""
+        """The path of a :class:`~convs2s_edu.TrainConfig` (its four fields), once its
+        ``fast`` is decided (:func:`~convs2s_edu.training.resolve_path`)."""
+        if cfg.fast is None:
+            raise ValueError(
+                "this config's path is not decided (fast=None): pass it through "
+                "convs2s_edu.training.resolve_path first"
+            )
         return cls(cfg.compile, cfg.compile_mode, cfg.precision, cfg.fast)
 
     def config_fields(self) -> dict:
@@ -283,36 +296,6 @@ def available_paths(device: torch.device | str) -> tuple[list, dict]:
     return paths, skipped
 
 
-#: The path each device type trains on by default (see :func:`fastest_path`). Keys:
-#: ``"cpu"``, ``"cuda"``.
-MEASURED_FASTEST = {
-    "cpu": ExecutionPath(fast=True),
-    "cuda": ExecutionPath(True, "reduce-overhead", "bf16"),
-}
-
-
-def fastest_path(device: torch.device | str) -> ExecutionPath:
-    """The default path of ``device``: :data:`MEASURED_FASTEST`, fp32 where bf16 cannot run.
-
-    Notes
-    -----
-    Fixed from measurements of ``convs2s-edu bench`` and ``tools/loop_throughput.py``
-    (the site's Speed chapter and its appendix page on the fast paths print them for the
-    machine that built the site):
-
-    * CPU: the fast paths in fp32. They trained both models faster than the reference
-      where measured (AMD EPYC CPUs with AVX2 and with AVX-512), and :func:`torch.compile`
-      of these small models did not pay for its compile time within a run. bf16 stays off
-      so that the site trains the same arithmetic on every CPU, with or without bf16
-      instructions; ``precision="bf16"``
-      (``convs2s-edu train --precision bf16``) is the choice to make on a CPU that has them.
-    * CUDA: compiled with CUDA graphs (``mode="reduce-overhead"``) in bf16 where the GPU
-      supports it, else fp32: at these sizes a step is hundreds of tiny kernels, and
-      launch overhead, not arithmetic, sets the time. This is the expectation that
-      ``tools/gpu_check.py`` measures; it has not yet run on a GPU.
-    """
-    device = torch.device(device)
-    path = MEASURED_FASTEST["cuda" if device.type == "cuda" else "cpu"]
-    if path.precision == "bf16" and not bf16_support(device)[0]:
-        path = ExecutionPath(path.compile, path.compile_mode, "fp32", path.fast)
-    return path
+#: The path a GPU trains on by default
+#: (:func:`~convs2s_edu.training.calibrate.default_path`, whose Notes say why).
+MEASURED_FASTEST = {"cuda": ExecutionPath(True, "reduce-overhead", "bf16")}

@@ -4,7 +4,7 @@ Modules (each imports the learner's core and :mod:`convs2s_edu.training`, never 
 command line)::
 
     timing       interleaved timing windows, their spread, the machine, the speed verdict
-    bench        throughput per execution path, FLOPs per token, fraction of measured peak
+    bench        throughput per execution path, FLOPs per token, fractions of the CPU's peak
     compare      both models on the same data: the table, timed interleaved
     samples      side-by-side sample outputs of several models
     experiments  the paper's ablations and the seed article's claims, over seeds

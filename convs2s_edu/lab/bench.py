@@ -1,4 +1,4 @@
-r"""``convs2s-edu bench``: both models against the machine's own limit, on every execution path.
+r"""``convs2s-edu bench``: both models against the machine's limits, on every execution path.
 
 What :func:`run_bench` measures, in one process, on the machine it runs on:
 
@@ -8,15 +8,18 @@ What :func:`run_bench` measures, in one process, on the machine it runs on:
    seconds (the compile time of compiled paths included) are reported.
 2. **FLOPs per target token** of a training step, forward and backward
    (:func:`~convs2s_edu.lab.timing.training_flops_per_token`).
-3. **The measured peak** (:func:`measured_peak`): the fastest rate of a dense ``torch.mm`` on
-   the shapes of the step's matrix products (:func:`gemm_shapes`). The *fraction of peak* of
-   a model and path is
+3. **The machine's limits** (:func:`machine_limits`): the CPU's theoretical peak from its
+   documented figures (``convs2s_edu._machine.theoretical_peak``, none on a GPU) and
+   the measured rate of a large dense ``torch.mm``, each in the precision of the path
+   (fp32, or bf16 where the device multiplies it in hardware). A model and path reaches
 
-   .. math:: \frac{\text{FLOPs per token} \times \text{tokens per second}}{\text{peak FLOP/s}}
+   .. math::
 
-   and the *GEMM-bound time* of an epoch, the time it would take if every product ran at
-   its measured rate and nothing else cost anything, is the lower limit that the model's
-   arithmetic sets on this machine.
+      \frac{\text{FLOPs per token} \times \text{tokens per second}}{\text{limit FLOP/s}}
+
+   of each limit. The *GEMM-bound* share of an fp32 step (:func:`step_gemm_seconds`) is
+   the time the step's own matrix products take at their measured fp32 rates over the
+   time of the whole step: the rest is everything else.
 4. **Decoding**: greedy and beam-5 sentences per second, and ConvS2S incremental against
    full-recompute greedy decoding (:func:`~convs2s_edu.lab.timing.time_incremental_vs_full`).
 5. **Where the time goes**: a :mod:`torch.profiler` table of a few eager training steps
@@ -37,10 +40,12 @@ from dataclasses import dataclass
 import torch
 from torch.utils.benchmark import Timer, timer
 
+from .._machine import theoretical_peak
 from ..convs2s import ConvS2S
 from ..decode import beam_search, greedy_decode
 from ..fast import paths as execution
 from ..loss import sequence_loss
+from ..training.calibrate import default_path
 from ..training.config import TrainConfig, build_model, make_datasets
 from ..training.device import resolve_device, synchronize
 from ..training.step import make_train_step
@@ -56,7 +61,14 @@ from .timing import (
     window_runner,
 )
 
-__all__ = ["BenchBudget", "run_bench", "format_bench", "gemm_shapes", "measured_peak"]
+__all__ = [
+    "BenchBudget",
+    "run_bench",
+    "format_bench",
+    "gemm_shapes",
+    "step_gemm_seconds",
+    "machine_limits",
+]
 
 
 @dataclass
@@ -75,6 +87,7 @@ class BenchBudget:
     incremental_repeats: int = 1
     profile_steps: int = 3
     peak_repeats: int = 5
+    large_gemm: int = 2048  # the size of the large GEMM of machine_limits
     batch_size: int | None = None  # None: the seed's 128
     is_quick: bool = False  # on a CPU: eager paths only (compiling takes minutes)
 
@@ -125,24 +138,101 @@ def gemm_shapes(model, batch) -> list[tuple[int, int, int]]:
     return shapes
 
 
-def measured_peak(shapes: Sequence[tuple[int, int, int]], device, repeats: int = 5) -> dict:
-    """Time a dense float32 ``torch.mm`` of every distinct ``(m, k, n)``; the best is the peak.
+def _mm_rate(m: int, k: int, n: int, device, repeats: int, dtype=torch.float32) -> float:
+    """FLOP/s of a dense ``torch.mm`` of ``(m, k) x (k, n)``: the fastest of ``repeats``
+    :meth:`torch.utils.benchmark.Timer.timeit`, each of enough products for ~0.2 GFLOP."""
+    mats = {"a": torch.randn(m, k, device=device, dtype=dtype)}
+    mats["b"] = torch.randn(k, n, device=device, dtype=dtype)
+    reps = max(1, min(200, int(2e8 // max(1, 2 * m * k * n))))
+    t = Timer("torch.mm(a, b)", globals=mats, num_threads=torch.get_num_threads())
+    return 2 * m * k * n / min(t.timeit(reps).median for _ in range(repeats))
 
-    Each shape is timed ``repeats`` times by :meth:`torch.utils.benchmark.Timer.timeit`, each
-    timing of enough products for about 0.2 GFLOP; its fastest timing gives its rate. Returns
-    ``{"peak_flops": ..., "shape": (m, k, n), "gemm_seconds_per_step": ...}``, the last being
-    the seconds the step's products take at their measured rates.
+
+def step_gemm_seconds(shapes: Sequence[tuple[int, int, int]], device, repeats: int = 5) -> float:
+    r"""The seconds a step's matrix products take, each at its own shape's measured rate.
+
+    Parameters
+    ----------
+    shapes : sequence of (int, int, int)
+        The ``(m, k, n)`` of every product (:func:`gemm_shapes`); a shape may repeat.
+    device : torch.device or str
+        Where to time them.
+    repeats : int
+        Timings of each distinct shape, by :meth:`torch.utils.benchmark.Timer.timeit` (of
+        enough products for about 0.2 GFLOP each); the fastest gives its rate.
+
+    Returns
+    -------
+    float
+        The seconds
+
+        .. math:: \sum_{(m, k, n)} \frac{2 m k n}{\text{rate}(m, k, n)}
+
+        over ``shapes``, each rate that of a dense float32 ``torch.mm`` of that shape.
+    """
+    rates = {mkn: _mm_rate(*mkn, torch.device(device), repeats) for mkn in set(shapes)}
+    return sum(2 * m * k * n / rates[(m, k, n)] for m, k, n in shapes)
+
+
+def _limit_check(fraction: float | None, peak: dict) -> str:
+    """Why a large GEMM's rate lies outside 50-100% of the theoretical peak ("" inside)."""
+    if fraction is None:
+        return "no theoretical peak to check it against"
+    if 0.5 <= fraction <= 1:
+        return ""
+    if fraction > 1:
+        return (
+            f"above the stated peak: the cores ran above the {peak['clock_ghz']:.2f} GHz "
+            f"read from {peak['clock_source']} (this rate needs at least "
+            f"{peak['clock_ghz'] * fraction:.2f} GHz, e.g. a turbo clock), or the CPU has "
+            "more FMA units than the table says"
+        )
+    return (
+        "below half the stated peak: the cores may run below the clock read under this "
+        "load, have fewer FMA units than the table says, share physical cores (SMT, "
+        "vCPUs), or PyTorch's GEMM does not use these instructions or waits on memory"
+    )
+
+
+def machine_limits(device, repeats: int = 5, size: int = 2048) -> dict:
+    """The machine's limits: the theoretical peak, and a large GEMM's measured rate.
+
+    Parameters
+    ----------
+    device : torch.device or str
+        The device of the bench. On a CPU the peak is
+        ``convs2s_edu._machine.theoretical_peak`` at torch's thread count; on another
+        device there is none.
+    repeats : int
+        Timings of the large GEMM, as :func:`step_gemm_seconds` times a product.
+    size : int
+        The large GEMM is a dense ``torch.mm`` of two ``size x size`` matrices.
+
+    Returns
+    -------
+    dict
+        ``{"theoretical": peak, "size": size, "fp32": row}``, and ``"bf16": row`` where the
+        device multiplies bf16 in hardware (:func:`~convs2s_edu.fast.paths.bf16_support`).
+        A row is ``{"peak_flops", "large_gemm_flops", "fraction", "check"}``: ``fraction``
+        is the large GEMM's rate over the peak (None without one); ``check`` says plainly
+        why the rate lies outside 50-100% of the peak where it does ("" where inside).
     """
     device = torch.device(device)
-    rates = {}
-    for m, k, n in sorted(set(shapes)):
-        mats = {"a": torch.randn(m, k, device=device), "b": torch.randn(k, n, device=device)}
-        reps = max(1, min(200, int(2e8 // max(1, 2 * m * k * n))))  # ~0.2 GFLOP per timing
-        t = Timer("torch.mm(a, b)", globals=mats, num_threads=torch.get_num_threads())
-        rates[(m, k, n)] = 2 * m * k * n / min(t.timeit(reps).median for _ in range(repeats))
-    shape = max(rates, key=rates.get)
-    gemm = sum(2 * m * k * n / rates[(m, k, n)] for m, k, n in shapes)
-    return {"peak_flops": rates[shape], "shape": list(shape), "gemm_seconds_per_step": gemm}
+    if device.type == "cpu":
+        peak = theoretical_peak(torch.get_num_threads())
+    else:
+        text = f"no theoretical peak: the table covers CPUs, not {device.type} devices"
+        peak = {"fp32_flops": None, "bf16_flops": None, "text": text}
+    limits = {"theoretical": peak, "size": size}
+    dtypes = {"fp32": torch.float32}
+    if execution.bf16_support(device)[0]:
+        dtypes["bf16"] = torch.bfloat16
+    for name, dtype in dtypes.items():
+        rate, top = _mm_rate(size, size, size, device, repeats, dtype), peak[f"{name}_flops"]
+        fraction = rate / top if top else None
+        limits[name] = {"peak_flops": top, "large_gemm_flops": rate, "fraction": fraction}
+        limits[name]["check"] = _limit_check(fraction, peak)
+    return limits
 
 
 def _profile(step, batches, steps: int, device) -> str:
@@ -197,16 +287,15 @@ def _choose_paths(paths, dev, budget: BenchBudget) -> tuple[list, dict]:
 
 
 def _measure_model(cfg: TrainConfig, batches, budget: BenchBudget, dev) -> dict:
-    """What does not depend on the path: FLOPs per token, the measured peak, decoding."""
+    """What does not depend on the path: FLOPs per token, the GEMM time, decoding."""
     counts = [b.n_target_tokens for b in batches]
     torch.manual_seed(cfg.seed)
     ref = build_model(cfg).to(dev)
     flops = sum(training_flops_per_token(ref, b) * b.n_target_tokens for b in batches)
-    peak = measured_peak(gemm_shapes(ref, batches[0]), dev, budget.peak_repeats)
-    peak["gemm_seconds_per_token"] = peak.pop("gemm_seconds_per_step") / counts[0]
+    gemm = step_gemm_seconds(gemm_shapes(ref, batches[0]), dev, budget.peak_repeats)
     entry = {
         "flops_per_token": flops / sum(counts),
-        "peak": peak,
+        "gemm_seconds_per_token": gemm / counts[0],
         "n_parameters": sum(p.numel() for p in ref.parameters()),
         "paths": {},
         "decoding": _decode_rates(ref, make_datasets(cfg)[2], budget, dev),
@@ -230,11 +319,14 @@ def _timed_warmup(run, seconds: dict, key: str):
     return timed
 
 
-def _path_rows(entry: dict, name: str, chosen, m, warm: dict) -> None:
-    """Fill ``entry["paths"]`` and ``entry["fastest"]`` from the interleaved measurement."""
+def _path_rows(entry: dict, name: str, chosen, m, warm: dict, limits: dict) -> None:
+    """Fill ``entry["paths"]`` and ``entry["fastest"]`` from the interleaved measurement; a
+    path's FLOP/s as fractions of ``limits`` (:func:`machine_limits`) of its precision."""
     eager = m.throughput[f"{name}/eager-fp32"].median
     for p in chosen:
-        s = m.throughput[f"{name}/{p.name}"]
+        s, limit = m.throughput[f"{name}/{p.name}"], limits[p.precision]
+        flops = s.median * entry["flops_per_token"]
+        peak, fp32 = limit["peak_flops"], p.precision == "fp32"
         entry["paths"][p.name] = {
             "tokens_per_second": s.median,
             "min": s.min,
@@ -242,8 +334,10 @@ def _path_rows(entry: dict, name: str, chosen, m, warm: dict) -> None:
             "spread": s.spread,
             "warmup_seconds": warm[f"{name}/{p.name}"],
             "speedup_vs_eager": s.median / eager,
-            "fraction_of_peak": s.median * entry["flops_per_token"] / entry["peak"]["peak_flops"],
-            "gemm_bound_fraction": s.median * entry["peak"]["gemm_seconds_per_token"],
+            "flops_per_second": flops,
+            "fraction_of_theoretical_peak": flops / peak if peak else None,
+            "fraction_of_large_gemm": flops / limit["large_gemm_flops"],
+            "gemm_bound_fraction": s.median * entry["gemm_seconds_per_token"] if fp32 else None,
         }
     rates = {k: v["tokens_per_second"] for k, v in entry["paths"].items()}
     entry["fastest"] = max(rates, key=rates.get)
@@ -264,9 +358,11 @@ def run_bench(
     sets how much is timed (default ``BenchBudget.quick()`` with ``quick``, else the full one);
     ``out``: a JSON file to write the result to; ``profile``: include the profiler tables.
 
-    Returns a dict: ``machine``, ``paths``, ``skipped_paths``, per model ``models[name]``:
-    ``flops_per_token``, ``peak``, ``paths[path]`` (``tokens_per_second`` median/min/max,
-    ``fraction_of_peak``, ``warmup_seconds``, ``speedup_vs_eager``), decoding rates,
+    Returns a dict: ``machine``, ``paths``, ``skipped_paths``, ``limits``
+    (:func:`machine_limits`), per model ``models[name]``: ``flops_per_token``,
+    ``gemm_seconds_per_token``, ``paths[path]`` (``tokens_per_second`` median/min/max,
+    ``flops_per_second``, ``fraction_of_theoretical_peak``, ``fraction_of_large_gemm``,
+    ``gemm_bound_fraction``, ``warmup_seconds``, ``speedup_vs_eager``), decoding rates,
     ``incremental`` (ConvS2S), ``profile`` (text) and ``fastest``; ``measurement``, the raw
     :class:`~convs2s_edu.lab.timing.SpeedMeasurement`; on a CPU ``threads``
     (:meth:`~convs2s_edu.lab.timing.ThreadScaling.to_dict`, its ``verdict`` and ``table``).
@@ -276,6 +372,7 @@ def run_bench(
     chosen, skipped = _choose_paths(paths, dev, budget)
     result = {"machine": None, "device": str(dev), "quick": budget.is_quick}  # machine: below
     result |= {"paths": [p.name for p in chosen], "skipped_paths": skipped, "models": {}}
+    result["limits"] = machine_limits(dev, budget.peak_repeats, budget.large_gemm)
     windows, warmups, warm_seconds = {}, {}, {}
     for name in models:
         cfg = TrainConfig(model=name, device=str(dev))
@@ -300,14 +397,16 @@ def run_bench(
     result["measurement"] = m.to_dict()
     result["machine"] = {**result["measurement"]["machine"], "describe": m.machine.describe()}
     for name in models:
-        _path_rows(result["models"][name], name, chosen, m, warm_seconds)
+        _path_rows(result["models"][name], name, chosen, m, warm_seconds, result["limits"])
     if dev.type == "cpu" and len(models) >= 2:
         cfg = TrainConfig(device="cpu", batch_size=budget.batch_size or 128)
         n = {"n_rounds": max(budget.n_rounds, 2), "n_batches": budget.n_batches}
         scaling = measure_threads(cfg, models, **steps, **n)
         v = thread_verdict(scaling)
         table = format_threads(scaling, verdict=v)
-        path = execution.ExecutionPath.of(cfg).name  # the path the thread table timed
+        # the paths the thread table timed: each model's, as this machine chose it
+        paths = {n: default_path(dev, cfg.replace(model=n)).name for n in models}
+        path = ", ".join(f"{n} {p}" for n, p in paths.items())
         result["threads"] = {**scaling.to_dict(), "verdict": v.text, "table": table, "path": path}
     if out is not None:
         with open(out, "w") as f:
@@ -315,28 +414,53 @@ def run_bench(
     return result
 
 
+def _percent(fraction: float | None, width: int) -> str:
+    """A fraction as a percentage, "-" where there is none, starred above 100%."""
+    if fraction is None:
+        return f"{'-':>{width - 1}} "
+    return f"{100 * fraction:>{width - 1}.1f}" + ("*" if fraction > 1 else " ")
+
+
+def _limit_lines(limits: dict) -> list[str]:
+    """The lines of :func:`machine_limits`'s result: the peak, each large GEMM, the checks."""
+    lines = [f"theoretical peak: {limits['theoretical']['text']}"]
+    for name in ("fp32", "bf16"):
+        if name in limits:
+            r, n = limits[name], limits["size"]
+            of = f" = {100 * r['fraction']:.1f}% of its peak" if r["fraction"] else ""
+            line = f"large GEMM ({name} torch.mm {n}x{n}x{n}): "
+            lines.append(line + f"{r['large_gemm_flops'] / 1e9:,.1f} GFLOP/s{of}")
+            lines += [f"  check: {r['check']}"] if r["check"] else []
+    return lines
+
+
 def format_bench(result: dict, profile: bool = True) -> str:
-    """The bench as text: the machine, the training table, decoding, incremental, profiles."""
+    """The bench as text: the machine, the training table against the machine's limits
+    (:func:`machine_limits`), decoding, incremental, profiles."""
     lines = [f"machine: {result['machine']['describe']}", ""]
     head = (
         f"{'model':<9} {'path':<30} {'tokens/s':>9} {'range':>15} {'x eager':>7} "
-        f"{'GFLOP/tok':>9} {'% peak':>6} {'GEMM-bound %':>12} {'warm-up s':>9}"
+        f"{'GFLOP/tok':>9} {'% peak':>7} {'% big GEMM':>10} {'GEMM-bound %':>12} {'warm-up s':>9}"
     )
-    lines += [head, "-" * len(head)]
+    rows = []
     for name, e in result["models"].items():
         for path, r in e["paths"].items():
-            lines.append(
+            rows.append(
                 f"{name:<9} {path:<30} {r['tokens_per_second']:>9,.0f} "
                 f"{r['min']:>7,.0f}-{r['max']:<7,.0f} {r['speedup_vs_eager']:>7.2f} "
-                f"{e['flops_per_token'] / 1e9:>9.4f} {100 * r['fraction_of_peak']:>6.1f} "
-                f"{100 * r['gemm_bound_fraction']:>12.1f} {r['warmup_seconds']:>9.1f}"
+                f"{e['flops_per_token'] / 1e9:>9.4f} "
+                f"{_percent(r['fraction_of_theoretical_peak'], 7)} "
+                f"{_percent(r['fraction_of_large_gemm'], 10)} "
+                f"{_percent(r['gemm_bound_fraction'], 12)} {r['warmup_seconds']:>9.1f}"
             )
+    lines += [head, "-" * len(head), *rows, "", *_limit_lines(result["limits"])]
+    if any("*" in row for row in rows):
+        lines.append("* above 100%: this machine exceeded that limit (see the checks above)")
     lines.append("")
     for name, e in result["models"].items():
-        pk, dec = e["peak"], e["decoding"]
+        dec = e["decoding"]
         lines.append(
-            f"{name}: measured peak {pk['peak_flops'] / 1e9:,.1f} GFLOP/s "
-            f"(dense fp32 mm {tuple(pk['shape'])}), fastest path {e['fastest']}, "
+            f"{name}: fastest path {e['fastest']}, "
             f"greedy {dec['greedy_sentences_per_second']:,.1f} sentences/s, "
             f"beam 5 {dec['beam5_sentences_per_second']:,.1f} sentences/s"
         )
@@ -348,7 +472,11 @@ def format_bench(result: dict, profile: bool = True) -> str:
         for r in e.get("incremental", [])
     ]
     if result.get("threads"):
-        lines += ["", f"{result['threads']['path']} " + result["threads"]["table"]]
+        lines += [
+            "",
+            f"threads, on the paths {result['threads']['path']}:",
+            result["threads"]["table"],
+        ]
     if result["skipped_paths"]:
         lines += [""] + [f"not run: {p}: {why}" for p, why in result["skipped_paths"].items()]
     tables = {n: e["profile"] for n, e in result["models"].items() if "profile" in e}

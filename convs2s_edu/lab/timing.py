@@ -53,6 +53,7 @@ from ..decode import decode_all, greedy_decode
 from ..fast.paths import ExecutionPath, apply_path
 from ..loss import sequence_loss
 from ..seq2seq import EncoderDecoder
+from ..training.calibrate import resolve_path
 from ..training.config import build_model, make_datasets
 from ..training.device import device_label, resolve_device
 from ..training.step import make_train_step
@@ -387,9 +388,10 @@ def measure_config(
     n_batches = steps_per_window if n_batches is None else check_int("n_batches", n_batches, 1)
     batches = training_batches(cfg, n_batches)
     dev = resolve_device(cfg.device)
-    path = ExecutionPath.of(cfg)  # what train() runs: the fast paths or the reference
     built = {}
     for name in models:
+        # what train() runs: the fast paths or the reference, as this machine chose
+        path = ExecutionPath.of(resolve_path(cfg.replace(model=name), say=False))
         torch.manual_seed(cfg.seed)
         built[name] = apply_path(build_model(cfg.replace(model=name)).to(dev), path)
     return measure_training(
@@ -478,7 +480,8 @@ def measure_threads(
     for name in models:
         torch.manual_seed(cfg.seed)
         model = build_model(configs[name]).to(dev).train()
-        apply_path(model, ExecutionPath.of(configs[name]))  # the path train() runs
+        # the path train() runs (as chosen at this thread count)
+        apply_path(model, ExecutionPath.of(resolve_path(configs[name], say=False)))
         optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr, betas=cfg.adam_betas)
         # the configuration's precision too: a bf16 configuration is timed in bf16
         step = make_train_step(model, optimizer, cfg.clip_norm, configs[name].precision)

@@ -2,7 +2,8 @@
 
 Modules, bottom to top (a module imports only those above it in this list)::
 
-    device      resolve_device, device_label, synchronize: the one device helper
+    device      resolve_device, device_label, synchronize: the one device helper;
+                cache_dir: the machine's folder of trained runs
     config      TrainConfig (the seed's hyperparameters and RECIPES), make_datasets,
                 training_set, build_model
     step        make_train_step: the one training step; RunContext: where it runs
@@ -10,6 +11,7 @@ Modules, bottom to top (a module imports only those above it in this list)::
     parallel    DataParallelContext: the step's context for one rank under torchrun
     progress    Progress: a bar on a terminal, one line per epoch in a log
     checkpoint  History, TrainResult, save/read/load a checkpoint
+    calibrate   resolve_path(): the fast paths or the reference, timed on this machine
     loop        train(): the timed loop
     cache       train_or_load(): train once, load afterwards (locked per entry)
     schedule    run_jobs(): independent jobs concurrently, one process per core
@@ -19,7 +21,8 @@ The learner's names (``train``, ``train_or_load``, ``TrainConfig``, ...) are
 also importable from ``convs2s_edu``.
 """
 
-from .cache import cache_dir, cache_key, train_or_load
+from .cache import cache_key, train_or_load
+from .calibrate import resolve_path
 from .checkpoint import (
     CheckpointError,
     CheckpointWriteError,
@@ -29,7 +32,7 @@ from .checkpoint import (
     read_checkpoint,
 )
 from .config import MODEL_NAMES, RECIPES, TrainConfig, build_model, make_datasets, training_set
-from .device import device_label, resolve_device, synchronize
+from .device import cache_dir, device_label, resolve_device, synchronize
 from .launch import spawn_train
 from .loop import TrainingDivergedError, lr_factor, train
 from .schedule import Job, JobResult, run_jobs, train_job
@@ -56,6 +59,7 @@ __all__ = [
     "TrainingDivergedError",
     "lr_factor",
     "train",
+    "resolve_path",
     "cache_dir",
     "cache_key",
     "train_or_load",

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
 from .checkpoint import (
@@ -25,14 +24,12 @@ from .checkpoint import (
     load_checkpoint,
     read_checkpoint,
 )
-from .config import TrainConfig
-from .device import resolve_device
+from .config import IGNORED_FIELDS, TrainConfig
+from .device import cache_dir, resolve_device
 from .fingerprint import TRAINING_FILES, fingerprint
 from .loop import train
 
 __all__ = [
-    "CACHE_ENV",
-    "cache_dir",
     "cache_key",
     "run_dir",
     "entry_lock",
@@ -40,35 +37,27 @@ __all__ = [
     "train_or_load",
 ]
 
-#: Environment variable: directory of the training cache (default ``~/.cache/convs2s_edu``).
-CACHE_ENV = "CONVS2S_EDU_CACHE"
-
-
-def cache_dir() -> Path:
-    """``$CONVS2S_EDU_CACHE``, else ``$XDG_CACHE_HOME/convs2s_edu``, else
-    ``~/.cache/convs2s_edu``."""
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "convs2s_edu"
-
 
 def cache_key(cfg: TrainConfig) -> str:
     """Hash of the config (device resolved to its type) and of the code that trains it
     (:func:`~convs2s_edu.training.fingerprint.fingerprint` of ``TRAINING_FILES``: a change to
     a model, the data or the training trains again; a docstring, a comment or the lab's
-    plumbing does not)."""
+    plumbing does not). The fields the model ignores
+    (:data:`~convs2s_edu.training.config.IGNORED_FIELDS`) are left out. ``fast=None`` stays
+    ``None``: the entry is the run of "the path this machine chose"
+    (:func:`~convs2s_edu.training.calibrate.resolve_path`), which its checkpoint's config
+    names, so that a process with other threads, whose choice may differ, still finds it."""
     d = cfg.to_dict()
     d["device"] = resolve_device(cfg.device).type  # CPU and GPU timings are kept apart
-    if cfg.model == "gru":
-        del d["paper_normalisation"]  # a switch of the convolutional parts: the same GRU model
+    for name in IGNORED_FIELDS.get(cfg.model, ()):
+        del d[name]
     blob = json.dumps({"config": d, "code": fingerprint(TRAINING_FILES)}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def run_dir(cfg: TrainConfig, directory=None) -> Path:
     """The cache entry of ``cfg``: ``directory / <model>-<cache_key(cfg)>`` (``directory``
-    defaults to :func:`cache_dir`)."""
+    defaults to :func:`~convs2s_edu.training.cache_dir`)."""
     return Path(directory or cache_dir()) / f"{cfg.model}-{cache_key(cfg)}"
 
 

@@ -39,6 +39,7 @@ __all__ = [
     "BATCHINGS",
     "LR_SCHEDULES",
     "RECIPES",
+    "IGNORED_FIELDS",
     "TrainConfig",
     "make_datasets",
     "training_set",
@@ -131,9 +132,13 @@ _CHECKS = (
         lambda v: isinstance(v, dict) and all(isinstance(k, str) for k in v),
     ),
     ("compile", "True or False", lambda v: isinstance(v, bool)),
-    ("fast", "True or False", lambda v: isinstance(v, bool)),
+    ("fast", "True, False or None", lambda v: v is None or isinstance(v, bool)),
     ("precision", f"one of {PRECISIONS}", _name_in(PRECISIONS)),
 )
+
+#: Fields a model does not read, per model: two configs that differ only there are one run
+#: (the training cache's key and resuming leave them out).
+IGNORED_FIELDS = {"gru": ("paper_normalisation",)}  # a switch of the convolutional parts
 
 
 @dataclass
@@ -177,11 +182,14 @@ class TrainConfig:
         Every this many optimiser steps (and after the last one), score the held-out
         set's exact match into :attr:`History.evals <convs2s_edu.training.History>`, the
         learning curve. ``None``: only the held-out loss after every epoch.
-    fast : bool
-        Train through the CPU fast paths of :mod:`convs2s_edu.fast` (default ``True``):
-        the same function, values and gradients as the reference model, computed
-        faster; the trained model is returned as the reference. ``False`` trains the
-        model files' code as written (what ``compile`` compiles: the two exclude each other).
+    fast : bool or None
+        ``True``: train through the fast paths of :mod:`convs2s_edu.fast`, the same
+        function, values and gradients as the reference model, computed another way;
+        the trained model is returned as the reference. ``False`` trains the model
+        files' code as written (what ``compile`` compiles: the two exclude each other).
+        ``None`` (default): whichever of the two a short timing on this machine found
+        faster (:func:`~convs2s_edu.training.calibrate.resolve_path`); :func:`train`
+        writes the choice into the config it returns and checkpoints.
     compile, compile_mode, precision
         The execution path of the step (:mod:`convs2s_edu.fast.paths`).
 
@@ -219,7 +227,7 @@ class TrainConfig:
     seed: int = 0
     device: str = "auto"
     model_options: dict = field(default_factory=dict)
-    fast: bool = True
+    fast: bool | None = None
     compile: bool = False
     compile_mode: str | None = None
     precision: str = "fp32"

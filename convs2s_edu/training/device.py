@@ -1,18 +1,29 @@
 """The one device helper: which device a name means, how to name it, where a run trained,
-and waiting for it."""
+waiting for it, and the machine's folder for trained runs (:func:`cache_dir`)."""
 
 from __future__ import annotations
 
 import datetime
 import os
 import platform
+from pathlib import Path
 
 import numpy as np
 import torch
 
 from .._machine import cpu_flags, cpu_model
 
-__all__ = ["resolve_device", "device_label", "provenance", "synchronize"]
+__all__ = [
+    "resolve_device",
+    "device_label",
+    "provenance",
+    "synchronize",
+    "CACHE_ENV",
+    "cache_dir",
+]
+
+#: Environment variable: directory of the training cache (default ``~/.cache/convs2s_edu``).
+CACHE_ENV = "CONVS2S_EDU_CACHE"
 
 #: The CPU flags a record names beside the model: the vector and matrix units whose kernels
 #: PyTorch picks at run time (so two CPUs of one model name may still differ).
@@ -73,3 +84,14 @@ def synchronize(device: str | torch.device) -> None:
     device = torch.device(device)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
+
+
+def cache_dir() -> Path:
+    """The folder of the training cache (:mod:`convs2s_edu.training.cache`) and of the
+    machine's choices of path (:mod:`convs2s_edu.training.calibrate`):
+    ``$CONVS2S_EDU_CACHE``, else ``$XDG_CACHE_HOME/convs2s_edu``, else
+    ``~/.cache/convs2s_edu``."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "convs2s_edu"

@@ -45,6 +45,7 @@ TRAINING_FILES = (
     "training/loop.py",
     "training/checkpoint.py",
     "training/device.py",
+    "training/parallel.py",
     "fast/conv.py",
     "fast/gru.py",
     "fast/paths.py",

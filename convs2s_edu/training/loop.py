@@ -14,6 +14,7 @@ the site's speed figures come from interleaved measurements instead
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import torch
 
@@ -25,8 +26,16 @@ from ..fast.paths import (
     use_fast_paths,
 )
 from ..metrics import teacher_forced_scores
-from .checkpoint import History, TrainResult, prepare_out_dir, read_checkpoint, save_checkpoint
-from .config import TrainConfig, build_model, make_datasets, training_set
+from .calibrate import resolve_path
+from .checkpoint import (
+    CHECKPOINT_NAME,
+    History,
+    TrainResult,
+    prepare_out_dir,
+    read_checkpoint,
+    save_checkpoint,
+)
+from .config import IGNORED_FIELDS, TrainConfig, build_model, make_datasets, training_set
 from .device import device_label, provenance, synchronize
 from .parallel import setup
 from .progress import Progress
@@ -98,7 +107,7 @@ def train(
     -------
     TrainResult
         The model (in eval mode, its modules the reference classes even when it trained
-        through the fast paths), the config and the :class:`History`.
+        through the fast paths), the config (``fast`` decided) and the :class:`History`.
 
     Raises
     ------
@@ -114,6 +123,11 @@ def train(
     (:mod:`convs2s_edu.training.parallel`); only rank 0 writes the checkpoint and progress.
     """
     cfg = cfg if cfg is not None else TrainConfig()
+    begun = resume and out_dir is not None and (Path(out_dir) / CHECKPOINT_NAME).is_file()
+    if cfg.fast is None and begun:
+        cfg = cfg.replace(fast=read_checkpoint(out_dir)["config"].fast)  # go on as it began
+    # fast=None: the fast paths or the reference, whichever this machine runs faster
+    cfg = resolve_path(cfg, say=progress is not False)
     context = setup(cfg.device)  # one process, unless started by torchrun
     try:
         return _train(cfg, out_dir, resume, progress, stop_after, context, shared_clock)
@@ -133,7 +147,12 @@ def _resume(ckpt_path, cfg, model, optimizer, scheduler, shuffle, context: RunCo
     epoch. A checkpoint of another configuration, or of more epochs, is a ``ValueError``."""
     state = read_checkpoint(ckpt_path)
     saved = state["config"].replace(device=cfg.device, epochs=cfg.epochs).to_dict()
-    changed = [f"{k} ({saved[k]!r} -> {v!r})" for k, v in cfg.to_dict().items() if saved[k] != v]
+    ignored = IGNORED_FIELDS.get(cfg.model, ())  # the same run whatever their value
+    changed = [
+        f"{k} ({saved[k]!r} -> {v!r})"
+        for k, v in cfg.to_dict().items()
+        if saved[k] != v and k not in ignored
+    ]
     if changed:
         raise ValueError(
             f"cannot resume: {ckpt_path} was written with a different config: {', '.join(changed)}"

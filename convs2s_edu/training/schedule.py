@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from .._checks import check_int
 from .._machine import usable_cores
 from .cache import is_cached, run_dir, train_or_load
+from .calibrate import resolve_path
 from .config import TrainConfig, build_model
 from .progress import Progress
 
@@ -276,6 +277,8 @@ def run_jobs(
                 value = run_job(job)
                 done(JobResult(job, value, time.perf_counter() - t0), "done")
         elif todo:
+            if address is None:
+                _choose_paths(todo, threads)
             for key, value, seconds, error in _parallel(todo, workers, threads, timeout, address):
                 how = f"{seconds:.1f} s (shared machine)" if error is None else "FAILED"
                 done(JobResult(unique[key], value, seconds, error), how)
@@ -286,6 +289,19 @@ def run_jobs(
             + "; ".join(f"{r.job.label}: {r.error}" for r in failed)
         )
     return [results[key] for key in unique]
+
+
+def _choose_paths(todo, threads: int) -> None:
+    """Time the path of every configuration the jobs train (``fast=None``:
+    :func:`~convs2s_edu.training.calibrate.machine_choice`) here, one after the other, at
+    the workers' threads, before the workers share the cores: a timing beside another
+    worker's training would mostly measure that worker."""
+    from torch.utils.benchmark import set_torch_threads  # torch: only where jobs run
+
+    with set_torch_threads(threads):
+        for job in todo:
+            for cfg in (a for a in job.args if isinstance(a, TrainConfig)):
+                resolve_path(cfg, say=False)
 
 
 def _parallel(todo, workers, threads, timeout, address):

@@ -9,7 +9,8 @@ teacher forcing calls :meth:`~convs2s_edu.GRUDecoder.step` once per target posit
 computing the Bahdanau energy with its :math:`\tanh`. That is the code to read.
 
 The site and the command line train through :mod:`convs2s_edu.fast` instead
-(``TrainConfig.fast``, on by default). It holds three subclasses that change *how* a
+wherever a short timing on the machine finds it faster (``TrainConfig.fast=None``, the
+default: :mod:`convs2s_edu.training.calibrate`). It holds three subclasses that change *how* a
 module computes, never *what*:
 
 * :class:`~convs2s_edu.fast.FastConvBlock` computes :math:`[A\ B] = W * X + b_w` in
@@ -48,6 +49,7 @@ from convs2s_edu import build_model, sequence_loss
 from convs2s_edu.fast import FAST_CLASSES, use_fast_paths
 from convs2s_edu.lab.site import is_quick_mode, site_config
 from convs2s_edu.lab.timing import time_interleaved, training_batches, window_runner
+from convs2s_edu.training.calibrate import machine_choice
 from convs2s_edu.training.step import make_train_step
 
 # sphinx_gallery_thumbnail_number = 1
@@ -112,6 +114,18 @@ for name in MODELS:
         f"{np.median(fast):>7,.0f}: {np.median(speedup[name]):.2f}x "
         f"(rounds {speedup[name][0]:.2f}-{speedup[name][-1]:.2f})"
     )
+
+# %%
+# Which path ``train`` takes here: by default (``TrainConfig.fast=None``) a short timing
+# of each configuration's step decides, once per machine
+# (:func:`~convs2s_edu.training.calibrate.machine_choice`): the fast path only when it
+# beats the reference by the margin in every round.
+
+for name in MODELS:
+    choice = machine_choice(configs[name], say=False)
+    low, high = min(choice["speedups"]), max(choice["speedups"])
+    path = "fast paths" if choice["fast"] else "reference"
+    print(f"{LABELS[name]:16s} trains on the {path} here: rounds {low:.2f}-{high:.2f}x")
 
 fig, ax = plt.subplots(figsize=(6.4, 3.4), layout="constrained")
 for i, name in enumerate(MODELS):

@@ -19,8 +19,7 @@ growing sequence lengths, everything else fixed.
 # :func:`~convs2s_edu.lab.site.site_config`; a step's duration does not depend
 # on the weights) with a position table long enough for the longest length.
 # A training step is :func:`~convs2s_edu.train`'s (forward, loss, backward,
-# clipping, Adam) on the path it trains with (``TrainConfig.fast``: the fast
-# paths of the :ref:`appendix page <sphx_glr_auto_examples_appendix_plot_02_fast_paths.py>`).
+# clipping, Adam) on the path it trains with here (:func:`~convs2s_edu.training.resolve_path`).
 #
 # Timing is :func:`~convs2s_edu.lab.timing.measure_training`: after a warm-up
 # step, the models take turns, one window of steps each (GRU, ConvS2S,
@@ -49,7 +48,7 @@ from convs2s_edu.lab.timing import (
     speed_verdict,
     training_flops_per_token,
 )
-from convs2s_edu.training import resolve_device
+from convs2s_edu.training import resolve_device, resolve_path
 
 QUICK = is_quick_mode()
 LENGTHS = (8, 25, 50, 100) if QUICK else (8, 25, 50, 100, 200)
@@ -60,6 +59,7 @@ MAX_POSITIONS = 256  # >= the longest decoder input, T + 1 (<sos>)
 MODELS = ("gru", "convs2s")  # the GRU first: ratios are GRU time / ConvS2S time
 LABELS = {"convs2s": "ConvS2S", "gru": "GRU + attention"}
 COLOURS = {"convs2s": "C0", "gru": "C1"}
+FAST = {n: resolve_path(site_config(n)).fast for n in MODELS}  # the path each trains on here
 
 
 def steps_per_window(T):
@@ -92,7 +92,7 @@ for T in LENGTHS:
     for name in MODELS:
         flops[name].append(training_flops_per_token(models[name], pair))
     # timed on the path the site trains with (copies: the models stay as the files write them)
-    timed = {n: use_fast_paths(copy.deepcopy(models[n]), site_config(n).fast) for n in MODELS}
+    timed = {n: use_fast_paths(copy.deepcopy(models[n]), FAST[n]) for n in MODELS}
     w = steps_per_window(T)
     m = measure_training(timed, [batch], steps_per_window=w, n_rounds=ROUNDS, warmup_steps=1)
     measurements.append(m)

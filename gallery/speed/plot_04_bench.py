@@ -1,13 +1,13 @@
 r"""
-Speed: both models against this machine's own limit
-===================================================
+Speed: both models against this machine's limits
+=================================================
 
 The paper argues that convolutions train in parallel over all positions (§1,
 see :ref:`the training speed page
 <sphx_glr_auto_examples_speed_plot_01_training_speed.py>`); the speed it
 *measures* is generation (§5.3, at the end of this page). How fast either
 model runs on *this* machine depends on how much arithmetic a target token
-costs, and on what fraction of the machine's arithmetic rate the model
+costs, and on what fraction of the machine's arithmetic limits the model
 reaches. This page runs ``convs2s-edu bench`` (:func:`~convs2s_edu.lab.bench.run_bench`)
 on the machine the site was built on and prints its table: nothing below is
 typed by hand.
@@ -18,19 +18,21 @@ What the columns mean
   excluded), the median over windows of training steps timed *interleaved*
   (every model and execution path takes turns on the same batches, so a busy
   machine slows all alike); **range** is the slowest and fastest window.
-* **x eager**: throughput over the eager fp32 path of the same model: the
-  model as its file writes it (the site trains on the fast paths instead, the
-  :ref:`appendix page <sphx_glr_auto_examples_appendix_plot_02_fast_paths.py>`).
+* **x eager**: throughput over the eager fp32 path of the same model: the model as
+  its file writes it (the site trains on the path this machine chose, below, among the
+  reference and the :ref:`fast paths <sphx_glr_auto_examples_appendix_plot_02_fast_paths.py>`).
 * **GFLOP/tok**: floating-point operations per target token of a training step
   (forward and backward), counted by
   :class:`torch.utils.flop_counter.FlopCounterMode`: matrix products and
   convolutions only.
-* **% peak**: achieved FLOP/s (GFLOP/tok x tokens/s) as a fraction of the
-  *measured* peak: the fastest dense float32 matrix product among the model's
-  own GEMM shapes, timed by the same run.
-* **GEMM-bound %**: the share of a step that the model's matrix products would
-  take if each ran at its measured rate: what remains is everything else
-  (element-wise operations, memory traffic, Python and framework overhead).
+* **% peak**, **% big GEMM**: achieved FLOP/s (GFLOP/tok x tokens/s) as a
+  fraction of the CPU's *theoretical* peak ("-" where none is known) and of
+  the *measured* rate of a large dense matrix product, both in the path's
+  precision (below). A value above 100% is starred; the lines under the
+  table say why.
+* **GEMM-bound %** (fp32 paths): the share of a step that its own matrix
+  products would take at their measured fp32 rates; the rest is element-wise
+  operations, memory traffic, Python and framework overhead.
 * **warm-up s**: the untimed first steps, compile time included.
 """
 
@@ -39,16 +41,20 @@ What the columns mean
 # ---------------
 # Quick builds (``CONVS2S_EDU_QUICK=1``) use small budgets and, on a CPU, time
 # only the eager paths (compiling takes minutes on two cores); the full build
-# runs the bench as ``convs2s-edu bench`` does.
+# runs the bench as ``convs2s-edu bench`` does. On a CPU the bench also times
+# both models, on the path the site trains with, at every thread count,
+# interleaved, with a verdict at each (the last table; :ref:`the training speed
+# page <sphx_glr_auto_examples_speed_plot_01_training_speed.py>` draws the same
+# measurement for the site's models).
 
 import textwrap
 
 import matplotlib.pyplot as plt
 
-from convs2s_edu.fast.paths import fastest_path
 from convs2s_edu.lab.bench import format_bench, run_bench
-from convs2s_edu.lab.site import comparison, is_quick_mode
+from convs2s_edu.lab.site import comparison, is_quick_mode, site_config
 from convs2s_edu.training import resolve_device
+from convs2s_edu.training.calibrate import default_path
 
 QUICK = is_quick_mode()
 LABELS = {"convs2s": "ConvS2S", "gru": "GRU + attention"}
@@ -57,68 +63,67 @@ result = run_bench(device=str(device), quick=QUICK, profile=True)
 print(format_bench(result, profile=False))
 
 # %%
-# More threads
-# ------------
-# On a CPU the bench also times both models, on the path the site trains with
-# (printed first), at every thread count from one to the machine's cores,
-# interleaved, with a verdict at each (the table's last lines; :ref:`the
-# training speed page <sphx_glr_auto_examples_speed_plot_01_training_speed.py>`
-# draws the same measurement for the site's models). The ratio at each count:
+# The machine's limits
+# --------------------
+# The theoretical peak multiplies documented figures (``convs2s_edu._machine``
+# states where each comes from): with :math:`c` cores at clock :math:`f`, each
+# with :math:`u` FMA units of :math:`\ell` fp32 lanes (an FMA is 2 FLOPs),
+#
+# .. math:: P_{\text{fp32}} = c \, f \, \ell \, u \times 2.
+#
+# The bf16 peak counts AMX's 1024 FLOP per cycle and core (Intel's figure), or
+# twice the fp32 lanes with AVX512_BF16. The clock is the CPU's maximum (turbo) clock
+# where Linux reports it, else the highest documented turbo of the CPU's line (a
+# virtual machine may report only its base clock), so a large GEMM, the most
+# arithmetic-bound kernel there is, should reach between half and all of :math:`P`.
+# The bench checks that and says why where it does not:
 
-if "threads" in result:
-    th = result["threads"]
-    print(f"path: {th['path']}")
-    for t in th["thread_counts"]:
-        r = th["points"][str(t)]["ratio"]["gru"]
-        print(
-            f"{t} thread(s): GRU / ConvS2S throughput {r['median']:.2f} "
-            f"(rounds {r['min']:.2f}-{r['max']:.2f})"
-        )
-else:
-    print(f"not measured on {device.type}: thread counts are a CPU setting")
+limits = result["limits"]
+for name in [n for n in ("fp32", "bf16") if n in limits]:
+    print(f"{name}: {limits[name]['check'] or 'large GEMM within 50-100% of the peak'}")
 
 # %%
 # The path the gallery trains on
 # ------------------------------
-# :func:`~convs2s_edu.fast.fastest_path` gives the default path of a device (its
-# docstring states the rule); the bench also says which path was fastest for
-# each model here, so a reader can check the rule against this very run.
+# :func:`~convs2s_edu.training.calibrate.default_path`: on a CPU, a short timing decides
+# it once per machine; the lines under the table say which path was fastest here.
 
-print(f"default path on {device.type}: {fastest_path(device).name}")
-for name, e in result["models"].items():
-    print(f"fastest measured path of {name}: {e['fastest']}")
+for name in LABELS:
+    print(f"default path of {name}: {default_path(device, site_config(name)).name}")
 
 # %%
 # Can ConvS2S beat the GRU here?
 # ------------------------------
-# An epoch costs *FLOPs per token x tokens*; at the rate a model reaches (its
-# fraction of the measured peak), its time is that product over the achieved
-# FLOP/s. So the ratio of the two models' speeds is the ratio of their
-# fractions of peak over the ratio of their FLOPs per token: a model doing
-# :math:`r` times the arithmetic per token must reach :math:`r` times the
-# fraction of peak to break even. The numbers come from the table above.
+# An epoch costs *FLOPs per token x tokens*; its time is that product over the
+# FLOP/s the model achieves. So the ratio of the two models' speeds is the
+# ratio of their achieved FLOP/s over the ratio of their FLOPs per token: a
+# model doing :math:`r` times the arithmetic per token must achieve :math:`r`
+# times the FLOP/s to break even. The numbers come from the table above.
 
 conv_gru = result["models"]
 conv, gru = conv_gru["convs2s"], conv_gru["gru"]
 fc, fg = conv["paths"][conv["fastest"]], gru["paths"][gru["fastest"]]
 flop_ratio = conv["flops_per_token"] / gru["flops_per_token"]
-peak_ratio = fc["fraction_of_peak"] / fg["fraction_of_peak"]
+rate_ratio = fc["flops_per_second"] / fg["flops_per_second"]
 print(f"ConvS2S does {flop_ratio:.2f}x the GRU's FLOPs per target token.")
+for label, e, f in (("ConvS2S", conv, fc), ("the GRU", gru, fg)):
+    peak = f["fraction_of_theoretical_peak"]
+    peak = "no theoretical peak" if peak is None else f"{100 * peak:.1f}% of the peak"
+    print(
+        f"{label} on {e['fastest']}: {f['flops_per_second'] / 1e9:.2f} GFLOP/s, {peak}, "
+        f"{100 * f['fraction_of_large_gemm']:.1f}% of the large GEMM's rate"
+    )
 print(
-    f"On their fastest paths ConvS2S reaches {100 * fc['fraction_of_peak']:.1f}% of the "
-    f"measured peak, the GRU {100 * fg['fraction_of_peak']:.1f}%: {peak_ratio:.2f}x."
-)
-print(
-    f"So ConvS2S trains at {peak_ratio / flop_ratio:.2f}x the GRU's tokens per second "
+    f"So ConvS2S trains at {rate_ratio / flop_ratio:.2f}x the GRU's tokens per second "
     f"(measured directly: {fc['tokens_per_second'] / fg['tokens_per_second']:.2f}x); "
-    f"it would need {flop_ratio:.2f}x the GRU's fraction of peak to break even."
+    f"it would need {flop_ratio:.2f}x the GRU's FLOP/s to break even."
 )
 for name, e in result["models"].items():
-    bound = e["peak"]["gemm_seconds_per_token"]
+    bound = e["gemm_seconds_per_token"]
     print(
         f"{name}: if every matrix product ran at its measured rate and nothing else cost "
-        f"time, a token would take {1e6 * bound:.1f} us; it takes "
-        f"{1e6 / e['paths'][e['fastest']]['tokens_per_second']:.1f} us."
+        f"time, a token would take {1e6 * bound:.1f} us; eager fp32 takes "
+        f"{1e6 / e['paths']['eager-fp32']['tokens_per_second']:.1f} us."
     )
 
 # %%
@@ -142,18 +147,14 @@ plt.show()
 # Decoding and the incremental cache
 # ----------------------------------
 # Greedy and beam-5 decoding rates of untrained models (they decode to the
-# length limit, as trained ones do on this task), and ConvS2S greedy decoding
-# with its incremental cache against recomputing the whole prefix at every step.
+# length limit, as trained ones do on this task); ConvS2S greedy decoding with
+# its incremental cache against recomputing the whole prefix at every step is
+# printed under the table above.
 
 for name, e in result["models"].items():
     d = e["decoding"]
     greedy, beam = d["greedy_sentences_per_second"], d["beam5_sentences_per_second"]
     print(f"{name}: greedy {greedy:,.1f} sentences/s, beam 5 {beam:,.1f} sentences/s")
-for r in conv["incremental"]:
-    full, inc = r["seconds_full"], r["seconds_incremental"]
-    print(
-        f"T={r['target_len']:>3}: full {full:.3f} s, incremental {inc:.3f} s, {r['speedup']:.1f}x"
-    )
 rates = {LABELS[n]: e["decoding"]["greedy_sentences_per_second"] for n, e in conv_gru.items()}
 print(textwrap.fill(comparison("greedy decoding rate", rates, fmt="{:,.1f} sentences/s"), 68))
 
@@ -219,8 +220,9 @@ for name, e in result["models"].items():
 # ------------
 # * The machine line at the top says where these numbers come from; a shared or
 #   busy machine shows as a wide **range** column, and the ratios then say little.
-# * The **% peak** and **GEMM-bound %** columns say how much of a step is matrix
-#   arithmetic at the machine's own rate; the rest is everything else.
+# * **% peak** and **% big GEMM** place each model against the machine's
+#   stated and measured limits; **GEMM-bound %** says how much of a step is
+#   matrix arithmetic at its own shapes' rates; the rest is everything else.
 # * The paper's measured speed is generation against an 8-layer LSTM (§5.3);
 #   the decoding rates here are of this site's small models, on this machine.
 # * ``tools/gpu_check.py`` runs the same bench on a GPU, where launch overhead
@@ -230,8 +232,8 @@ for name, e in result["models"].items():
 # Try it
 # ------
 # **1. Break even.** ConvS2S does the printed multiple of the GRU's arithmetic
-# per target token. What fraction of the measured peak would ConvS2S have to
-# reach, on its fastest path, to train as many tokens per second as the GRU
+# per target token. What fraction of the large GEMM's rate would ConvS2S have
+# to reach, on its fastest path, to train as many tokens per second as the GRU
 # does here?
 #
 # .. raw:: html
@@ -239,11 +241,11 @@ for name, e in result["models"].items():
 #    <details class="solution"><summary>Solution</summary>
 #
 # Time per token is FLOPs per token divided by the achieved FLOP/s, so the two
-# models tie when ConvS2S's fraction of peak is the GRU's times the FLOP ratio.
+# models tie when ConvS2S achieves the GRU's FLOP/s times the FLOP ratio.
 
-need = fg["fraction_of_peak"] * flop_ratio
-reach = {"ConvS2S's fastest path": fc["fraction_of_peak"], "the break-even point": need}
-print(textwrap.fill(comparison("fraction of peak", reach), 68))
+need = fc["fraction_of_large_gemm"] * fg["flops_per_second"] * flop_ratio / fc["flops_per_second"]
+reach = {"ConvS2S's fastest path": fc["fraction_of_large_gemm"], "the break-even point": need}
+print(textwrap.fill(comparison("fraction of the large GEMM's rate", reach), 68))
 
 # %%
 # .. raw:: html
@@ -261,7 +263,6 @@ print(textwrap.fill(comparison("fraction of peak", reach), 68))
 # tokens per second of the fastest path.
 
 from convs2s_edu.lab.compare import epoch_tokens  # noqa: E402
-from convs2s_edu.lab.site import site_config  # noqa: E402
 
 seed_tokens = epoch_tokens(site_config("convs2s").replace(n_train=10_000))
 for name, e in result["models"].items():

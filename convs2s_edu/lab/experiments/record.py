@@ -20,9 +20,11 @@ A folder per budget, ``docs/experiment_record/full`` and ``docs/experiment_recor
     started, its wall-clock seconds, the runs and the workers.
 ``runs.jsonl``
     One run a line, in the order of the experiments' arms: ``run`` (a hash of the
-    configuration), ``seed``, ``arms`` (the ``[experiment, arm]`` pairs it serves: one run
-    serves every arm of the same configuration), ``config`` (the whole
-    :class:`~convs2s_edu.TrainConfig`), ``scores`` (each measure group's numbers, as
+    configuration but its ``fast``: what the run computes, not the path it took),
+    ``seed``, ``arms`` (the ``[experiment, arm]`` pairs it serves: one run serves every
+    arm of the same configuration), ``config`` (the whole
+    :class:`~convs2s_edu.TrainConfig`, ``fast`` as the machine decided it), ``scores``
+    (each measure group's numbers, as
     :func:`~convs2s_edu.lab.experiments.runner.measured_run` computes them), ``curve`` (the
     held-out learning curve: step, exact match, loss) and ``provenance`` (where and how it
     trained: :func:`~convs2s_edu.training.device.provenance`, with its wall-clock seconds).
@@ -92,7 +94,8 @@ def record_dir(quick: bool | None = None) -> Path | None:
 
 
 def _run_key(cfg: TrainConfig) -> str:
-    blob = json.dumps(cfg.to_dict(), sort_keys=True)
+    # what a run computes, not how: the path it took (fast) is in its provenance
+    blob = json.dumps({k: v for k, v in cfg.to_dict().items() if k != "fast"}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
@@ -185,7 +188,8 @@ def make_record(
     lines = []
     for key, r in runs.items():
         cfg, where = r["config"], run_dir(r["config"], cache)
-        history = read_checkpoint(where)["history"]
+        state = read_checkpoint(where)
+        history = state["history"]
         groups = _read(_measure_file(cfg, cache))
         if not all(g in groups for g in _groups(r["measures"], b.beam_sizes)):
             raise RuntimeError(
@@ -194,7 +198,8 @@ def make_record(
                 "worker with another version)?"
             )
         curve = [[e["step"], e["exact_match"], e["valid_loss"]] for e in history["evals"]]
-        line = {"run": key, "seed": r["seed"], "arms": r["arms"], "config": cfg.to_dict()}
+        config = state["config"].to_dict()  # with the path it trained on: a spot check's too
+        line = {"run": key, "seed": r["seed"], "arms": r["arms"], "config": config}
         line |= {"scores": groups, "curve": curve, "provenance": history["provenance"]}
         lines.append(json.dumps(_null_nans(line), sort_keys=True, allow_nan=False))
     header = {
