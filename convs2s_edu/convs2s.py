@@ -73,11 +73,13 @@ class ConvS2SConfig:
     hidden_dim : int
         :math:`d`, the number of channels (paper: 512 and more in its WMT models; seed: 128).
     n_encoder_layers, n_decoder_layers : int
-        Number of ConvBlocks (paper: 15 to 20 in its WMT models; seed: 4 each). The decoder has one
+        Number of ConvBlocks (paper: 15 to 20 in its WMT models of Table 1, 13 encoder and 5
+        decoder layers in its ablations, §5.4; seed: 4 each). The decoder has one
         attention per layer, so ``n_decoder_layers`` attention mechanisms.
     kernel_size : int
-        :math:`k`, the convolution width (paper: 3-5; seed: 3). Must be odd,
-        since the encoder pads ``(k-1)/2`` on each side.
+        :math:`k`, the convolution width (paper: 3 in its WMT models of Table 1; 3 in the
+        encoder and 5 in the decoder of its ablations, §5.4; 3, 5 or 7 in Tables 7-8;
+        seed: 3). Must be odd, since the encoder pads ``(k-1)/2`` on each side.
     dropout : float
         Dropout on embeddings, on the input of every convolution and before
         the output layer (the paper gives no rate, §4.2; seed: 0.1 on conv inputs).

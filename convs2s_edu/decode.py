@@ -382,10 +382,10 @@ def decode_all(
         Step limit, as in :func:`greedy_decode`.
     bucket : bool, default True
         Decode sources of equal length together (:class:`~convs2s_edu.data.LengthBucketSampler`, in
-        length order), as the paper's timing of generation does (Table 3): a batch then has no
-        padding and no row waits for a longer one. ``False``: in the order given. The outputs are
-        returned in the order of ``sources`` either way, and are the same up to floating-point
-        rounding (every model is padding-invariant).
+        length order), as the paper's timing of generation does (Table 3): a batch's sources
+        then have no padding (its outputs may still end at different steps). ``False``: in the
+        order given. The outputs are returned in the order of ``sources`` either way, and are
+        the same up to floating-point rounding (every model is padding-invariant).
 
     Returns
     -------

@@ -105,11 +105,10 @@ print("GRUDecoderState.keys == W_a(h) + b_a:", same)
 # %%
 # One step of the GRU decoder
 # ---------------------------
-# The whole step (section 6 of the seed article; Bahdanau et al., 2014,
-# appendix A.2.2): :meth:`GRUDecoder.start <convs2s_edu.GRUDecoder.start>`
-# computes :math:`s_0` from the backward encoder GRU's last state, and
-# :meth:`GRUDecoder.step <convs2s_edu.GRUDecoder.step>` reads the context with
-# :math:`s_{t-1}`, updates the state and scores the next token:
+# The whole step (section 6 of the seed article; Bahdanau et al., 2014, appendix A.2.2):
+# :meth:`GRUDecoder.start <convs2s_edu.GRUDecoder.start>` computes :math:`s_0` from the
+# backward encoder GRU's last state, :meth:`GRUDecoder.step <convs2s_edu.GRUDecoder.step>`
+# reads the context with :math:`s_{t-1}`, updates the state and scores the next token:
 #
 # .. math::
 #
@@ -118,9 +117,11 @@ print("GRUDecoderState.keys == W_a(h) + b_a:", same)
 #     s_t &= f(s_{t-1}, y_{t-1}, c_t) = \mathrm{GRU}\big(s_{t-1}, [E y_{t-1}; c_t]\big) \\
 #     p(y_t \mid y_{<t}, \mathbf{x}) &= \mathrm{softmax}(W_s s_t + b_s)
 #
-# :math:`f` is PyTorch's GRU cell on :math:`u = [E y_{t-1}; c_t]`, with gates
-# :math:`r` (reset) and :math:`\zeta` (update; Bahdanau et al. and PyTorch call
-# it :math:`z`, a letter this site keeps for ConvS2S's encoder output :math:`z_j`):
+# :math:`f` is PyTorch's GRU cell on :math:`u = [E y_{t-1}; c_t]`, with gates :math:`r`
+# (reset) and :math:`\zeta` (update; PyTorch's :math:`z`, a letter this site keeps for
+# ConvS2S's :math:`z_j`). Bahdanau et al. (appendix A.1.1, :ref:`departures`) write
+# :math:`s_i = (1 - z_i) \circ s_{i-1} + z_i \circ \tilde{s}_i`: their :math:`z_i` weighs
+# the new state, :math:`\zeta` the old one, so :math:`\zeta = 1 - z_i`:
 #
 # .. math::
 #
@@ -243,15 +244,14 @@ plt.show()
 # %%
 # What the query knows: :math:`y_{t-1}` or not
 # --------------------------------------------
-# :math:`s_t` needs :math:`s_{t-1}` (through the GRU and :math:`c_t`), so even
-# with teacher forcing :class:`~convs2s_edu.RNNSeq2Seq` loops over the target
-# positions. The queries differ too: ConvS2S's
-# :math:`d^l_i = W^l_d h^l_i + b^l_d + g_i` holds :math:`g_i`, the embedding of
-# the previous target token (the decoder input at :math:`i`). The GRU's energy
-# reads only :math:`s_{t-1}`; :math:`y_{t-1}` enters :math:`s_t` after
-# :math:`c_t`, so step :math:`t` attends knowing :math:`y_{t-2}` but not the
-# token just written, which, on sorting, says which source token comes next.
-# The cell changes the decoder input at position 3 and lists the rows that move.
+# :math:`s_t` needs :math:`s_{t-1}` (through the GRU and :math:`c_t`), so even with
+# teacher forcing :class:`~convs2s_edu.RNNSeq2Seq` loops over the target positions. The
+# queries differ too: ConvS2S's :math:`d^l_i = W^l_d h^l_i + b^l_d + g_i` holds
+# :math:`g_i`, the embedding of the previous target token (the decoder input at
+# :math:`i`). The GRU's energy reads only :math:`s_{t-1}`; :math:`y_{t-1}` enters
+# :math:`s_t` after :math:`c_t`, so step :math:`t` attends knowing :math:`y_{t-2}` but
+# not the token just written, which, on sorting, says which source token comes next. The
+# cell changes the decoder input at position 3 and lists the rows that move.
 
 moved = lambda new, old: (new - old).abs().amax(dim=(0, -1)).nonzero().flatten().tolist()
 t3 = 3

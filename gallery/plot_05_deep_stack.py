@@ -197,8 +197,8 @@ plt.show()
 # * The GLU passes :math:`\nabla A` times the gate alone; a :math:`\tanh` gate
 #   adds the factor :math:`\tanh'(A) \le 1`, block after block.
 # * The paper's normalisation and initialisation have :ref:`a chapter of their
-#   own <sphx_glr_auto_examples_normalisation_plot_04_activation_variance.py>`,
-#   measured on the trained models too.
+#   own <sphx_glr_auto_examples_normalisation_plot_04_activation_variance.py>`, on
+#   untrained models, with a last page of short training runs of its own.
 #
 # Try it
 # ------

@@ -33,9 +33,9 @@ not from the weights, and the build checks them for the paper's configuration.
 #
 # A forward hook on the embedding module
 # (:func:`~convs2s_edu.lab.figures.capture`) keeps its output, so the gradients
-# flow through the modules' own forward passes. The paper (§3.2): each layer
-# of width :math:`k` adds :math:`k-1` positions, so after :math:`l` layers an
-# output sees
+# flow through the modules' own forward passes. Each layer of width :math:`k`
+# adds :math:`k-1` positions (§3.2's example: "stacking 6 blocks with k=5 results
+# in an input field of 25 elements"), so after :math:`l` layers an output sees
 #
 # .. math:: r(l) = 1 + l\,(k-1)
 #

@@ -5,15 +5,16 @@ Multi-step attention (ConvS2S)
 ConvS2S decides, for every output position, how much of every source position
 to read. It scores with a **dot product** between a decoder state and an
 encoder output, and does it in **every decoder layer** ("multi-step"), for all
-target positions at once.
+target positions at once: the context that layer 1 reads enters layer 2's
+query, so layer 2 attends knowing what layer 1 found.
 
-This page writes the attention out with tiny dimensions and computes it by
-hand next to the module :class:`~convs2s_edu.MultiStepAttention`. The GRU
-baseline scores differently, with a small additive network once per decoder
-step; :ref:`its attention <sphx_glr_auto_examples_plot_02_bahdanau_attention.py>`
-has a page of its own. On this page :math:`h` is always the ConvS2S decoder
-state :math:`h^l_i`; the GRU's :math:`h_j` (its encoder annotations) appear
-only on that page.
+This page computes one layer's attention by hand next to the module
+:class:`~convs2s_edu.MultiStepAttention`, then follows a context from layer 1
+into layer 2, before training and on the trained model. The GRU baseline
+scores differently, with a small additive network once per decoder step;
+:ref:`its attention <sphx_glr_auto_examples_plot_02_bahdanau_attention.py>` has
+a page of its own. Here :math:`h` is always the ConvS2S decoder state
+:math:`h^l_i`.
 """
 
 # %%
@@ -57,7 +58,6 @@ for equation in ("d_i = W_d h_i", "d_i · z_j", "a_ij = softmax_j", "c_i = Σ_j 
     print(code_lines(MultiStepAttention.forward, equation))
 
 # %%
-#
 # A worked example: a source of :math:`m = 3` tokens, embeddings of size
 # :math:`f = 3`, decoder states of size :math:`d = 4` and two target positions.
 # The weights are random numbers rounded to one decimal so that the printout
@@ -95,9 +95,8 @@ e = rounded(1, m, f)  # e_j        (B, S, f)
 h = rounded(1, T, d)  # h^l_i      (B, T, d)
 g = rounded(1, T, f)  # g_i        (B, T, f)
 enc = ConvMemory(z=z, z_plus_e=z + e, padding_mask=torch.zeros(1, m, dtype=torch.bool))
-for name, value in [("W_d", att.W_d.weight.data), ("b_d", att.b_d.data), ("z^u", z[0])]:
-    show(name, value)
-for name, value in [("e", e[0]), ("h", h[0]), ("g", g[0])]:
+given = {"W_d": att.W_d.weight.data, "b_d": att.b_d.data, "z^u": z[0], "e": e[0], "h": h[0]}
+for name, value in {**given, "g": g[0]}.items():
     show(name, value)
 
 # %%
@@ -129,25 +128,6 @@ assert torch.allclose(c_module[0], c_hand, atol=1e-5)
 # sphinx_gallery_end_ignore
 
 # %%
-# The worked example's scores and weights as the module computed them: a row
-# per target position :math:`i`, a column per source position :math:`j`. The
-# softmax turns every row of scores into weights that sum to 1.
-
-fig, axes = plt.subplots(1, 2, figsize=(6.4, 2.8), layout="constrained")
-panels = ((r"scores $d_i \cdot z_j$", scores), (r"weights $a_{ij}$", a_module[0]))
-for ax, (title, values) in zip(axes, panels):
-    ax.imshow(values, cmap="viridis")
-    bright = (values - values.min()) / (values.max() - values.min()) > 0.6  # dark text there
-    for i in range(values.shape[0]):
-        for j in range(values.shape[1]):
-            colour = "k" if bright[i, j] else "w"
-            ax.text(j, i, f"{values[i, j]:.2f}", ha="center", va="center", color=colour)
-    ax.set(title=title, xlabel="source position j", ylabel="target position i")
-    ax.set_xticks(range(values.shape[1]))
-    ax.set_yticks(range(values.shape[0]))
-plt.show()
-
-# %%
 # Padding
 # -------
 # In a batch, shorter sources are padded. A padded position gets the score
@@ -175,40 +155,129 @@ assert torch.allclose(a_pad[0, :, :m], a_module[0], atol=1e-6)
 # sphinx_gallery_end_ignore
 
 # %%
+# Attention in every layer: layer 1's context in layer 2's query
+# --------------------------------------------------------------
+# §3.3 gives the reason for an attention in every layer: "the attention of the first
+# layer determines a useful source context which is then fed to the second layer
+# that takes this information into account when computing attention", and "the
+# model also has immediate access to the attention history of the :math:`k-1`
+# previous time steps because the conditional inputs :math:`c^{l-1}_{i-k}, \dots,
+# c^{l-1}_i` are part of :math:`h^{l-1}_{i-k}, \dots, h^{l-1}_i` which are input to
+# :math:`h^l_i`". The cell builds a small untrained ConvS2S with two decoder layers
+# (kernel width :math:`k = 3`) and follows the path by hand: layer 1's output
+# :math:`\sqrt{0.5}\,(h^1_i + W^1_c c^1_i)` holds its context, layer 2's convolution
+# block turns it into :math:`h^2_i`, and :math:`d^2_i = W^2_d h^2_i + b^2_d + g_i`
+# scores the source.
+
+from convs2s_edu import ConvS2S, ConvS2SConfig, sos_index
+
+small = ConvS2SConfig(vocab_size=6, embed_dim=4, hidden_dim=4, n_decoder_layers=2, dropout=0.0)
+torch.manual_seed(1)
+tiny = ConvS2S(small).eval()
+src = torch.tensor([[4, 1, 5, 2, 3]])  # (B, S)
+tgt_in = torch.tensor([[sos_index(6), 1, 2, 3, 4, 5]])  # (B, T): <sos> y_1 ... y_5
+seen = {}
+
+
+def record(module, inputs, outputs):  # layer 1's inputs (h, g, memory) and outputs (c, a)
+    seen.update(zip(("h1", "g", "memory", "c1"), (*inputs, outputs[0])))
+    return seen["change"](outputs) if "change" in seen else None
+
+
+tiny.decoder.attention[0].register_forward_hook(record)
+with torch.no_grad():
+    _, a_tiny = tiny(src, tgt_in, return_attention=True)  # (B, L, T, S)
+    h1, g_i, memory, c1 = seen["h1"], seen["g"], seen["memory"], seen["c1"]
+    out1 = (h1 + tiny.decoder.W_c[0](c1)) * 0.5**0.5  # layer 1's output, its context in it
+    h2 = tiny.decoder.blocks[1](out1)  # layer 2's convolution block
+    d2 = tiny.decoder.attention[1].W_d(h2) + tiny.decoder.attention[1].b_d + g_i  # d^2_i
+    a2_hand = torch.softmax(d2 @ memory.z.transpose(1, 2), dim=-1)  # a^2_ij
+print(f"layer 2's weights, by hand against the module: {(a2_hand - a_tiny[:, 1]).abs().max():.1e}")
+
+# %%
+# Now change what layer 1 read at one position :math:`i_0 = 2` only, as if it had put all
+# its weight on another source position, and compare every position's weights again.
+# Layer 1's weights cannot change (its query holds no context); layer 2's change at
+# :math:`i_0` and at the :math:`k-1 = 2` positions after it, whose convolution windows
+# hold :math:`i_0`, and nowhere else: the attention history of §3.3, and causality.
+
+i0, j_other = 2, 0
+
+
+def elsewhere(outputs):  # c^1_{i0} as if layer 1 had read source position j_other only
+    c = outputs[0].clone()
+    c[:, i0] = memory.z_plus_e[:, j_other]
+    return c, outputs[1]
+
+
+seen["change"] = elsewhere
+with torch.no_grad():
+    _, a_changed = tiny(src, tgt_in, return_attention=True)
+moved = (a_changed - a_tiny).abs().sum(-1)[0] / 2  # (L, T): total variation per position
+for l in range(2):
+    print(f"layer {l + 1}: weight moved at positions i = 0..5:", moved[l].numpy().round(4))
+
+fig, ax = plt.subplots(figsize=(6.4, 2.8), layout="constrained")
+span = (i0 - 0.5, i0 + small.kernel_size - 0.5)  # positions i0 .. i0 + k - 1
+ax.axvspan(*span, color="0.9", label="$i_0, \\dots, i_0 + k - 1$")
+for l, hatch in ((0, ""), (1, "//")):
+    x = torch.arange(moved.shape[1]) + 0.38 * l - 0.19
+    ax.bar(x, moved[l], 0.36, hatch=hatch, label=f"layer {l + 1}", color=f"C{l}")
+ax.set_yscale("log")  # a bar of 0 is not drawn: no weight moved there
+ax.set_ylim(moved[moved > 0].min() / 10, 1)
+ax.set(xlabel="target position $i$", ylabel="weight moved (total variation)")
+ax.set_title("Layer 1's context changed at $i_0 = 2$ only")
+ax.legend()
+plt.show()
+
+# %%
+# The trained model
+# -----------------
+# The same question of the trained ConvS2S (:ref:`trained on the training page
+# <sphx_glr_auto_examples_plot_09_training.py>`), on the test set: switch layer 1's
+# context off (:math:`c^1_i = 0`), and see how far the later layers' weights move
+# and what the token accuracy of teacher-forced prediction becomes.
+
+from convs2s_edu import collate_batch, train_or_load
+from convs2s_edu.lab.site import site_config
+from convs2s_edu.training.config import make_datasets
+
+trained = train_or_load(site_config("convs2s"))
+model = trained.model.eval()
+tb = collate_batch(list(make_datasets(trained.config)[2]), trained.config.vocab_size)
+real = tb.tgt_out.ne(0)  # (B, T): the positions the loss reads
+with torch.no_grad():
+    logits, a_on = model(tb.src, tb.tgt_in, return_attention=True)
+    hook = model.decoder.attention[0].register_forward_hook(
+        lambda module, inputs, outputs: (torch.zeros_like(outputs[0]), outputs[1])  # c^1 = 0
+    )
+    logits_off, a_off = model(tb.src, tb.tgt_in, return_attention=True)
+    hook.remove()
+for name, out in (("intact", logits), ("layer 1's context off", logits_off)):
+    print(f"{name:22s} token accuracy {(out.argmax(-1) == tb.tgt_out)[real].float().mean():.1%}")
+moved = (a_on - a_off).abs().sum(-1) / 2  # (B, L, T): total variation per position
+for l in range(moved.shape[1]):
+    print(f"layer {l + 1}: mean weight moved per position {moved[:, l][real].mean():.3f}")
+
+# %%
 # What you saw
 # ------------
-# * ConvS2S: every decoder layer :math:`l` scores every source position with a
-#   dot product, :math:`a^l_{ij} = \mathrm{softmax}_j(d^l_i \cdot z_j)`, and
-#   reads the values :math:`z_j + e_j`; all target positions at once.
-# * Padded source positions get the score :math:`-\infty`, so zero weight.
-# * What the trained model's attention does with these equations, layer by
-#   layer, is :ref:`a page after training
+# * Every decoder layer :math:`l` scores every source position with a dot product,
+#   :math:`a^l_{ij} = \mathrm{softmax}_j(d^l_i \cdot z_j)`, reads the values
+#   :math:`z_j + e_j`, and adds :math:`W^l_c c^l_i` to its state; padded source
+#   positions get zero weight.
+# * Layer 2's query is built from layer 1's output, context included: changing what
+#   layer 1 read at one position moves layer 2's weights there and at the :math:`k-1`
+#   positions after it, and nowhere else. The printout above gives what switching layer
+#   1's context off does to the trained model.
+# * Next, :ref:`every number of one decoder step by hand
+#   <sphx_glr_auto_examples_plot_08_convs2s_by_hand.py>`; what each trained layer
+#   attends to is :ref:`a page after training
 #   <sphx_glr_auto_examples_plot_12_trained_attention.py>`.
 #
 # Try it
 # ------
-# **1. Sharper or flatter?** Multiply every score by 10. Does the largest
-# attention weight grow or shrink?
-#
-# .. raw:: html
-#
-#    <details class="solution"><summary>Solution</summary>
-#
-# It grows: a softmax of larger differences is closer to one-hot. The scale of
-# :math:`d_i \cdot z_j` is a temperature that training learns through the
-# weights.
-
-torch.manual_seed(0)
-scores = torch.randn(6)
-for factor in (1, 10):
-    print(factor, f"{torch.softmax(factor * scores, dim=0).max():.3f}")
-
-# %%
-# .. raw:: html
-#
-#    </details>
-#
-# **2. Padding.** In the padding example above, set the padded position's key
+# **1. Padding.** In the padding example above, set the padded position's key
 # and value to 100. Does its weight change, and does the context?
 #
 # .. raw:: html

@@ -255,9 +255,10 @@ _ = record("headline", headline)  # the path written: not shown
 # ------------
 # * Both models trained on the same examples with the same optimiser, batch size and
 #   number of epochs; the loss curves compare what each learns *per epoch*.
-# * A second recipe (fresh examples every step, warm-up and decay, no dropout) trains
-#   the same two models in fewer steps; the learning curves show what each step
-#   teaches under each recipe.
+# * A second recipe, ``"fast"`` (:data:`~convs2s_edu.training.config.RECIPES`: fresh
+#   examples every step, warm-up and linear decay, Adam's :math:`\beta_2 = 0.98`, no
+#   dropout, for the number of steps printed above), trains the same two models; the
+#   learning curves show what each step teaches under each recipe.
 # * The next pages look at how well each sorts after the same number of epochs:
 #   :ref:`evaluation <sphx_glr_auto_examples_plot_10_evaluation.py>`,
 #   :ref:`attention <sphx_glr_auto_examples_plot_11_attention_heatmaps.py>` and

@@ -210,7 +210,7 @@ assert seen == list(range(i_q - model.cfg.kernel_size + 1, i_q + 1))
 # divides them by :math:`\sqrt{d_k}`, since a dot product of :math:`f`
 # independent entries of variance :math:`\sigma^2` has standard deviation
 # :math:`\sigma^2\sqrt{f}`, and a large spread makes the softmax nearly one-hot.
-# ConvS2S relies on its initialisation and weight normalisation instead. The
+# The ConvS2S paper says nothing about the scale of its scores. The
 # cell measures layer 1's scores on the test set with the paper's
 # initialisation, the seed's (PyTorch's) and after training, with the mean
 # largest weight next to :math:`1/m`.
@@ -244,8 +244,8 @@ for name, net in nets.items():
 #   learning curves show.
 # * Layer :math:`l+1`'s query sees what layers :math:`\le l` read, at its own
 #   and the :math:`k-1` previous positions.
-# * The scores have no :math:`1/\sqrt{d}`; the initialisation sets their spread,
-#   and training moves it.
+# * The scores have no :math:`1/\sqrt{d}`, and the paper does not discuss their
+#   scale; the printout gives their spread under each initialisation and after training.
 #
 # Try it
 # ------

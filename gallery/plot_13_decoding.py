@@ -7,8 +7,8 @@ build its output one token at a time from its own previous outputs. This page
 looks at two sides of that loop:
 
 * **which** output to pick: greedy search keeps the single most probable
-  token at every step, beam search (width 5 in the paper) keeps the five most
-  probable prefixes;
+  token at every step, beam search (width 5 in the paper, §4.3) keeps the five
+  most probable prefixes;
 * **how fast** one step is: the ConvS2S decoder recomputed over the whole
   prefix at every step, or a cache of every convolution's last few inputs;
   and what sets the paper's measured generation speed (§5.3).
@@ -24,10 +24,13 @@ Both models also decode greedily, in your browser, any sequence you type on
 # :ref:`training page <sphx_glr_auto_examples_plot_09_training.py>` (run on its
 # own, this page trains them first). Each decodes the whole test set with
 # :func:`~convs2s_edu.greedy_decode` and with :func:`~convs2s_edu.beam_search`
-# (``beam_size=5``), in batches (:func:`~convs2s_edu.decode_all`). Beam search
-# ranks finished hypotheses by their log-probability divided by their length,
-# so that short outputs are not favoured for having fewer factors. The last
-# column is the wall-clock time of decoding the whole test set.
+# (``beam_size=5``, the paper's "beam of width 5", §4.3), in batches
+# (:func:`~convs2s_edu.decode_all`). Beam search ranks finished hypotheses by their
+# log-probability divided by their length, as §4.3 does ("We divide the
+# log-likelihoods of the final hypothesis in beam search by their length
+# :math:`|\mathbf{y}|`"; the paper gives no reason, Wu et al., 2016, §7: otherwise
+# beam search favours short outputs, which add fewer negative log-probabilities).
+# The last column is the wall-clock time of decoding the whole test set.
 
 import time
 
@@ -218,17 +221,17 @@ for name, model in zip(MODELS, (conv_timing, gru_timing)):
     print(f"{'':16s} generation {p['generation']['worked']:>13s}")
 
 # %%
-# Yet the speed the paper *measures* is generation (§5.3, Table 3, printed on
-# :ref:`the bench page <sphx_glr_auto_examples_speed_plot_04_bench.py>`),
-# against GNMT, an 8-layer LSTM encoder and decoder. The paper does not
-# measure which of several things makes it fast: the encoder runs over the
-# whole source at once, GNMT's position by position; a ConvS2S decoder step
-# is, per layer, one small convolution over the :math:`k` latest inputs and a
-# dot-product attention, not a step of a deep LSTM stack; unchanged states are
-# shifted, not recomputed (the cache above); batches of up to 128 sentences
-# *of equal length* spend no step on padding. This page times two small
-# models on this machine: nothing about an 8-layer LSTM, since the recurrent
-# model here is a one-layer GRU.
+# Yet the speed the paper *measures* against a recurrent model is generation (§5.3,
+# Table 3, printed on :ref:`the bench page
+# <sphx_glr_auto_examples_speed_plot_04_bench.py>`), against GNMT, an 8-layer LSTM
+# encoder and decoder. The paper does not measure which of several things makes it
+# fast: the encoder runs over the whole source at once, GNMT's position by position; a
+# ConvS2S decoder step is, per layer, one small convolution over the :math:`k` latest
+# inputs and a dot-product attention, not a step of a deep LSTM stack; unchanged states
+# are shifted, not recomputed (the cache above); batches hold up to 128 sentences *of
+# equal length*, so no source is padded (the outputs still end at different steps).
+# This page times two small models on this machine: nothing about an 8-layer LSTM,
+# since the recurrent model here is a one-layer GRU.
 
 at_longest = {"ConvS2S (cached)": inc[-1], "the GRU": gru_seconds[-1]}
 time_T = f"time of {LENGTHS[-1]} greedy steps"

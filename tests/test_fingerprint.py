@@ -17,6 +17,7 @@ import convs2s_edu
 from convs2s_edu.training.fingerprint import (
     EXPERIMENT_FILES,
     TRAINING_FILES,
+    canonical,
     changed_files,
     file_hashes,
     fingerprint,
@@ -124,3 +125,18 @@ def test_every_module_the_training_files_import_is_fingerprinted():
             assert imported in TRAINING_FILES or imported in NOT_TRAINING, (
                 f"{f} imports {imported}: add it to TRAINING_FILES or say why not"
             )
+
+
+def test_the_canonical_tree_is_the_same_text_on_every_python():
+    # ast.dump differs between Python versions (3.12: type_params=[]; 3.13 omits empty
+    # fields): the record made on one must not look stale on another for that alone
+    tree = ast.parse("def f(x: int = 1) -> int:\n    return x + 1").body[0]
+    assert canonical(tree) == (
+        "FunctionDef(name='f', args=arguments(args=[arg(arg='x', annotation=Name(id='int', "
+        "ctx=Load()))], defaults=[Constant(value=1)]), body=[Return(value=BinOp(left=Name("
+        "id='x', ctx=Load()), op=Add(), right=Constant(value=1)))], returns=Name(id='int', "
+        "ctx=Load()))"
+    )
+    tree.type_params = []  # as Python 3.12 parses it
+    tree._fields = (*tree._fields, "type_params")
+    assert "type_params" not in canonical(tree)

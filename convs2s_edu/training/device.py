@@ -62,8 +62,8 @@ def device_label(device: str | torch.device) -> str:
 def provenance(device: str | torch.device, path: str) -> dict:
     """Where and how a run trains, for its history and the experiment record: the device,
     the CPU's model, its vector units (the flags of ``_NAMED_FLAGS`` it has, and the kernels
-    PyTorch chose), PyTorch's threads, the execution ``path``, the torch and numpy versions,
-    the host and process (a cluster may mix machines) and the date (UTC)."""
+    PyTorch chose), PyTorch's threads, the execution ``path``, the torch, Python and numpy
+    versions, the host and process (a cluster may mix machines) and the date (UTC)."""
     return {
         "device": device_label(device),
         "cpu": cpu_model(),
@@ -72,6 +72,7 @@ def provenance(device: str | torch.device, path: str) -> dict:
         "threads": torch.get_num_threads(),
         "path": path,
         "torch": str(torch.__version__),  # a str: torch.load(weights_only=True) reads it
+        "python": platform.python_version(),
         "numpy": np.__version__,
         "worker": f"{platform.node()}:{os.getpid()}",
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

@@ -23,6 +23,7 @@ from pathlib import Path
 __all__ = [
     "TRAINING_FILES",
     "EXPERIMENT_FILES",
+    "canonical",
     "source_hash",
     "file_hashes",
     "fingerprint",
@@ -73,10 +74,29 @@ def _without_docstrings(tree: ast.AST) -> ast.AST:
     return tree
 
 
+def canonical(node) -> str:
+    """A syntax tree as text, the same on every Python version that parses it alike.
+
+    :func:`ast.dump` is not: Python 3.12 added fields that are empty in code without the
+    new syntax (``type_params=[]``), and 3.13 leaves empty fields out by default. Here a
+    node is its class name and its fields that hold something, in the tree's order.
+
+    >>> canonical(ast.parse("f(x)").body[0])
+    "Expr(value=Call(func=Name(id='f', ctx=Load()), args=[Name(id='x', ctx=Load())]))"
+    """
+    if isinstance(node, ast.AST):
+        fields = (f"{k}={canonical(v)}" for k, v in ast.iter_fields(node) if v not in (None, []))
+        return f"{type(node).__name__}({', '.join(fields)})"
+    if isinstance(node, list):
+        return f"[{', '.join(map(canonical, node))}]"
+    return repr(node)
+
+
 def source_hash(source: str) -> str:
-    """The hash of one file's code: its syntax tree without docstrings (16 hex digits)."""
+    """The hash of one file's code: its syntax tree without docstrings (:func:`canonical`),
+    16 hex digits."""
     tree = _without_docstrings(ast.parse(source))
-    return hashlib.sha256(ast.dump(tree).encode()).hexdigest()[:16]
+    return hashlib.sha256(canonical(tree).encode()).hexdigest()[:16]
 
 
 @cache

@@ -65,7 +65,8 @@ TEACHES = {
     "plot_05_deep_stack": "why a deep stack trains: √0.5 and the GLU's linear gradient path",
     "plot_06_encoder_decoder": "the encoder and the causal decoder: receptive fields, and "
     "why nothing leaks from the future",
-    "plot_07_multistep_attention": "ConvS2S's multi-step attention (eq. 1), checked by hand",
+    "plot_07_multistep_attention": "ConvS2S's multi-step attention (eq. 1) by hand, and "
+    "layer 1's context in layer 2's query, before training and after",
     "plot_08_convs2s_by_hand": "one forward step of ConvS2S with tiny sizes, every number "
     "written out and checked against the module",
     "plot_09_training": "both models trained on the same data: parameters and loss curves",
@@ -82,9 +83,12 @@ TEACHES = {
     "normalisation/plot_06_seed_against_paper": "short runs of the seed's ConvS2S and the paper's",
     "speed/plot_01_training_speed": "both models timed in interleaved windows: tokens "
     "per second, loss against the clock, the speed table",
-    "speed/plot_02_what_makes_one_faster": "arithmetic per token and dependent steps",
+    "speed/plot_02_what_makes_one_faster": "arithmetic per token, dependent steps and the "
+    "path between two positions",
     "speed/plot_03_length_scaling": "how time per step grows with the sequence length",
-    "speed/plot_04_bench": "both models against this machine's own limit (``convs2s-edu bench``)",
+    "speed/plot_04_bench": "both models against this machine's limits (``convs2s-edu bench``)",
+    "speed/plot_05_attention_cost": "what attention in every layer costs a training step, "
+    "beside the paper's 4%",
     "appendix/plot_01_data_parallel": "processes training one model (DistributedDataParallel)",
     "appendix/plot_02_fast_paths": "the fast paths: the same models, computed faster",
 }

@@ -3,8 +3,9 @@ Depth of the encoder and of the decoder, separately
 ===================================================
 
 A stack of :math:`L` convolutions of width :math:`k` sees
-:math:`r = 1 + L(k-1)` input positions (§3.2): the paper's WMT models stack
-up to 20 layers so that :math:`r` covers a sentence. Its ablation (§5.6)
+:math:`r = 1 + L(k-1)` input positions (§3.2's example: 6 blocks with
+:math:`k = 5` see 25); the paper's WMT models stack 15 to 20 layers per side
+(§5.1). Its ablation (§5.6)
 varies the depth of the encoder with the decoder fixed, and of the decoder
 with the encoder fixed (Figure 2; with the kernel width, Tables 7 and 8), and
 finds that "deeper architectures are particularly beneficial for the encoder

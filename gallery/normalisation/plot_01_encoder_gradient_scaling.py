@@ -146,8 +146,10 @@ assert 1 / L + 1e-3 < ratios["encoder embeddings"] < 1
 #   multiplies the gradient by :math:`1/L` on its way back: the logits of the
 #   two models were identical, and every encoder layer received exactly
 #   :math:`1/L` of its former gradient.
-# * The scaling was designed for SGD with momentum; Adam divides it out of
-#   every step (exercise 2 measures it).
+# * The paper's one reason for the scaling: "the encoder received too much
+#   gradient otherwise" (§3.4), in runs with Nesterov's momentum (§4.2), whose step
+#   follows the gradient. Adam divides the factor out of every step (exercise 2
+#   measures it).
 #
 # Try it
 # ------
@@ -202,8 +204,9 @@ assert torch.allclose(z_u.grad, torch.ones(3))
 # model moves its encoder blocks :math:`1/L` as far. Adam divides every
 # gradient by a running estimate of its own size, so a constant factor on a
 # parameter's gradient cancels: the two steps are the same, up to Adam's
-# :math:`\epsilon`. That is why the paper's gradient scaling, designed with
-# SGD (Nesterov's momentum) in mind, changes little in an Adam run such as
+# :math:`\epsilon`. That is why the paper's gradient scaling, which it gives
+# because "the encoder received too much gradient otherwise" (§3.4) in runs with
+# Nesterov's momentum (§4.2), changes little in an Adam run such as
 # :ref:`the short run of the seed's configuration against the paper's
 # <sphx_glr_auto_examples_normalisation_plot_06_seed_against_paper.py>`
 # (a little only: the embeddings get a mix of scaled and unscaled gradient,

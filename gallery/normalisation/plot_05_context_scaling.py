@@ -60,7 +60,7 @@ print(f"f = {f}, d = {d}, batch of {batch.src.shape[0]} sources")
 # * small keys: all scores :math:`d_i \cdot z_j` near zero, so the attention is
 #   nearly uniform, the case the scaling is designed for;
 # * large keys: scores of a large spread, so every query attends to nearly one
-#   position, as a trained model often does.
+#   position, the other extreme.
 
 M, REPS, T_q = 30, 48, 4
 lengths = torch.arange(1, M + 1).repeat_interleave(REPS)  # (B,)
@@ -187,10 +187,12 @@ assert 0.5 < ratio < 2  # near 1: the prose below says so
 # At initialisation the ratio is near 1, far from :math:`m`: the attention is
 # close enough to uniform that the scaling keeps the context at the values'
 # scale, as §3.4 intends. Peaked attention would push the ratio towards
-# :math:`m`, the scaled context then larger than the values. Trained attention is
-# peaked (:ref:`the attention page
-# <sphx_glr_auto_examples_plot_11_attention_heatmaps.py>`); §3.4 says as much:
-# "This is generally not the case but we found it to work well in practice."
+# :math:`m`, the scaled context then larger than the values. How peaked the
+# trained model's layer 1 is, its mean largest weight next to :math:`1/m`, is
+# printed on :ref:`the trained attention page
+# <sphx_glr_auto_examples_plot_12_trained_attention.py>`; of uniform attention
+# §3.4 itself says "This is generally not the case but we found it to work well
+# in practice."
 
 # %%
 # Adding the context to the decoder state (§3.3, a departure)

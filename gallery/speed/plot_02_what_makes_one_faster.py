@@ -42,8 +42,10 @@ this page does not pick one of them to explain the result.
 import textwrap
 
 import matplotlib.pyplot as plt
+import numpy as np
+import torch
 
-from convs2s_edu import make_datasets, train_or_load
+from convs2s_edu import build_model, make_datasets, train_or_load
 from convs2s_edu.lab.schematic import critical_path
 from convs2s_edu.lab.site import comparison, site_config
 from convs2s_edu.lab.timing import training_flops_per_token
@@ -123,6 +125,65 @@ plt.show()
 # :ref:`next page <sphx_glr_auto_examples_speed_plot_03_length_scaling.py>`
 # counts the same two quantities at growing sequence lengths and times them.
 #
+# The path between two positions
+# ------------------------------
+# §1 of the paper: "we can obtain a feature representation capturing relationships
+# within a window of :math:`n` words by applying only :math:`\mathcal{O}(n/k)`
+# convolutional operations for kernels of width :math:`k`, compared to a linear number
+# :math:`\mathcal{O}(n)` for recurrent neural networks". In the causal decoder, every
+# layer reaches :math:`k - 1` positions further back, so two target positions
+# :math:`n - 1` apart meet after :math:`\lceil (n-1)/(k-1) \rceil` convolutions; the
+# GRU carries the signal through :math:`n - 1` steps. The cell measures the reach of
+# the untrained decoder's convolution blocks with autograd (which inputs the last
+# position's output depends on) and counts both paths by distance.
+
+torch.manual_seed(0)
+decoder = build_model(cfg).decoder.eval()
+k, L_dec, far = decoder.cfg.kernel_size, len(decoder.blocks), 24
+x0 = torch.randn(1, far, decoder.cfg.hidden_dim, requires_grad=True)
+h, reach = x0, []
+for block in decoder.blocks:  # the convolution blocks alone: no attention
+    h = block(h)
+    grad = torch.autograd.grad(h[0, -1].sum(), x0, retain_graph=True)[0][0]  # (T, d)
+    reach.append(far - 1 - int(grad.abs().sum(-1).nonzero().min()))
+print(
+    f"reach back after 1..{L_dec} layers: {reach} positions; l (k - 1) = "
+    f"{[l * (k - 1) for l in range(1, L_dec + 1)]}"
+)
+distance = np.arange(1, 21)
+conv_ops = -(-distance // (k - 1))  # ceil((n - 1) / (k - 1))
+print("distance n - 1:      ", distance.tolist())
+print("ConvS2S convolutions:", [int(c) if c <= L_dec else "-" for c in conv_ops])
+print("GRU steps:           ", distance.tolist())
+
+fig, ax = plt.subplots(figsize=(6.4, 3), layout="constrained")
+ax.step(distance, distance, where="mid", color="C1", label="GRU: recurrent steps")
+inside = conv_ops <= L_dec
+ax.step(
+    distance[inside],
+    conv_ops[inside],
+    where="mid",
+    color="C0",
+    linestyle="--",
+    label="ConvS2S decoder: convolutions",
+)
+ax.axvspan(
+    reach[-1] + 0.5,
+    distance[-1] + 0.5,
+    color="0.9",
+    label=f"beyond {L_dec} layers' reach: no path in the stack",
+)
+ax.set(xlabel="distance between two target positions", ylabel="operations on the path")
+ax.set_xticks(distance[1::2])
+ax.legend()
+plt.show()
+
+# %%
+# Beyond the reach of the stack no path joins two target positions at all: what the
+# decoder knows of outputs further back comes to it only through attention, from the
+# source. The encoder is not causal (each layer reaches :math:`(k-1)/2` positions to
+# each side), and the decoder's attention reads every source position at once.
+#
 # What a second thread can do
 # ---------------------------
 # PyTorch runs each operation (a matrix product, an element-wise function, a
@@ -141,10 +202,8 @@ plt.show()
 # operation; how much that costs it is the measured difference between the
 # two rows of a model.
 
-import torch
 from torch.profiler import ProfilerActivity, profile
 
-from convs2s_edu import build_model
 from convs2s_edu._machine import usable_cores
 from convs2s_edu.training.step import make_train_step
 

@@ -2,15 +2,14 @@ r"""
 Speed: both models against this machine's limits
 =================================================
 
-The paper argues that convolutions train in parallel over all positions (§1,
-see :ref:`the training speed page
-<sphx_glr_auto_examples_speed_plot_01_training_speed.py>`); the speed it
-*measures* is generation (§5.3, at the end of this page). How fast either
-model runs on *this* machine depends on how much arithmetic a target token
-costs, and on what fraction of the machine's arithmetic limits the model
+The paper argues that convolutions train in parallel over all positions (§1, see
+:ref:`the training speed page <sphx_glr_auto_examples_speed_plot_01_training_speed.py>`);
+the speed it *measures* against a recurrent model is generation (§5.3, at the end of
+this page). How fast either model runs on *this* machine depends on how much arithmetic
+a target token costs, and on what fraction of the machine's arithmetic limits the model
 reaches. This page runs ``convs2s-edu bench`` (:func:`~convs2s_edu.lab.bench.run_bench`)
-on the machine the site was built on and prints its table: nothing below is
-typed by hand.
+on the machine the site was built on and prints its table: nothing below is typed by
+hand.
 
 What the columns mean
 ---------------------
@@ -174,8 +173,9 @@ print(textwrap.fill(comparison("greedy decoding rate", rates, fmt="{:,.1f} sente
 # convolution over the :math:`k` latest inputs and a dot-product attention,
 # against a step of an 8-layer LSTM stack; convolution states that have not
 # changed are shifted, not recomputed (the incremental cache timed above); and
-# batches hold up to 128 sentences *of equal length*, so that no step is spent
-# on padding. The paper does not measure which of these matters how much.
+# batches hold up to 128 sentences *of equal length*, so no source is padded
+# (the outputs still end at different steps). The paper does not measure which
+# of these matters how much.
 
 TABLE_3 = (  # Gehring et al. (2017), Table 3: (system, BLEU, seconds); b is the beam
     ("GNMT GPU (K80)", 31.20, 3028),

@@ -55,10 +55,9 @@ from ..site import is_quick_mode
 from .registry import EXPERIMENTS, Budget, budget
 from .runner import (
     ExperimentResult,
-    _groups,
-    _measure_file,
-    _read,
+    cached_groups,
     experiment_configs,
+    group_names,
     measure_groups_job,
     measured_run,
     run_experiment,
@@ -190,12 +189,12 @@ def make_record(
         cfg, where = r["config"], run_dir(r["config"], cache)
         state = read_checkpoint(where)
         history = state["history"]
-        groups = _read(_measure_file(cfg, cache))
-        if not all(g in groups for g in _groups(r["measures"], b.beam_sizes)):
+        groups = cached_groups(cfg, r["measures"], b.beam_sizes, cache)
+        if groups is None:
             raise RuntimeError(
                 f"run {key} ({' '.join(r['arms'][0])} seed {r['seed']}) has no scores of this "
-                f"code in {_measure_file(cfg, cache)}: was it trained by other code (a cluster "
-                "worker with another version)?"
+                f"code in {where}: was it trained by other code (a cluster worker with "
+                "another version)?"
             )
         curve = [[e["step"], e["exact_match"], e["valid_loss"]] for e in history["evals"]]
         config = state["config"].to_dict()  # with the path it trained on: a spot check's too
@@ -300,7 +299,7 @@ class Record:
         runs, curves = [], {}
         for arm, seed, cfg in experiment_configs(name, b):
             run = self.run(cfg)
-            groups = [run["scores"][g] for g in _groups(exp.measures, b.beam_sizes)]
+            groups = [run["scores"][g] for g in group_names(exp.measures, b.beam_sizes)]
             # null: a level never reached (NaN, as run_experiment gives it)
             scores = {k: math.nan if v is None else v for g in groups for k, v in g.items()}
             runs.append({"arm": arm.name, "seed": seed, **scores})

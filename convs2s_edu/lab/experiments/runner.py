@@ -53,6 +53,8 @@ from .statistics import summarise_runs
 __all__ = [
     "ExperimentResult",
     "measured_run",
+    "group_names",
+    "cached_groups",
     "cached_measures",
     "measure_job",
     "measure_groups_job",
@@ -110,7 +112,7 @@ def _measure(cfg: TrainConfig, group: str, result) -> dict:
     return values
 
 
-def _groups(measures, beam_sizes) -> list[str]:
+def group_names(measures, beam_sizes) -> list[str]:
     """The measure groups of an experiment's measures (``base`` always)."""
     out = ["base"]
     if "long" in measures:
@@ -140,14 +142,19 @@ _PARAMS = {"beam": BEAM_EXAMPLES, "greedy": GREEDY_EXAMPLES, "long": LONG_LENGTH
 _PARAMS = json.loads(json.dumps(_PARAMS))  # as read back from JSON (tuples become lists)
 
 
-def cached_measures(cfg: TrainConfig, measures=(), beam_sizes=(), directory=None) -> dict | None:
-    """The cached measurements of ``cfg``'s run (every group asked for), or ``None`` when
-    one of them is not cached."""
+def cached_groups(cfg: TrainConfig, measures=(), beam_sizes=(), directory=None) -> dict | None:
+    """The cached measurements of ``cfg``'s run by group (:func:`group_names`), or ``None``
+    when one of the groups asked for is not cached (or was measured by other code)."""
     groups = _read(_measure_file(cfg, directory))
-    wanted = _groups(measures, beam_sizes)
-    if not all(g in groups for g in wanted):
-        return None
-    return {k: v for g in wanted for k, v in groups[g].items()}
+    wanted = group_names(measures, beam_sizes)
+    return {g: groups[g] for g in wanted} if all(g in groups for g in wanted) else None
+
+
+def cached_measures(cfg: TrainConfig, measures=(), beam_sizes=(), directory=None) -> dict | None:
+    """The cached measurements of ``cfg``'s run (every group asked for, in one dict), or
+    ``None`` when one of them is not cached."""
+    groups = cached_groups(cfg, measures, beam_sizes, directory)
+    return None if groups is None else {k: v for g in groups.values() for k, v in g.items()}
 
 
 def measured_run(cfg: TrainConfig, measures=(), beam_sizes=(), directory=None) -> dict:
@@ -161,7 +168,7 @@ def measured_run(cfg: TrainConfig, measures=(), beam_sizes=(), directory=None) -
     path = _measure_file(cfg, directory)
     with measure_lock(path.parent):
         groups = _read(path)
-        for group in _groups(measures, beam_sizes):
+        for group in group_names(measures, beam_sizes):
             if group not in groups:
                 groups[group] = _measure(cfg, group, result)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -192,7 +199,7 @@ def measure_groups_job(cfg, measures, beam_sizes, directory=None, label="") -> J
         args,
         label=label or run_dir(cfg, directory).name,
         cost=train_cost(cfg),
-        key=f"{run_dir(cfg, directory)}:{','.join(_groups(measures, beam_sizes))}",
+        key=f"{run_dir(cfg, directory)}:{','.join(group_names(measures, beam_sizes))}",
         done="convs2s_edu.lab.experiments.runner:cached_measures",
     )
 
