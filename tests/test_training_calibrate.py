@@ -59,7 +59,7 @@ def test_a_slower_fast_path_is_not_chosen(choices, monkeypatch, single_thread):
     cfg = tiny_config("convs2s", fast=None, batch_size=32)
     result = calibrate_mod.calibrate(cfg)  # the real timing
     assert result["fast"] is False
-    assert max(result["speedups"]) < 1 + FAST_MARGIN
+    assert min(result["speedups"]) < 1 + FAST_MARGIN  # the round that decided it
     assert resolve_path(cfg).fast is False  # and what the config resolves to
     assert choices.is_file()
 

@@ -95,7 +95,7 @@ def calibrate(cfg: TrainConfig, rounds: int = 4, steps: int = 2) -> dict:
 
     Both paths train a copy of the same freshly built model with Adam on one batch of
     ``cfg.batch_size`` examples of the task, on ``cfg``'s device and precision, with the
-    threads PyTorch has now. After a warm-up step each, ``rounds`` rounds time ``steps``
+    threads PyTorch has now. After two warm-up steps each, ``rounds`` rounds time ``steps``
     steps of each path (:class:`torch.utils.benchmark.Timer`), in alternating order; the
     first round whose speed-up misses the margin ends the timing (the reference wins).
 
@@ -122,7 +122,8 @@ def _calibrate(cfg: TrainConfig, rounds: int, steps: int) -> dict:
     for fast, model in models.items():
         optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
         step = make_train_step(model.train(), optimizer, cfg.clip_norm, cfg.precision)
-        step(batch)  # warm-up: allocations, the optimiser's state
+        for _ in range(2):  # warm-up: allocations, the optimiser's state
+            step(batch)
         timers[fast] = benchmark.Timer("step(batch)", globals={"step": step, "batch": batch})
     speedups = []
     for r in range(rounds):

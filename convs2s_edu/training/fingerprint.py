@@ -7,8 +7,9 @@ changed. A version number would do neither: code changes between versions, and m
 changes of a version (the docs, the lab's plumbing, a comment) leave every trained number
 as it was.
 
-Each file is read as Python's parser sees it, without its docstrings: ``ast.dump`` of the
-tree with the docstrings removed, which has no comments, no formatting and no line numbers.
+Each file is read as Python's parser sees it, without its docstrings: the syntax tree with
+the docstrings removed, written out by :func:`canonical`, which has no comments, no
+formatting and no line numbers, and is the same text on every Python version.
 So a reworded docstring, a comment or a rewrap leaves the fingerprint as it was; a changed
 expression, default or constant changes it.
 """
@@ -77,7 +78,7 @@ def _without_docstrings(tree: ast.AST) -> ast.AST:
 def canonical(node) -> str:
     """A syntax tree as text, the same on every Python version that parses it alike.
 
-    :func:`ast.dump` is not: Python 3.12 added fields that are empty in code without the
+    ``ast.dump`` is not: Python 3.12 added fields that are empty in code without the
     new syntax (``type_params=[]``), and 3.13 leaves empty fields out by default. Here a
     node is its class name and its fields that hold something, in the tree's order.
 
