@@ -8,8 +8,10 @@ so every warning, and every gallery script that raises, fails the build.
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import pkgutil
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -325,6 +327,22 @@ rst_prolog = f"""
 """
 
 
+TRY_FILL = re.compile(r'(<span data-try-fill="(\w+)">)[^<]*(</span>)')
+
+
+def _fill_try_page(app, docname, source):
+    """Write the models' figures (``models.json``: the vocabulary, the longest source, the
+    download's size, ...) into the "Try the models" page's placeholders, so that the page
+    says them even where its script cannot load the models (opened from a file)."""
+    manifest = TRY_ASSETS / "try" / "models.json"
+    if docname != "try" or not manifest.is_file():
+        return
+    values = json.loads(manifest.read_text(encoding="utf-8"))
+    fill = lambda m: f"{m[1]}{values[m[2]]}{m[3]}" if m[2] in values else m[0]  # noqa: E731
+    source[0] = TRY_FILL.sub(fill, source[0])
+
+
 def setup(app):
     app.connect("autodoc-skip-member", _skip_namedtuple_fields)
     app.connect("missing-reference", _resolve_reexported)
+    app.connect("source-read", _fill_try_page)

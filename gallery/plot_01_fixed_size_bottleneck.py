@@ -55,7 +55,8 @@ from convs2s_edu.lab.site import comparison
 TASKS = ("sort", "reverse")
 MODELS = ("fixed", "attention")
 LABELS = {"fixed": "fixed context (RNNencdec)", "attention": "attention (RNNsearch)"}
-COLOURS = {"fixed": "C3", "attention": "C1"}
+COLOURS = {"fixed": "C0", "attention": "C1"}  # blue and orange: told apart by colour-blind
+STYLES = {"fixed": ("s--", 3), "attention": ("o-", 2)}  # eyes too; the fixed line on top
 OPTIONS = {"fixed": {"attention": False}, "attention": {}}
 
 b = budget()  # the Experiments section's: steps, width, data sizes
@@ -103,7 +104,10 @@ for ax, task in zip(axes, TASKS):
         lengths = np.array(list(per_length[task, name]))
         em, n = (np.array(v, dtype=float) for v in zip(*per_length[task, name].values()))
         half = np.sqrt(em * (1 - em) / n)
-        ax.plot(lengths, 100 * em, "o-", ms=3.5, color=COLOURS[name], label=LABELS[name])
+        style, z = STYLES[name]
+        ax.plot(
+            lengths, 100 * em, style, ms=3.5, color=COLOURS[name], label=LABELS[name], zorder=z
+        )
         band = 100 * (em - half), 100 * (em + half)
         ax.fill_between(lengths, *band, color=COLOURS[name], alpha=0.2)
     ax.set_title(f"task: {task}")

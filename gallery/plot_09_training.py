@@ -189,7 +189,14 @@ for r, style in zip(SITE_RECIPES, ("-", "--")):
         ax.plot(steps, em, style, color=COLOURS[n], label=f"{LABELS[n]}, {r} recipe")
 for level in (50, 90, 95):
     ax.axhline(level, color="0.6", lw=0.8, ls=":")
-ax.set(xlabel="optimiser step", ylabel="held-out exact match (%)", ylim=(0, 100))
+top = max(
+    100 * e["exact_match"] for r in SITE_RECIPES for n in MODELS for e in runs[r][n].history.evals
+)
+ax.set(
+    xlabel="optimiser step",
+    ylabel="held-out exact match (%)",
+    ylim=(0, min(100, max(5, 1.1 * top))),
+)
 ax.legend(fontsize=9, loc="lower right")
 ax.set_title("Learning curves")
 plt.show()

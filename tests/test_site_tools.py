@@ -312,7 +312,7 @@ def test_a_page_that_loads_its_own_variant_of_a_site_config_does_not_load_the_tw
 # ---- the reading path and the old addresses (issue 17) ------------------------------
 
 
-def test_reading_path_covers_every_page_but_the_experiments_in_reading_order(site):
+def test_reading_path_covers_every_page_in_reading_order(site):
     facts = site.page_facts()
     paths = [page["path"] for page in facts]
     gallery = site.GALLERY
@@ -322,7 +322,8 @@ def test_reading_path_covers_every_page_but_the_experiments_in_reading_order(sit
         for p in sorted((gallery / folder).glob("plot_*.py"))
     ]
     assert paths == expected
-    assert [folder for folder, _ in site.CHAPTERS] == ["", "normalisation", "speed", "appendix"]
+    folders = [folder for folder, _ in site.CHAPTERS]
+    assert folders == ["", "normalisation", "speed", "experiments", "appendix"]
     assert {p.parent.name for p in gallery.rglob("plot_*.py")} == {
         "gallery",
         "normalisation",
@@ -717,3 +718,17 @@ def test_downloaded_notebooks_and_their_zip_are_processed_once(site, tmp_path):
         (downloads / "all.zip").read_bytes(),
         (downloads / "plot_01_x.ipynb").read_text(),
     ) == before
+
+
+def test_reading_time_counts_the_prose_and_the_code_a_reader_sees(site):
+    prose = " ".join(["word"] * 100)  # 100 words in the docstring, 300 in text cells
+    page = (
+        f'r"""\nTitle\n=====\n\n{prose}\n"""\n\n# %%\n# {prose}\n# {prose}\n# {prose}\n'
+        + "x = 1  # a comment is code\n" * 45
+        + "# sphinx_gallery_start_ignore\n"
+        + "assert x\n" * 300  # hidden from the reader
+        + "# sphinx_gallery_end_ignore\n"
+    )
+    # 402 words (the title's too) / 200 a minute + 45 lines / 30 a minute = 3.5 -> 4
+    assert site.reading_minutes(page) == 4
+    assert site.reading_minutes('"""One line."""\n') == 1  # never 0

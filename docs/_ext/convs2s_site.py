@@ -29,6 +29,7 @@ from __future__ import annotations
 import ast
 import html
 import json
+import math
 import os
 import re
 import zipfile
@@ -44,13 +45,17 @@ AUTO = DOCS / "auto_examples"
 MARK = ".. convs2s-site-note"
 
 #: The reading path's chapters in order: a folder of ``gallery/`` ("" for the lesson)
-#: and its heading. The experiments have their own section of the gallery.
+#: and its heading.
 CHAPTERS = (
     ("", "The lesson: from the recurrent model's bottleneck to decoding"),
     ("normalisation", "The paper's normalisation and initialisation"),
     ("speed", "Speed"),
+    ("experiments", "Experiments: the paper's claims at a small scale"),
     ("appendix", "Appendix"),
 )
+
+#: A reader's pace for a page's reading time: words of prose and lines of code a minute.
+WORDS_PER_MINUTE, CODE_LINES_PER_MINUTE = 200, 30
 
 #: One line per page of the reading path, by its path under ``gallery/``: what it
 #: teaches. The title and the running time come from the build. A page missing here
@@ -89,6 +94,17 @@ TEACHES = {
     "speed/plot_04_bench": "both models against this machine's limits (``convs2s-edu bench``)",
     "speed/plot_05_attention_cost": "what attention in every layer costs a training step, "
     "beside the paper's 4%",
+    "experiments/plot_01_encoder_decoder": "which encoder and decoder pairs sort best: "
+    "the article's question, ConvS2S, the GRU and both hybrids",
+    "experiments/plot_02_positions": "position embeddings removed from the source, the "
+    "target or both (Table 4)",
+    "experiments/plot_03_attention_layers": "attention in every decoder layer or fewer (Table 5)",
+    "experiments/plot_04_depth_kernel": "depth and kernel width of encoder and decoder "
+    "(Figure 2, Tables 7-8)",
+    "experiments/plot_05_beam": "beam search against greedy decoding, and generation speed "
+    "(Table 3)",
+    "experiments/plot_06_claims": "every claim judged: supported, contradicted or not "
+    "resolved, with its effect and interval",
     "appendix/plot_01_data_parallel": "processes training one model (DistributedDataParallel)",
     "appendix/plot_02_fast_paths": "the fast paths: the same models, computed faster",
 }
@@ -247,6 +263,28 @@ def _duration(seconds: float) -> str:
     return f"{minutes} min {sec:02d} s"
 
 
+def reading_minutes(source: str) -> int:
+    """Minutes to read a gallery page: its prose (the docstring and the text cells) at
+    :data:`WORDS_PER_MINUTE`, its code at :data:`CODE_LINES_PER_MINUTE`, rounded up."""
+    tree = ast.parse(source)
+    doc = ast.get_docstring(tree) or ""
+    after_doc = tree.body[0].end_lineno if doc else 0  # the lines after the docstring
+    words, code, hidden = len(doc.split()), 0, False
+    for line in source.splitlines()[after_doc:]:
+        text = line.strip()
+        if text.startswith("# sphinx_gallery_start_ignore"):
+            hidden = True
+        elif text.startswith("# sphinx_gallery_end_ignore"):
+            hidden = False
+        elif hidden or not text or text.startswith(("# %%", "# sphinx_gallery")):
+            continue
+        elif line.startswith("#"):  # a text cell's line (code comments are indented or inline)
+            words += len(text.lstrip("#").split())
+        else:
+            code += 1
+    return max(1, math.ceil(words / WORDS_PER_MINUTE + code / CODE_LINES_PER_MINUTE))
+
+
 def _doc_lines(script: Path) -> list[str]:
     """The lines of the docstring of a gallery page, stripped: its title first."""
     doc = ast.get_docstring(ast.parse(script.read_text(encoding="utf-8"))) or ""
@@ -281,6 +319,7 @@ def page_facts() -> list[dict]:
                     "title": title,
                     "teaches": TEACHES.get(path, body),
                     "seconds": seconds,
+                    "read_minutes": reading_minutes(source),
                     # pages that use the two models trained with the site's configuration
                     "site_models": site_models,
                     # pages that train models of their own (or time their training steps)
@@ -411,19 +450,18 @@ def after_gallery(app) -> None:
     training = training_summary()
 
     # reading path: one table per chapter
-    rows = []
+    pace = f"{WORDS_PER_MINUTE} words of prose and {CODE_LINES_PER_MINUTE} lines of code"
+    rows = [f"Reading times count {pace} a minute.", ""]
     for folder, chapter in CHAPTERS:
         pages = [page for page in facts if page["folder"] == folder]
         if not pages:
             continue
-        table = ["#|page|what it teaches|time to run"]
+        table = ["#|page|what it teaches|reading time"]
         for page in pages:
-            time = _duration(page["seconds"]) if page["seconds"] is not None else "not run"
-            if page["site_models"] and training:
-                time += "; uses the trained models"
             link = f":ref:`{page['title']} <{gallery_label(page['path'])}>`"
-            table.append(f"{page['stem'][5:7]}|{link}|{page['teaches']}|{time}")
-        options = ["   :widths: 5 30 45 20", "   :class: reading-path"]
+            minutes = f"{page['read_minutes']} min"
+            table.append(f"{page['stem'][5:7]}|{link}|{page['teaches']}|{minutes}")
+        options = ["   :widths: 5 35 48 12", "   :class: reading-path"]
         rows += [chapter, "~" * len(chapter), "", *list_table(options, table), ""]
     _write_if_changed(GENERATED / "reading_path.inc", "\n".join(rows))
 
