@@ -248,6 +248,8 @@ print(comparison(time_T, at_longest, fmt="{:.3f} s", higher="longer", lower="sho
 # * Generating, ConvS2S's decoder too runs one step per token; only its
 #   encoder keeps the parallelism of training. The paper does not separate
 #   what its measured generation speed (§5.3) comes from.
+# * Next, :ref:`what the decoder sees of its own output
+#   <sphx_glr_auto_examples_plot_14_decoder_window.py>` while it writes it.
 #
 # Try it
 # ------

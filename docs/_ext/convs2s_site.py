@@ -80,6 +80,8 @@ TEACHES = {
     "plot_12_trained_attention": "how the trained ConvS2S sorts with its attention: scores "
     "against source values, where each layer points, keys z and values z + e, the scores' scale",
     "plot_13_decoding": "greedy and beam search; ConvS2S's incremental decoding",
+    "plot_14_decoder_window": "what the causal decoder sees of its own output: runs of "
+    "equal values against its window",
     "normalisation/plot_01_encoder_gradient_scaling": "the encoder gradient scaling under Adam",
     "normalisation/plot_02_weight_normalisation": "a length and a direction per output unit",
     "normalisation/plot_03_initialisation": "the paper's initialisation against PyTorch's",
