@@ -18,17 +18,12 @@ def check_int(name: str, value, low: int = 1, high: int | None = None) -> int:
     return int(value)
 
 
-def check_positive(name: str, value, allow_zero: bool = False) -> int:
-    """:func:`check_int` with ``low=1`` (``low=0`` with ``allow_zero``)."""
-    return check_int(name, value, low=0 if allow_zero else 1)
-
-
 def check_int_fields_positive(cfg) -> None:
-    """:func:`check_positive` on every ``int`` field of the dataclass ``cfg`` (sizes, counts,
+    """:func:`check_int` (``>= 1``) on every ``int`` field of the dataclass ``cfg`` (sizes, counts,
     lengths: a model config has no other kind of integer field)."""
     for f in dataclasses.fields(cfg):
         if f.type in ("int", int):
-            check_positive(f.name, getattr(cfg, f.name))
+            check_int(f.name, getattr(cfg, f.name))
 
 
 def check_probability(name: str, value) -> None:

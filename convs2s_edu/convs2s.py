@@ -36,7 +36,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.parametrizations import weight_norm as _weight_norm
 
-from ._checks import check_int_fields_positive, check_positive, check_probability
+from ._checks import check_int, check_int_fields_positive, check_probability
 from .data import PAD, n_token_ids
 from .seq2seq import Decoder, Encoder, EncoderDecoder, EncoderOut
 
@@ -405,8 +405,8 @@ class ConvBlock(nn.Module):
         weight_norm: bool = False,
     ):
         super().__init__()
-        check_positive("d", d)
-        check_positive("kernel_size", kernel_size)
+        check_int("d", d)
+        check_int("kernel_size", kernel_size)
         if not causal and kernel_size % 2 == 0:
             raise ValueError(
                 f"centred padding needs an odd kernel_size (1, 3, 5, ...), got {kernel_size}"
@@ -743,11 +743,6 @@ class ConvDecoder(Decoder):
 
     def memory(self, enc: EncoderOut) -> ConvMemory:
         """Keys :math:`z^u_j` and values :math:`z^u_j + e_j` from an :class:`EncoderOut`."""
-        if enc.embedded is None or enc.embedded.shape[-1] != self.cfg.embed_dim:
-            raise ValueError(
-                "ConvDecoder needs the source embeddings e_j of size "
-                f"embed_dim={self.cfg.embed_dim} in EncoderOut.embedded"
-            )
         z = enc.states  # (B, S, f)
         if self.cfg.scale_encoder_grad:
             # every one of the L decoder attentions sends gradient into z: scale by 1/L (§3.4)

@@ -167,7 +167,6 @@ def generate_dataset(
     min_len, max_len = check_int("min_len", min_len), check_int("max_len", max_len)
     if min_len > max_len:
         raise ValueError(f"min_len must be <= max_len, got min_len={min_len} > max_len={max_len}")
-    _check_task(task)
     rng = np.random.default_rng(seed)
     lengths = rng.integers(min_len, max_len + 1, size=n_samples)
     sources = [generate_sorting_example(int(n), vocab_size, rng)[0] for n in lengths]

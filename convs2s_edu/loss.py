@@ -41,8 +41,6 @@ def sequence_loss(
     The paper also normalises the gradient by the number of non-padding target
     tokens (Gehring et al., 2017, §4.2).
     """
-    if reduction not in ("mean", "sum"):
-        raise ValueError(f"reduction must be 'mean' or 'sum', got {reduction!r}")
     return F.cross_entropy(
         logits.flatten(0, 1), tgt_out.flatten(), ignore_index=PAD, reduction=reduction
     )

@@ -220,7 +220,6 @@ def evaluate(
         ``{"exact_match": float, "token_accuracy": float, "n_examples": int}``,
         see :func:`exact_match` and :func:`token_accuracy`.
     """
-    batch_size, beam_size = check_int("batch_size", batch_size), check_int("beam_size", beam_size)
     if device is not None:
         model.to(device)
     sources, references = _pairs(dataset_or_examples)

@@ -317,7 +317,15 @@ os.environ.setdefault("CONVS2S_EDU_RECORD", str(DOCS_DIR / "experiment_record"))
 # Pages without sub-pages need no left sidebar: the paper map's tables get the width, and so
 # do the two models' panels side by side of "Try the models" and the gallery pages' code cells of
 # up to 99 characters (a page's own table of contents and downloads stay on the right).
-PAGES = ["index", "notation", "paper_map", "departures", "try", "auto_examples/**plot_*"]
+PAGES = [
+    "index",
+    "notation",
+    "glossary",
+    "paper_map",
+    "departures",
+    "try",
+    "auto_examples/**plot_*",
+]
 html_sidebars = dict.fromkeys(PAGES, [])  # every gallery page, in every chapter
 
 NO_WHEEL = "(none in this build: make one with ``python -m build``)"

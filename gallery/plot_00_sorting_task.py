@@ -55,7 +55,7 @@ print(f"ids a model embeds: {n_token_ids(VOCAB_SIZE)}")
 # A padded batch
 # --------------
 # :func:`~convs2s_edu.collate_batch` right-pads the sources to the longest one
-# and builds the two decoder-side tensors used for *teacher forcing*:
+# and builds the two decoder-side tensors used for :term:`teacher forcing`:
 # ``tgt_in`` is ``<sos>`` followed by the sorted sequence, ``tgt_out`` is the
 # sorted sequence followed by ``<eos>``. Position ``t`` of ``tgt_out`` is what
 # the decoder must predict after reading ``tgt_in`` up to position ``t``, so

@@ -214,7 +214,7 @@ assert diff_paper[:j].max() == 0.0 and diff_paper[j] > 0
 # %%
 # Per decoder position, on a log scale (exact zeros at the bottom edge): the
 # target token at ``j`` reaches only the positions within the decoder's
-# receptive field from ``j`` on; the source token reaches every position.
+# :term:`receptive field` from ``j`` on; the source token reaches every position.
 
 floor = 1e-9
 fig, ax = plt.subplots(figsize=(9, 3.4), layout="constrained")

@@ -87,8 +87,9 @@ for name in MODELS:  # the same numbers as the library's one-call evaluation (on
 # sphinx_gallery_end_ignore
 
 # %%
-# The two scores side by side. A sequence with one wrong token fails exact match but
-# still earns token-accuracy credit for the others; the sentences under the chart say
+# The two scores side by side. A sequence with one wrong token fails
+# :term:`exact match` but still earns :term:`token accuracy` credit for the others; the
+# sentences under the chart say
 # how the two scores came out for each model.
 
 fig, ax = plt.subplots(figsize=(6.5, 3.6), layout="constrained")

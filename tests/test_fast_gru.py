@@ -181,9 +181,3 @@ def test_the_fast_encoder_is_the_reference_where_no_gradient_is_wanted(monkeypat
     assert type(model.encoder) is FastGRUEncoder and type(model.decoder) is FastGRUDecoder
     for a, b in zip(fast, ref):
         assert_close(a, b)
-
-
-def test_packed_bigru_refuses_a_gru_it_does_not_compute():
-    one_way = torch.nn.GRU(3, 2, batch_first=True)
-    with pytest.raises(ValueError, match="bidirectional, batch-first"):
-        packed_bigru(torch.zeros(1, 2, 3), torch.tensor([2]), one_way)

@@ -32,6 +32,8 @@ INVENTORY = {
     [
         (":func:`~convs2s_edu.exact_match` scores it", "`exact_match` scores it"),
         (":class:`convs2s_edu.ConvBlock`", "`convs2s_edu.ConvBlock`"),
+        (":term:`exact match` of it", "exact match of it"),
+        (":term:`the scores <token accuracy>`", "the scores"),
         (":meth:`~convs2s_edu.ConvDecoder.step`", "`step`"),
         (":func:`the metric <convs2s_edu.exact_match>`", "`the metric`"),
         (

@@ -87,7 +87,11 @@ CORRUPTIONS = {
         "checkpoint format 2 is not supported (only 1)",
     ),
     "history out of step": (lambda s: s.update(epoch=3), "history holds 1 epoch record"),
-    "weights not a state dict": (lambda s: s.update(model=[1.0]), "model must be a state dict"),
+    "weights not a state dict": (  # load_state_dict(strict=True)'s words
+        lambda s: s.update(model=[1.0]),
+        "its weights do not fit the 'convs2s' model its train_config describes "
+        "(Expected state_dict to be dict-like, got <class 'list'>.)",
+    ),
     "gru weights under a convs2s config": (
         _swap_weights("gru"),
         "its weights do not fit the 'convs2s' model",
@@ -96,7 +100,11 @@ CORRUPTIONS = {
         lambda s: s["history"]["epochs"].append(dict(s["history"]["epochs"][-1], epoch=2)),
         "history holds 2 epoch record(s) but the checkpoint says epoch 1",
     ),
-    "weights of another size": (_narrow_weight, "has shape (9, 16), expected (13, 16)"),
+    "weights of another size": (
+        _narrow_weight,
+        "size mismatch for encoder.embed.token.weight: copying a param with shape "
+        "torch.Size([9, 16]) from checkpoint, the shape in current model is torch.Size([13, 16])",
+    ),
     "no shuffle state": (
         lambda s: s["rng"].pop("shuffle"),
         "rng must hold the 'torch' and 'shuffle' generator states",
@@ -192,8 +200,9 @@ def test_a_checkpoint_that_carries_code_is_refused_without_running_it(tmp_path):
     "change, message",
     [
         (
-            lambda s: s["model"].update({next(iter(s["model"])): [1.0]}),
-            "model must be a state dict (parameter name -> tensor)",
+            lambda s: s["model"].update({"encoder.embed.token.weight": [1.0]}),
+            'the parameter named "encoder.embed.token.weight", expected torch.Tensor or '
+            "Tensor-like object from checkpoint but received <class 'list'>)",
         ),
         (
             lambda s: (

@@ -208,8 +208,6 @@ def packed_bigru(
     h_n : Tensor, shape (2 L, B, H)
         Every layer's and direction's last state, as :class:`torch.nn.GRU` returns it.
     """
-    if not (gru.bidirectional and gru.batch_first and gru.bias):
-        raise ValueError("packed_bigru needs a bidirectional, batch-first nn.GRU with biases")
     packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
     batch_sizes = packed.batch_sizes.tolist()
     reverse, previous = (i.to(x.device) for i in _packed_positions(batch_sizes))

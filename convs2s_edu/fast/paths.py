@@ -153,7 +153,7 @@ class ExecutionPath(tuple):
     def of(cls, cfg) -> ExecutionPath:
         """The path of a :class:`~convs2s_edu.TrainConfig` (its four fields), once its
         ``fast`` is decided (:func:`~convs2s_edu.training.resolve_path`)."""
-        if cfg.fast is None:
+        if cfg.fast is None:  # else the reference, silently
             raise ValueError(
                 "this config's path is not decided (fast=None): pass it through "
                 "convs2s_edu.training.resolve_path first"
@@ -258,7 +258,6 @@ def apply_compile(model: nn.Module, mode: str | None = None) -> nn.Module:
     stays eager) are unchanged. The bridge of a hybrid is one linear map and
     stays eager.
     """
-    check_compile_mode(mode)
     kwargs = {} if mode in (None, "default") else {"mode": mode}
     model.encoder.compile(**kwargs)
     model.decoder.compile(**kwargs)

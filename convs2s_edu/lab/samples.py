@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .._checks import check_int
 from ..data import as_token_batch
 from ..decode import beam_search, greedy_decode
 
@@ -34,7 +33,6 @@ def predict_samples(
         One dict per example with keys ``"source"``, ``"reference"`` and, for every model
         name, ``"<name> greedy"`` and ``"<name> beam=<K>"`` (lists of int), in that order.
     """
-    beam_size = check_int("beam_size", beam_size)
     if not models:
         raise ValueError("models must hold at least one model, got an empty dict")
     examples = [(list(map(int, x)), list(map(int, y))) for x, y in examples]

@@ -38,7 +38,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from .._checks import check_positive
+from .._checks import check_int
 from ..convs2s import SQRT_HALF, ConvDecoder, ConvEncoder, ConvS2S
 from ..decode import _inference
 from ..rnn import GRUDecoder, GRUEncoder, RNNSeq2Seq
@@ -201,8 +201,6 @@ class _Canvas:
         if symbol is not None:
             data += f' data-symbol="{html.escape(_plain(symbol))}"'
         if tensor is not None:
-            if dims is None:
-                raise ValueError(f"{symbol}: a tensor needs the symbols of its sizes")
             shape_text = self.shape_text(symbol or "?", dims, tensor)
             data += f' data-shape="{",".join(str(n) for n in _dims(tensor))}"'
         pts = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
@@ -395,7 +393,7 @@ def critical_path(model, S: int, T: int) -> dict:
     ----------
     Gehring et al. (2017), §1 and §3.2; Bahdanau et al. (2015), §3.
     """
-    S, T = check_positive("S", S), check_positive("T", T)
+    S, T = check_int("S", S), check_int("T", T)
     enc, L_enc, dec, L_dec = _parts(model)
 
     def gru(L, n, layers, length):  # L GRU layers of n steps: "S" or "L_enc·S"
@@ -810,9 +808,6 @@ def gru_schematic(model: RNNSeq2Seq, src, tgt_in) -> Schematic:
         s_t = out["gru_d"][0][0][:, 0]  # (1, n): the first step's new state (top layer)
         h_back_1 = out["gru_e"][0][1][-1]  # (1, n): the backward GRU's last state, ←h_1
     S, T = src.shape[1], tgt_in.shape[1]
-    steps = len(out["U_a"])  # one attention, hence one U_a s_{t-1}, per decoder step
-    if steps != T:
-        raise RuntimeError(f"{steps} decoder steps recorded for T = {T} decoder inputs")
     m, A, V = cfg.embed_dim, cfg.attention_dim, out["W_s"][0].shape[-1]
     L_enc, L_dec = cfg.n_encoder_layers, cfg.n_decoder_layers
     env = {"S": S, "T": T, "m": m, "n": n, "2n": 2 * n, "n'": A, "V": V}

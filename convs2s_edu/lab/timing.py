@@ -667,7 +667,6 @@ def measure_generation(
     sources = [list(x) for x in sources]
     if not sources:
         raise ValueError("need at least one source sentence, got none")
-    check_int("batch_size", batch_size)
     device = _one_device(models)
     out = {}
     for k in beam_sizes:

@@ -222,9 +222,10 @@ def read_checkpoint(path) -> dict:
     It loads with ``torch.load(weights_only=True)`` (no pickled code runs) and checks, in
     order: the file is a readable checkpoint; it holds every key of ``CHECKPOINT_KEYS``;
     ``train_config`` is a dict of valid :class:`TrainConfig` fields; ``history`` is a
-    :class:`History` with one record per trained epoch; the weights are a state dict of
-    finite tensors that fits the model the config describes (a GRU's weights under a ConvS2S
-    config, or the reverse, are refused); the optimiser and random states are present.
+    :class:`History` with one record per trained epoch; the weights load into the model the
+    config describes (``load_state_dict(strict=True)``: a GRU's weights under a ConvS2S config,
+    or the reverse, are refused, in torch's words) and are finite; the optimiser and random
+    states are present.
 
     Parameters
     ----------
@@ -305,11 +306,17 @@ def read_checkpoint(path) -> dict:
 
 
 def _check_weights(weights, cfg: TrainConfig, bad) -> None:
-    """Raise ``bad(...)`` unless ``weights`` is a finite state dict of the model ``cfg`` builds."""
-    if not isinstance(weights, dict) or not all(
-        isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in weights.items()
-    ):
-        raise bad("model must be a state dict (parameter name -> tensor)")
+    """Raise ``bad(...)`` unless ``weights`` loads into the model ``cfg`` builds
+    (``load_state_dict(strict=True)``, whose error names the missing, unexpected or misshapen
+    weights) and every weight is finite."""
+    with torch.random.fork_rng(devices=[]):  # building must not move the global RNG
+        try:
+            build_model(cfg).load_state_dict(weights)
+        except (RuntimeError, TypeError, ValueError) as err:
+            raise bad(
+                f"its weights do not fit the {cfg.model!r} model its train_config describes "
+                f"({' '.join(str(err).split())})"
+            ) from None
     for name, value in weights.items():
         if value.is_floating_point() and not bool(torch.isfinite(value).all()):
             n_bad = int((~torch.isfinite(value)).sum())
@@ -317,31 +324,6 @@ def _check_weights(weights, cfg: TrainConfig, bad) -> None:
                 f"weight {name!r} holds {n_bad} NaN or infinite value(s); "
                 "the run diverged or the file is damaged"
             )
-
-    def mismatch(model_cfg: TrainConfig) -> str:
-        with torch.random.fork_rng(devices=[]):  # building must not move the global RNG
-            try:
-                expected = build_model(model_cfg).state_dict()
-            except ValueError as err:
-                return str(err)
-        if expected.keys() != weights.keys():
-            missing = sorted(expected.keys() - weights.keys())
-            extra = sorted(weights.keys() - expected.keys())
-            return (
-                f"missing {len(missing)} weight(s) (e.g. {missing[:2]}), "
-                f"{len(extra)} unexpected (e.g. {extra[:2]})"
-            )
-        for k, v in expected.items():
-            if v.shape != weights[k].shape:
-                got, want = tuple(weights[k].shape), tuple(v.shape)
-                return f"weight {k!r} has shape {got}, expected {want}"
-        return ""
-
-    why = mismatch(cfg.replace(device="cpu"))
-    if why:
-        raise bad(
-            f"its weights do not fit the {cfg.model!r} model its train_config describes ({why})"
-        )
 
 
 def load_checkpoint(path, device: str | None = None) -> TrainResult:

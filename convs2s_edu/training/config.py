@@ -388,7 +388,6 @@ def training_set(cfg: TrainConfig, epoch: int, held_out=None) -> SortingDataset:
     held_out : tuple of SortingDataset, optional
         The held-out and test sets, when the caller has them already.
     """
-    epoch = check_int("epoch", epoch)
     if not cfg.fresh_data:
         return make_datasets(cfg)[0]
     if held_out is None:

@@ -526,6 +526,7 @@ DOC_TITLES = {
     "departures": "departures from the paper",
     "api": "the API reference",
     "index": "the landing page",
+    "glossary": "the glossary",
 }
 
 
@@ -563,6 +564,8 @@ def convert_markdown(text: str, base: str | None, inventory: dict, here: str = "
     text = OTHER_REF.sub(lambda m: m.group(1).strip(), text)
     solution = "**Solution** (predict first, then read on):\n\n"
     text = RAW_HTML.sub(lambda m: solution if "<summary" in m.group(1) else "", text)
+    # a glossary term: its words, plain (the notebook has no glossary)
+    text = re.sub(r":term:`([^`<]+?)(?:\s*<[^>]+>)?`", r"\1", text)
     # any other role: keep its text as code
     return re.sub(r":[a-z]+(?::[a-z]+)?:`([^`]+)`", r"`\1`", text)
 

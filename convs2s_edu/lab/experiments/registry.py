@@ -340,7 +340,6 @@ def matched_gru_width(width: int, tolerance: float = 0.10) -> int:
     """The GRU hidden size (embedding and attention at ``width``) whose parameter count is
     closest to ConvS2S's at ``width``, within ``tolerance`` of it: the "GRU of the same
     size" of the generation experiment. ``ValueError`` when no size gets within it."""
-    width = check_int("width", width)
     target = _n_parameters("convs2s", width_options("convs2s", width))
     best = None
     for hidden in range(8, 8 * width + 1, 4):
