@@ -50,7 +50,7 @@ import numpy as np
 
 from convs2s_edu import decode_all, exact_match, make_datasets, train_or_load
 from convs2s_edu.lab.experiments import budget
-from convs2s_edu.lab.site import comparison
+from convs2s_edu.lab.site import comparison, quick_caveat
 
 TASKS = ("sort", "reverse")
 MODELS = ("fixed", "attention")
@@ -117,6 +117,7 @@ axes[0].set_ylabel("exact match (% of test examples)")
 axes[0].set_ylim(-3, 105)
 axes[0].legend(fontsize=9)
 plt.show()
+quick_caveat("the figure above")
 
 # %%
 # The shortest and the longest sources

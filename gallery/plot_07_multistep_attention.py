@@ -239,7 +239,7 @@ plt.show()
 # and what the token accuracy of teacher-forced prediction becomes.
 
 from convs2s_edu import collate_batch, train_or_load
-from convs2s_edu.lab.site import site_config
+from convs2s_edu.lab.site import quick_caveat, site_config
 from convs2s_edu.training.config import make_datasets
 
 trained = train_or_load(site_config("convs2s"))
@@ -258,6 +258,7 @@ for name, out in (("intact", logits), ("layer 1's context off", logits_off)):
 moved = (a_on - a_off).abs().sum(-1) / 2  # (B, L, T): total variation per position
 for l in range(moved.shape[1]):
     print(f"layer {l + 1}: mean weight moved per position {moved[:, l][real].mean():.3f}")
+quick_caveat("this printout")
 
 # %%
 # What you saw

@@ -33,7 +33,7 @@ from torch import nn
 
 from convs2s_edu import train_or_load
 from convs2s_edu.lab import figures
-from convs2s_edu.lab.site import SITE_RECIPES, comparison, site_config
+from convs2s_edu.lab.site import SITE_RECIPES, comparison, quick_caveat, site_config
 
 # sphinx_gallery_thumbnail_number = 1
 MODELS = ("convs2s", "gru")
@@ -200,6 +200,7 @@ ax.set(
 ax.legend(fontsize=9, loc="lower right")
 ax.set_title("Learning curves")
 plt.show()
+quick_caveat("the learning curves above")
 
 # %%
 # What the recipe is worth, in steps and in exact match at the end of each run

@@ -47,7 +47,7 @@ import numpy as np
 
 from convs2s_edu import decode_all, exact_match, make_datasets, token_accuracy, train_or_load
 from convs2s_edu.lab.samples import format_samples, predict_samples
-from convs2s_edu.lab.site import comparison, is_quick_mode, site_config, trend
+from convs2s_edu.lab.site import comparison, is_quick_mode, quick_caveat, site_config, trend
 
 # sphinx_gallery_thumbnail_number = 2
 MODELS = ("convs2s", "gru")
@@ -104,6 +104,7 @@ ax.set_xticks(np.arange(len(metrics)), metrics)
 ax.set(ylabel="% of the test set", ylim=(0, 108), title="Greedy decoding on the test set")
 fig.legend(loc="outside right center", fontsize=9, frameon=False)
 plt.show()
+quick_caveat("the scores above")
 
 for name in MODELS:
     both = {m: scores[name][m] for m in ("token accuracy", "exact match")}

@@ -41,7 +41,7 @@ from convs2s_edu import (
     train_or_load,
 )
 from convs2s_edu.lab import figures
-from convs2s_edu.lab.site import comparison, site_config
+from convs2s_edu.lab.site import comparison, quick_caveat, site_config
 
 MODELS = ("convs2s", "gru")
 results = {name: train_or_load(site_config(name)) for name in MODELS}
@@ -113,6 +113,7 @@ for layer, ax in enumerate(axes.flat):
 fig.colorbar(im, ax=axes, shrink=0.6, label="attention weight")
 fig.suptitle("ConvS2S attention, teacher-forced with the reference", fontsize=11)
 plt.show()
+quick_caveat("the heatmaps above")
 
 # %%
 # The GRU's attention, next to the ideal one

@@ -28,7 +28,7 @@ import torch
 
 from convs2s_edu import ConvS2S, ConvS2SConfig, collate_batch, eos_index, sos_index, train_or_load
 from convs2s_edu.lab.experiments import budget
-from convs2s_edu.lab.site import comparison, site_config
+from convs2s_edu.lab.site import comparison, quick_caveat, site_config
 from convs2s_edu.training.config import make_datasets
 
 trained = train_or_load(site_config("convs2s"))
@@ -81,6 +81,7 @@ ax1.set(xlim=(-15, 15), xlabel="$x_j - y_{i-1}$", ylabel="mean weight $a_{ij}$")
 ax1.set_title("Weight by distance above the previous output")
 ax1.legend(fontsize=8)
 plt.show()
+quick_caveat("the figure above")
 for l in range(L):
     peak = offsets[np.nanargmax(curves[l])]
     print(f"layer {l + 1}: the largest mean weight at x_j - y_(i-1) = {peak}")

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from convs2s_edu import decode_all, sos_index, train_or_load
-from convs2s_edu.lab.site import site_config
+from convs2s_edu.lab.site import quick_caveat, site_config
 
 MODELS = ("convs2s", "gru")
 LABELS = {"convs2s": "ConvS2S", "gru": "GRU + attention"}
@@ -79,6 +79,7 @@ ax.set_ylim(-3, 103)
 ax.set_xticks(list(runs)[1::2])
 ax.legend()
 plt.show()
+quick_caveat("the figure above")
 
 # %%
 # Where attention looks while the run is written

@@ -99,3 +99,15 @@ def test_code_lines_show_the_equation_comment_and_its_statement_at_their_line_nu
     assert statement.startswith("    v = F.glu(")  # dedented to the method's body, then 4
     with pytest.raises(ValueError, match=r"no comment holding 'W x' in convs2s.py, ConvBlock"):
         code_lines(ConvBlock.forward, "W x")
+
+
+def test_a_quick_build_says_where_its_numbers_cannot_show_the_finding(monkeypatch, capsys):
+    from convs2s_edu.lab.site import quick_caveat
+
+    monkeypatch.setenv("CONVS2S_EDU_QUICK", "1")
+    quick_caveat("the figure above")
+    said = capsys.readouterr().out
+    assert "the figure above shows how this page works, not what it finds" in said
+    monkeypatch.setenv("CONVS2S_EDU_QUICK", "0")
+    quick_caveat("the figure above")
+    assert capsys.readouterr().out == ""  # the full build says nothing

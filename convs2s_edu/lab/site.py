@@ -24,6 +24,7 @@ __all__ = [
     "SITE_RECIPES",
     "SITE_BATCHING",
     "is_quick_mode",
+    "quick_caveat",
     "site_config",
     "SHORT_RUN_SEEDS",
     "short_runs",
@@ -44,6 +45,17 @@ SITE_DATA_ENV = "CONVS2S_EDU_SITE_DATA"
 def is_quick_mode() -> bool:
     """True when ``$CONVS2S_EDU_QUICK`` is ``1`` (or ``true``/``yes``)."""
     return os.environ.get(QUICK_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def quick_caveat(what: str) -> None:
+    """In a quick build, print at this place of a page that ``what`` (e.g. "the figure
+    above") cannot show the page's finding: its models trained a few steps only."""
+    if is_quick_mode():
+        print(
+            f"Quick build ({QUICK_ENV}=1): the models trained a few steps only, so {what} "
+            "shows how this page works, not what it finds; the full site (tox -e docs) "
+            "has the finding."
+        )
 
 
 #: The recipes the site trains both models with (:data:`~convs2s_edu.training.config.RECIPES`).

@@ -483,7 +483,14 @@ def after_gallery(app) -> None:
         )
         summary += "Speed: " + speed["text"].replace("\n", " ") + " " if speed else ""
         link = f":ref:`The training speed page <{gallery_label('speed/plot_01_training_speed')}>`"
-        summary += f"{link} says how the times were taken and how much to trust them."
+        summary += f"{link} says how the times were taken and how much to trust them. "
+        claims = f":ref:`the claims page <{gallery_label('experiments/plot_06_claims')}>`"
+        summary += (
+            f"These are the site's two models at the seed's sizes; {claims} times the "
+            "experiments' narrower models, whose speed verdicts need not agree with these "
+            "(the width changes the arithmetic per token and how much of each operation a "
+            "second thread can share)."
+        )
         warn = speed and not speed["ok"]
         lines += ["", *([".. warning::", "", "   " + summary] if warn else [summary])]
     else:

@@ -65,7 +65,11 @@ Neither kind enters the family.
 # same thread setting reads them back): the seconds per training step of
 # ConvS2S and the GRU at every thread count, which turn the learning curves'
 # steps into seconds, and the generation speed of the :ref:`previous page
-# <sphx_glr_auto_examples_experiments_plot_05_beam.py>`.
+# <sphx_glr_auto_examples_experiments_plot_05_beam.py>`. They time the experiments'
+# models, at the width printed below; the :ref:`training speed page
+# <sphx_glr_auto_examples_speed_plot_01_training_speed.py>` times the site's two models
+# at the seed's sizes, and the two need not agree: the width changes both the
+# arithmetic per token and how much of each operation a thread can share.
 
 from convs2s_edu.lab import experiments
 from convs2s_edu.lab.site import is_quick_mode
