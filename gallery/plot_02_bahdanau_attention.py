@@ -228,15 +228,15 @@ maps = [(f"ConvS2S layer {l + 1}", a_conv[row, l]) for l in range(a_conv.shape[1
 maps.append(("GRU + Bahdanau", a_rnn[row]))
 vmax = max(float(a[:t_real].max()) for _, a in maps)
 cols, rows = [str(j) for j in range(batch.src.shape[1])], [str(i) for i in range(t_real)]
-fig, axes = plt.subplots(1, len(maps), figsize=(13, 3.4), layout="constrained", sharey=True)
-for ax, (title, a) in zip(axes, maps):
-    ylabel = "decoder position $i$" if ax is axes[0] else ""
+fig, axes = plt.subplot_mosaic("ABC;DE.", figsize=(9.3, 6.2), layout="constrained", sharey=True)
+for ax, (title, a) in zip(axes.values(), maps):
+    ylabel = "decoder position $i$" if ax in (axes["A"], axes["D"]) else ""
     kw = dict(title=title, cmap="viridis", vmax=vmax, ylabel=ylabel)
     im = figures.attention_heatmap(ax, a, cols, rows, **kw)
     for j in np.flatnonzero(batch.src_padding_mask[row].numpy()):
         hatch = plt.Rectangle((j - 0.5, -0.5), 1, t_real, fill=False, hatch="//", lw=0)
         ax.add_patch(hatch).set_edgecolor("white")
-fig.colorbar(im, ax=axes, shrink=0.9, label="attention weight")
+fig.colorbar(im, ax=list(axes.values()), shrink=0.6, label="attention weight")
 source = batch.src[row, : batch.src_lengths[row]].tolist()
 fig.suptitle(f"Attention maps of untrained models, source {source}")
 plt.show()
