@@ -95,8 +95,9 @@ e = rounded(1, m, f)  # e_j        (B, S, f)
 h = rounded(1, T, d)  # h^l_i      (B, T, d)
 g = rounded(1, T, f)  # g_i        (B, T, f)
 enc = ConvMemory(z=z, z_plus_e=z + e, padding_mask=torch.zeros(1, m, dtype=torch.bool))
-given = {"W_d": att.W_d.weight.data, "b_d": att.b_d.data, "z^u": z[0], "e": e[0], "h": h[0]}
-for name, value in {**given, "g": g[0]}.items():
+for name, value in [("W_d", att.W_d.weight.data), ("b_d", att.b_d.data), ("z^u", z[0])]:
+    show(name, value)
+for name, value in [("e", e[0]), ("h", h[0]), ("g", g[0])]:
     show(name, value)
 
 # %%
@@ -160,7 +161,7 @@ assert torch.allclose(a_pad[0, :, :m], a_module[0], atol=1e-6)
 # §3.3 gives the reason for an attention in every layer: "the attention of the first
 # layer determines a useful source context which is then fed to the second layer
 # that takes this information into account when computing attention", and "the
-# model also has immediate access to the attention history of the :math:`k-1`
+# decoder also has immediate access to the attention history of the :math:`k-1`
 # previous time steps because the conditional inputs :math:`c^{l-1}_{i-k}, \dots,
 # c^{l-1}_i` are part of :math:`h^{l-1}_{i-k}, \dots, h^{l-1}_i` which are input to
 # :math:`h^l_i`". The cell builds a small untrained ConvS2S with two decoder layers
@@ -187,11 +188,10 @@ def record(module, inputs, outputs):  # layer 1's inputs (h, g, memory) and outp
 tiny.decoder.attention[0].register_forward_hook(record)
 with torch.no_grad():
     _, a_tiny = tiny(src, tgt_in, return_attention=True)  # (B, L, T, S)
-    h1, g_i, memory, c1 = seen["h1"], seen["g"], seen["memory"], seen["c1"]
-    out1 = (h1 + tiny.decoder.W_c[0](c1)) * 0.5**0.5  # layer 1's output, its context in it
+    out1 = (seen["h1"] + tiny.decoder.W_c[0](seen["c1"])) * 0.5**0.5  # its context in it
     h2 = tiny.decoder.blocks[1](out1)  # layer 2's convolution block
-    d2 = tiny.decoder.attention[1].W_d(h2) + tiny.decoder.attention[1].b_d + g_i  # d^2_i
-    a2_hand = torch.softmax(d2 @ memory.z.transpose(1, 2), dim=-1)  # a^2_ij
+    d2 = tiny.decoder.attention[1].W_d(h2) + tiny.decoder.attention[1].b_d + seen["g"]  # d^2_i
+    a2_hand = torch.softmax(d2 @ seen["memory"].z.transpose(1, 2), dim=-1)  # a^2_ij
 print(f"layer 2's weights, by hand against the module: {(a2_hand - a_tiny[:, 1]).abs().max():.1e}")
 
 # %%
@@ -206,7 +206,7 @@ i0, j_other = 2, 0
 
 def elsewhere(outputs):  # c^1_{i0} as if layer 1 had read source position j_other only
     c = outputs[0].clone()
-    c[:, i0] = memory.z_plus_e[:, j_other]
+    c[:, i0] = seen["memory"].z_plus_e[:, j_other]  # that position's value z_j + e_j
     return c, outputs[1]
 
 

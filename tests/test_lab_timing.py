@@ -89,6 +89,9 @@ def test_throughput_median_and_range_by_hand(monkeypatch):
     assert m.ratios["b"].median == pytest.approx(2.25)
     assert (m.ratios["b"].min, m.ratios["b"].max) == pytest.approx((2.0, 4.0))
     assert m.window_throughputs("b") == pytest.approx([1000.0, 1000.0, 500.0, 2000.0])
+    # any pair within each round: a/b = 0.5, 0.25, 0.4, 0.5
+    r = m.round_ratios("a", "b")
+    assert (r.min, r.median, r.max) == pytest.approx((0.25, 0.45, 0.5))
     assert m.seconds_per_step("a").median == pytest.approx(3.0)
     # quartiles of 200, 250, 500, 1000, interpolated between the sorted values
     assert (m.throughput["a"].q1, m.throughput["a"].q3) == pytest.approx((237.5, 625.0))

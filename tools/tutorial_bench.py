@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import statistics
 import subprocess
 from pathlib import Path
 
@@ -158,17 +157,15 @@ def main(argv=None) -> int:
                 windows = {k: window_runner(s, batches, args.steps) for k, s in steps.items()}
                 warm = {k: window_runner(s, batches, 2) for k, s in steps.items()}
                 m = time_interleaved(windows, args.rounds, "cpu", warmup=warm)
-                tutorial = m.window_throughputs("tutorial")
                 print(
                     f"\n{model}, {threads} thread(s); chosen path here: "
                     f"{'fast' if chosen else 'reference'}"
                 )
                 for name in steps:
-                    w = m.window_throughputs(name)
-                    r = sorted(a / b for a, b in zip(w, tutorial))
+                    r = m.round_ratios(name, "tutorial")
                     print(
-                        f"  {name:9s} {statistics.median(w):>8,.0f} tokens/s, x tutorial "
-                        f"{statistics.median(r):.2f} (rounds {r[0]:.2f}-{r[-1]:.2f})"
+                        f"  {name:9s} {m.throughput[name].median:>8,.0f} tokens/s, x tutorial "
+                        f"{r.median:.2f} (rounds {r.min:.2f}-{r.max:.2f})"
                     )
     print("\n" + m.machine.describe())
     return 0

@@ -14,7 +14,7 @@ from torch import nn
 
 from ..data import eos_index, sos_index
 
-__all__ = ["capture", "token_labels", "attention_heatmap", "channel_heatmap", "loss_curves"]
+__all__ = ["capture", "token_labels", "attention_heatmap", "loss_curves"]
 
 
 @contextlib.contextmanager
@@ -106,29 +106,6 @@ def attention_heatmap(
     ax.set_xlabel(xlabel, fontsize=fontsize + 1)
     ax.set_ylabel(ylabel, fontsize=fontsize + 1)
     ax.tick_params(length=0)
-    if title:
-        ax.set_title(title, fontsize=fontsize + 2)
-    return im
-
-
-def channel_heatmap(
-    ax,
-    x,
-    position_labels: Sequence[str],
-    *,
-    title: str | None = None,
-    channels: int = 12,
-    fontsize: int = 7,
-):
-    """Draw the first ``channels`` channels of a ``(positions, channels)`` tensor: one
-    column per position, a diverging colour map centred on zero (its own scale per panel).
-    Returns the image."""
-    v = _as_array(x)[:, :channels].T  # (channels, positions)
-    lim = float(np.abs(v).max()) or 1.0
-    im = ax.imshow(v, cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto")
-    ax.set_xticks(range(len(position_labels)), position_labels, rotation=90, fontsize=fontsize)
-    ax.set_yticks([])
-    ax.set_ylabel(f"{min(channels, v.shape[0])} channels", fontsize=fontsize)
     if title:
         ax.set_title(title, fontsize=fontsize + 2)
     return im

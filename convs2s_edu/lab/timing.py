@@ -228,6 +228,12 @@ class SpeedMeasurement:
         """Tokens per second of every window of ``model``, in the order they ran."""
         return [t / s for t, s in zip(self.window_tokens[model], self.window_seconds[model])]
 
+    def round_ratios(self, model: str, reference: str) -> WindowStats:
+        """``model``'s throughput over ``reference``'s, taken within each round (a slow
+        minute of the machine slows both): median and range over the rounds."""
+        pairs = zip(self.window_throughputs(model), self.window_throughputs(reference))
+        return WindowStats.of([a / b for a, b in pairs])
+
     def measurement(self, model: str) -> Measurement:
         """The windows of ``model`` as a :class:`torch.utils.benchmark.Measurement` of one
         step (``steps_per_window`` runs per window; the machine's threads; its device as

@@ -46,7 +46,7 @@ from ..fast.paths import (
     use_fast_paths,
 )
 from .config import TrainConfig, build_model
-from .device import cache_dir, provenance, resolve_device
+from .device import MACHINE_KEYS, cache_dir, provenance, resolve_device
 from .fingerprint import TRAINING_FILES, fingerprint
 from .step import make_train_step
 
@@ -141,7 +141,7 @@ def choices_file() -> Path:
 def _key(cfg: TrainConfig) -> str:
     device = resolve_device(cfg.device)
     here = provenance(device, "")
-    machine = {k: here[k] for k in ("device", "cpu", "cpu_kernels", "threads", "torch")}
+    machine = {k: here[k] for k in MACHINE_KEYS}
     shapes = {k: getattr(cfg, k) for k in _SHAPE_FIELDS}
     code = fingerprint(TRAINING_FILES)
     return json.dumps({"machine": machine, "config": shapes, "code": code}, sort_keys=True)

@@ -20,6 +20,7 @@ __all__ = [
     "synchronize",
     "CACHE_ENV",
     "cache_dir",
+    "MACHINE_KEYS",
 ]
 
 #: Environment variable: directory of the training cache (default ``~/.cache/convs2s_edu``).
@@ -57,6 +58,11 @@ def device_label(device: str | torch.device) -> str:
     if device.type == "cuda":
         return f"cuda ({torch.cuda.get_device_name(device)})"
     return device.type
+
+
+#: The :func:`provenance` keys that make two runs' arithmetic the same, path apart: the
+#: device, the CPU and the kernels PyTorch picked on it, the threads and torch's version.
+MACHINE_KEYS = ("device", "cpu", "cpu_kernels", "threads", "torch")
 
 
 def provenance(device: str | torch.device, path: str) -> dict:

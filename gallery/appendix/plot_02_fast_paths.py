@@ -105,14 +105,12 @@ for name in MODELS:
 m = time_interleaved(windows, rounds, "cpu", warmup=warmups, steps_per_window=steps)
 
 print(m.machine.describe())
-speedup = {}
 for name in MODELS:
-    ref, fast = (m.window_throughputs(f"{name}/{p}") for p in ("reference", "fast"))
-    speedup[name] = sorted(f / r for f, r in zip(fast, ref))  # within each round
+    ref, fast = (m.throughput[f"{name}/{p}"].median for p in ("reference", "fast"))
+    r = m.round_ratios(f"{name}/fast", f"{name}/reference")  # within each round
     print(
-        f"{LABELS[name]:16s} reference {np.median(ref):>7,.0f} tokens/s, fast "
-        f"{np.median(fast):>7,.0f}: {np.median(speedup[name]):.2f}x "
-        f"(rounds {speedup[name][0]:.2f}-{speedup[name][-1]:.2f})"
+        f"{LABELS[name]:16s} reference {ref:>7,.0f} tokens/s, fast {fast:>7,.0f}: "
+        f"{r.median:.2f}x (rounds {r.min:.2f}-{r.max:.2f})"
     )
 
 # %%

@@ -69,18 +69,12 @@ for label in VARIANTS:
 # slow minute of the machine slows both, and the same ratio of the FLOPs per token. The
 # paper's ratio is printed beside them; its setting differs (printed below the ratios).
 
-
-def within_rounds(a, b):
-    """Per-round throughput ratios of ``a`` over ``b``, sorted."""
-    return sorted(x / y for x, y in zip(m.window_throughputs(a), m.window_throughputs(b)))
-
-
 labels = list(VARIANTS)
 for full, fewer in ((labels[0], labels[1]), (labels[2], labels[3])):
-    r = within_rounds(full, fewer)
+    r = m.round_ratios(full, fewer)  # within each round
     print(
-        f"{full} / {fewer}: {np.median(r):.2f}x the tokens per second "
-        f"(rounds {r[0]:.2f}-{r[-1]:.2f}), {flops[full] / flops[fewer]:.2f}x the FLOPs per token"
+        f"{full} / {fewer}: {r.median:.2f}x the tokens per second "
+        f"(rounds {r.min:.2f}-{r.max:.2f}), {flops[full] / flops[fewer]:.2f}x the FLOPs per token"
     )
 print(f"the paper (§5.5): 3624 / 3772 = {3624 / 3772:.3f}x the target words per second")
 conv = build_model(site_config("convs2s")).cfg

@@ -49,6 +49,7 @@ from torch.utils.benchmark import set_torch_threads
 from ...training.cache import run_dir
 from ...training.checkpoint import read_checkpoint
 from ...training.config import TrainConfig
+from ...training.device import MACHINE_KEYS
 from ...training.fingerprint import changed_files, file_hashes, fingerprint
 from ...training.schedule import run_jobs
 from ..site import is_quick_mode
@@ -339,8 +340,7 @@ def experiment_result(name: str, record: Record | None = None, say: bool = True)
 
 
 def _same_machine(p: dict, q: dict) -> bool:
-    keys = ("device", "cpu", "cpu_kernels", "threads", "path", "torch")
-    return all(p.get(k) == q.get(k) for k in keys)
+    return all(p.get(k) == q.get(k) for k in (*MACHINE_KEYS, "path"))
 
 
 def claim_runs(record: Record, experiment: str, arms) -> list[str]:
