@@ -18,15 +18,15 @@ from pathlib import Path
 
 from .data import TASKS
 from .lab.bench import format_bench, run_bench
-from .lab.compare import compare, format_speed, format_table, format_threads, summarise
-from .lab.convergence import format_convergence
 from .lab.experiments import conclusion, format_beam, format_result, run_experiment
 from .lab.experiments.claims import CLAIMS
 from .lab.experiments.record import claim_runs, load_record, make_record, spot_check
 from .lab.samples import format_samples, predict_samples
+from .lab.timing import compare, format_convergence, format_table, speed_table, summarise
 from .metrics import evaluate
+from .registry import MODELS
 from .training.checkpoint import load_checkpoint
-from .training.config import BATCHINGS, MODEL_NAMES, RECIPES, TrainConfig, make_datasets
+from .training.config import BATCHINGS, RECIPES, TrainConfig, make_datasets
 from .training.loop import TrainingDivergedError, train
 from .training.parallel import is_launched
 
@@ -130,7 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--model",
         required=True,
-        choices=MODEL_NAMES,
+        choices=list(MODELS),
         help="convs2s: the paper's convolutional model; gru: the bidirectional GRU "
         "encoder-decoder with Bahdanau attention (the baseline); gru+conv and "
         "conv+gru: hybrids <encoder>+<decoder> built from the same parts",
@@ -269,7 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--models",
         nargs="+",
         default=["convs2s", "gru"],
-        choices=MODEL_NAMES,
+        choices=list(MODELS),
         help="models to measure (default: convs2s gru)",
     )
     p.add_argument("--json", help="also write the measurement to this file")
@@ -352,10 +352,8 @@ def _cmd_compare(args) -> None:
     progress = False if args.quiet else None
     result = compare(cfg, use_cache=not args.no_cache, progress=progress, **timing)
     print(format_table(result.rows))
-    if result.threads is not None:
-        print("\n" + format_threads(result.threads, verdict=result.verdict))
-    elif result.speed is not None:
-        print("\n" + format_speed(result.speed, result.verdict))
+    if result.speed is not None:
+        print("\n" + speed_table(result.threads or result.speed, verdict=result.verdict))
     if result.convergence is not None:
         print("\nconvergence speed (seconds: steps x median s/step of the interleaved windows):")
         print(format_convergence(result.convergence))

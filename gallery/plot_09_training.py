@@ -34,10 +34,11 @@ from torch import nn
 from convs2s_edu import train_or_load
 from convs2s_edu.lab import figures
 from convs2s_edu.lab.site import SITE_RECIPES, comparison, quick_caveat, site_config
+from convs2s_edu.registry import model_entry
 
 # sphinx_gallery_thumbnail_number = 1
 MODELS = ("convs2s", "gru")
-LABELS = {"convs2s": "ConvS2S", "gru": "GRU + attention"}
+LABELS = {name: model_entry(name).label for name in MODELS}
 COLOURS = {"convs2s": "C0", "gru": "C1"}
 
 configs = {name: site_config(name) for name in MODELS}

@@ -48,10 +48,11 @@ import numpy as np
 from convs2s_edu import decode_all, exact_match, make_datasets, token_accuracy, train_or_load
 from convs2s_edu.lab.samples import format_samples, predict_samples
 from convs2s_edu.lab.site import comparison, is_quick_mode, quick_caveat, site_config, trend
+from convs2s_edu.registry import model_entry
 
 # sphinx_gallery_thumbnail_number = 2
 MODELS = ("convs2s", "gru")
-LABELS = {"convs2s": "ConvS2S", "gru": "GRU + attention"}
+LABELS = {name: model_entry(name).label for name in MODELS}
 COLOURS = {"convs2s": "C0", "gru": "C1"}
 
 results = {name: train_or_load(site_config(name)) for name in MODELS}

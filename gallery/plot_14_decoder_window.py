@@ -27,9 +27,10 @@ import torch
 
 from convs2s_edu import decode_all, sos_index, train_or_load
 from convs2s_edu.lab.site import quick_caveat, site_config
+from convs2s_edu.registry import model_entry
 
 MODELS = ("convs2s", "gru")
-LABELS = {"convs2s": "ConvS2S", "gru": "GRU + attention"}
+LABELS = {name: model_entry(name).label for name in MODELS}
 results = {name: train_or_load(site_config(name)) for name in MODELS}
 cfg = results["convs2s"].config
 decoder = results["convs2s"].model.decoder

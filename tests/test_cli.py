@@ -391,8 +391,7 @@ def test_compare_prints_each_table_after_a_blank_line(threads, monkeypatch, caps
     result.convergence, result.to_dict = "CONVERGENCE", dict
     monkeypatch.setattr(cli_mod, "compare", lambda cfg, **kwargs: result)
     monkeypatch.setattr(cli_mod, "format_table", lambda rows: "TABLE")
-    monkeypatch.setattr(cli_mod, "format_threads", lambda t, verdict: f"{t} {verdict}")
-    monkeypatch.setattr(cli_mod, "format_speed", lambda speed, verdict: f"{speed} {verdict}")
+    monkeypatch.setattr(cli_mod, "speed_table", lambda measured, verdict: f"{measured} {verdict}")
     monkeypatch.setattr(cli_mod, "format_convergence", lambda c: c)
     assert main(["compare", "--quiet"]) == 0
     out = capsys.readouterr().out.splitlines()

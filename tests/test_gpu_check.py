@@ -172,8 +172,7 @@ def test_the_tests_step_kills_its_workers_when_it_runs_out_of_time(tmp_path, mon
 
 
 def test_the_convergence_step_hands_its_two_models_to_the_generation_step(monkeypatch):
-    import convs2s_edu.lab.compare as lab_compare
-    import convs2s_edu.lab.convergence as lab_convergence
+    import convs2s_edu.lab.timing as timing
 
     models = {"convs2s": object(), "gru": object()}
 
@@ -185,9 +184,9 @@ def test_the_convergence_step_hands_its_two_models_to_the_generation_step(monkey
         rows, convergence = [], []
         results = {name: Run(m) for name, m in models.items()}
 
-    monkeypatch.setattr(lab_compare, "compare", lambda cfg, **kwargs: Comparison())
-    monkeypatch.setattr(lab_compare, "format_table", lambda rows: "")
-    monkeypatch.setattr(lab_convergence, "format_convergence", lambda rows: "")
+    monkeypatch.setattr(timing, "compare", lambda cfg, **kwargs: Comparison())
+    monkeypatch.setattr(timing, "format_table", lambda rows: "")
+    monkeypatch.setattr(timing, "format_convergence", lambda rows: "")
     trained: dict = {}
     gpu_check.convergence("cpu", True, trained)
     assert trained == models

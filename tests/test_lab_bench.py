@@ -1,4 +1,5 @@
-"""Tests of ``convs2s_edu.lab.bench`` (issues 10 and 53): the bench's arithmetic checked
+"""Tests of ``convs2s_edu.lab.bench`` (issues 10 and 53) and the limits it reads from
+``convs2s_edu.lab.timing``: the bench's arithmetic checked
 against independent counts (FLOPs, the GEMM time, the theoretical peak of a CPU read from a
 fake ``/proc/cpuinfo``, the fractions of the machine's limits)."""
 
@@ -14,16 +15,11 @@ from torch.utils.flop_counter import FlopCounterMode
 
 import convs2s_edu._machine as machine
 import convs2s_edu.lab.bench as bench
+import convs2s_edu.lab.timing as timing
 from convs2s_edu import SortingDataset, sequence_loss
 from convs2s_edu.fast.paths import ExecutionPath
-from convs2s_edu.lab.bench import (
-    BenchBudget,
-    format_bench,
-    gemm_shapes,
-    machine_limits,
-    run_bench,
-    step_gemm_seconds,
-)
+from convs2s_edu.lab.bench import BenchBudget, format_bench, run_bench
+from convs2s_edu.lab.timing import gemm_shapes, machine_limits, step_gemm_seconds
 from convs2s_edu.training import TrainConfig
 from convs2s_edu.training.calibrate import default_path
 
@@ -51,7 +47,7 @@ def test_step_gemm_seconds_adds_every_product_at_its_shapes_rate(monkeypatch):
         timed.append((m, k, n))
         return 1e9 * m  # FLOP/s
 
-    monkeypatch.setattr(bench, "_mm_rate", fake_rate)
+    monkeypatch.setattr(timing, "_mm_rate", fake_rate)
     shapes = [(64, 32, 16), (64, 32, 16), (8, 8, 8)]
     # each distinct shape timed once; the repeated product counted twice
     expected = 2 * (2 * 64 * 32 * 16 / 64e9) + 2 * 8 * 8 * 8 / 8e9
@@ -161,9 +157,13 @@ def test_machine_limits_state_the_large_gemm_against_the_peak():
     "fraction, said",
     [(0.7, ""), (1.5, "3.15 GHz"), (0.3, "below half"), (None, "no theoretical peak")],
 )
-def test_a_large_gemm_outside_half_to_all_of_the_peak_is_explained(fraction, said):
-    peak = {"clock_ghz": 2.1, "clock_source": "/proc/cpuinfo's cpu MHz"}
-    text = bench._limit_check(fraction, peak)
+def test_a_large_gemm_outside_half_to_all_of_the_peak_is_explained(monkeypatch, fraction, said):
+    peak = {"clock_ghz": 2.1, "clock_source": "/proc/cpuinfo's cpu MHz", "text": ""}
+    peak |= {"fp32_flops": None if fraction is None else 1e11, "bf16_flops": None}
+    monkeypatch.setattr(timing, "theoretical_peak", lambda threads: peak)
+    monkeypatch.setattr(timing, "bf16_support", lambda device: (False, "none"))
+    monkeypatch.setattr(timing, "_mm_rate", lambda *args: 1e11 * (fraction or 1))
+    text = machine_limits("cpu", repeats=1, size=8)["fp32"]["check"]
     assert said in text and bool(text) == (fraction != 0.7)
 
 
@@ -179,9 +179,10 @@ def fake_rows(tokens: dict) -> dict:
     """A model's bench entry from fake median tokens per second of each path."""
     rate = lambda x: SimpleNamespace(median=x, min=x, max=x, spread=0.0)
     m = SimpleNamespace(throughput={f"convs2s/{p}": rate(x) for p, x in tokens.items()})
+    m.warmup_seconds = {f"convs2s/{p}": 1.0 for p in tokens}
     entry = {"flops_per_token": 1e8, "gemm_seconds_per_token": 2e-4, "paths": {}}
     paths = [ExecutionPath(), ExecutionPath(fast=True, precision="bf16")]
-    bench._path_rows(entry, "convs2s", paths, m, {f"convs2s/{p}": 1.0 for p in tokens}, LIMITS)
+    bench._path_rows(entry, "convs2s", paths, m, LIMITS)
     return entry
 
 
@@ -224,15 +225,13 @@ def test_products_and_decoding_are_timed_at_the_process_thread_count(monkeypatch
         return lambda *a, **k: (seen[kind].add(torch.get_num_threads()), fn(*a, **k))[1]
 
     monkeypatch.setattr(torch, "mm", spy("mm", torch.mm))
-    monkeypatch.setattr(bench, "greedy_decode", spy("decode", bench.greedy_decode))
-    monkeypatch.setattr(bench, "beam_search", spy("decode", bench.beam_search))
-    ds = SortingDataset.generate(4, 3, 6, 10, seed=0)
-    budget = BenchBudget(decode_sentences=2, beam_sentences=2)
+    monkeypatch.setattr(timing, "decode_all", spy("decode", timing.decode_all))
+    sources = [[3, 1, 2], [4, 4]]
     with set_torch_threads(2):
         step_gemm_seconds([(8, 8, 8)], "cpu", repeats=1)
-        rates = bench._decode_rates(tiny_model("gru"), ds, budget, torch.device("cpu"))
+        rates = timing.measure_generation({"gru": tiny_model("gru")}, sources, (1, 5), n_rounds=2)
     assert seen == {"mm": {2}, "decode": {2}}
-    assert set(rates) == {"greedy_sentences_per_second", "beam5_sentences_per_second"}
+    assert rates[5].window_tokens == {"gru": [2, 2]}
 
 
 def test_quick_bench_runs_and_is_consistent(tmp_path, single_thread):
@@ -260,7 +259,15 @@ def test_quick_bench_runs_and_is_consistent(tmp_path, single_thread):
     assert "convs2s" in text and "gru" in text and "measured peak" not in text
     assert r["limits"]["theoretical"]["text"] in text and "large GEMM (fp32" in text
     # on a CPU: both models at every thread count, as compare prints them, and the verdict
-    assert r["threads"]["table"] in text and "ratio gru/convs2s" in r["threads"]["table"]
+    assert r["threads"]["table"] in text and "x convs2s" in r["threads"]["table"]
+    # every path and model warmed up on its own clock; decoding interleaved, per model
+    assert all(
+        e["paths"][p]["warmup_seconds"] > 0 for e in r["models"].values() for p in r["paths"]
+    )
+    assert set(r["models"]["gru"]["decoding"]) == {
+        "greedy_sentences_per_second",
+        "beam5_sentences_per_second",
+    }
     # labelled with the paths it timed: each model's default, as this machine chose it
     cfg = TrainConfig(device="cpu", batch_size=budget.batch_size or 128)
     chosen = {n: default_path("cpu", cfg.replace(model=n)).name for n in ("convs2s", "gru")}

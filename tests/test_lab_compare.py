@@ -1,6 +1,6 @@
-"""Tests of ``convs2s_edu.lab.compare``, the comparison of the seed's two models (through
-``convs2s-edu compare``): the table, the interleaved speed measurement and its verdict, and the
-window settings checked before anything trains."""
+"""Tests of ``convs2s_edu.lab.timing.compare``, the comparison of the seed's two models
+(through ``convs2s-edu compare``): the tables, the interleaved speed measurement and its
+verdict, and the window settings checked before anything trains."""
 
 import json
 
@@ -19,8 +19,8 @@ def test_compare_prints_the_speed_table_threads_and_convergence(tmp_path, capsys
     assert main([*args, "--threads", "1", "--json", str(rows_file)]) == 0
     printed = capsys.readouterr().out
     assert "tokens/s (median)" in printed and "windows min-max" in printed
-    assert "by PyTorch thread count, interleaved (2 rounds)" in printed
-    assert "1 thread: convs2s" in printed and "ratio gru/convs2s" in printed
+    assert "(2 windows of 1 step(s) per model, interleaved)" in printed
+    assert "1 thread  convs2s" in printed and "x convs2s" in printed
     assert "convergence speed (seconds: steps x median s/step" in printed
     assert "seconds, 1 thread" in printed
     saved = json.loads(rows_file.read_text())
@@ -30,10 +30,10 @@ def test_compare_prints_the_speed_table_threads_and_convergence(tmp_path, capsys
     assert saved["threads"]["thread_counts"] == [1]
     assert saved["config"]["eval_every"] == 1
     assert " ".join(saved["verdict"]["text"].split()) in " ".join(printed.split())
-    assert set(saved["verdict"]["by_threads"]) == {"1"}
-    one = saved["verdict"]["by_threads"]["1"]  # the verdict at one thread, without its own
-    assert set(one) == {"ok", "resolved", "text", "faster"}
-    assert one["text"].removeprefix("WARNING: ")[1:] in saved["verdict"]["text"]
+    assert set(saved["verdict"]["by_hardware"]) == {"1 thread"}
+    one = saved["verdict"]["by_hardware"]["1 thread"]
+    assert one["by_hardware"] == {}
+    assert one["text"].removeprefix("WARNING: ") in saved["verdict"]["text"]
     for r in rows:
         assert 0.0 <= r["exact_match"] <= 1.0 and 0.0 <= r["token_accuracy"] <= 1.0
         # the table's speed is the interleaved windows' median, not the training run's clock
@@ -58,7 +58,7 @@ def test_compare_at_every_thread_count_by_default(tmp_path, monkeypatch):
     from _tiny import tiny_config
 
     from convs2s_edu._machine import usable_cores
-    from convs2s_edu.lab.compare import compare
+    from convs2s_edu.lab.timing import compare
 
     monkeypatch.setenv("CONVS2S_EDU_CACHE", str(tmp_path / "cache"))
     result = compare(tiny_config(n_train=32), n_rounds=2, steps_per_window=1, warmup_steps=0)
@@ -70,8 +70,7 @@ def test_convergence_seconds_of_unsteady_windows_are_flagged(tmp_path, monkeypat
     from _tiny import tiny_config
 
     from convs2s_edu.lab import timing
-    from convs2s_edu.lab.compare import compare
-    from convs2s_edu.lab.convergence import format_convergence
+    from convs2s_edu.lab.timing import compare, format_convergence
 
     monkeypatch.setenv("CONVS2S_EDU_CACHE", str(tmp_path / "cache"))
     # a quiet machine, whatever else runs beside the tests: only the windows' spread decides
@@ -88,7 +87,7 @@ def test_convergence_seconds_of_unsteady_windows_are_flagged(tmp_path, monkeypat
     steady = compare(
         cfg, n_rounds=2, steps_per_window=1, warmup_steps=0, threads=[1], max_spread=1e9
     )
-    assert steady.verdict.by_threads[1].ok
+    assert steady.verdict.by_hardware["1 thread"].ok
     assert [c["unsteady"] for c in steady.convergence] == [[], []]
 
 
@@ -112,13 +111,20 @@ def test_compare_on_an_accelerator_times_its_one_setting_and_converts_steps_with
     import torch
     from _tiny import tiny_config
 
-    from convs2s_edu.lab import compare as lab_compare
     from convs2s_edu.lab import timing
 
     monkeypatch.setenv("CONVS2S_EDU_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(timing, "_loadavg", lambda: 0.0)
     monkeypatch.setattr(timing, "_runnable", lambda: 0)
-    monkeypatch.setattr(lab_compare, "resolve_device", lambda device: torch.device("cuda"))
+    real_resolve, real_measure = timing.resolve_device, timing.measure_config
+
+    def measure_config(*args, **kwargs):  # times on the CPU: the device it really has
+        with monkeypatch.context() as here:
+            here.setattr(timing, "resolve_device", real_resolve)
+            return real_measure(*args, **kwargs)
+
+    monkeypatch.setattr(timing, "measure_config", measure_config)
+    monkeypatch.setattr(timing, "resolve_device", lambda device: torch.device("cuda"))
     monkeypatch.setattr(timing, "device_label", lambda device: "cuda (Test GPU)")
     seen = {}
 
@@ -126,15 +132,15 @@ def test_compare_on_an_accelerator_times_its_one_setting_and_converts_steps_with
         seen.update(per_step=per_step, unsteady=unsteady)
         return []
 
-    monkeypatch.setattr(lab_compare, "convergence", convergence)
+    monkeypatch.setattr(timing, "convergence", convergence)
     cfg = tiny_config(n_train=32, eval_every=1)
     with pytest.raises(ValueError, match="threads are a CPU setting"):
-        lab_compare.compare(cfg, threads=[1])
+        timing.compare(cfg, threads=[1])
     # no two windows take exactly the same time: a 1.000001x limit makes the measurement unsteady
-    result = lab_compare.compare(
+    result = timing.compare(
         cfg, n_rounds=2, steps_per_window=1, warmup_steps=0, max_spread=1.000001
     )
-    assert result.threads is None and result.verdict.by_threads == {}
+    assert result.threads is None and result.verdict.by_hardware == {}
     assert not result.verdict.ok and result.verdict.text.startswith("WARNING")
     m = result.speed
     assert m.order == ["convs2s", "gru", "gru", "convs2s"]
@@ -147,36 +153,26 @@ def test_compare_on_an_accelerator_times_its_one_setting_and_converts_steps_with
     assert seen["unsteady"] == [where]  # its seconds are flagged
 
 
-def test_format_speed_gives_each_models_windows_the_ratios_the_verdict_and_the_machine():
-    from convs2s_edu.lab.compare import format_speed
-    from convs2s_edu.lab.timing import MachineInfo, SpeedMeasurement, speed_verdict
+def test_speed_table_gives_each_models_windows_its_ratio_the_verdict_and_the_machine():
+    from convs2s_edu.lab.timing import MachineInfo, SpeedMeasurement, speed_table, speed_verdict
 
     seconds = {"convs2s": [2.0, 2.5, 2.0, 2.0], "gru": [1.0, 1.0, 1.25, 1.0]}
     tokens = {n: [1000] * 4 for n in seconds}
     mach = MachineInfo(cpu="Test CPU", cores=4, threads=2, torch_version="2.x", load_before=0.5)
-    m = SpeedMeasurement.of_windows(
-        ["convs2s", "gru"], ["convs2s", "gru", "gru", "convs2s"] * 2, seconds, tokens, mach,
-        steps_per_window=2, n_rounds=4, warmup_steps=1,
-    )  # fmt: skip
-    verdict = speed_verdict(m)
-    lines = format_speed(m, verdict, labels={"gru": "GRU"}, width=300).splitlines()
-    assert lines == [
-        "speed, measured interleaved: 4 windows of 2 training steps per model, in the order "
-        "convs2s, GRU, then back, on the same batches, after 1 warm-up steps",
-        # convs2s: 500, 400, 500, 500 tokens/s; GRU: 1000, 1000, 800, 1000
-        "  convs2s      500 tokens/s  (windows 400-500, spread 1.25x)",
-        "  GRU        1,000 tokens/s  (windows 800-1,000, spread 1.25x)",
-        # GRU / convs2s per round: 2.0, 2.5, 1.6, 2.0
-        "  throughput ratio GRU / convs2s: 2.00 (per round 1.60-2.50; above 1: GRU faster)",
-        verdict.text,
-        "machine: Test CPU; 4 cores usable, 2 PyTorch thread(s), OMP_WAIT_POLICY=unset; "
-        "device cpu; torch 2.x; load average 0.50 before, unknown after",
+    order = ["convs2s", "gru", "gru", "convs2s"] * 2
+    m = SpeedMeasurement(seconds, tokens, order, mach, steps_per_window=2, warmup_steps=1)
+    lines = speed_table(m, labels={"gru": "GRU"}).splitlines()
+    head = ["on", "model", "tokens/s", "windows", "spread", "x", "convs2s", "rounds"]
+    assert lines[0].split() == head
+    # convs2s: 500, 400, 500, 500 tokens/s; GRU: 1000, 1000, 800, 1000
+    assert lines[2].split() == ["2", "threads", "convs2s", "500", "400-500", "1.25x", "1.00"] + [
+        "1.00-1.00"
     ]
-    # long lines wrap; a model's or the machine's continuation lines are indented
-    wrapped = format_speed(m, verdict, width=60).splitlines()
-    assert wrapped[1] == "per model, in the order convs2s, gru, then back, on the same"
-    i = next(k for k, line in enumerate(wrapped) if line.startswith("machine: "))
-    assert wrapped[i + 1].startswith("    ") and not wrapped[i - 1].startswith(" ")  # the verdict
+    # GRU / convs2s per round: 2.0, 2.5, 1.6, 2.0
+    assert lines[3].split() == ["GRU", "1,000", "800-1,000", "1.25x", "2.00", "1.60-2.50"]
+    assert lines[4] == "(4 windows of 2 step(s) per model, interleaved)"
+    assert lines[5] == speed_verdict(m, labels={"gru": "GRU"}).text
+    assert lines[6] == mach.describe()
 
 
 def _two_counts():
@@ -189,27 +185,24 @@ def _two_counts():
     order = list(seconds) + list(seconds)[::-1]
     tokens = {k: [1000, 1000] for k in seconds}
     mach = MachineInfo(cpu="Test CPU", cores=2, threads=2)
-    raw = SpeedMeasurement.of_windows(
-        list(seconds), order, seconds, tokens, mach, steps_per_window=2, n_rounds=2, warmup_steps=1
-    )
+    raw = SpeedMeasurement(seconds, tokens, order, mach, steps_per_window=2, warmup_steps=1)
     return ThreadScaling(["convs2s", "gru"], [1, 2], raw)
 
 
-def test_format_threads_gives_every_count_its_throughputs_and_ratios():
-    from convs2s_edu.lab.compare import format_threads
+def test_speed_table_gives_every_thread_count_its_throughputs_and_ratios():
+    from convs2s_edu.lab.timing import speed_table
 
-    assert format_threads(_two_counts(), labels={"gru": "GRU"}).splitlines() == [
-        "training throughput (target tokens/s, padding excluded) by PyTorch thread count, "
-        "interleaved (2 rounds):",
-        "    1 thread: convs2s 500 (500-500); GRU 900 (800-1,000); ratio GRU/convs2s 1.80 "
-        "(1.60-2.00)",
-        "   2 threads: convs2s 1,000 (1,000-1,000); GRU 667 (667-667); ratio GRU/convs2s 0.67 "
-        "(0.67-0.67)",
+    rows = [line.split() for line in speed_table(_two_counts()).splitlines()[2:6]]
+    assert rows == [
+        ["1", "thread", "convs2s", "500", "500-500", "1.00x", "1.00", "1.00-1.00"],
+        ["gru", "900", "800-1,000", "1.25x", "1.80", "1.60-2.00"],
+        ["2", "threads", "convs2s", "1,000", "1,000-1,000", "1.00x", "1.00", "1.00-1.00"],
+        ["gru", "667", "667-667", "1.00x", "0.67", "0.67-0.67"],
     ]
 
 
 def test_seconds_per_step_at_every_thread_count():
-    from convs2s_edu.lab.compare import seconds_per_step
+    from convs2s_edu.lab.timing import seconds_per_step
 
     # a window of 2 steps: seconds / 2 per step; the GRU's median at 1 thread of 0.5 and 0.625
     assert seconds_per_step(_two_counts()) == {
@@ -219,7 +212,7 @@ def test_seconds_per_step_at_every_thread_count():
 
 
 def test_format_table_without_a_measurement_shows_the_runs_own_clock():
-    from convs2s_edu.lab.compare import format_table
+    from convs2s_edu.lab.timing import format_table
 
     row = dict(model="convs2s", n_parameters=12345, run_sec_per_epoch=1.5)
     row.update(run_tokens_per_second=9876.5, final_train_loss=0.12345, final_valid_loss=0.5)
@@ -240,7 +233,7 @@ def test_compare_converts_steps_to_seconds_at_every_thread_count(tmp_path, monke
     from _tiny import tiny_config
 
     from convs2s_edu._machine import usable_cores
-    from convs2s_edu.lab.compare import compare
+    from convs2s_edu.lab.timing import compare
 
     if usable_cores() < 2:
         pytest.skip("needs two usable cores")
@@ -250,18 +243,16 @@ def test_compare_converts_steps_to_seconds_at_every_thread_count(tmp_path, monke
     assert [c["timed_on"] for c in result.convergence] == [["1 thread", "2 threads"]] * 2
 
 
-def test_format_threads_lists_the_ratio_of_every_model_to_the_first():
-    from convs2s_edu.lab.compare import format_threads
-    from convs2s_edu.lab.timing import MachineInfo, SpeedMeasurement, ThreadScaling
+def test_speed_table_lists_the_ratio_of_every_model_to_the_first():
+    from convs2s_edu.lab.timing import MachineInfo, SpeedMeasurement, ThreadScaling, speed_table
 
     seconds = {"a@1": [1.0, 1.0], "b@1": [2.0, 2.0], "c@1": [4.0, 4.0]}
     order = list(seconds) + list(seconds)[::-1]
     tokens = {k: [1000, 1000] for k in seconds}
-    counts = dict(steps_per_window=1, n_rounds=2, warmup_steps=0)
-    raw = SpeedMeasurement.of_windows(
-        list(seconds), order, seconds, tokens, MachineInfo(), **counts
-    )
-    assert format_threads(ThreadScaling(["a", "b", "c"], [1], raw)).splitlines()[1] == (
-        "    1 thread: a 1,000 (1,000-1,000); b 500 (500-500); c 250 (250-250); "
-        "ratio b/a 0.50 (0.50-0.50), c/a 0.25 (0.25-0.25)"
-    )
+    raw = SpeedMeasurement(seconds, tokens, order, MachineInfo())
+    table = speed_table(ThreadScaling(["a", "b", "c"], [1], raw)).splitlines()
+    assert [line.split()[-2:] for line in table[2:5]] == [
+        ["1.00", "1.00-1.00"],
+        ["0.50", "0.50-0.50"],
+        ["0.25", "0.25-0.25"],
+    ]

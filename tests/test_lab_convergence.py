@@ -1,12 +1,12 @@
-"""Tests of ``convs2s_edu.lab.convergence``: the first evaluation at or above each level, its
-examples and its seconds (steps x the interleaved seconds per step), a level never reached
-reported as such, and a run without a learning curve refused."""
+"""Tests of ``convs2s_edu.lab.timing.convergence``: the first evaluation at or above each
+level, its examples and its seconds (steps x the interleaved seconds per step), a level
+never reached reported as such, and a run without a learning curve refused."""
 
 from __future__ import annotations
 
 import pytest
 
-from convs2s_edu.lab.convergence import convergence, format_convergence, hardware_label
+from convs2s_edu.lab.timing import convergence, format_convergence, hardware_label
 from convs2s_edu.training import History, TrainConfig, TrainResult
 
 
@@ -51,7 +51,7 @@ def test_seconds_from_unsteady_windows_are_flagged_not_passed_off_as_measured():
     assert [r["unsteady"] for r in rows] == [["2 threads"], ["2 threads"]]
     text = format_convergence(rows)
     assert "seconds, 2 threads*" in text and "seconds, 1 thread*" not in text
-    assert "* 2 threads: the timing windows were not steady" in text
+    assert "* 2 threads: windows not steady, seconds rough" in text
 
 
 def test_levels_are_checked_and_a_run_needs_its_learning_curve():

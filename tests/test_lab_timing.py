@@ -119,12 +119,13 @@ def test_a_window_is_exactly_its_steps_and_the_warm_up_is_off_the_clock(monkeypa
         {n: speed.window_runner(s, batches, 3) for n, s in steps.items()},
         n_rounds=2,
         clock=clock,
-        warmup={n: speed.warmup_runner(s, batches, 2) for n, s in steps.items()},
+        warmup={n: speed.window_runner(s, batches, 2) for n, s in steps.items()},
         steps_per_window=3,
         warmup_steps=2,
     )
     assert calls == {"a": 2 + 2 * 3, "b": 2 + 2 * 3}  # warm-up, then 3 steps per window
     assert m.window_seconds == {"a": [3.0, 3.0], "b": [6.0, 6.0]}
+    assert m.warmup_seconds == {"a": 2.0, "b": 4.0}  # on its own clock: compile time shows
     assert m.window_tokens == {"a": [25, 25], "b": [25, 25]}  # batches 0, 1, 0
     assert m.seconds_per_step("b").median == pytest.approx(2.0)
     # the windows as the library's Measurement: 3 runs per window, at the machine's threads
@@ -153,8 +154,8 @@ def test_tight_spread_states_the_ratio_and_the_faster_model(monkeypatch):
     assert v.ok and v.resolved and v.faster == "gru"
     assert "WARNING" not in v.text
     # ratios per round: 2.0, 2.0, 2.0, 2.05 -> median 2.00, range 2.00-2.05
-    assert v.text.startswith("GRU trained 2.00x as fast as ConvS2S")
-    assert "2.00-2.05" in v.text
+    assert v.text.startswith("GRU 2.00x as fast as ConvS2S in target tokens per second")
+    assert "4 rounds: 2.00-2.05" in v.text
 
 
 def test_the_faster_model_is_named_whichever_comes_first(monkeypatch):
@@ -164,7 +165,7 @@ def test_the_faster_model_is_named_whichever_comes_first(monkeypatch):
     v = speed_verdict(m)
     assert v.resolved and v.faster == "convs2s"
     # gru/convs2s per round: 1/3, 1/3, 1.1/3, 1/3.3 -> inverted: 3, 3, 2.73, 3.3: median 3.00
-    assert v.text.startswith("convs2s trained 3.00x as fast as gru")
+    assert v.text.startswith("convs2s 3.00x as fast as gru")
     assert "2.73-3.30" in v.text
 
 
@@ -175,7 +176,7 @@ def test_large_spread_warns_and_draws_no_conclusion(monkeypatch):
     v = speed_verdict(m, max_spread=1.5)
     assert not v.ok and not v.resolved and v.faster is None
     assert v.text.startswith("WARNING")
-    assert "3.00x" in v.text and "1.5x allowed" in v.text
+    assert "convs2s's windows varied 3.00x" in v.text and "1.5x allowed" in v.text
     assert "as fast as" not in v.text
     # the same windows pass with a looser limit
     assert speed_verdict(m, max_spread=4.0).ok
@@ -248,8 +249,9 @@ def test_bad_arguments_are_refused(monkeypatch):
         speed_verdict(m, max_spread=0.5)
     with pytest.raises(ValueError, match="n_rounds must be an integer >= 2, got 1"):
         time_interleaved({"a": lambda: 1, "b": lambda: 1}, n_rounds=1)
-    with pytest.raises(ValueError, match="at least two models"):
-        time_interleaved({"a": lambda: 1}, n_rounds=2)
+    one = time_interleaved({"a": lambda: 1}, n_rounds=2)  # one model: windows, no verdict
+    with pytest.raises(ValueError, match=r"need two models to compare, got \['a'\]"):
+        speed_verdict(one)
     with pytest.raises(ValueError, match="at least one window"):
         WindowStats.of([])
 
@@ -354,35 +356,29 @@ def test_thread_scaling_splits_the_windows_by_count_and_pairs_them_by_round(monk
     assert two.order == ["convs2s", "gru", "gru", "convs2s"] * 2  # A B B A within the count
     with pytest.raises(ValueError, match="no windows at 3 threads; measured: \\[1, 2\\]"):
         s.at(3)
-    d = s.to_dict()
-    assert d["thread_counts"] == [1, 2]
-    assert d["points"]["1"]["ratio"]["gru"]["median"] == pytest.approx(2.0)
-    json.dumps(d)
+    d = json.loads(json.dumps(s.to_dict()))
+    assert d["thread_counts"] == [1, 2] and d["measurement"]["n_rounds"] == 4
+    assert d["measurement"]["throughput"]["gru@1"]["median"] == pytest.approx(1000.0)
 
 
-def test_thread_verdict_names_the_hardware_each_ranking_holds_for(monkeypatch):
-    from convs2s_edu.lab.timing import thread_verdict
-
+def test_the_verdict_over_thread_counts_names_the_hardware_each_ranking_holds_for(monkeypatch):
     s = _scaling(monkeypatch, CROSSING)
-    v = thread_verdict(s, labels={"convs2s": "ConvS2S", "gru": "GRU"})
+    v = speed_verdict(s, labels={"convs2s": "ConvS2S", "gru": "GRU"})
     assert v.ok and v.resolved and v.faster is None
-    assert v.by_threads[1].faster == "gru" and v.by_threads[2].faster == "convs2s"
-    assert "with 1 thread: GRU trained 2.00x as fast as ConvS2S" in v.text
-    assert "With 2 threads: ConvS2S trained 1.50x as fast as GRU" in v.text
-    assert v.text.startswith(f"On {s.measurement.machine.cpu} (2 cores usable")
+    one, two = v.by_hardware["1 thread"], v.by_hardware["2 threads"]
+    assert one.faster == "gru" and two.faster == "convs2s"
+    assert v.text.startswith("1 thread: GRU 2.00x as fast as ConvS2S")
+    assert "; 2 threads: ConvS2S 1.50x as fast as GRU" in v.text
 
 
-def test_thread_verdict_warns_when_the_machine_was_busy_at_two_threads(monkeypatch):
-    from convs2s_edu.lab.timing import thread_verdict
-
+def test_the_verdict_warns_when_the_machine_was_busy_at_two_threads(monkeypatch):
     # another process's thread was runnable: nothing is left free for 2 threads on 2 cores
     s = _scaling(monkeypatch, CROSSING, runnable=(1,))
-    v = thread_verdict(s)
-    assert v.by_threads[1].ok and not v.by_threads[2].ok and not v.ok
-    assert (
-        v.text.startswith("WARNING: ")
-        and "With 2 threads: this speed measurement is not reliable" in v.text
-    )
+    v = speed_verdict(s)
+    assert v.by_hardware["1 thread"].ok and not v.by_hardware["2 threads"].ok and not v.ok
+    assert v.text.startswith("WARNING: 1 thread: gru 2.00x as fast")
+    assert "; 2 threads: not compared, the machine was busy" in v.text
+    assert v.reasons == ["2 threads: " + r for r in v.by_hardware["2 threads"].reasons]
 
 
 def test_measure_threads_times_every_model_at_every_count():
@@ -397,7 +393,7 @@ def test_measure_threads_times_every_model_at_every_count():
     assert torch.get_num_threads() == before
     with pytest.raises(ValueError, match="thread count must be an integer in 1.."):
         measure_threads(cfg, thread_counts=[os.cpu_count() + 64])
-    with pytest.raises(ValueError, match="distinct"):
+    with pytest.raises(ValueError, match="distinct and at least one, got \\[1, 1\\]"):
         measure_threads(cfg, thread_counts=[1, 1])
 
 
@@ -483,8 +479,8 @@ def test_generation_speed_is_worded_in_sentences_not_training_tokens(monkeypatch
         {"a": [2.0, 2.1, 2.0, 2.05], "b": [1.0, 1.05, 1.0, 1.0]}, monkeypatch=monkeypatch
     )
     v = speed_verdict(replace(m, unit="sentences"))
-    assert v.text.startswith("b decoded 2.00x as many sentences per second as a")
-    assert "trained" not in v.text and "token" not in v.text
+    assert v.text.startswith("b 2.00x as fast as a in sentences per second")
+    assert "token" not in v.text
     m = synthetic({"a": [1.0, 2.0, 1.0, 1.0], "b": [1.0, 1.0, 1.0, 1.0]}, monkeypatch=monkeypatch)
     v = speed_verdict(replace(m, unit="sentences"))
     assert not v.ok and "sentences/s" in v.text and "tokens/s" not in v.text
@@ -577,7 +573,7 @@ def test_measure_config_builds_fresh_models_on_the_path_train_runs(monkeypatch):
 
     seen = []
     monkeypatch.setattr(speed, "apply_path", lambda model, path: seen.append(path) or model)
-    monkeypatch.setattr(speed, "measure_training", lambda built, *args: sorted(built))
+    monkeypatch.setattr(speed, "time_interleaved", lambda windows, *a, **k: sorted(windows))
     cfg = tiny_config(n_train=32).replace(fast=True)
     assert speed.measure_config(cfg, n_batches=1) == ["convs2s", "gru"]
     assert seen == [ExecutionPath.of(cfg)] * 2 and seen[0] != ExecutionPath()

@@ -46,13 +46,13 @@ def sources(models):
 @pytest.fixture(scope="module")
 def exported(tool, models, tmp_path_factory):
     out = tmp_path_factory.mktemp("graphs")
-    files, wrappers = tool.export_models(models["convs2s"], models["gru"], out)
+    files, wrappers = tool.export_models(models, out)
     return files, wrappers
 
 
 def test_the_whole_export_passes_its_checks(tool, models, sources, tmp_path):
     report = tool.export_and_check(models, sources, tmp_path, seed=0)
-    for name in tool.MODELS:
+    for name in tool.SITE_MODELS:
         facts = report["models"][name]
         assert facts["same_output"] == len(sources)
         assert facts["max_logp_diff"] <= tool.TOL
@@ -94,7 +94,7 @@ def test_the_graphs_keep_their_lengths_free(tool, exported):
 
 
 def test_a_length_frozen_to_the_example_is_refused(tool, models, tmp_path):
-    module = tool.ConvS2SNext(tool.without_weight_norm(models["convs2s"])).eval()
+    module = tool.PrefixNext(tool.without_weight_norm(models["convs2s"])).eval()
     path = tmp_path / "frozen.onnx"
     example = (torch.tensor([[3, 1, 2, 5]]), torch.tensor([[models["convs2s"].vocab_size + 1]]))
     tool.export_graph(module, example, path, "src prefix", "lp att", {})
@@ -113,7 +113,7 @@ def _drop_linear_before_reset(path):
 
 
 def test_a_gru_without_linear_before_reset_is_caught(tool, models, sources, tmp_path):
-    files, _ = tool.export_models(models["convs2s"], models["gru"], tmp_path)
+    files, _ = tool.export_models(models, tmp_path)
     _drop_linear_before_reset(files["gru"]["step"])
     with pytest.raises(tool.CheckFailed, match="linear_before_reset=0"):
         tool.check_gru_nodes(files["gru"].values())
@@ -123,7 +123,7 @@ def test_a_gru_without_linear_before_reset_is_caught(tool, models, sources, tmp_
         tool.check_test_set("gru", models["gru"], wrong, sources, ids, P)
     # and so does the comparison at lengths 1, 2 and max_positions
     (tmp_path / "again").mkdir()
-    _, wrappers = tool.export_models(models["convs2s"], models["gru"], tmp_path / "again")
+    _, wrappers = tool.export_models(models, tmp_path / "again")
     with pytest.raises(tool.CheckFailed, match="gru: onnxruntime's .* differs from PyTorch's"):
         tool.check_lengths("gru", models["gru"], wrappers["gru"], wrong, ids, P, random.Random(0))
 
@@ -155,10 +155,10 @@ def test_the_web_runtime_must_be_on_the_python_runtimes_line(tool, tmp_path, mon
 
 def test_decodings_that_stop_at_eos_are_compared_to_their_end(tool, tmp_path):
     """PyTorch's reference keeps the step that emitted <eos> (its log-probabilities too)."""
-    models = {m: tiny_model(m, eos_bias=3.0, max_positions=P).eval() for m in tool.MODELS}
+    models = {m: tiny_model(m, eos_bias=3.0, max_positions=P).eval() for m in tool.SITE_MODELS}
     ids = tool.token_ids(models["convs2s"].vocab_size)
     sources = [[1, 2, 3], [4, 5, 6, 7, 8], [2, 2]]
-    files, _ = tool.export_models(models["convs2s"], models["gru"], tmp_path)
+    files, _ = tool.export_models(models, tmp_path)
     for name, kind in (("convs2s", "prefix"), ("gru", "step")):
         refs = tool.torch_greedy_batch(models[name], sources, ids)
         assert all(tokens[-1] == ids["eos"] for tokens, _, _ in refs)

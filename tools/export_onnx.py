@@ -87,6 +87,7 @@ from torch import nn
 from torch.nn.utils import parametrize
 
 from convs2s_edu.data import PAD, eos_index, sos_index
+from convs2s_edu.registry import model_entry
 from convs2s_edu.rnn import GRUDecoderState
 from convs2s_edu.seq2seq import EncoderOut
 
@@ -104,8 +105,9 @@ PACK_TOL = 1e-6
 #: The onnxruntime-web files the page loads: the classic-script API (no bundler needed),
 #: the WebAssembly runtime without WebGPU (the smallest) and its ES-module loader.
 RUNTIME_FILES = ("ort.wasm.min.js", "ort-wasm-simd-threaded.wasm", "ort-wasm-simd-threaded.mjs")
-MODELS = ("convs2s", "gru")
-LABELS = {"convs2s": "ConvS2S", "gru": "GRU + attention"}
+#: The site's two models; any registered model exports the way its registry entry says
+#: (:data:`convs2s_edu.registry.EXPORTS`).
+SITE_MODELS = ("convs2s", "gru")
 
 
 class CheckFailed(RuntimeError):
@@ -121,9 +123,10 @@ class _Wrapper(nn.Module):
         self.model = model
 
 
-class ConvS2SNext(_Wrapper):
+class PrefixNext(_Wrapper):
     """``(src (1, S), prefix (1, T)) -> log p(y_{T+1} | prefix, src) (1, V)``, and the
-    attention of every decoder layer for that position ``(1, L, S)``."""
+    attention of every decoder layer for that position ``(1, L, S)``: any model's own
+    decoder over the whole prefix (ConvS2S's graph)."""
 
     def forward(self, src, prefix):
         logits, attention = self.model.decoder(prefix, self.model.encode(src))
@@ -362,7 +365,7 @@ def check_lengths(name, model, wrappers, ort_model: OrtModel, ids, max_positions
         for S in lengths:
             src = [rng.randint(1, vocab) for _ in range(S)]
             x = torch.tensor([src])
-            if name == "convs2s":
+            if ort_model.kind == "prefix":
                 (module,) = wrappers
                 for T in lengths:
                     prefix = [ids["sos"]] + [rng.randint(1, vocab) for _ in range(T - 1)]
@@ -464,7 +467,7 @@ def versions() -> dict:
 def cache_key(results: dict) -> str:
     h = hashlib.sha256(Path(__file__).read_bytes())
     h.update(json.dumps(versions(), sort_keys=True).encode())
-    for name in MODELS:
+    for name in SITE_MODELS:
         h.update(name.encode())
         h.update(Path(results[name].path).read_bytes())
     return h.hexdigest()[:20]
@@ -474,44 +477,52 @@ def token_ids(vocab_size: int) -> dict:
     return {"pad": PAD, "sos": sos_index(vocab_size), "eos": eos_index(vocab_size)}
 
 
-def export_models(conv, gru, out: Path):
-    """Export ConvS2S ``conv`` and the GRU model ``gru`` into ``out``.
+def export_model(name: str, model, out: Path):
+    """Export the model ``name`` into ``out`` the way its registry entry says
+    (:data:`convs2s_edu.registry.EXPORTS`): ``"prefix"``, one graph ``<name>.onnx`` over the
+    prefix; ``"step"``, the GRU's encoder graph (with ``Decoder.start``) ``<name>_encoder.onnx``
+    and one-step graph ``<name>_step.onnx``.
 
-    Returns the files per model (``{"convs2s": {"decoder": path}, "gru": {"encoder": path,
-    "step": path}}``) and the PyTorch modules that were exported (the same keys).
+    Returns the files by role (``{"decoder": path}`` or ``{"encoder": path, "step": path}``)
+    and the PyTorch modules that were exported, in that order.
     """
     src = torch.tensor([[3, 1, 2, 5]])
-    prefix = torch.tensor([[token_ids(conv.vocab_size)["sos"], 1, 2]])
-    files = {"convs2s": {"decoder": out / "convs2s.onnx"}}
-    files["gru"] = {"encoder": out / "gru_encoder.onnx", "step": out / "gru_step.onnx"}
-    # ConvS2S: one graph over the prefix
-    conv_next = ConvS2SNext(without_weight_norm(conv)).eval()
-    free = {"src": {1: "S"}, "prefix": {1: "T"}, "attention": {2: "S"}}
-    names = ("src prefix", "log_probs attention")
-    export_graph(conv_next, (src, prefix), files["convs2s"]["decoder"], *names, free)
-    # GRU: an encoder graph (with Decoder.start) and a one-step graph
-    gru_plain = without_weight_norm(gru)
-    gru_start, gru_step = GRUStart(gru_plain).eval(), GRUStep(gru_plain).eval()
+    plain = without_weight_norm(model)
+    if model_entry(name).export == "prefix":
+        prefix = torch.tensor([[token_ids(model.vocab_size)["sos"], 1, 2]])
+        files = {"decoder": out / f"{name}.onnx"}
+        module = PrefixNext(plain).eval()
+        free = {"src": {1: "S"}, "prefix": {1: "T"}, "attention": {2: "S"}}
+        names = ("src prefix", "log_probs attention")
+        export_graph(module, (src, prefix), files["decoder"], *names, free)
+        return files, (module,)
+    files = {"encoder": out / f"{name}_encoder.onnx", "step": out / f"{name}_step.onnx"}
+    start, step = GRUStart(plain).eval(), GRUStep(plain).eval()
     free = {"src": {1: "S"}, "h": {1: "S"}, "keys": {1: "S"}}
-    export_graph(gru_start, (src,), files["gru"]["encoder"], "src", "h keys s", free)
+    export_graph(start, (src,), files["encoder"], "src", "h keys s", free)
     with torch.no_grad():
-        state = gru_start(src)  # h, keys, s
+        state = start(src)  # h, keys, s
     free = {"h": {1: "S"}, "keys": {1: "S"}, "attention": {2: "S"}}
     names = ("y_prev h keys s", "log_probs attention s_next")
-    export_graph(gru_step, (torch.tensor([1]), *state), files["gru"]["step"], *names, free)
-    return files, {"convs2s": (conv_next,), "gru": (gru_start, gru_step)}
+    export_graph(step, (torch.tensor([1]), *state), files["step"], *names, free)
+    return files, (start, step)
+
+
+def export_models(models: dict, out: Path) -> tuple[dict, dict]:
+    """:func:`export_model` of every model of ``models`` (by registered name): the files and
+    the exported modules, by name."""
+    exported = {name: export_model(name, model, out) for name, model in models.items()}
+    return {n: e[0] for n, e in exported.items()}, {n: e[1] for n, e in exported.items()}
 
 
 def export_and_check(models: dict, sources, out: Path, seed: int) -> dict:
-    """Export both models (``{"convs2s": model, "gru": model}``) into ``out`` and run every
-    check, the greedy one on every source of ``sources``; returns the report."""
-    conv, gru = models["convs2s"], models["gru"]
-    V, P = conv.vocab_size, conv.max_positions
-    if (gru.vocab_size, gru.max_positions) != (V, P):
-        both = f"{V}/{P} and {gru.vocab_size}/{gru.max_positions}"
-        raise CheckFailed(
-            f"the two models disagree on the vocabulary or the position table: {both}"
-        )
+    """Export ``models`` (by registered name, e.g. ``{"convs2s": model, "gru": model}``) into
+    ``out`` and run every check, the greedy one on every source of ``sources``; returns the
+    report."""
+    V, P = next(iter(models.values())).vocab_size, next(iter(models.values())).max_positions
+    if len({(m.vocab_size, m.max_positions) for m in models.values()}) > 1:
+        both = ", ".join(f"{n} {m.vocab_size}/{m.max_positions}" for n, m in models.items())
+        raise CheckFailed(f"the models disagree on the vocabulary or the position table: {both}")
     for name, model in models.items():
         if model.bridge is not None:
             raise CheckFailed(f"{name} has a bridge; the exported graphs assume none")
@@ -524,25 +535,29 @@ def export_and_check(models: dict, sources, out: Path, seed: int) -> dict:
     rng = random.Random(seed)
     report: dict = {"tolerance": TOL, "pack_tolerance": PACK_TOL, "models": {}}
     t0 = time.perf_counter()
-    files, wrappers = export_models(conv, gru, out)
+    files, wrappers = export_models(models, out)
     report["export_seconds"] = round(time.perf_counter() - t0, 1)
-    check_gru_nodes(files["gru"].values())
     paths = [p for model in files.values() for p in model.values()]
     report["graphs"] = {p.name: graph_facts(p) for p in paths}
 
-    # the packed and the unpacked GRU encoder agree
+    kinds = {name: model_entry(name).export for name in models}
+    # the GRU graphs: linear_before_reset kept, the packed and unpacked encoders agree
     trap_sources = [[rng.randint(1, V) for _ in range(n)] for n in sorted({1, 2, P})]
-    report["pack_max_diff"] = max(
-        check_packing(gru, wrappers["gru"][0], trap_sources, "lengths 1, 2, max"),
-        check_packing(gru, wrappers["gru"][0], sources, "the test set"),
-    )
+    report["pack_max_diff"] = 0.0
+    for name in [n for n, kind in kinds.items() if kind == "step"]:
+        check_gru_nodes(files[name].values())
+        start = wrappers[name][0]
+        report["pack_max_diff"] = max(
+            report["pack_max_diff"],
+            check_packing(models[name], start, trap_sources, "lengths 1, 2, max"),
+            check_packing(models[name], start, sources, "the test set"),
+        )
 
-    kinds = {"convs2s": "prefix", "gru": "step"}
     t1 = time.perf_counter()
     # whole decodings at the longest length the position table allows (up to P steps, where
     # the rounding of the GRU's state has the most steps to add up)
     longest = [[rng.randint(1, V) for _ in range(P)] for _ in range(3)]
-    for name in MODELS:
+    for name in models:
         ort_model = OrtModel(kinds[name], files[name], ids)
         lengths = check_lengths(name, models[name], wrappers[name], ort_model, ids, P, rng)
         long = check_test_set(name, models[name], ort_model, longest, ids, P)
@@ -563,7 +578,7 @@ def export_and_check(models: dict, sources, out: Path, seed: int) -> dict:
     report["ids"], report["vocab_size"], report["max_positions"] = ids, V, P
     report["files"] = {
         name: {"kind": kinds[name], "files": {k: p.name for k, p in files[name].items()}}
-        for name in MODELS
+        for name in models
     }
     report["versions"] = versions()
     return report
@@ -616,7 +631,8 @@ def write_site(report: dict, cached: Path, dest: Path, results: dict, web: str) 
         "download_mb": f"{loaded / 1e6:.1f}",
         "runtime": {"package": "onnxruntime-web", "version": web, "script": RUNTIME_FILES[0]},
         "models": {
-            n: {"label": LABELS[n], **report["files"][n], "layers": layers[n]} for n in MODELS
+            n: {"label": model_entry(n).label, **report["files"][n], "layers": layers[n]}
+            for n in SITE_MODELS
         },
     }
     (dest / "models.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
@@ -643,11 +659,11 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     try:
         web = runtime_version()
-        results = {name: train_or_load(site_config(name), progress=False) for name in MODELS}
+        results = {name: train_or_load(site_config(name), progress=False) for name in SITE_MODELS}
         cached = cache_dir() / "onnx-export" / cache_key(results)
         if args.no_cache or not (cached / "report.json").is_file():
             with tempfile.TemporaryDirectory(prefix="export-onnx-") as tmp:
-                models = {name: results[name].model for name in MODELS}
+                models = {name: results[name].model for name in SITE_MODELS}
                 sources = [list(x) for x, _ in make_datasets(results["convs2s"].config)[2]]
                 report = export_and_check(models, sources, Path(tmp), args.seed)
                 (Path(tmp) / "report.json").write_text(json.dumps(report, indent=2) + "\n")
@@ -662,10 +678,10 @@ def main(argv=None) -> int:
     except CheckFailed as err:
         print(f"export_onnx: FAILED: {err}", file=sys.stderr)
         return 1
-    for name in MODELS:
-        m = report["models"][name]
+    for name in SITE_MODELS:
+        m, label = report["models"][name], model_entry(name).label
         print(
-            f"export_onnx: {LABELS[name]}: onnxruntime = PyTorch on {m['same_output']} of "
+            f"export_onnx: {label}: onnxruntime = PyTorch on {m['same_output']} of "
             f"{m['examples']} test examples (near-ties: {m['near_ties']}); log-probabilities "
             f"within {m['max_logp_diff']:.1e}, attention within {m['max_attention_diff']:.1e} "
             f"(tolerance {report['tolerance']:.0e}); lengths 1, 2, {report['max_positions']}: "

@@ -22,7 +22,7 @@ Steps, in this order (each timed; a failing step is recorded and the next one st
    of the execution paths, the bench and data parallelism, in up to 4 workers, in a
    process group killed after 240 s; the rest of the suite runs in CI;
 2. ``convergence``: both models trained with the fast recipe on the device
-   (:func:`convs2s_edu.lab.compare.compare`), the steps, examples and seconds to 50, 90 and
+   (:func:`convs2s_edu.lab.timing.compare`), the steps, examples and seconds to 50, 90 and
    95% held-out exact match, the seconds from interleaved windows on the GPU (the dry run:
    2 epochs of 512 examples on the CPU);
 3. ``generation``: the two models of step 2 decoding the test set greedily and with beam 5
@@ -243,8 +243,7 @@ def fast_config(device: str, dry: bool):
 
 def convergence(device: str, dry: bool, trained: dict) -> dict:
     """Step 2; leaves the two trained models in ``trained`` for the generation step."""
-    from convs2s_edu.lab.compare import compare, format_table
-    from convs2s_edu.lab.convergence import format_convergence
+    from convs2s_edu.lab.timing import compare, format_convergence, format_table
 
     cfg = fast_config(device, dry)
     result = compare(cfg, use_cache=False, progress=False, n_rounds=4, steps_per_window=4)
@@ -256,8 +255,7 @@ def convergence(device: str, dry: bool, trained: dict) -> dict:
 
 def threads(device: str, dry: bool) -> dict:
     from convs2s_edu._machine import usable_cores
-    from convs2s_edu.lab.compare import format_threads
-    from convs2s_edu.lab.timing import measure_config, measure_threads, thread_verdict
+    from convs2s_edu.lab.timing import measure_config, measure_threads, speed_table, speed_verdict
     from convs2s_edu.training import TrainConfig
 
     cfg = TrainConfig.recipe("fast", device="cpu")
@@ -266,9 +264,9 @@ def threads(device: str, dry: bool) -> dict:
     counts = [t for t in (1, 2, 4, 8, 16) if t <= usable_cores()]
     rounds = 2 if dry else 4
     scaling = measure_threads(cfg, thread_counts=counts, steps_per_window=2, n_rounds=rounds)
-    verdict = thread_verdict(scaling)
+    verdict = speed_verdict(scaling)
     out = {"cpu": scaling.to_dict(), "cpu_verdict": verdict.text}
-    print(format_threads(scaling, verdict=verdict))
+    print(speed_table(scaling, verdict=verdict))
     if device != "cpu":
         m = measure_config(cfg.replace(device=device), steps_per_window=4, n_rounds=6)
         out["gpu"] = m.to_dict()

@@ -61,7 +61,6 @@ def main(argv=None) -> int:
     from convs2s_edu import evaluate, make_datasets, train_or_load
     from convs2s_edu.data import padding_fraction
     from convs2s_edu.lab import timing
-    from convs2s_edu.lab.convergence import LEVELS
     from convs2s_edu.lab.experiments.inference import paired_test
     from convs2s_edu.training import TrainConfig, build_model, make_train_step, run_jobs, train_job
 
@@ -80,16 +79,16 @@ def main(argv=None) -> int:
         r = train_or_load(cfg, progress=False, directory=args.cache)
         rows[key] = evaluate(r.model, make_datasets(cfg)[2])  # exact_match, token_accuracy, ...
         rows[key]["valid_loss"] = r.history.epochs[-1]["valid_loss"]
-        for x in LEVELS:
+        for x in timing.LEVELS:
             rows[key][f"steps_{x}"] = (r.history.reached(x) or {}).get("step")
     print(f"fast recipe, {args.seeds} seeds; test set scores and held-out convergence")
     for m in models:
         for b in values:
             runs = [rows[(m, b, s)] for s in range(args.seeds)]
             em = [x["exact_match"] for x in runs]
-            steps = {x: [r[f"steps_{x}"] for r in runs] for x in LEVELS}
+            steps = {x: [r[f"steps_{x}"] for r in runs] for x in timing.LEVELS}
             seeds = ", ".join(f"{v:.1%}" for v in em)
-            reached = "; ".join(f"{x:.0%}: {steps[x]}" for x in LEVELS)
+            reached = "; ".join(f"{x:.0%}: {steps[x]}" for x in timing.LEVELS)
             mean = f"{statistics.mean(em):.2%}"
             print(f"  {m:8s} {b:7s} exact match {mean} (seeds {seeds}); steps to {reached}")
         for b in values[1:]:
@@ -113,7 +112,7 @@ def main(argv=None) -> int:
                 model, torch.optim.Adam(model.parameters(), lr=cfg.lr), precision=cfg.precision
             )
             windows[f"{m}/{b}"] = timing.window_runner(step, batches, 8)
-            warm[f"{m}/{b}"] = timing.warmup_runner(step, batches, 2)
+            warm[f"{m}/{b}"] = timing.window_runner(step, batches, 2)
             epoch = timing.training_batches(cfg.replace(), cfg.steps_per_epoch)
             pads[f"{field}={b}"] = padding_fraction(epoch)
     meas = timing.time_interleaved(windows, args.rounds, "cpu", warmup=warm, steps_per_window=8)

@@ -53,7 +53,7 @@ import export_onnx  # noqa: E402  (tools/export_onnx.py: the tolerance, the gree
 from screenshot_site import FLAGS, browser_or_missing, drive  # noqa: E402
 
 PAGE = "try.html"
-MODELS = export_onnx.MODELS
+MODELS = export_onnx.SITE_MODELS
 
 
 def draw_cases(rng: random.Random, manifest: dict) -> dict:

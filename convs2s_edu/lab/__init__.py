@@ -3,9 +3,9 @@
 Modules (each imports the learner's core and :mod:`convs2s_edu.training`, never the
 command line)::
 
-    timing       interleaved timing windows, their spread, the machine, the speed verdict
-    bench        throughput per execution path, FLOPs per token, fractions of the CPU's peak
-    compare      both models on the same data: the table, timed interleaved
+    timing       interleaved windows, the machine, verdicts and tables, FLOPs, decoding,
+                 both models on the same data (compare) and their convergence
+    bench        the ``convs2s-edu bench`` report: every path against the machine's limits
     samples      side-by-side sample outputs of several models
     experiments  the paper's ablations and the seed article's claims, over seeds
     site         the site's configurations (quick mode) and the numbers it records

@@ -1,25 +1,29 @@
-r"""Schematic Figure 1 of both models: boxes for operations, arrows for tensors, in plain SVG.
+r"""Figure 1 of both models, drawn with matplotlib and traced from one forward pass.
 
-:func:`convs2s_schematic` draws the convolutional model the way Figure 1 of Gehring et al. (2017)
-[1]_ does: embeddings, a convolution whose output splits into the two halves :math:`A` and
-:math:`B` of a gated linear unit, the residual scaled by :math:`\sqrt{0.5}`, the keys :math:`z_j`
-and values :math:`z_j + e_j`, and, in every decoder layer, the attention whose context
-:math:`W_c c_i` is added to the decoder state. :func:`gru_schematic` draws the recurrent baseline
-(Bahdanau et al., 2015 [2]_): a bidirectional GRU, an additive attention and a decoder state that
-feeds back into the next step.
+:func:`convs2s_schematic` draws the convolutional model the way Figure 1 of Gehring et al.
+(2017) [1]_ does: embeddings, a convolution whose output splits into the two halves
+:math:`A` and :math:`B` of a gated linear unit, the residual scaled by :math:`\sqrt{0.5}`,
+the keys :math:`z_j` and values :math:`z_j + e_j`, and, in every decoder layer, the
+attention whose context :math:`W_c c_i` is added to the decoder state.
+:func:`gru_schematic` draws the recurrent baseline (Bahdanau et al., 2015 [2]_): a
+bidirectional GRU, an additive attention and a decoder state that feeds back into the next
+step. :func:`module_schematic` draws any :class:`~convs2s_edu.seq2seq.EncoderDecoder` as
+the column of its parts, in the order the forward pass called them.
 
-Nothing about a shape is typed by hand: each function runs one forward pass of the model it is
-given on one example, records what the modules computed with
-:func:`~convs2s_edu.lab.figures.capture`, and labels every arrow with the paper's symbol and the
-shape of the tensor that flowed there, e.g. ``e_j = w_j + p_j  (S, f) = (6, 128)`` (the batch of
-one left out). Beside each diagram, :func:`critical_path`: how many operations of that example must
-run one after another, in training and in generation.
+Nothing about a shape is typed by hand: each function runs the model once on one example
+with forward hooks on its modules (and a :class:`~torch.overrides.TorchFunctionMode` that
+sees the few tensors computed inside a module, such as the scores :math:`d_i \cdot z_j`),
+and labels every arrow with the paper's symbol and the shape of the tensor that flowed
+there, e.g. :math:`e_j = w_j + p_j` ``(S, f) = (6, 128)`` (the batch of one left out).
+Beside each diagram, :func:`critical_path`: how many operations of that example must run
+one after another, in training and in generation.
 
-The SVG is built as text (no plotting library): a white background, so that it stays readable in
-the site's dark theme, a ``viewBox`` and ``width="100%"`` so that it scales to the page, a
-``<title>`` and ``<desc>`` for screen readers, and a ``<title>`` (tooltip) on every box and arrow.
-Every arrow is a ``<g class="edge">`` with ``data-symbol`` and ``data-shape``, every box a
-``<g class="box">`` with ``data-name``, for programs that read the figure.
+The figure is a matplotlib :class:`~matplotlib.figure.Figure` (``Schematic.figure``) on a
+white background, so that it stays readable in the site's dark theme; ``Schematic.svg`` is
+its SVG, with a ``<title>`` and ``<desc>`` for screen readers. Every box has the SVG id
+(matplotlib's ``gid``) ``box:<name>`` and every arrow ``arrow:<symbol>:<shape>``, e.g.
+``arrow:e_j = w_j + p_j:5,128`` (a repeated id ends in ``#2``, ``#3``...), for programs
+that read the figure.
 
 References
 ----------
@@ -32,264 +36,247 @@ References
 from __future__ import annotations
 
 import html
-import re
+import io
+from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
+from typing import NamedTuple
 
+import matplotlib
 import torch
-import torch.nn.functional as F
+from matplotlib.figure import Figure
+from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
+from matplotlib.path import Path as Polyline
+from torch.overrides import TorchFunctionMode
 
 from .._checks import check_int
-from ..convs2s import SQRT_HALF, ConvDecoder, ConvEncoder, ConvS2S
+from ..convs2s import ConvDecoder, ConvEncoder, ConvS2S
 from ..decode import _inference
 from ..rnn import GRUDecoder, GRUEncoder, RNNSeq2Seq
-from .figures import capture
+from ..seq2seq import EncoderDecoder
 
-__all__ = ["Schematic", "critical_path", "convs2s_schematic", "gru_schematic"]
+__all__ = ["Schematic", "critical_path", "convs2s_schematic", "gru_schematic", "module_schematic"]
 
-# ---- Style: dark ink on white, one accent colour for the path the context takes ----
+# ---- Layout: inches on a page 10 inches wide, y pointing down -------------
 
-_FONT = "DejaVu Sans, Arial, sans-serif"
-_WIDTH = 1000  # viewBox width; the figure scales to the page (width="100%")
-_INK = "#1a1a1a"
-_MUTED = "#555555"
-_ACCENT = "#b34700"  # where the context enters / the recurrence
-_FILL = dict(
-    io="#f2f2f2", enc="#e6effa", dec="#e8f4e1", att="#fdefd9", op="#ffffff", note="#fafafa"
-)
-_BOX_FONT = 14
-_LABEL_FONT = 12.5
-_MARKUP = re.compile(r"([_^])(\{[^}]*\}|.)")
+_W = 10.0  # the site shows it about 900 px wide: 1 pt ≈ 1.25 px
+_GAP = 0.62  # a labelled arrow from one box to the next
+_BOX = (2.5, 0.38)  # the usual box: width, height
+_R = 0.15  # an operator circle's radius
+_FS = 9  # pt: the labels (11 px at 900 px wide); boxes 1 pt more, headings 3
+_INK, _MUTED, _ACCENT = "#1a1a1a", "#555555", "#b34700"  # accent: context, recurrence
+_FILL = dict(io="#f2f2f2", enc="#e6effa", dec="#e8f4e1", att="#fdefd9", op="#ffffff")
+_HALO = {"fc": "white", "ec": "none", "pad": 0.5}  # under a label, over a line it crosses
 
 
-def _plain(markup: str) -> str:
-    """``s_{t−1}`` -> ``s_t−1``: the text of a label without its sub/superscript braces."""
-    return markup.replace("{", "").replace("}", "")
+def _plain(label: str) -> str:
+    """A label without its mathtext: ``"$a_{ij}$"`` -> ``"a_ij"``."""
+    return "".join(ch for ch in label if ch not in "${}\\")
 
 
-def _markup(plain: str) -> str:
-    """The layer counts of a formula as markup: ``L_enc`` -> ``L_{enc}``."""
-    return plain.replace("L_enc", "L_{enc}").replace("L_dec", "L_{dec}")
+class _Node(NamedTuple):
+    """A drawn box or operator circle (or a point: no size): its centre and half sizes."""
+
+    x: float
+    y: float
+    hw: float = 0.0
+    hh: float = 0.0
+
+    @property
+    def bottom(self) -> float:
+        return self.y + self.hh
+
+    def border(self, p) -> tuple:
+        """Where the segment from the centre towards ``p`` (straight down, up, left or
+        right, as every arrow leaves or enters) crosses the border."""
+        dx, dy = p[0] - self.x, p[1] - self.y
+        t = min(self.hw / abs(dx) if dx else 1.0, self.hh / abs(dy) if dy else 1.0)
+        return (self.x + t * dx, self.y + t * dy)
 
 
-def _tspans(markup: str, size: float) -> str:
-    """SVG ``<tspan>``\\ s for ``markup``: ``x_j`` / ``x_{t−1}`` subscript, ``h^l`` superscript."""
-    parts = _MARKUP.split(markup)  # text, then per mark: "_" or "^", what it marks, text
-    segments = [(parts[0], 0.0)]
-    for mark, body, text in zip(parts[1::3], parts[2::3], parts[3::3]):
-        body = body[1:-1] if body.startswith("{") else body
-        segments += [(body, 0.3 if mark == "_" else -0.42), (text, 0.0)]
-    out, level = [], 0.0
-    for text, target in (seg for seg in segments if seg[0] or seg[1]):  # no empty plain text
-        attrs = ""
-        if target != level:
-            attrs += f' dy="{(target - level) * size:.1f}"'
-        if target:
-            attrs += f' font-size="{0.72 * size:.1f}"'
-        out.append(f"<tspan{attrs}>{html.escape(text, quote=False)}</tspan>")
-        level = target
-    return "".join(out)
+class _Drawing:
+    """Boxes, operators and labelled arrows on one matplotlib Axes, in inches."""
 
+    def __init__(self, env: dict):
+        self.fig = Figure(figsize=(_W, 1.0), facecolor="white")
+        self.ax = self.fig.add_axes((0, 0, 1, 1))
+        self.ax.set_axis_off()
+        self.env, self.shapes, self.boxes, self._ids = env, {}, [], Counter()
 
-def _text(x, y, markup, size, anchor="start", color=_INK, bold=False, halo=True) -> str:
-    """A ``<text>`` element of one line of markup (see :func:`_tspans`)."""
-    weight = ' font-weight="bold"' if bold else ""
-    outline = ' stroke="#ffffff" stroke-width="3" paint-order="stroke"' if halo else ""
-    return (
-        f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}" '
-        f'fill="{color}"{weight}{outline}>{_tspans(markup, size)}</text>'
-    )
+    def _gid(self, artist, gid: str):
+        self._ids[gid] += 1
+        artist.set_gid(gid if self._ids[gid] == 1 else f"{gid}#{self._ids[gid]}")
+        return artist
 
+    def text(self, x, y, s, *, size=_FS, color=_INK, bold=False, **kw):
+        """Text (mathtext between ``$``), by default right of and below ``(x, y)``."""
+        kw = {"ha": "left", "va": "top", "fontweight": "bold" if bold else "normal"} | kw
+        kw |= {"fontsize": size, "color": color, "math_fontfamily": "dejavusans"}
+        return self.ax.text(x, y, s, family="DejaVu Sans", **kw)
 
-def _dims(t: torch.Tensor) -> tuple:
-    """The shape of a batch-of-one tensor without its batch dimension."""
-    return tuple(int(n) for n in t.shape[1:])
+    def box(self, name, x, y, text=None, *, fill="op", w=_BOX[0], h=_BOX[1], **kw):
+        """A box centred on ``x`` from ``y`` down, ``text`` (default ``name``) inside; an
+        operator circle where ``text`` is ⊕ or ⊗."""
+        op, size = text in ("⊕", "⊗"), kw.pop("size", _FS + 1)
+        w, h, size = (2 * _R, 2 * _R, _FS + 6) if op else (w, h, size)
+        shape = "round,pad=0,rounding_size=0.06"
+        patch = Circle((x, y + _R), _R) if op else FancyBboxPatch((x - w / 2, y), w, h, shape)
+        patch.set(fc=_FILL[fill], ec=kw.pop("ec", _INK), lw=1.2)
+        self.ax.add_patch(self._gid(patch, f"box:{name}"))
+        self.boxes.append(name)
+        va = "center_baseline" if op else "center"
+        self.text(x, y + h / 2, name if text is None else text, size=size, ha="center", va=va)
+        return _Node(x, y + h / 2, w / 2, h / 2)
 
+    def down(self, node, name, text=None, label=None, dims=(), tensor=None, *, gap=_GAP, **kw):
+        """A box ``gap`` below ``node`` (or a point) on its axis and the arrow into it for
+        ``tensor``; ``kw``: the box's options (``fill``, ``w``, ``h``, ``size``, ``ec``)
+        and the arrow's. Returns the new box."""
+        node = node if isinstance(node, _Node) else _Node(*node)
+        box = {k: kw.pop(k) for k in ("fill", "w", "h", "size", "ec") if k in kw}
+        below = self.box(name, node.x, node.bottom + gap, text, **box)
+        self.arrow(node, below, label=label, dims=dims, tensor=tensor, **kw)
+        return below
 
-class _Canvas:
-    """Boxes, operator circles and labelled arrows, collected as SVG text."""
-
-    def __init__(self, key: str, env: dict):
-        self.key = key  # prefix of the marker ids
-        self.env = env  # shape symbol -> size, from the model's config and the example
-        self.items: list[str] = []
-        self.shapes: dict[str, tuple] = {}
-
-    # -- primitives --------------------------------------------------------
-
-    def text(
-        self, x, y, markup, *, size=_LABEL_FONT, anchor="start", color=_INK, bold=False, halo=True
-    ):
-        """A line of ``markup``; ``halo``: a white outline that keeps it legible over lines."""
-        self.items.append(_text(x, y, markup, size, anchor, color, bold, halo))
-
-    def box(
-        self, name, cx, y, w, h, lines=None, *, fill="op", stroke=_INK, size=_BOX_FONT, bold=0
-    ):
-        """A rectangle centred on ``cx`` from ``y`` to ``y + h``; ``lines`` of markup inside
-        (default: the name). Returns ``(left, top, right, bottom)``."""
-        x = cx - w / 2
-        lines = [name] if lines is None else lines
-        n = len(lines)
-        name = _plain(name)
-        parts = [
-            f'<g class="box" data-name="{html.escape(name)}">'
-            f"<title>{html.escape(name)}</title>"
-            f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" rx="6" '
-            f'fill="{_FILL[fill]}" stroke="{stroke}" stroke-width="1.4"/>'
-        ]
-        for i, line in enumerate(lines):
-            s = size if i < bold or i == 0 else size - 1.5
-            ty = y + h / 2 + (i - (n - 1) / 2) * (size + 3) + 0.35 * s
-            weight = ' font-weight="bold"' if i < bold else ""
-            parts.append(
-                f'<text x="{cx:.1f}" y="{ty:.1f}" font-size="{s}" text-anchor="middle" '
-                f'fill="{_INK}"{weight}>{_tspans(line, s)}</text>'
-            )
-        parts.append("</g>")
-        self.items.append("".join(parts))
-        return (x, y, x + w, y + h)
-
-    def op(self, name, cx, cy, symbol, *, r=15, fill="op"):
-        """A circle with ``symbol`` (⊕, ⊗) centred on ``(cx, cy)``."""
-        name = _plain(name)
-        self.items.append(
-            f'<g class="box" data-name="{html.escape(name)}"><title>{html.escape(name)}</title>'
-            f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{r}" fill="{_FILL[fill]}" stroke="{_INK}" '
-            f'stroke-width="1.4"/><text x="{cx:.1f}" y="{cy + 7:.1f}" font-size="22" '
-            f'text-anchor="middle" fill="{_INK}">{symbol}</text></g>'
-        )
+    def chain(self, node, steps, **kw):
+        """:meth:`down` from ``node`` for each step ``(name, text, label, dims, tensor)``
+        in turn (a step may end with a dict of its own options); returns the boxes."""
+        boxes = []
+        for name, text, *arrow in steps:
+            options = kw | (arrow.pop() if arrow and isinstance(arrow[-1], dict) else {})
+            boxes.append(node := self.down(node, name, text, *arrow, **options))
+        return boxes
 
     def dot(self, x, y, color=_INK):
-        self.items.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3.2" fill="{color}"/>')
+        self.ax.add_patch(Circle((x, y), 0.035, color=color))
+        return (x, y)
 
-    def line(self, points):
-        """A plain line along ``points``: no arrowhead, no label (a branch, a residual)."""
-        pts = " ".join(f"{x},{y}" for x, y in points)
-        self.items.append(
-            f'<polyline points="{pts}" fill="none" stroke="{_INK}" stroke-width="1.6"/>'
-        )
+    def frame(self, x0, y0, x1, y1, label):
+        """A dashed frame around what repeats, ``label`` in its bottom left corner."""
+        patch = FancyBboxPatch((x0, y0), x1 - x0, y1 - y0, "round,pad=0,rounding_size=0.1")
+        self.ax.add_patch(patch).set(fc="none", ec=_MUTED, ls=(0, (6, 4)), lw=1.1)
+        self.text(x0 + 0.12, y1 - 0.08, label, size=_FS + 1, color=_MUTED, bold=True, va="bottom")
 
-    def frame(self, x, y, w, h, label, *, at, anchor="start"):
-        """A dashed rectangle around what repeats, with its label (``× L``) at ``at``."""
-        self.items.append(
-            f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" rx="10" '
-            f'fill="none" stroke="{_MUTED}" stroke-width="1.3" stroke-dasharray="7 5"/>'
-        )
-        self.text(*at, label, size=_BOX_FONT, anchor=anchor, color=_MUTED, bold=True)
+    def arrow(self, *stops, label=None, dims=(), tensor=None, at=None, side="right", **kw):
+        """An arrow through ``stops`` (nodes or points; an end at a node stops at its
+        border) for ``tensor``. ``label`` (its symbol) and ``(dims) = (its shape)`` stand
+        by the first segment, on its ``side`` (or at ``at``). Returns the arrow."""
+        pts = [(s.x, s.y) if isinstance(s, _Node) else s for s in stops]
+        if isinstance(stops[0], _Node):
+            pts[0] = stops[0].border(pts[1])
+        if isinstance(stops[-1], _Node):
+            pts[-1] = stops[-1].border(pts[-2])
+        color, lw, one_line = kw.pop("color", _INK), kw.pop("lw", 1.2), kw.pop("one_line", 0)
+        style = "-|>,head_length=0.7,head_width=0.32" if kw.pop("head", True) else "-"
+        patch = FancyArrowPatch(path=Polyline(pts), arrowstyle=style, mutation_scale=10)
+        patch.set(color=color, lw=lw, joinstyle="miter", capstyle="butt")
+        shape = "" if tensor is None else self.shape(label, dims, tensor)
+        sizes = ",".join(str(n) for n in self.shapes[_plain(label)]) if shape else ""
+        self.ax.add_patch(self._gid(patch, f"arrow:{_plain(label or '')}:{sizes}"))
+        (x0, y0), (x1, y1) = pts[:2]
+        if at is None and x0 == x1:  # beside a vertical segment, just below its start
+            at = (x0 + (0.08 if side == "right" else -0.08), y0 + 0.07)
+        elif at is None:  # above a horizontal one, in its middle
+            at, kw = ((x0 + x1) / 2, y0 - 0.05), {"ha": "center", "va": "bottom"} | kw
+        kw = {"ha": "left" if side == "right" else "right", "bbox": _HALO} | kw
+        text = f"{label}{'  ' if one_line else chr(10)}{shape}" if shape else label
+        if label:
+            self.text(*at, text, color=color, **kw)
+        return patch
 
-    def edge(
-        self,
-        points,
-        symbol=None,
-        dims=None,
-        tensor=None,
-        *,
-        at=None,
-        anchor="start",
-        color=_INK,
-        width=1.6,
-        head=True,
-        one_line=False,
-    ):
-        """An arrow along ``points`` for a tensor, labelled at ``at`` with ``symbol`` and
-        ``(dims) = (shape of tensor)``.
-
-        ``dims`` are the symbols of the tensor's sizes (``("S", "f")``); each must equal the
-        recorded size, so that a symbol can never disagree with what the model computed.
-        """
-        shape_text, data = None, ""
-        if symbol is not None:
-            data += f' data-symbol="{html.escape(_plain(symbol))}"'
-        if tensor is not None:
-            shape_text = self.shape_text(symbol or "?", dims, tensor)
-            data += f' data-shape="{",".join(str(n) for n in _dims(tensor))}"'
-        pts = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
-        marker = f' marker-end="url(#{self.key}-{"accent" if color == _ACCENT else "ink"})"'
-        title = _plain((symbol or "") + (f": {shape_text}" if shape_text else ""))
-        lines = [] if at is None else [s for s in (symbol, shape_text) if s]
-        if one_line and len(lines) == 2:
-            lines = [f"{symbol}  {shape_text}"]
-        labels = "".join(
-            _text(at[0], at[1] + i * (_LABEL_FONT + 3), line, _LABEL_FONT, anchor, color)
-            for i, line in enumerate(lines)
-        )
-        self.items.append(
-            f'<g class="edge"{data}><title>{html.escape(title)}</title>'
-            f'<polyline points="{pts}" fill="none" stroke="{color}" stroke-width="{width}" '
-            f'stroke-linejoin="round"{marker if head else ""}/>{labels}</g>'
-        )
-
-    def down(self, x, y0, y1, symbol=None, dims=None, tensor=None, *, dy=22, dx=10, **kw):
-        """:meth:`edge` straight down from ``(x, y0)`` to ``(x, y1)``, labelled ``dy`` below its
-        start and ``dx`` to its right (to its left with ``anchor="end"``). Returns ``y1``."""
-        dx = -dx if kw.get("anchor") == "end" else dx
-        self.edge([(x, y0), (x, y1)], symbol, dims, tensor, at=(x + dx, y0 + dy), **kw)
-        return y1
-
-    def shape_text(self, symbol, dims, tensor) -> str:
-        """``"(S, f) = (6, 128)"`` for ``tensor``, checked against ``dims`` and recorded under
-        ``symbol``. Raises ``RuntimeError`` where a symbol's size is not the tensor's."""
-        shape = _dims(tensor)
-        if len(dims) != len(shape):
-            raise ValueError(f"{_plain(symbol)}: {len(shape)} sizes {shape}, symbols {dims}")
-        for sym, n in zip(dims, shape):
-            if self.env[sym] != n:
-                raise RuntimeError(
-                    f"{_plain(symbol)}: size {_plain(sym)} = {self.env[sym]} expected, the "
-                    f"forward pass gave {n} (shape {shape}): the schematic would be wrong"
-                )
+    def shape(self, symbol, dims, tensor) -> str:
+        """``"(S, f) = (6, 128)"`` for ``tensor`` (batch of one left out), recorded under
+        ``symbol``. ``RuntimeError`` where a size symbol disagrees with the forward pass."""
+        dims = dims.split() if isinstance(dims, str) else dims  # "S f" or ("S+k−1", "d")
+        shape, sizes = tuple(int(n) for n in tensor.shape[1:]), tuple(self.env[s] for s in dims)
+        if shape != sizes:
+            raise RuntimeError(
+                f"{_plain(symbol)}: ({', '.join(map(_plain, dims))}) = {sizes} expected, the "
+                f"forward pass gave {shape}: the schematic would be wrong"
+            )
         self.shapes[_plain(symbol)] = shape
         return f"({', '.join(dims)}) = ({', '.join(str(n) for n in shape)})"
 
-    # -- the document ------------------------------------------------------
+    def finish(self, y, path, notes, title, one_step="") -> Schematic:
+        """The critical-path panel from ``y`` on the left (``notes``: a line under each
+        phase's count), the caption under everything, and the :class:`Schematic`."""
+        S, T = path["S"], path["T"]
+        rows = [("Critical path on this example", _INK, "bold")]
+        rows += [(f"(S = {S}, T = {T}): operations that\nmust run one after another", _MUTED, "")]
+        for phase, note in zip(("training", "generation"), notes):
+            name = "training (teacher forcing)" if phase == "training" else phase
+            formula = f"{path[phase]['formula']} = {path[phase]['worked']}"
+            rows += [
+                (name, _INK, "bold"),
+                (_math(formula), _ACCENT, ""),
+                (_math(note), _MUTED, ""),
+            ]
+        bottom = y + 0.1
+        for text, color, weight in rows:
+            self.text(0.32, bottom, text, size=_FS + 1, color=color, fontweight=weight or "normal")
+            bottom += 0.22 * (1 + text.count("\n"))
+        panel = FancyBboxPatch((0.2, y), 3.3, bottom - y + 0.1, "round,pad=0")
+        self.ax.add_patch(self._gid(panel, "box:critical path")).set(fc="#fafafa", ec=_MUTED)
+        bottom = max(bottom, max(t.get_position()[1] for t in self.ax.texts)) + 0.45
+        caption = f"(S = {S}, T = {T}{one_step}); the batch of 1 is left out."
+        caption = (
+            "Arrows: tensors, (symbols) = (sizes) of one forward pass on this example " + caption
+        )
+        self.text(_W / 2, bottom, caption, color=_MUTED, ha="center")
+        return self.done(bottom + 0.35, title, path)
 
-    def render(self, height: float, title: str, desc: str) -> str:
-        k = self.key
-        markers = "".join(
-            f'<marker id="{k}-{name}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="9" '
-            f'markerHeight="9" markerUnits="userSpaceOnUse" orient="auto">'
-            f'<path d="M0,0 L10,5 L0,10 z" fill="{color}"/></marker>'
-            for name, color in (("ink", _INK), ("accent", _ACCENT))
-        )
-        return (
-            f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_WIDTH} {height:.0f}" '
-            f'width="100%" role="img" aria-labelledby="{k}-title {k}-desc" '
-            f'font-family="{_FONT}" style="max-width:{_WIDTH}px;height:auto;'
-            f'background:#ffffff">'
-            f'<title id="{k}-title">{html.escape(title)}</title>'
-            f'<desc id="{k}-desc">{html.escape(desc)}</desc>'
-            f"<defs>{markers}</defs>"
-            f'<rect x="0" y="0" width="{_WIDTH}" height="{height:.0f}" fill="#ffffff"/>'
-            + "".join(self.items)
-            + "</svg>"
-        )
+    def done(self, height, title, path) -> Schematic:
+        self.fig.set_size_inches(_W, height)
+        self.ax.set(xlim=(0, _W), ylim=(height, 0))
+        arrows = "; ".join(f"{name} {shape}" for name, shape in self.shapes.items())
+        desc = f"{title}. Boxes: {', '.join(self.boxes)}. Arrows, with their shapes: {arrows}."
+        return Schematic(self.fig, title, self.shapes, path, desc)
+
+
+def _math(formula: str) -> str:
+    """The layer counts of a formula in mathtext: ``L_enc`` -> ``$L_{enc}$``."""
+    return formula.replace("L_enc", "$L_{enc}$").replace("L_dec", "$L_{dec}$")
 
 
 # ---- The object a page shows ---------------------------------------------
 
 
 class Schematic:
-    """A drawn schematic: the SVG text, the shapes on its arrows and the critical path.
+    """A drawn schematic: the figure, its SVG, the shapes on its arrows, the critical path.
 
     A notebook cell or a sphinx-gallery code block that ends with a :class:`Schematic`
-    shows the figure (its ``_repr_html_`` and ``_repr_svg_``). The parameters are kept as
-    attributes of the same names.
+    shows the figure (its ``_repr_html_`` and ``_repr_svg_``).
 
     Parameters
     ----------
-    svg : str
-        The figure, a complete ``<svg>`` element.
+    figure : matplotlib.figure.Figure
+        The drawing (not registered with pyplot, so a gallery page does not show it twice).
     title : str
         What it shows, in words (also the SVG's ``<title>``).
     shapes : dict of str to tuple of int
         Each labelled arrow's symbol and the shape that flowed there (batch left out).
-    critical_path : dict
-        :func:`critical_path` of the model on the example.
+    critical_path : dict or None
+        :func:`critical_path` of the model on the example (None where it has no formula).
+    desc : str
+        A longer description, the SVG's ``<desc>``.
+
+    Attributes
+    ----------
+    svg : str
+        ``figure`` as an ``<svg>`` element (matplotlib's SVG without its XML prolog), white
+        background, glyphs drawn as paths, ``<title>`` and ``<desc>`` first.
     """
 
-    def __init__(self, svg: str, title: str, shapes: dict, critical_path: dict):
-        self.svg, self.title, self.shapes = svg, title, dict(shapes)
-        self.critical_path = critical_path
+    def __init__(self, figure, title: str, shapes: dict, critical_path, desc: str = ""):
+        self.figure, self.title, self.shapes = figure, title, dict(shapes)
+        self.critical_path, self.desc = critical_path, desc
+        buffer = io.StringIO()
+        with matplotlib.rc_context({"svg.hashsalt": "convs2s-edu", "svg.fonttype": "path"}):
+            figure.savefig(buffer, format="svg", facecolor="white", metadata={"Date": None})
+        svg = buffer.getvalue()
+        svg = svg[svg.index("<svg") :].replace("<svg ", '<svg role="img" ', 1)
+        head = f"<title>{html.escape(title)}</title><desc>{html.escape(desc)}</desc>"
+        self.svg = svg.replace(">", ">" + head, 1)
 
     def __repr__(self) -> str:
         return f"Schematic({self.title!r}, {len(self.shapes)} labelled tensors)"
@@ -300,8 +287,9 @@ class Schematic:
     def _repr_html_(self) -> str:
         # a white block even where the page is dark; the SVG scales to the block's width
         return (
-            f'<div class="convs2s-schematic" style="background:#ffffff;max-width:{_WIDTH}px;'
-            f'margin:0.5em 0;padding:4px;border-radius:4px">{self.svg}</div>'
+            '<div class="convs2s-schematic" style="background:#ffffff;max-width:960px">'
+            "<style>.convs2s-schematic svg{width:100%;height:auto}</style>"
+            f"{self.svg}</div>"
         )
 
     def save(self, path) -> Path:
@@ -310,8 +298,8 @@ class Schematic:
         Parameters
         ----------
         path : str or Path
-            A ``.html`` (or ``.htm``) file gets a page around the SVG (for a browser or a
-            screenshot); any other suffix gets the SVG itself, with its XML declaration.
+            ``.svg``: :attr:`svg` with its XML declaration; ``.html`` (or ``.htm``): a page
+            around it; any other suffix (``.png``, ``.pdf``): matplotlib's ``savefig``.
 
         Returns
         -------
@@ -319,32 +307,22 @@ class Schematic:
             ``path``.
         """
         path = Path(path)
-        if path.suffix.lower() in (".html", ".htm"):
-            text = (
+        suffix = path.suffix.lower()
+        if suffix == ".svg":
+            path.write_text('<?xml version="1.0" encoding="utf-8"?>\n' + self.svg, "utf-8")
+        elif suffix in (".html", ".htm"):
+            page = (
                 '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-                '<meta name="viewport" content="width=device-width, initial-scale=1">'
                 f"<title>{html.escape(self.title)}</title></head>"
                 f'<body style="margin:8px;background:#ffffff">{self._repr_html_()}</body></html>'
             )
+            path.write_text(page, encoding="utf-8")
         else:
-            text = '<?xml version="1.0" encoding="UTF-8"?>\n' + self.svg
-        path.write_text(text, encoding="utf-8")
+            self.figure.savefig(path, facecolor="white")
         return path
 
 
 # ---- The critical path ---------------------------------------------------
-
-
-def _parts(model):
-    """``(encoder kind, L_enc, decoder kind, L_dec)`` of a model: kinds ``"conv"``/``"gru"``."""
-    enc, dec = getattr(model, "encoder", None), getattr(model, "decoder", None)
-    kinds = [
-        "conv" if isinstance(part, conv) else "gru" if isinstance(part, gru) else None
-        for part, conv, gru in ((enc, ConvEncoder, GRUEncoder), (dec, ConvDecoder, GRUDecoder))
-    ]
-    if None in kinds:
-        raise TypeError(f"expected a ConvS2S, RNNSeq2Seq or hybrid model, got {type(model)!r}")
-    return kinds[0], enc.cfg.n_encoder_layers, kinds[1], dec.cfg.n_decoder_layers
 
 
 def critical_path(model, S: int, T: int) -> dict:
@@ -394,53 +372,75 @@ def critical_path(model, S: int, T: int) -> dict:
     Gehring et al. (2017), §1 and §3.2; Bahdanau et al. (2015), §3.
     """
     S, T = check_int("S", S), check_int("T", T)
-    enc, L_enc, dec, L_dec = _parts(model)
+    enc, dec = getattr(model, "encoder", None), getattr(model, "decoder", None)
+    if not (
+        isinstance(enc, ConvEncoder | GRUEncoder) and isinstance(dec, ConvDecoder | GRUDecoder)
+    ):
+        raise TypeError(f"expected a ConvS2S, RNNSeq2Seq or hybrid model, got {type(model)!r}")
+    L_enc, L_dec = enc.cfg.n_encoder_layers, dec.cfg.n_decoder_layers
 
-    def gru(L, n, layers, length):  # L GRU layers of n steps: "S" or "L_enc·S"
+    def steps(L, n, layers, length):  # L GRU layers of n steps each: "S" or "L_enc·S"
         return (length, f"{n}", n) if L == 1 else (f"{layers}·{length}", f"{L}·{n}", L * n)
 
-    # a convolutional encoder computes every position of a layer at once
-    encoder = ("L_enc", f"{L_enc}", L_enc) if enc == "conv" else gru(L_enc, S, "L_enc", "S")
-    if dec == "conv":  # training: the whole prefix at once; generation: T steps of L_dec
-        training, generation = ("L_dec", f"{L_dec}", L_dec), ("T·L_dec", f"{T}·{L_dec}", T * L_dec)
-        decoder = {"training": training, "generation": generation}
-    else:  # s_t needs s_{t-1}, with teacher forcing too
-        decoder = dict.fromkeys(("training", "generation"), gru(L_dec, T, "L_dec", "T"))
+    # (formula, worked, count) of each part; a convolutional stack computes a layer at once
+    conv_enc, conv_dec = isinstance(enc, ConvEncoder), isinstance(dec, ConvDecoder)
+    encoder = ("L_enc", f"{L_enc}", L_enc) if conv_enc else steps(L_enc, S, "L_enc", "S")
+    decoder = dict.fromkeys(("training", "generation"), steps(L_dec, T, "L_dec", "T"))
+    if conv_dec:  # training: the whole prefix at once; generation: T steps of L_dec layers
+        decoder = {"training": ("L_dec", f"{L_dec}", L_dec)}
+        decoder["generation"] = ("T·L_dec", f"{T}·{L_dec}", T * L_dec)
     phases = {}
-    for phase, (d_formula, d_worked, d_count) in decoder.items():
-        count = encoder[2] + d_count
-        formula, worked = f"{encoder[0]} + {d_formula}", f"{encoder[1]} + {d_worked} = {count}"
-        phases[phase] = {"count": count, "formula": formula, "worked": worked}
+    for phase, (formula, worked, count) in decoder.items():
+        count += encoder[2]
+        worked = f"{encoder[1]} + {worked} = {count}"
+        phases[phase] = {"count": count, "formula": f"{encoder[0]} + {formula}", "worked": worked}
     unit = "dependent operations: a layer of a convolutional stack, or a GRU step"
     return {**phases, "S": S, "T": T, "unit": unit}
 
 
-def _path_panel(c: _Canvas, x, y, path: dict, notes: dict, *, width=330):
-    """The critical-path table of a figure, top left at ``(x, y)``; returns its bottom."""
-    rows = [
-        ("Critical path on this example", True, _INK),
-        (f"(S = {path['S']}, T = {path['T']}): operations that", False, _MUTED),
-        ("must run one after another", False, _MUTED),
-    ]
-    for phase, label in (("training", "training (teacher forcing)"), ("generation", "generation")):
-        p = path[phase]
-        rows += [
-            (label, True, _INK),
-            (_markup(f"{p['formula']} = {p['worked']}"), False, _ACCENT),
-            (_markup(notes[phase]), False, _MUTED),
-        ]
-    h = 14 + 19 * len(rows)
-    c.items.append(
-        f'<g class="box" data-name="critical path"><title>critical path</title>'
-        f'<rect x="{x}" y="{y}" width="{width}" height="{h}" rx="6" fill="{_FILL["note"]}" '
-        f'stroke="{_MUTED}" stroke-width="1.2"/></g>'
-    )
-    for i, (text, bold, color) in enumerate(rows):
-        c.text(x + 12, y + 26 + 19 * i, text, size=13.5, color=color, bold=bold)
-    return y + h
-
-
 # ---- Running the example -------------------------------------------------
+
+_OPS = {"pad", "glu", "bmm", "softmax"}  # the tensors inside a module that the figures show
+
+
+class _Trace(TorchFunctionMode):
+    """Record the calls of the named ``modules`` inside a ``with`` block: per name, every
+    call's ``args``, ``out`` and ``ops`` (the :data:`_OPS` computed inside it, by name:
+    a list of ``(args, out)``); ``order``: the names in call order."""
+
+    def __init__(self, modules: dict):
+        super().__init__()
+        self.modules, self.calls, self.order = modules, {name: [] for name in modules}, []
+        self._open, self._hooks = [], []
+
+    def __getitem__(self, name):
+        return self.calls[name][0]  # the first call: the one a figure draws
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if getattr(func, "__name__", "") in _OPS:
+            for call in self._open:
+                call.ops.setdefault(func.__name__, []).append((args, out))
+        return out
+
+    def _pre(self, name, module, args):
+        self._open.append(SimpleNamespace(args=args, out=None, ops={}))
+        self.calls[name].append(self._open[-1])
+        self.order.append(name)
+
+    def __enter__(self):
+        for name, m in self.modules.items():
+            self._hooks.append(m.register_forward_pre_hook(lambda *a, n=name: self._pre(n, *a)))
+            post = m.register_forward_hook(
+                lambda m, args, out: setattr(self._open.pop(), "out", out)
+            )
+            self._hooks.append(post)
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        for hook in self._hooks:
+            hook.remove()
+        return super().__exit__(*exc)
 
 
 def _example(model, src, tgt_in):
@@ -456,98 +456,73 @@ def _example(model, src, tgt_in):
 # ---- ConvS2S -------------------------------------------------------------
 
 
-#: The boxes that differ between the two sides of the ConvS2S figure (keyed by ``causal``):
-#: whose tokens and their text, the embedding's box, the input projection's box.
-_SIDES = {
-    False: ("source", "source tokens x_1 … x_S", "embedding", "input projection"),
-    True: ("target", "<sos>, y_1 … y_{T−1}", "target embedding", "decoder input projection"),
-}
-
-
-def _glu_block(c, cx, y, conv_in, conv_out, *, causal, k, residual_x):
-    """One ConvBlock drawn from ``y``: convolution (``conv_in`` and ``conv_out``: what it read
-    and gave), halves A and B, σ(B), ⊗, ⊕ with the block input coming down at ``residual_x``,
-    × √0.5. Returns the y of the block's output."""
-    n, fill, side = ("T", "dec", "decoder") if causal else ("S", "enc", "encoder")
-    zeros = (k - 1) if causal else (k - 1) // 2
-    where = "on the left only" if causal else "on each side"
-    pad = f"{'k−1' if causal else '(k−1)/2'} = {zeros} zero{'s' * (zeros != 1)} {where}"
-    conv = f"{'causal ' if causal else ''}convolution"
-    top = c.box(conv, cx, y, 260, 62, [f"{conv}, k = {k}", pad, ""], fill=fill)
-    # conv_in: (1, n + k - 1, d)
-    padded = c.shape_text(f"{side} convolution input, padded", (f"{n}+k−1", "d"), conv_in)
-    note = f"input padded to {padded}"
-    c.text(cx, y + 54, note, size=12, anchor="middle", color=_MUTED, halo=False)
-    y_conv = top[3]
-    y_split = y_conv + 44
-    Y = conv_out  # (1, n, 2d)
-    c.down(cx, y_conv, y_split, "Y = [A B]", (n, "2d"), Y, dy=17, head=False)
-    d = Y.shape[-1] // 2
-    A, B = Y[..., :d], Y[..., d:]  # (1, n, d) each: the two halves of the channels
-    xa, xb = cx - 95, cx + 95
-    c.dot(cx, y_split)
-    c.line([(xa, y_split), (xb, y_split)])
-    # the labels of A, B and σ(B) sit between the two branches, where nothing else is
-    y_sig = y_split + 52
-    y_mul = y_sig + 32 + 42
-    sig = c.box("σ(B)", xb, y_sig, 70, 32)
-    a_in = [(xa, y_split), (xa, y_mul), (cx - 15, y_mul)]  # A: down the left, into ⊗
-    c.edge(a_in, "A", (n, "d"), A, at=(xa + 8, y_split + 19), one_line=True)
-    c.down(xb, y_split, y_sig, "B", (n, "d"), B, dx=8, dy=38, anchor="end", one_line=True)
-    sig_in = [(xb, sig[3]), (xb, y_mul), (cx + 15, y_mul)]  # σ(B): down the right, into ⊗
-    sig_at = (xb - 8, sig[3] + 19)
-    c.edge(sig_in, "σ(B)", (n, "d"), torch.sigmoid(B), at=sig_at, anchor="end", one_line=True)
-    c.op("⊗ (gated linear unit)", cx, y_mul, "⊗")
-    y_add = y_mul + 70
-    v = F.glu(Y, dim=-1)  # (1, n, d)
-    c.down(cx, y_mul + 15, y_add - 15, "v = A ⊗ σ(B)", (n, "d"), v, dy=19)
-    c.op("⊕ residual", cx, y_add, "⊕")
-    c.edge([(residual_x, y_add), (cx - 15, y_add)])
-    y_scale = y_add + 40
-    c.box("× √0.5", cx, y_scale, 84, 30)
-    c.down(cx, y_add + 15, y_scale)
-    c.line([(residual_x, y), (residual_x, y_add)])  # the residual, from the block input down
-    return y_scale + 30
-
-
-def _conv_side(c, x, rx, ids, taps, *, causal, k, positions):
-    """One side of the ConvS2S figure on the axis ``x``, from its tokens ``ids`` to the output
-    of its first drawn block: embeddings (``positions``: with the position table or not),
-    input projection and a ConvBlock whose residual runs down at ``rx``. ``taps``: what the
-    forward pass gave: the embeddings, the block input, the convolution's input and output.
-    Returns the y of the block's output."""
-    whose, text, embedding, projection = _SIDES[causal]
-    # the length, the position index, the tokens' and the embeddings' symbols, the colour
-    n, i, tok, e, fill = ("T", "i", "y", "g", "dec") if causal else ("S", "j", "x", "e", "enc")
-    pos = f"w_{i} + p_{i}" if positions else f"w_{i} (no positions)"
-    embedded, block_in, conv_in, conv_out = taps
-    c.box(f"{whose} tokens", x, 46, 250, 36, [text], fill="io")
-    c.down(x, 82, 126, tok, (n,), ids, dy=26)
-    c.box(embedding, x, 126, 250, 40, [f"embeddings {pos}"], fill=fill)
-    c.down(x, 166, 226, f"{e}_{i} = {pos}", (n, "f"), embedded)
-    c.dot(x, 214)
-    c.box(projection, x, 226, 250, 40, ["input projection f → d"], fill=fill)
-    c.down(x, 266, 336, "block input", (n, "d"), block_in, dy=30)
-    c.dot(x, 312)
-    c.edge([(x, 312), (rx, 312), (rx, 336)], head=False)
-    c.text(rx + 6, 306, "residual", size=11.5, color=_MUTED)
-    return _glu_block(c, x, 336, conv_in, conv_out, causal=causal, k=k, residual_x=rx)
-
-
-def _finish(c, bottom, panel_y, path, notes, title, desc, *, unit, one_step=""):
-    """The critical-path panel (bottom left, from ``panel_y``), the caption under the figure
-    and the :class:`Schematic`; ``desc`` ends with the critical path in ``unit``."""
-    bottom = max(bottom, _path_panel(c, 20, panel_y, path, notes))
-    caption = (
-        f"Arrows: tensors, (symbols) = (sizes) of one forward pass on this example "
-        f"(S = {path['S']}, T = {path['T']}{one_step}); the batch of 1 is left out."
+def _conv_side(d, x, t, tokens, *, causal, k, positions):
+    """One side of the ConvS2S figure on the axis ``x``: the tokens, the embeddings, the
+    input projection and the first block, from the trace ``t``. Returns the input
+    projection, the block's last box and the point where the embeddings branch off."""
+    n, i, tok, e, side = ("T", "i", "y", "g", "d") if causal else ("S", "j", "x", "e", "e")
+    pos = f"w_{i} + p_{i}$" if positions else f"w_{i}$ (no positions)"
+    text = "<sos>, $y_1$ … $y_{T−1}$" if causal else "source tokens $x_1$ … $x_S$"
+    top = d.box("target tokens" if causal else "source tokens", x, 0.5, text, fill="io")
+    block = t[f"block_{side}"]
+    (Y,), v = block.ops["glu"][0]  # [A B] = W * X + b_w, v = A ⊗ σ(B): (1, n, 2d), (1, n, d)
+    padded = d.shape(
+        f"{side} convolution input, padded", (f"{n}+k−1", "d"), block.ops["pad"][0][1]
     )
-    c.text(_WIDTH / 2, bottom + 28, caption, size=12.5, anchor="middle", color=_MUTED)
-    desc += (
-        f" Critical path: {path['training']['count']} {unit} in training, "
-        f"{path['generation']['count']} in generation."
+    conv, zeros = f"{'causal ' * causal}convolution", (k - 1) if causal else (k - 1) // 2
+    pad = f"{'k−1' if causal else '(k−1)/2'} = {zeros} zero{'s' * (zeros != 1)}"
+    pad += " on the left only" if causal else " on each side"
+    at = (x + 0.08, top.bottom + 2 * _GAP + 2 * _BOX[1] + 0.17)  # below the frame's top
+    box = {"gap": _GAP + 0.25, "w": 2.7, "h": 0.62, "size": _FS, "at": at}
+    steps = [  # (box, its text, the arrow into it: symbol, sizes, tensor)
+        ("target embedding" if causal else "embedding", "embeddings $" + pos, tok, n, tokens),
+        (
+            f"{'decoder ' * causal}input projection",
+            "input projection f → d",
+            f"${e}_{i} = {pos}",
+            f"{n} f",
+            t[side].out,
+        ),
+        (
+            conv,
+            f"{conv}, k = {k}\n{pad}\ninput padded to {padded}",
+            "block input",
+            f"{n} d",
+            block.args[0],
+            box,
+        ),
+    ]
+    emb, proj, box = d.chain(top, steps, fill="dec" if causal else "enc")
+    branch = d.dot(x, proj.y - 0.31)
+    res, rx, y = d.dot(x, box.y - 0.53), x - 1.45, box.bottom + 0.48  # y: A and B split
+    d.arrow(box, (x, y), label="Y = [A B]", dims=f"{n} 2d", tensor=Y, head=False)
+    d.arrow((x - 0.95, d.dot(x, y)[1]), (x + 0.95, y), head=False)
+    A, B = Y.chunk(2, dim=-1)  # views of the two halves of the channels, (1, n, d) each
+    half = {"dims": f"{n} d", "one_line": True}
+    at = (x + 0.87, y + 0.3)
+    sig = d.down(
+        (x + 0.95, y),
+        "σ(B)",
+        None,
+        "B",
+        tensor=B,
+        gap=0.55,
+        w=0.7,
+        h=0.32,
+        side="left",
+        at=at,
+        **half,
     )
-    return Schematic(c.render(bottom + 44, title, desc), title, c.shapes, path)
+    mul = d.box("⊗ (gated linear unit)", x, sig.bottom + 0.5 - _R, "⊗")
+    d.arrow(
+        (x - 0.95, y), (x - 0.95, mul.y), mul, label="A", tensor=A, at=(x - 0.87, y + 0.1), **half
+    )
+    # σ(B) is computed inside F.glu and never kept: its arrow carries B's shape
+    d.arrow(sig, (x + 0.95, mul.y), mul, label="σ(B)", tensor=B, side="left", **half)
+    add = d.down(mul, "⊕ residual", "⊕", "v = A ⊗ σ(B)", f"{n} d", v, gap=0.5)
+    d.arrow(res, (rx, res[1]), (rx, add.y), add)
+    d.text(rx + 0.06, res[1] - 0.04, "residual", color=_MUTED, va="bottom")
+    return proj, d.down(add, "× √0.5", gap=0.17, w=0.84, h=0.3), branch
 
 
 def convs2s_schematic(model: ConvS2S, src, tgt_in) -> Schematic:
@@ -566,7 +541,7 @@ def convs2s_schematic(model: ConvS2S, src, tgt_in) -> Schematic:
     Returns
     -------
     Schematic
-        The SVG, the shapes on its arrows (``Schematic.shapes``, batch left out) and
+        The figure, the shapes on its arrows (``Schematic.shapes``, batch left out) and
         :func:`critical_path` for ``S`` and ``T``.
 
     Notes
@@ -586,9 +561,11 @@ def convs2s_schematic(model: ConvS2S, src, tgt_in) -> Schematic:
         h^l_i &\leftarrow \sqrt{0.5}\,(h^l_i + W^l_c c^l_i), \qquad
         p(y_{i+1} \mid y_{\le i}, x) = \operatorname{softmax}(W_o h^L_i + b_o)
 
-    The encoder's convolutions pad :math:`(k-1)/2` zeros on each side, the decoder's :math:`k-1` on
-    the left only (causal). The figure's accent colour is the context's path: from the keys
-    :math:`z_j` and values :math:`z_j + e_j` through :math:`W_c` into every decoder layer.
+    The encoder's convolutions pad :math:`(k-1)/2` zeros on each side, the decoder's
+    :math:`k-1` on the left only (causal). The accent colour is the context's path: from the
+    keys :math:`z_j` and values :math:`z_j + e_j` through :math:`W_c` into every decoder
+    layer. The drawn decoder layer is the first that attends. Only :math:`\sigma(B)` is not
+    a tensor of the pass (``F.glu`` computes it inside): its arrow has :math:`B`'s shape.
 
     References
     ----------
@@ -598,152 +575,108 @@ def convs2s_schematic(model: ConvS2S, src, tgt_in) -> Schematic:
         raise TypeError(f"convs2s_schematic draws a ConvS2S, got {type(model).__name__}")
     src, tgt_in = _example(model, src, tgt_in)
     enc, dec, cfg = model.encoder, model.decoder, model.cfg
-    att, W_c = dec.attention[0], dec.W_c[0]  # the first attending layer's: the one drawn
-    block_e, block_d = enc.blocks[0], dec.blocks[cfg.attending_layers[0]]  # the blocks drawn
-    # the modules whose outputs the figure labels: the encoder's, the decoder's, the attention's
-    outputs = dict(enc=enc, e=enc.embed, in_e=enc.in_proj, conv_e=block_e.conv, block_e=block_e)
-    outputs |= dict(g=dec.embed, in_d=dec.in_proj, conv_d=block_d.conv, block_d=block_d)
-    outputs |= dict(W_d=att.W_d, att=att, W_c=W_c, W_o=dec.W_o)
-    inputs = dict(conv_e=block_e.conv, conv_d=block_d.conv, W_c=W_c)
-    with _inference(model):  # eval mode (no dropout), no autograd
-        with capture(outputs) as out, capture(inputs, inputs=True) as inp:
-            model(src, tgt_in)
-        for name in ("conv_e", "conv_d"):  # nn.Conv1d reads and writes channels first
-            inp[name][0], out[name][0] = (t.transpose(1, 2) for t in (inp[name][0], out[name][0]))
-        encoded = out["enc"][0]  # EncoderOut: z (1, S, f), e (1, S, f)
-        memory = dec.memory(encoded)  # keys z_j and values z_j + e_j, as the decoder read them
-        g = out["g"][0]  # (1, T, f)
-        h = out["block_d"][0]  # (1, T, d): the drawn layer's block output h_i
-        d_i = out["W_d"][0] + att.b_d + g  # (1, T, f)
-        scores = torch.bmm(d_i, memory.z.transpose(1, 2))  # (1, T, S)
-        c_i, a = out["att"][0]  # (1, T, f), (1, T, S)
-        Wc_c = out["W_c"][0]  # (1, T, d)
-        h_out = (h + Wc_c) * SQRT_HALF  # (1, T, d)
-    S, T, k = src.shape[1], tgt_in.shape[1], cfg.kernel_size
-    L_enc, L_dec = cfg.n_encoder_layers, cfg.n_decoder_layers
-    f, d, V = cfg.embed_dim, cfg.hidden_dim, out["W_o"][0].shape[-1]
-    env = {"S": S, "T": T, "f": f, "d": d, "2d": 2 * d, "V": V}
-    env |= {"S+k−1": S + k - 1, "T+k−1": T + k - 1}
-    c = _Canvas("convs2s", env)
-    path = critical_path(model, S, T)
-
-    EX, AX, DX = 190, 500, 800  # the encoder's, the attention's and the decoder's axis
+    att, layer = dec.attention[0], cfg.attending_layers[0]  # the first attending layer's
+    modules = dict(enc=enc, e=enc.embed, block_e=enc.blocks[0], out_e=enc.out_proj, d=dec.embed)
+    modules |= dict(block_d=dec.blocks[layer], att=att, W_d=att.W_d, W_c=dec.W_c[0], W_o=dec.W_o)
+    with _inference(model), _Trace(modules) as t:  # eval mode (no dropout), no autograd
+        model(src, tgt_in)
+    S, T, k, f, dim = src.shape[1], tgt_in.shape[1], cfg.kernel_size, cfg.embed_dim, cfg.hidden_dim
+    env = {"S": S, "T": T, "f": f, "d": dim, "2d": 2 * dim, "V": t["W_o"].out.shape[-1]}
+    d = _Drawing(env | {"S+k−1": S + k - 1, "T+k−1": T + k - 1})
+    EX, AX, DX = 1.9, 5.0, 8.0  # the encoder's, the attention's and the decoder's axes
     for x, title in ((EX, "Encoder: all S positions at once"), (DX, "Decoder: all T at once")):
-        c.text(x, 28, title, size=16, anchor="middle", bold=True)
+        d.text(x, 0.12, title, size=_FS + 3, bold=True, ha="center")
 
-    # ---- encoder ---------------------------------------------------------
-    taps = out["e"][0], out["in_e"][0], inp["conv_e"][0], out["conv_e"][0]
-    y = _conv_side(c, EX, 46, src, taps, causal=False, k=k, positions=cfg.source_positions)
-    c.frame(34, 278, 318, y - 278 + 14, f"× L_{{enc}} = {L_enc}", at=(44, y - 2))
-    y = c.down(EX, y, y + 70, "z^l_j", ("S", "d"), out["block_e"][0], dy=24)
-    c.box("output projection", EX, y, 250, 40, ["output projection d → f"], fill="enc")
-    y += 40
-    y_keys = y + 58
-    c.down(EX, y, y + 90, "keys z_j = z^u_j", ("S", "f"), memory.z, color=_ACCENT)
-    y_zpe = y + 105
-    c.op("z + e", EX, y_zpe, "⊕")
-    c.text(EX - 22, y_zpe - 20, "z + e", size=12, anchor="end", color=_MUTED)
-    # e_j runs down the far left to the values
-    c.edge([(EX, 214), (16, 214), (16, y_zpe), (EX - 15, y_zpe)])
-    c.text(22, y_zpe - 8, "e_j", size=12.5)
+    # ---- encoder: the keys z_j and the values z_j + e_j ----------------------
+    side = {"k": k, "causal": False, "positions": cfg.source_positions}
+    proj, scale, e_branch = _conv_side(d, EX, t, src, **side)
+    blocks = f"× $L_{{enc}}$ = {cfg.n_encoder_layers}"
+    d.frame(EX - 1.6, proj.bottom + 0.12, EX + 1.6, scale.bottom + 0.14, blocks)
+    first = {"gap": _GAP + 0.2, "at": (EX + 0.08, scale.bottom + 0.2)}  # below the frame
+    keys = {"gap": 0.95, "color": _ACCENT}
+    steps = [
+        (
+            "output projection",
+            "output projection d → f",
+            "$z^l_j$",
+            "S d",
+            t["out_e"].args[0],
+            first,
+        ),
+        ("z + e", "⊕", "keys $z_j = z^u_j$", "S f", t["enc"].out.states, keys),
+    ]
+    out, zpe = d.chain(scale, steps, fill="enc")
+    keys = d.dot(EX, out.bottom + 0.6, _ACCENT)  # where the keys branch off to the scores
+    d.text(EX - 0.22, zpe.y - 0.18, "z + e", color=_MUTED, ha="right", va="bottom")
+    e_j = {"label": "$e_j$", "at": (0.22, zpe.y - 0.05), "va": "bottom"}
+    d.arrow(e_branch, (0.16, e_branch[1]), (0.16, zpe.y), zpe, **e_j)
 
-    # ---- decoder: embeddings and the causal block --------------------------
-    RX = 656  # the decoder's residual line
-    taps = g, out["in_d"][0], inp["conv_d"][0], out["conv_d"][0]
-    y = _conv_side(c, DX, RX, tgt_in, taps, causal=True, k=k, positions=cfg.target_positions)
-
-    # ---- the attention of the layer ----------------------------------------
-    y_h = y + 40  # h_i branches off to W_d here
-    y_block = y  # the drawn layer's block output h_i, down to where W_c c_i enters
-    c.dot(DX, y_h)
-    c.edge([(DX, y_h), (AX + 90, y_h)])
-    c.text(AX, y_h - 40, "Attention of the layer", size=15, anchor="middle", bold=True)
-    c.box("W_d", AX, y_h - 20, 180, 40, ["W_d   (d → f)"], fill="att")
-    y_d = y_h + 90
-    c.down(AX, y_h + 20, y_d - 15, "W_d h_i", ("T", "f"), out["W_d"][0], dy=24)
-    c.op("d_i = W_d h_i + b_d + g_i", AX, y_d, "⊕", fill="att")
-    c.text(AX + 22, y_d + 5, "+ b_d", size=13)
-    GX = 392  # g_i runs down between the encoder and the attention
-    c.edge([(DX, 214), (GX, 214), (GX, y_d), (AX - 15, y_d)])
-    c.text(GX + 8, y_d - 8, "g_i", size=12.5)
-    y_sc = y_d + 76
-    c.down(AX, y_d + 15, y_sc, "d_i = W_d h_i + b_d + g_i", ("T", "f"), d_i, dy=21)
-    c.box("scores d_i · z_j", AX, y_sc, 200, 40, fill="att")
-    c.edge([(EX, y_keys), (360, y_keys), (360, y_sc + 20), (AX - 100, y_sc + 20)], color=_ACCENT)
-    y_sm = y_sc + 40 + 58
-    c.down(AX, y_sc + 40, y_sm, "d_i · z_j", ("T", "S"), scores)
-    c.box("softmax over j", AX, y_sm, 200, 36, fill="att")
-    y_c = y_sm + 36 + 58
-    c.down(AX, y_sm + 36, y_c, "a_{ij}", ("T", "S"), a)
-    c.box("c_i = Σ_j a_{ij} (z_j + e_j)", AX, y_c, 220, 40, fill="att")
-    values = [(EX, y_zpe + 15), (EX, y_c + 20), (AX - 110, y_c + 20)]  # from z + e, into c_i
-    at = (EX + 10, y_zpe + 40)
-    c.edge(values, "values z_j + e_j", ("S", "f"), memory.z_plus_e, at=at, color=_ACCENT)
-    y_wc = y_c + 40 + 58
-    ctx = "c_i × √m" if cfg.scale_context else "c_i"
-    c.down(AX, y_c + 40, y_wc, ctx, ("T", "f"), inp["W_c"][0], color=_ACCENT)
-    y_ctx = y_wc + 20  # where W_c c_i enters the decoder
-    c.down(DX, y_block, y_ctx - 15, "h_i", ("T", "d"), h)
-    c.box("W_c", AX, y_wc, 180, 40, ["W_c   (f → d)"], fill="att")
-    enters, at = [(AX + 90, y_ctx), (DX - 15, y_ctx)], (AX + 100, y_ctx - 26)
-    c.edge(enters, "W_c c_i: the context enters", ("T", "d"), Wc_c, at=at, color=_ACCENT, width=3)
-    c.op("⊕ W_c c_i", DX, y_ctx, "⊕", fill="att")
-    y = y_ctx + 40
-    c.down(DX, y_ctx + 15, y)
-    c.box("× √0.5 (context)", DX, y, 84, 30, ["× √0.5"])
-    y += 30
+    # ---- decoder: the block, then the attention of the layer -----------------
+    side |= {"causal": True, "positions": cfg.target_positions}
+    dproj, dscale, g_branch = _conv_side(d, DX, t, tgt_in, **side)
+    y_h = d.dot(DX, dscale.bottom + 0.5)[1]  # h_i branches off to W_d here
+    d.text(AX, y_h - 0.5, "Attention of the layer", size=_FS + 2, bold=True, ha="center")
+    W_d = d.box("W_d", AX, y_h - 0.19, "$W_d$   (d → f)", fill="att", w=1.8)
+    d.arrow((DX, y_h), W_d)
+    (query, _), scores = t["att"].ops["bmm"][0]  # d_i · z_j: (1, T, f) times (1, f, S)
+    (_, values), _ = t["att"].ops["bmm"][1]  # Σ_j a_ij (z_j + e_j): (1, T, S) times (1, S, f)
+    c_i, a = t["att"].out  # (1, T, f), (1, T, S)
+    text, c = "$c_i = Σ_j a_{ij} (z_j + e_j)$", "$c_i × √m$" if cfg.scale_context else "$c_i$"
+    steps = [  # (box, its text, the arrow into it: symbol, sizes, tensor)
+        ("d_i = W_d h_i + b_d + g_i", "⊕", "$W_d h_i$", "T f", t["W_d"].out, {"gap": 0.65}),
+        ("scores d_i · z_j", "scores $d_i · z_j$", "$d_i = W_d h_i + b_d + g_i$", "T f", query),
+        ("softmax over j", None, "$d_i · z_j$", "T S", scores),
+        (_plain(text), text, "$a_{ij}$", "T S", a, {"w": 2.3}),
+        ("W_c", "$W_c$   (f → d)", c, "T f", t["W_c"].args[0], {"w": 1.8, "color": _ACCENT}),
+    ]
+    q, score, _, ctx, W_c = d.chain(W_d, steps, fill="att", w=2.0)
+    d.text(AX + 0.22, q.y, "+ $b_d$", size=_FS + 1, va="center")
+    g_i = {"label": "$g_i$", "at": (4.0, q.y - 0.05), "va": "bottom"}
+    d.arrow(g_branch, (3.92, g_branch[1]), (3.92, q.y), q, **g_i)
+    d.arrow(keys, (3.6, keys[1]), (3.6, score.y), score, color=_ACCENT)
+    values = {"label": "values $z_j + e_j$", "dims": "S f", "tensor": values}
+    d.arrow(zpe, (EX, ctx.y), ctx, color=_ACCENT, at=(EX + 0.1, zpe.bottom + 0.3), **values)
+    enters = d.box("⊕ W_c c_i", DX, W_c.y - _R, "⊕", fill="att")
+    h_i = {"label": "$h_i$", "dims": "T d", "at": (DX + 0.08, y_h + 0.08)}
+    d.arrow(dscale, enters, tensor=t["block_d"].out, **h_i)
+    context = {"label": "$W_c c_i$: the context enters", "dims": "T d", "lw": 2.5}
+    d.arrow(W_c, enters, tensor=t["W_c"].out, color=_ACCENT, **context)
+    last = d.down(enters, "× √0.5 (context)", "× √0.5", gap=0.17, w=0.84, h=0.3)
     every = "" if cfg.attention_layers is None else f", attention in {cfg.attention_layers}"
-    c.frame(372, 278, 614, y - 278 + 14, f"× L_{{dec}} = {L_dec} layers{every}", at=(384, y - 2))
-    y = c.down(DX, y, y + 74, "h^l_i", ("T", "d"), h_out, dy=26)
-    c.box("W_o", DX, y, 250, 40, ["output layer W_o  (d → V)"], fill="dec")
-    y += 40
-    y = c.down(DX, y, y + 56, "logits", ("T", "V"), out["W_o"][0])
-    c.box("softmax p(y_{i+1})", DX, y, 250, 40, ["softmax: p(y_{i+1} | y_{≤i}, x)"], fill="io")
-
-    # ---- the critical path, bottom left --------------------------------------
-    notes = {
-        "training": "layers; each computes all positions",
-        "generation": "one token per step, L_dec layers each",
-    }
+    layers = f"× $L_{{dec}}$ = {cfg.n_decoder_layers} layers{every}"
+    d.frame(3.72, dproj.bottom + 0.12, 9.86, last.bottom + 0.14, layers)
+    first = {"gap": _GAP + 0.2, "at": (DX + 0.08, last.bottom + 0.2)}  # below the frame
+    p = "softmax: $p(y_{i+1} | y_{≤i}, x)$"
+    steps = [
+        ("W_o", "output layer $W_o$  (d → V)", "$h^L_i$", "T d", t["W_o"].args[0], first),
+        ("softmax p(y_i+1)", p, "logits", "T V", t["W_o"].out, {"fill": "io"}),
+    ]
+    d.chain(last, steps, fill="dec")
+    notes = ("layers; each computes all positions", "one token per step, L_dec layers each")
     title = (
-        f"ConvS2S (Gehring et al., 2017, Figure 1): {L_enc} encoder blocks, {L_dec} decoder "
-        f"layers with attention, f = {f}, d = {d}, k = {k}"
+        f"ConvS2S (Gehring et al., 2017, Figure 1): {cfg.n_encoder_layers} encoder blocks, "
+        f"{cfg.n_decoder_layers} decoder layers with attention, f = {f}, d = {dim}, k = {k}"
     )
-    desc = (
-        "Source tokens are embedded, projected, passed through convolutional blocks with "
-        "gated linear units and scaled residuals, and projected to keys z and values z + e. "
-        "In every decoder layer, a causal convolutional block is followed by an attention: "
-        "d = W_d h + b_d + g, weights softmax(d · z), context c = sum of a (z + e), and "
-        "W_c c is added to the decoder state."
-    )
-    return _finish(c, y + 40, y_c + 100, path, notes, title, desc, unit="operations")
+    return d.finish(ctx.bottom + 0.8, critical_path(model, S, T), notes, title)
 
 
 # ---- The GRU baseline ----------------------------------------------------
 
 
-def _recurrence_row(c, x0, x1, y, n_positions, *, forward: bool):
-    """One direction of the bidirectional GRU: a cell per position (at most 7 drawn) and the
-    arrows that chain them, left to right (forward) or right to left (backward)."""
-    labels = [str(j) for j in range(1, n_positions + 1)]
-    if n_positions > 7:
-        labels = labels[:5] + ["…"] + labels[-1:]
-    w, n = 28, len(labels)
-    gap = min(24.0, (x1 - x0 - n * w) / max(n - 1, 1))
-    left = (x0 + x1) / 2 - (n * w + (n - 1) * gap) / 2
-    xs = [left + i * (w + gap) for i in range(n)]
-    for x, label in zip(xs, labels):
-        if label == "…":
-            c.text(x + w / 2, y + 19, "…", size=15, anchor="middle")
-            continue
-        c.items.append(
-            f'<rect x="{x:.1f}" y="{y}" width="{w}" height="26" rx="4" fill="#ffffff" '
-            f'stroke="{_INK}" stroke-width="1.2"/>'
-        )
-        c.text(x + w / 2, y + 18, label, size=12, anchor="middle")
+def _cells(d, x, y, S, *, forward: bool):
+    """One direction of the bidirectional GRU across ``x ± 1.4`` from ``y``: a cell per
+    position (at most 7 drawn) and the arrows that chain them, in the order it reads."""
+    labels = [str(j) for j in range(1, S + 1)]
+    labels = labels[:5] + ["…"] + labels[-1:] if S > 7 else labels
+    n, w = len(labels), 0.28
+    step = w + min(0.24, (2.8 - n * w) / max(n - 1, 1))
+    xs = [x + (j - (n - 1) / 2) * step for j in range(n)]
+    for cx, label in zip(xs, labels):
+        name = f"{'forward' if forward else 'backward'} cell {label}"
+        d.box(name, cx, y, label, w=w, h=0.26) if label != "…" else d.text(cx, y, "…", ha="center")
     for a, b in zip(xs, xs[1:]):
-        start, end = (a + w, b) if forward else (b, a + w)
-        c.edge([(start, y + 13), (end, y + 13)], color=_ACCENT, width=1.6)
+        ends = [(a + w / 2, y + 0.13), (b - w / 2, y + 0.13)]
+        d.arrow(*(ends if forward else ends[::-1]), color=_ACCENT)
 
 
 def gru_schematic(model: RNNSeq2Seq, src, tgt_in) -> Schematic:
@@ -759,7 +692,7 @@ def gru_schematic(model: RNNSeq2Seq, src, tgt_in) -> Schematic:
     Returns
     -------
     Schematic
-        The SVG, the shapes on its arrows (one decoder step's, batch left out) and
+        The figure, the shapes on its arrows (the first decoder step's, batch left out) and
         :func:`critical_path` for ``S`` and ``T``.
 
     Notes
@@ -776,6 +709,8 @@ def gru_schematic(model: RNNSeq2Seq, src, tgt_in) -> Schematic:
         s_t &= \mathrm{GRU}\big(s_{t-1}, [E y_{t-1}; c_t]\big), \qquad
         p(y_t \mid y_{<t}, x) = \operatorname{softmax}(W_s s_t + b_s)
 
+    The decoder runs its own :meth:`~convs2s_edu.rnn.GRUDecoder.start` and
+    :meth:`~convs2s_edu.rnn.GRUDecoder.step`, one step per input token (teacher forcing).
     The accent colour is the sequential dependency: each direction of the encoder
     steps through the positions one by one, and the arrow back from :math:`s_t` to
     :math:`s_{t-1}` makes every decoder step wait for the one before, in training too.
@@ -788,131 +723,198 @@ def gru_schematic(model: RNNSeq2Seq, src, tgt_in) -> Schematic:
         raise TypeError(f"gru_schematic draws an RNNSeq2Seq, got {type(model).__name__}")
     src, tgt_in = _example(model, src, tgt_in)
     enc, dec, cfg = model.encoder, model.decoder, model.cfg
-    att = dec.attention
-    # the modules whose outputs the figure labels
-    outputs = dict(enc=enc, x=enc.embed, gru_e=enc.gru, W_init=dec.W_init, W_a=att.W_a)
-    outputs |= dict(U_a=att.U_a, att=att, y=dec.embed, gru_d=dec.gru, W_s=dec.W_s)
-    inputs = {"U_a": att.U_a, "gru_d": dec.gru}
-    with _inference(model):  # eval mode (no dropout), no autograd
-        with capture(outputs) as out, capture(inputs, inputs=True) as inp:
-            # teacher forcing one step at a time (forward() runs the GRU's equations itself)
-            state = dec.start(model.encode(src))
-            for t in range(tgt_in.shape[1]):
-                _, _, state = dec.step(tgt_in[:, t], state)
-        h = out["enc"][0].states  # (1, S, 2n): the annotations
-        n = h.shape[-1] // 2
-        keys = out["W_a"][0] + att.b_a  # (1, S, n'): W_a h_j + b_a, once per source
-        s_prev = inp["U_a"][0]  # (1, n): s_0, what the first step's attention read
-        energy = att.energy(s_prev, keys)  # (1, S): e_tj of the first step
-        c_t, a_t = out["att"][0]  # (1, 2n), (1, S)
-        s_t = out["gru_d"][0][0][:, 0]  # (1, n): the first step's new state (top layer)
-        h_back_1 = out["gru_e"][0][1][-1]  # (1, n): the backward GRU's last state, ←h_1
-    S, T = src.shape[1], tgt_in.shape[1]
-    m, A, V = cfg.embed_dim, cfg.attention_dim, out["W_s"][0].shape[-1]
-    L_enc, L_dec = cfg.n_encoder_layers, cfg.n_decoder_layers
-    env = {"S": S, "T": T, "m": m, "n": n, "2n": 2 * n, "n'": A, "V": V}
-    env |= {"m+2n": m + 2 * n, "L_{dec}·n": L_dec * n}
-    c = _Canvas("gru", env)
-    path = critical_path(model, S, T)
-
-    EX, AX, DX, YX = 180, 500, 740, 920  # encoder, attention, decoder, decoder-input axes
-    LOOP = 982  # the recurrence s_t -> s_{t-1} runs back up here
-    c.text(EX, 28, "Encoder: a bidirectional GRU", size=16, anchor="middle", bold=True)
-    c.text(DX + 40, 28, "Decoder: one step after another", size=16, anchor="middle", bold=True)
+    modules = dict(enc=enc, x=enc.embed, W_init=dec.W_init, att=dec.attention, y=dec.embed)
+    modules |= dict(U_a=dec.attention.U_a, gru=dec.gru, W_s=dec.W_s)
+    with _inference(model), _Trace(modules) as t:  # eval mode (no dropout), no autograd
+        state = dec.start(model.encode(src))
+        for i in range(tgt_in.shape[1]):  # teacher forcing, one step after another
+            state = dec.step(tgt_in[:, i], state)[2]
+    h, h_back_1 = t["enc"].out.states, t["enc"].out.summary  # (1, S, 2n), (1, n)
+    s_prev, keys, values = t["att"].args[:3]  # (1, n), (1, S, n'), (1, S, 2n)
+    c_t, a_t = t["att"].out  # (1, 2n), (1, S)
+    S, T, m, n, A = src.shape[1], tgt_in.shape[1], cfg.embed_dim, cfg.hidden_dim, cfg.attention_dim
+    L_enc, L_dec, V = cfg.n_encoder_layers, cfg.n_decoder_layers, t["W_s"].out.shape[-1]
+    env = {"S": S, "T": T, "m": m, "n": n, "2n": 2 * n, "n'": A, "V": V, "m+2n": m + 2 * n}
+    d = _Drawing(env | {"$L_{dec}$·n": L_dec * n})
+    EX, AX, DX, YX = 1.8, 5.0, 7.4, 9.2  # encoder, attention, decoder, decoder-input axes
+    d.text(EX, 0.12, "Encoder: a bidirectional GRU", size=_FS + 3, bold=True, ha="center")
+    d.text(DX + 0.4, 0.12, "Decoder: one step after another", size=_FS + 3, bold=True, ha="center")
 
     # ---- encoder -----------------------------------------------------------
-    c.box("source tokens", EX, 46, 250, 36, ["source tokens x_1 … x_S"], fill="io")
-    c.down(EX, 82, 126, "x", ("S",), src, dy=26)
-    c.box("embedding", EX, 126, 250, 40, fill="enc")
-    c.down(EX, 166, 216, "E x_j", ("S", "m"), out["x"][0], dy=20)
-    top = 216
-    c.box("bidirectional GRU", EX, top, 310, 142, [""], fill="enc")
+    tokens = d.box("source tokens", EX, 0.5, "source tokens $x_1$ … $x_S$", fill="io")
+    W_a = {"w": 1.5, "fill": "att", "gap": _GAP + 0.1}
+    steps = [  # (box, its text, the arrow into it: symbol, sizes, tensor)
+        ("embedding", None, "x", "S", src),
+        ("bidirectional GRU", "", "E $x_j$", "S m", t["x"].out, {"w": 3.1, "h": 1.42}),
+        ("W_a", "$W_a$  (2n → n')", "$h_j = [→h_j; ←h_j]$", "S 2n", h, W_a),
+    ]
+    _, gru, W_a = d.chain(tokens, steps, fill="enc")
     layers = f"bidirectional GRU, {L_enc} layer{'s' * (L_enc > 1)}"
-    c.text(EX, top + 20, layers, size=14, anchor="middle", bold=True, halo=False)
-    directions = (("forward", "→h_j", h[..., :n]), ("backward", "←h_j", h[..., n:]))  # (1, S, n)
-    for row, (name, symbol, half) in enumerate(directions):
-        text = f"{name} {symbol}  {c.shape_text(symbol, ('S', 'n'), half)}"
-        c.text(EX - 140, top + 42 + 58 * row, text, size=12, color=_MUTED, halo=False)
-        _recurrence_row(c, EX - 140, EX + 140, top + 50 + 58 * row, S, forward=row == 0)
-    y = top + 142
-    y_split = y + 28
-    y = c.down(EX, y, y + 58, "h_j = [→h_j; ←h_j]", ("S", "2n"), h)
-    c.dot(EX, y_split)
-    c.box("W_a", EX, y, 150, 40, ["W_a  (2n → n')"], fill="att")
-    y_keys = y + 20
+    d.text(EX, gru.y - 0.61, layers, size=_FS + 1, bold=True, ha="center")
+    for row, (name, symbol) in enumerate((("forward", "$→h_j$"), ("backward", "$←h_j$"))):
+        half = h[..., n:] if row else h[..., :n]  # (1, S, n): one direction's states
+        text = f"{name} {symbol}  {d.shape(symbol, 'S n', half)}"
+        d.text(EX - 1.4, gru.y - 0.35 + 0.58 * row, text, color=_MUTED)
+        _cells(d, EX, gru.y - 0.15 + 0.58 * row, S, forward=row == 0)
+    split = d.dot(EX, gru.bottom + 0.3)
 
-    # ---- s_0 from ←h_1 ------------------------------------------------------------
-    to_init = [(EX + 155, top + 121), (355, top + 121), (355, 120), (DX - 110, 120)]
-    c.edge(to_init, "←h_1 (the backward GRU's last state)", ("n",), h_back_1, at=(365, 96))
-    c.box("W_init", DX, 100, 220, 40, ["s_0 = tanh(W_{init} ←h_1)"], fill="dec")
-    c.down(DX, 140, 190, "s_0", ("L_{dec}·n",), out["W_init"][0], dy=20, one_line=True)
-
-    # ---- one decoder step ---------------------------------------------------------
-    c.box("decoder state s_{t−1}", DX, 190, 200, 40, fill="dec", stroke=_ACCENT)
-    # s_{t-1} to the attention, on the left
-    to_attention = [(DX - 100, 210), (600, 210), (600, 290), (AX + 80, 290)]
-    c.edge(to_attention, "s_{t−1}", ("n",), s_prev, at=(608, 244))
-    c.box("U_a", AX, 270, 160, 40, ["U_a   (n → n')"], fill="att")
-    y_e = y_keys - 27  # the keys W_a h_j come in from the left at mid-height
-    c.down(AX, 310, y_e, "U_a s_{t−1}", ("n'",), out["U_a"][0], dy=24)
-    lines = ["e_{tj} = v_aᵀ tanh(W_a h_j", "+ U_a s_{t−1} + b_a)"]
-    c.box(" ".join(lines), AX, y_e, 210, 54, lines, fill="att")  # named by the whole formula
-    at = (EX + 82, y_keys - 21)
-    c.edge([(EX + 75, y_keys), (AX - 105, y_keys)], "keys W_a h_j", ("S", "n'"), keys, at=at)
-    y_sm = y_e + 54 + 56
-    c.down(AX, y_e + 54, y_sm, "e_{tj}", ("S",), energy, dy=24)
-    c.box("softmax over j", AX, y_sm, 200, 36, fill="att")
-    y_c = y_sm + 36 + 56
-    c.down(AX, y_sm + 36, y_c, "a_{tj}", ("S",), a_t, dy=24)
-    c.box("c_t = Σ_j a_tj h_j", AX, y_c, 200, 40, ["c_t = Σ_j a_{tj} h_j"], fill="att")
-    values = [(EX, y_split), (24, y_split), (24, y_c + 20), (AX - 100, y_c + 20)]
-    c.edge(values, "values h_j", ("S", "2n"), h, at=(32, y_c + 6), one_line=True)
-    y_gru = y_c + 40 + 60
-    c_in = [(AX, y_c + 40), (AX, y_gru + 35), (DX - 125, y_gru + 35)]  # into the GRU, left
-    c.edge(c_in, "c_t", ("2n",), c_t, at=(AX + 10, y_c + 64), width=2.6)
-    # the decoder input: y_{t-1}, embedded, into the GRU from the right
-    lines = ["y_{t−1}", "<sos> first"]
-    c.box("previous token y_{t−1}", YX, 290, 90, 44, lines, fill="io", size=13)
-    c.down(YX, 334, 390, "y", ("T",), tgt_in, dy=26, anchor="end")
-    c.box("decoder embedding E", YX, 390, 90, 36, ["E"], fill="dec")
-    y_in = [(YX, 426), (YX, y_gru + 35), (DX + 125, y_gru + 35)]
-    c.edge(y_in, "E y_{t−1}", ("m",), out["y"][0], at=(YX - 10, 460), anchor="end")
-    # s_{t-1} straight down into the GRU
-    c.down(DX, 230, y_gru, "s_{t−1}", ("n",), s_prev, dy=190, anchor="end")
-    gru_in = c.shape_text("[E y_{t−1}; c_t]", ("m+2n",), inp["gru_d"][0][:, 0])
-    lines = ["s_t = GRU(s_{t−1}, [E y_{t−1}; c_t])", f"input [E y_{{t−1}}; c_t] {gru_in}"]
-    c.box("decoder GRU", DX, y_gru, 250, 70, lines, fill="dec")
-    y = y_gru + 70
-    y_loop = y + 28
-    c.down(DX, y, y + 92, "s_t", ("n",), s_t, anchor="end")
-    c.dot(DX, y_loop)
-    loop = [(DX, y_loop), (LOOP, y_loop), (LOOP, 210), (DX + 100, 210)]
-    c.edge(loop, "s_t → s_{t−1} (the next step)", color=_ACCENT, width=2.6)
-    next_step = "next step: s_t becomes s_{t−1}"
-    c.text(DX + 14, y_loop + 20, next_step, size=13, color=_ACCENT, bold=True)
-    c.text(DX + 14, y_loop + 37, f"T = {T} steps, one after another", size=13, color=_ACCENT)
-    c.frame(365, 176, 632, y + 76 - 176, f"one decoder step, × T = {T}", at=(377, y + 68))
-    y += 92
-    c.box("W_s", DX, y, 250, 40, ["output layer W_s  (n → V)"], fill="dec")
-    y += 40
-    y = c.down(DX, y, y + 56, "logits", ("V",), out["W_s"][0])
-    c.box("softmax p(y_t)", DX, y, 250, 40, ["softmax: p(y_t | y_{<t}, x)"], fill="io")
-
-    notes = {
-        "training": "GRU steps; teacher forcing does not help",
-        "generation": "the same steps: one token per step",
+    # ---- s_0 from ←h_1, the attention, one decoder step ----------------------
+    W_init = d.box("W_init", DX, 0.8, "$s_0 = \\tanh(W_{init}\\ ←h_1)$", fill="dec", w=2.2)
+    y = gru.bottom - 0.21  # ←h_1 leaves the GRU at the backward row
+    last = {"label": "$←h_1$ (the backward GRU's last state)", "dims": "n", "at": (3.65, 0.5)}
+    d.arrow((EX + 1.55, y), (3.55, y), (3.55, W_init.y), W_init, tensor=h_back_1, **last)
+    s_0 = ("$s_0$", ("$L_{dec}$·n",), t["W_init"].out, {"one_line": True, "ec": _ACCENT})
+    s = d.down(
+        W_init,
+        "decoder state s_t−1",
+        "decoder state $s_{t−1}$",
+        *s_0[:3],
+        **s_0[3],
+        fill="dec",
+        w=2,
+    )
+    U_a = d.box("U_a", AX, s.bottom + 0.45, "$U_a$   (n → n')", fill="att", w=1.6)
+    s_1 = {"label": "$s_{t−1}$", "dims": "n", "tensor": s_prev, "at": (6.08, s.y + 0.25)}
+    d.arrow(s, (6.0, s.y), (6.0, U_a.y), U_a, **s_1)
+    lines = "$e_{tj} = v_a^T \\tanh(W_a h_j$\n$+\\ U_a s_{t−1} + b_a)$"
+    energy = d.box(
+        _plain(lines.replace("\n", " ")), AX, W_a.y - 0.28, lines, fill="att", w=2.1, h=0.56
+    )
+    d.arrow(U_a, energy, label="$U_a s_{t−1}$", dims="n'", tensor=t["U_a"].out)
+    d.arrow(W_a, energy, label="keys $W_a h_j$", dims="S n'", tensor=keys)
+    (e_tj,), _ = t["att"].ops["softmax"][0]  # (1, S)
+    text = "$c_t = Σ_j a_{tj} h_j$"
+    steps = [
+        ("softmax over j", None, "$e_{tj}$", "S", e_tj),
+        (_plain(text), text, "$a_{tj}$", "S", a_t),
+    ]
+    _, ctx = d.chain(energy, steps, fill="att", w=2)
+    vals = {"label": "values $h_j$", "dims": "S 2n", "one_line": True, "va": "bottom"}
+    d.arrow(
+        split, (0.24, split[1]), (0.24, ctx.y), ctx, tensor=values, at=(0.32, ctx.y - 0.05), **vals
+    )
+    gru_in = d.shape("[E y_t−1; c_t]", ("m+2n",), t["gru"].args[0][:, 0])
+    lines = (
+        f"$s_t$ = GRU($s_{{t−1}}$, [E $y_{{t−1}}$; $c_t$])\ninput [E $y_{{t−1}}$; $c_t$] {gru_in}"
+    )
+    step = d.box("decoder GRU", DX, ctx.bottom + 0.6, lines, fill="dec", h=0.7)
+    d.arrow(ctx, (AX, step.y), step, label="$c_t$", dims="2n", tensor=c_t, lw=2.5)
+    prev = d.box(
+        "previous token y_t−1",
+        YX,
+        U_a.y - 0.19,
+        "$y_{t−1}$\n<sos> first",
+        fill="io",
+        w=0.9,
+        h=0.46,
+    )
+    E = d.down(
+        prev, "decoder embedding E", "E", "y", "T", tgt_in, side="left", fill="dec", w=0.9, h=0.36
+    )
+    d.arrow(E, (YX, step.y), step, label="E $y_{t−1}$", dims="m", tensor=t["y"].out, side="left")
+    d.arrow(
+        s, step, label="$s_{t−1}$", dims="n", tensor=s_prev, side="left", at=(DX - 0.08, ctx.y)
+    )
+    s_t = t["gru"].out[0][:, 0]  # (1, n): the top layer's new state
+    steps = [
+        ("W_s", "output layer $W_s$  (n → V)", "$s_t$", "n", s_t, {"gap": 1.0, "side": "left"}),
+        (
+            "softmax p(y_t)",
+            "softmax: $p(y_t | y_{<t}, x)$",
+            "logits",
+            "V",
+            t["W_s"].out,
+            {"fill": "io"},
+        ),
+    ]
+    d.chain(step, steps, fill="dec")
+    y = d.dot(DX, step.bottom + 0.3, _ACCENT)[1]  # s_t goes back to s_{t-1} from here
+    loop = {
+        "label": "next step: $s_t$ becomes $s_{t−1}$",
+        "color": _ACCENT,
+        "lw": 2.5,
+        "fontweight": "bold",
     }
+    d.arrow((DX, y), (9.82, y), (9.82, s.y), s, at=(DX + 0.14, y + 0.06), **loop)
+    d.text(DX + 0.14, y + 0.26, f"T = {T} steps, one after another", color=_ACCENT, size=_FS + 1)
+    d.frame(3.65, s.y - 0.33, 9.97, step.bottom + 0.8, f"one decoder step, × T = {T}")
+    notes = ("GRU steps; teacher forcing does not help", "the same steps: one token per step")
     title = (
         f"GRU + Bahdanau attention: bidirectional GRU encoder ({L_enc} layer(s)), GRU decoder "
         f"({L_dec} layer(s)), embeddings m = {m}, states n = {n}, attention n' = {A}"
     )
-    desc = (
-        "Source tokens are embedded and read by a bidirectional GRU, one position after "
-        "another in each direction, giving annotations h_j. At every decoder step, the "
-        "previous state s_{t-1} and the keys W_a h_j give energies "
-        "e_tj = v_a^T tanh(W_a h_j + U_a s_{t-1} + b_a), softmax weights a_tj and a context "
-        "c_t = sum of a_tj h_j; the GRU computes s_t from s_{t-1} and [E y_{t-1}; c_t], and "
-        "s_t feeds back as the next step's s_{t-1}."
-    )
-    one_step = "; one decoder step's"
-    return _finish(c, y + 40, y_c + 80, path, notes, title, desc, unit="steps", one_step=one_step)
+    path = critical_path(model, S, T)
+    return d.finish(ctx.bottom + 0.6, path, notes, title, one_step="; one decoder step's")
+
+
+# ---- Any encoder-decoder ---------------------------------------------------
+
+
+def _leaves(value, name: str) -> list:
+    """``(name, shape)`` of every tensor in ``value``, a tensor or a (named) tuple of them,
+    the batch dimension left out: ``[("encoder.states", (5, 128)), ...]``."""
+    if torch.is_tensor(value):
+        return [(name, tuple(int(n) for n in value.shape[1:]))]
+    if not isinstance(value, tuple):
+        return []
+    keys = getattr(value, "_fields", None) or [f"[{i}]" for i in range(len(value))]
+    keys = [f"{name}{'.' * (key[0] != '[')}{key}" for key in keys]
+    return [leaf for key, v in zip(keys, value) for leaf in _leaves(v, key)]
+
+
+def module_schematic(model: EncoderDecoder, src, tgt_in) -> Schematic:
+    r"""Any encoder-decoder as the column of its parts, in the order its forward pass ran them.
+
+    Parameters
+    ----------
+    model : EncoderDecoder
+        Any :class:`~convs2s_edu.seq2seq.EncoderDecoder` (eval mode, no autograd, as in
+        :func:`convs2s_schematic`), a new model class included.
+    src, tgt_in : Tensor or sequence of int, shapes (1, S) and (1, T)
+        One example, as in :func:`convs2s_schematic`.
+
+    Returns
+    -------
+    Schematic
+        The figure; ``shapes`` maps ``"src"``, ``"tgt_in"`` and ``"<child>.<field>"`` (or
+        ``"<child>[i]"``) to shapes (batch left out); ``critical_path`` is :func:`critical_path`
+        where the model's parts have one, None otherwise.
+
+    Notes
+    -----
+    ``model(src, tgt_in)`` runs once with forward hooks on the model's direct children
+    (``named_children``): a box per call, consecutive calls of one child drawn as one box
+    (``× n``), each arrow labelled with the shapes of every tensor the box above returned
+    (the fields of a named tuple such as :class:`~convs2s_edu.seq2seq.EncoderOut` by name).
+    The column is the order of the calls, not every path of the data: the decoder also
+    reads ``tgt_in``. :func:`convs2s_schematic` and :func:`gru_schematic` draw the inside
+    of the two models of the paper.
+    """
+    if not isinstance(model, EncoderDecoder):
+        raise TypeError(f"module_schematic draws an EncoderDecoder, got {type(model).__name__}")
+    src, tgt_in = _example(model, src, tgt_in)
+    with _inference(model), _Trace(dict(model.named_children())) as t:
+        model(src, tgt_in)
+    runs = []  # [name, number of consecutive calls]
+    for name in t.order:
+        runs += [[name, 0]] if not runs or runs[-1][0] != name else []
+        runs[-1][1] += 1
+    d, source = _Drawing({}), "input"
+    leaves = _leaves(src, "src") + _leaves(tgt_in, "tgt_in")
+    node = d.box(source, _W / 2, 0.5, "src, tgt_in", fill="io")
+    for name, count in [*runs, ("output", 0)]:
+        kind = type(getattr(model, name, None)).__name__
+        text = f"{name}: {kind}{f'  × {count}' * (count > 1)}" if count else name
+        label = "\n".join(f"{k} ({', '.join(map(str, v))})" for k, v in leaves)
+        gap = 0.3 + 0.19 * len(leaves)
+        node = d.down(node, name, text, label, gap=gap, fill="enc" if count else "io", w=3.2)
+        sizes = ";".join(",".join(map(str, v)) for _, v in leaves)
+        d.ax.patches[-1].set_gid(f"arrow:{source}:{sizes}")  # the arrow just drawn
+        d.shapes |= dict(leaves)
+        source, leaves = name, _leaves(t.calls[name][-1].out, name) if count else []
+    try:
+        path = critical_path(model, src.shape[1], tgt_in.shape[1])
+    except TypeError:
+        path = None  # parts without a formula
+    title = f"{type(model).__name__}: its parts in the order the forward pass called them"
+    return d.done(node.bottom + 0.3, title, path)

@@ -1,33 +1,39 @@
-r"""Honest speed measurement: the two models timed *interleaved*, with their spread.
+r"""Timing the models: interleaved windows, their spread, the machine, and what they allow.
 
-Timing one model's training run, then the other's, measures the machine as much as the models:
-a program that starts in between, a CPU that heats up, or OpenMP threads that compete with
-another busy process can change one run's speed several times over and leave the other's
-alone. This module times the models in one process, in alternating **windows** of a fixed
-number of training steps on the *same* batches, so that whatever slows the machine down slows
-both models alike, and reports the windows' spread next to their median, so that a reader can
-see when the machine, not the model, moved the numbers.
+Timing one model's training run, then the other's, measures the machine as much as the
+models: a program that starts in between, a CPU that heats up, or OpenMP threads that
+compete with another busy process can change one run's speed several times over and
+leave the other's alone. This module times the models in one process, in alternating
+**windows** of a fixed number of steps on the *same* batches, so that whatever slows the
+machine slows both alike, and reports the windows' spread next to their median.
 
 The method
 ----------
-1. Every model takes ``warmup_steps`` untimed training steps (memory allocation, library
-   initialisation).
-2. Then ``n_rounds`` rounds: in each, every model runs one window of ``steps_per_window``
-   training steps, in the order A B in even rounds and B A in odd rounds, so that a slow
-   drift of the machine favours neither model.
-3. A window's throughput is its target tokens (padding excluded, ``<eos>`` included) divided by its
-   wall-clock seconds (:func:`torch.utils.benchmark.timer`, which first waits for an accelerator's
-   queued work). Per model: the median, minimum, maximum and quartiles over windows. Per round: the
-   ratio of each model's throughput to the first model's, taken within the round, so that the two
-   windows of a ratio ran seconds apart; the median and range of these ratios is the speed ratio.
-4. With every measurement: the machine and its load (:class:`MachineInfo`), among them the
-   runnable threads of *other* processes at every window.
+1. Every model takes ``warmup_steps`` untimed steps (memory, library initialisation,
+   compilation; their seconds are kept).
+2. Then ``n_rounds`` rounds: in each, every model runs one window, in the order A B in
+   even rounds and B A in odd ones, so that a slow drift of the machine favours neither.
+3. A window's throughput is its target tokens (padding excluded, ``<eos>`` included), or
+   sentences when decoding, over its wall-clock seconds (:func:`torch.utils.benchmark.timer`,
+   which first waits for an accelerator's queued work). Per model: median, range and
+   quartiles over windows; per round, every model's throughput over the first model's, so
+   that the two windows of a ratio ran seconds apart.
+4. With every measurement, the machine and its load (:class:`MachineInfo`), among them the
+   runnable threads of *other* processes at every window. :func:`speed_verdict` refuses to
+   compare on a busy or unsteady machine and says "not resolved" when the models' window
+   ranges overlap; :func:`speed_table` lays the numbers out.
 
-:mod:`torch.utils.benchmark` computes the medians and quartiles, sets thread counts and times
-work without state (decoding, a matrix product) with a :class:`~torch.utils.benchmark.Timer`, at
-this process's thread count. The windows are ours: a Timer calls its statement as often as it
-decides, but a training step changes the weights and consumes a batch, so a window must run
-exactly the steps asked for, and the models must alternate within one measurement.
+:mod:`torch.utils.benchmark` sets the thread count of each window
+(:func:`~torch.utils.benchmark.set_torch_threads`), holds a model's windows as a
+:class:`~torch.utils.benchmark.Measurement` (:meth:`SpeedMeasurement.measurement`, for its
+:class:`~torch.utils.benchmark.Compare`) and times work without state (decoding, a matrix
+product) with a :class:`~torch.utils.benchmark.Timer`. The windows are ours: a Timer calls
+its statement as often as it decides, but a training step changes the weights and consumes
+a batch, so a window must run exactly the steps asked for, and the models must alternate.
+
+The same data, both models (:func:`compare`) adds their scores, and their **convergence**
+(:func:`convergence`): the steps, examples and seconds (steps times the windows' median
+seconds per step) until held-out exact match first reached each of :data:`LEVELS`.
 """
 
 from __future__ import annotations
@@ -35,49 +41,71 @@ from __future__ import annotations
 import contextlib
 import copy
 import html
-import numbers
 import os
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 
+import numpy as np
 import torch
 from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.benchmark import Measurement, TaskSpec, Timer, set_torch_threads, timer
 from torch.utils.flop_counter import FlopCounterMode
 
 from .._checks import check_int
-from .._machine import cpu_model, usable_cores
+from .._machine import cpu_model, theoretical_peak, usable_cores
 from ..data import length_batches
 from ..decode import decode_all, greedy_decode
-from ..fast.paths import ExecutionPath, apply_path
+from ..fast.paths import ExecutionPath, apply_path, bf16_support
 from ..loss import sequence_loss
+from ..metrics import evaluate
 from ..seq2seq import EncoderDecoder
+from ..training.cache import train_or_load
 from ..training.calibrate import resolve_path
-from ..training.config import build_model, make_datasets
-from ..training.device import device_label, resolve_device
+from ..training.checkpoint import TrainResult
+from ..training.config import MODEL_NAMES, TrainConfig, build_model, make_datasets
+from ..training.device import device_label, resolve_device, synchronize
+from ..training.loop import train
 from ..training.step import make_train_step
 
 __all__ = [
     "MachineInfo",
+    "machine_info",
     "WindowStats",
     "SpeedMeasurement",
-    "SpeedVerdict",
-    "machine_info",
     "time_interleaved",
     "window_runner",
-    "warmup_runner",
-    "measure_training",
     "training_batches",
+    "measure_training",
     "measure_config",
     "ThreadScaling",
     "measure_threads",
+    "SpeedVerdict",
     "speed_verdict",
-    "thread_verdict",
+    "speed_table",
+    "seconds_per_step",
     "training_flops_per_token",
+    "gemm_shapes",
+    "step_gemm_seconds",
+    "machine_limits",
+    "profile_table",
     "measure_generation",
     "time_incremental_vs_full",
+    "LEVELS",
+    "hardware_label",
+    "convergence",
+    "format_convergence",
+    "epoch_tokens",
+    "summarise",
+    "format_table",
+    "Comparison",
+    "compare",
 ]
+
+# --------------------------------------------------------------------------------------
+# The machine
+# --------------------------------------------------------------------------------------
 
 
 def _loadavg() -> float | None:
@@ -88,9 +116,8 @@ def _loadavg() -> float | None:
 
 
 def _runnable() -> int | None:
-    """Threads of *other* processes runnable right now: ``/proc/loadavg``'s runnable threads
-    less this process's own in state ``R`` (``/proc/self/task/*/stat``): a spinning OpenMP
-    worker of ours is runnable too, and must not count as load."""
+    """Threads of *other* processes runnable now: ``/proc/loadavg``'s runnable threads less
+    this process's own in state ``R`` (a spinning OpenMP worker of ours is not load)."""
     try:
         with open("/proc/loadavg") as f:
             total = int(f.read().split()[3].split("/")[0])
@@ -99,7 +126,10 @@ def _runnable() -> int | None:
         return None
     own = 0
     for task in tasks:  # a thread that ends meanwhile, or an odd line, is not counted
-        with contextlib.suppress(OSError, IndexError), open(f"/proc/self/task/{task}/stat") as f:
+        with (
+            contextlib.suppress(OSError, IndexError),
+            open(f"/proc/self/task/{task}/stat") as f,
+        ):
             own += f.read().rsplit(")", 1)[1].split()[0] == "R"
     return max(total - own, 0)
 
@@ -108,12 +138,23 @@ def _runnable() -> int | None:
 class MachineInfo:
     """Where and under what load a measurement ran.
 
-    ``cpu``: the CPU model (``/proc/cpuinfo``, else ``platform``); ``cores``: the cores this
-    process may use (its CPU affinity where the OS reports it); ``threads``: PyTorch's intra-op
-    threads; ``omp_*``: those environment variables (``""`` when unset); ``device``: ``"cpu"``
-    or ``"cuda (<GPU name>)"``; ``load_before``, ``load_after``: the one-minute load average
-    before and after the windows (``None`` where the OS has none); ``runnable``: the runnable
-    threads of other processes at the start of every window (empty without ``/proc``).
+    Attributes
+    ----------
+    cpu : str
+        The CPU model (``/proc/cpuinfo``, else ``platform``).
+    cores : int
+        The cores this process may use (its CPU affinity where the OS reports it).
+    threads : int
+        PyTorch's intra-op threads.
+    omp_wait_policy, omp_num_threads : str
+        Those environment variables (``""`` when unset).
+    torch_version : str
+    device : str
+        ``"cpu"`` or ``"cuda (<GPU name>)"``.
+    load_before, load_after : float or None
+        The one-minute load average before and after the windows.
+    runnable : list of int
+        Runnable threads of other processes at the start of every window.
     """
 
     cpu: str = ""
@@ -144,7 +185,7 @@ class MachineInfo:
 
 
 def machine_info(device: torch.device | str = "cpu") -> MachineInfo:
-    """A :class:`MachineInfo` of this process now (loads not yet filled in)."""
+    """A :class:`MachineInfo` of this process now, its loads not yet filled in."""
     return MachineInfo(
         cpu=cpu_model(),
         cores=usable_cores(),
@@ -156,11 +197,32 @@ def machine_info(device: torch.device | str = "cpu") -> MachineInfo:
     )
 
 
+def hardware_label(threads: int | None = None, device: str = "cpu") -> str:
+    """How tables name where a step was timed: ``"1 thread"``, ``"2 threads"``, or the device.
+
+    >>> hardware_label(1), hardware_label(2), hardware_label(device="cuda (NVIDIA H200)")
+    ('1 thread', '2 threads', 'cuda (NVIDIA H200)')
+    """
+    if threads is None:
+        return device
+    return f"{threads} thread{'s' if threads != 1 else ''}"
+
+
+# --------------------------------------------------------------------------------------
+# Interleaved windows
+# --------------------------------------------------------------------------------------
+
+
 @dataclass
 class WindowStats:
-    """Median and spread of one model's (or one ratio's) values over windows: the median and
-    quartiles ``q1``, ``q3`` that a :class:`torch.utils.benchmark.Measurement` computes
-    (interpolating between the sorted values); ``spread`` is ``max / min`` (1.0: all equal)."""
+    """Median, range and quartiles of values over windows (or over rounds, for ratios).
+
+    Notes
+    -----
+    The quartiles ``q1``, ``q3`` interpolate between the sorted values
+    (:func:`numpy.percentile`), as :class:`torch.utils.benchmark.Measurement` does;
+    ``spread`` is ``max / min`` (1.0: all equal).
+    """
 
     median: float
     min: float
@@ -170,15 +232,12 @@ class WindowStats:
     n: int
 
     @classmethod
-    def of(cls, values: Sequence[float] | Measurement) -> WindowStats:
-        """The statistics of ``values``, or of a Measurement's times per run."""
-        if not isinstance(values, Measurement):
-            values = Measurement(1, [float(v) for v in values], TaskSpec("windows", ""))
-        v = values.times
-        if not v:
+    def of(cls, values: Sequence[float]) -> WindowStats:
+        """The statistics of ``values`` (at least one)."""
+        if len(values) == 0:
             raise ValueError("need at least one window, got none")
-        median = values.median  # computes the quartiles too, kept as _p25 and _p75
-        return cls(median, min(v), max(v), values._p25, values._p75, len(v))
+        q1, median, q3 = (float(q) for q in np.percentile(values, [25, 50, 75]))
+        return cls(median, float(min(values)), float(max(values)), q1, q3, len(values))
 
     @property
     def spread(self) -> float:
@@ -191,65 +250,83 @@ class WindowStats:
 
 @dataclass
 class SpeedMeasurement:
-    """Interleaved windows of training steps: raw timings and their summary.
+    """Interleaved windows: the raw timings, and their statistics.
 
-    ``models``: in the order of the first round, the first the reference of ``ratios``;
-    ``order``: the model of every timed window, in the order they ran; ``window_seconds``,
-    ``window_tokens``: per model, every window's wall-clock seconds and tokens; ``throughput``:
-    per model, the :class:`WindowStats` of its tokens per second; ``ratios``: per model, those
-    of its throughput divided by the first model's, one value per round; ``unit``: what a
-    window's "tokens" count, ``"target tokens"`` or ``"sentences"`` (:func:`measure_generation`).
+    Attributes
+    ----------
+    window_seconds, window_tokens : dict
+        Per model, in the order of the first round (the first model is the reference of
+        ``ratios``), every window's wall-clock seconds and tokens (or sentences).
+    order : list of str
+        The model of every timed window, in the order they ran.
+    machine : MachineInfo
+    steps_per_window, warmup_steps : int
+        Recorded only.
+    warmup_seconds : dict
+        Per model, the seconds of its warm-up (a compiled path's compile time shows here).
+    unit : str
+        What a window counts: ``"target tokens"`` or ``"sentences"``.
+    throughput, ratios : dict
+        Computed: per model, the :class:`WindowStats` of its throughput over windows, and
+        of its throughput over the first model's, one value per round.
     """
 
-    models: list
-    steps_per_window: int
-    n_rounds: int
-    warmup_steps: int
-    order: list
     window_seconds: dict
     window_tokens: dict
-    throughput: dict
-    ratios: dict
+    order: list
     machine: MachineInfo
+    steps_per_window: int = 1
+    warmup_steps: int = 0
+    warmup_seconds: dict = field(default_factory=dict)
     unit: str = "target tokens"
+    throughput: dict = field(init=False)
+    ratios: dict = field(init=False)
 
-    @classmethod
-    def of_windows(cls, models, order, seconds, tokens, machine, **counts) -> SpeedMeasurement:
-        """The summary of raw windows (``counts``: ``steps_per_window``, ``n_rounds``,
-        ``warmup_steps``): throughputs per model, ratios to the first model per round."""
-        tput = {n: [t / s for t, s in zip(tokens[n], seconds[n])] for n in models}
-        ratio = lambda n: [a / b for a, b in zip(tput[n], tput[models[0]])]  # one per round
-        throughput = {n: WindowStats.of(tput[n]) for n in models}
-        ratios = {n: WindowStats.of(ratio(n)) for n in models}
-        raw = dict(order=order, window_seconds=seconds, window_tokens=tokens, machine=machine)
-        return cls(list(models), throughput=throughput, ratios=ratios, **raw, **counts)
+    def __post_init__(self):
+        ref = self.models[0]
+        self.throughput = {n: WindowStats.of(self.window_throughputs(n)) for n in self.models}
+        self.ratios = {n: self.round_ratios(n, ref) for n in self.models}
+
+    @property
+    def models(self) -> list[str]:
+        return list(self.window_seconds)
+
+    @property
+    def n_rounds(self) -> int:
+        return len(self.window_seconds[self.models[0]])
 
     def window_throughputs(self, model: str) -> list[float]:
-        """Tokens per second of every window of ``model``, in the order they ran."""
+        """Tokens (or sentences) per second of every window of ``model``, in order."""
         return [t / s for t, s in zip(self.window_tokens[model], self.window_seconds[model])]
 
     def round_ratios(self, model: str, reference: str) -> WindowStats:
-        """``model``'s throughput over ``reference``'s, taken within each round (a slow
-        minute of the machine slows both): median and range over the rounds."""
+        """``model``'s throughput over ``reference``'s, taken within each round."""
         pairs = zip(self.window_throughputs(model), self.window_throughputs(reference))
         return WindowStats.of([a / b for a, b in pairs])
 
     def measurement(self, model: str) -> Measurement:
         """The windows of ``model`` as a :class:`torch.utils.benchmark.Measurement` of one
-        step (``steps_per_window`` runs per window; the machine's threads; its device as
+        step (``steps_per_window`` runs a window; the machine's threads; its device as
         ``env``), e.g. for :class:`torch.utils.benchmark.Compare`."""
-        spec = TaskSpec(model, "", label=f"interleaved windows, {self.unit}", sub_label=model)
-        spec = replace(spec, description="time per step", env=self.machine.device)
-        spec = replace(spec, num_threads=self.machine.threads)
+        spec = TaskSpec(
+            model,
+            "",
+            label=f"interleaved windows, {self.unit}",
+            sub_label=model,
+            description="time per step",
+            env=self.machine.device,
+            num_threads=self.machine.threads,
+        )
         return Measurement(self.steps_per_window, list(self.window_seconds[model]), spec)
 
     def seconds_per_step(self, model: str) -> WindowStats:
-        """Median and spread of the seconds per training step over windows."""
-        return WindowStats.of(self.measurement(model))
+        """The seconds per step of ``model`` over windows."""
+        return WindowStats.of(self.measurement(model).times)
 
     def to_dict(self) -> dict:
         """Plain numbers and strings, ready for :func:`json.dump`."""
         d = asdict(self)
+        d |= {"models": self.models, "n_rounds": self.n_rounds}
         d["machine"]["load"] = self.machine.load
         return d
 
@@ -263,21 +340,37 @@ def time_interleaved(
     steps_per_window: int = 1,
     warmup_steps: int = 0,
 ) -> SpeedMeasurement:
-    """Time ``windows`` interleaved: A B, then B A, for ``n_rounds`` rounds (>= 2).
+    """Time ``windows`` interleaved: A B, then B A, for ``n_rounds`` rounds.
 
-    ``windows`` maps each of at least two models to a function that runs one window of work and
-    returns the number of target tokens it processed; each is called exactly once per round, and
-    nothing else is on the clock. ``warmup`` (optional) maps models to work run once, untimed,
-    before the first window. ``device`` (where the work runs), ``steps_per_window`` and
-    ``warmup_steps`` are only recorded; ``clock`` returns seconds (tests pass a fake).
+    Parameters
+    ----------
+    windows : mapping of str to callable
+        Per model, a function that runs one window of work and returns the tokens (or
+        sentences) it processed; each is called exactly once a round, and nothing else is
+        on the clock.
+    n_rounds : int
+        At least 2.
+    device : torch.device or str
+        Where the work runs (recorded only).
+    clock : callable
+        Returns seconds (tests pass a fake).
+    warmup : mapping of str to callable, optional
+        Per model, work run once, before the first window, on its own clock.
+    steps_per_window, warmup_steps : int
+        Recorded only.
+
+    Returns
+    -------
+    SpeedMeasurement
     """
-    names = list(windows)
-    if len(names) < 2:
-        raise ValueError(f"need at least two models to interleave, got {names}")
     check_int("n_rounds", n_rounds, 2)
+    names = list(windows)
     info = machine_info(torch.device(device))
+    warmup_seconds = {}
     for name in [n for n in names if n in (warmup or {})]:
+        t0 = clock()
         warmup[name]()
+        warmup_seconds[name] = clock() - t0
     info.load_before = _loadavg()
     seconds, tokens, order = {n: [] for n in names}, {n: [] for n in names}, []
     for r in range(n_rounds):
@@ -286,22 +379,19 @@ def time_interleaved(
                 info.runnable.append(runnable)
             t0 = clock()
             n_tokens = windows[name]()
-            dt = clock() - t0
-            if not dt > 0:
-                raise RuntimeError(f"the clock did not advance during a window of {name}")
-            seconds[name].append(dt)
+            seconds[name].append(clock() - t0)
             tokens[name].append(int(n_tokens))
             order.append(name)
     info.load_after = _loadavg()
-    counts = dict(steps_per_window=steps_per_window, n_rounds=n_rounds, warmup_steps=warmup_steps)
-    return SpeedMeasurement.of_windows(names, order, seconds, tokens, info, **counts)
+    return SpeedMeasurement(
+        seconds, tokens, order, info, steps_per_window, warmup_steps, warmup_seconds
+    )
 
 
-def window_runner(step: Callable, batches: Sequence, steps_per_window: int) -> Callable[[], int]:
-    """One timed window: ``steps_per_window`` calls of ``step`` on ``batches[0]``,
-    ``batches[1]``, ... (cycling); returns the window's target tokens (counted once, here,
-    off the clock)."""
-    schedule = [i % len(batches) for i in range(steps_per_window)]
+def window_runner(step: Callable, batches: Sequence, n_steps: int) -> Callable[[], int]:
+    """One window (or warm-up): ``n_steps`` calls of ``step`` on ``batches[0]``,
+    ``batches[1]``, ... (cycling); it returns the target tokens, counted here, off the clock."""
+    schedule = [i % len(batches) for i in range(n_steps)]
     tokens = sum(batches[i].n_target_tokens for i in schedule)
 
     def run() -> int:
@@ -312,10 +402,41 @@ def window_runner(step: Callable, batches: Sequence, steps_per_window: int) -> C
     return run
 
 
-def warmup_runner(step: Callable, batches: Sequence, warmup_steps: int) -> Callable[[], int]:
-    """The untimed warm-up: ``warmup_steps`` calls of ``step`` on the batches in turn (a
-    :func:`window_runner` that nobody times)."""
-    return window_runner(step, batches, warmup_steps)
+def _windows(steps: Mapping[str, Callable], batches, steps_per_window, warmup_steps):
+    """The windows and warm-ups of training ``steps`` on ``batches``."""
+    check_int("steps_per_window", steps_per_window, 1)
+    check_int("warmup_steps", warmup_steps, 0)
+    windows = {n: window_runner(s, batches, steps_per_window) for n, s in steps.items()}
+    warmups = {n: window_runner(s, batches, warmup_steps) for n, s in steps.items()}
+    return windows, warmups
+
+
+def training_batches(cfg: TrainConfig, n_batches: int) -> list:
+    """``n_batches`` batches of ``cfg``'s first epoch, as :func:`~convs2s_edu.train` draws them.
+
+    Notes
+    -----
+    The batches follow ``cfg.batching``, shuffled with ``cfg.seed``, taken at evenly
+    spaced ranks of padded width, so that a few batches cost, on average, what the
+    epoch's cost (with equal-length batches the first few could all be short or all
+    long); an epoch of fewer batches is cycled.
+    """
+    check_int("n_batches", n_batches, 1)
+    train_ds = make_datasets(cfg)[0]
+    g = torch.Generator().manual_seed(cfg.seed)
+    sampler = length_batches(train_ds.lengths, cfg.batch_size, cfg.batching, g)
+    if sampler is None:  # random batches
+        order = torch.randperm(len(train_ds), generator=g)
+        sampler = [b.tolist() for b in order.split(cfg.batch_size)]
+    epoch = list(sampler)
+    if n_batches >= len(epoch):
+        chosen = [epoch[i % len(epoch)] for i in range(n_batches)]
+    else:
+        width = lambda idx: max(len(train_ds[j][0]) for j in idx)
+        ranked = sorted(range(len(epoch)), key=lambda k: (width(epoch[k]), k))
+        ranks = [int((i + 0.5) * len(epoch) / n_batches) for i in range(n_batches)]
+        chosen = [epoch[k] for k in sorted(ranked[r] for r in ranks)]
+    return [train_ds.collate([train_ds[j] for j in idx]) for idx in chosen]
 
 
 def _one_device(models: Mapping[str, nn.Module]) -> torch.device:
@@ -334,14 +455,24 @@ def measure_training(
     lr: float = 1e-3,
     clip_norm: float | None = 1.0,
 ) -> SpeedMeasurement:
-    """Training throughput of ``models`` (at least two, on one device), interleaved, on the same
-    ``batches`` (moved to the models' device once, before timing). The measurement trains the
-    models, so pass fresh copies (how long a step takes does not depend on the weights). Every
-    model takes ``warmup_steps`` (>= 0) untimed steps, then ``n_rounds`` (>= 2) windows of
-    ``steps_per_window`` (>= 1) steps (:func:`window_runner`). ``lr``, ``clip_norm``: Adam's
-    learning rate and gradient clipping (:func:`~convs2s_edu.train`)."""
-    check_int("steps_per_window", steps_per_window, 1)
-    check_int("warmup_steps", warmup_steps, 0)
+    """Training throughput of ``models``, interleaved, on the same ``batches``.
+
+    Parameters
+    ----------
+    models : mapping of str to nn.Module
+        On one device. The measurement trains them: pass fresh copies (how long a step
+        takes does not depend on the weights).
+    batches : sequence of Batch
+        At least one; moved to the models' device once, before timing.
+    steps_per_window, n_rounds, warmup_steps : int
+        Steps per window (>= 1), rounds (>= 2) and untimed steps first (>= 0).
+    lr, clip_norm : float
+        Adam's learning rate and gradient clipping (:func:`~convs2s_edu.train`).
+
+    Returns
+    -------
+    SpeedMeasurement
+    """
     if len(batches) == 0:
         raise ValueError("batches must hold at least one batch, got none")
     device = _one_device(models)
@@ -350,164 +481,190 @@ def measure_training(
         n: make_train_step(m.train(), torch.optim.Adam(m.parameters(), lr=lr), clip_norm)
         for n, m in models.items()
     }
-    windows = {n: window_runner(s, batches, steps_per_window) for n, s in steps.items()}
-    warmup = {n: warmup_runner(s, batches, warmup_steps) for n, s in steps.items()}
+    windows, warmups = _windows(steps, batches, steps_per_window, warmup_steps)
     counts = dict(steps_per_window=steps_per_window, warmup_steps=warmup_steps)
-    return time_interleaved(windows, n_rounds, device, warmup=warmup, **counts)
+    return time_interleaved(windows, n_rounds, device, warmup=warmups, **counts)
 
 
-def training_batches(cfg, n_batches: int) -> list:
-    """``n_batches`` batches of ``cfg``'s first epoch as :func:`~convs2s_edu.train` draws them
-    (``cfg.batching``, shuffled with ``cfg.seed``): the data every timing of a config uses.
-    They are taken at evenly spaced ranks of padded width, so that a few batches cost, on
-    average, what the epoch's batches cost (with equal-length batches, the first few could
-    all be short or all long); an epoch of fewer batches is cycled."""
-    check_int("n_batches", n_batches, 1)
-    train_ds = make_datasets(cfg)[0]
-    g = torch.Generator().manual_seed(cfg.seed)
-    sampler = length_batches(train_ds.lengths, cfg.batch_size, cfg.batching, g)
-    if sampler is None:  # random batches
-        order = torch.randperm(len(train_ds), generator=g)
-        sampler = [b.tolist() for b in order.split(cfg.batch_size)]
-    epoch = list(sampler)
-    if n_batches >= len(epoch):
-        chosen = [epoch[i % len(epoch)] for i in range(n_batches)]
-    else:
-        width = lambda idx: max(len(train_ds[j][0]) for j in idx)
-        ranked = sorted(range(len(epoch)), key=lambda k: (width(epoch[k]), k))
-        picks = sorted(ranked[int((i + 0.5) * len(epoch) / n_batches)] for i in range(n_batches))
-        chosen = [epoch[k] for k in picks]
-    return [train_ds.collate([train_ds[j] for j in idx]) for idx in chosen]
+def _train_step(cfg: TrainConfig, device: torch.device) -> Callable:
+    """The step :func:`~convs2s_edu.train` takes: a fresh model of ``cfg`` on the path
+    this machine chose, its optimiser, its precision."""
+    torch.manual_seed(cfg.seed)
+    path = ExecutionPath.of(resolve_path(cfg, say=False))
+    model = apply_path(build_model(cfg).to(device), path).train()
+    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr, betas=cfg.adam_betas)
+    return make_train_step(model, optimizer, cfg.clip_norm, cfg.precision)
 
 
 def measure_config(
-    cfg,
+    cfg: TrainConfig,
     models: Sequence[str] = ("convs2s", "gru"),
     steps_per_window: int = 4,
     n_rounds: int = 6,
     warmup_steps: int = 2,
     n_batches: int | None = None,
 ) -> SpeedMeasurement:
-    """:func:`measure_training` of fresh models of ``cfg`` (only ``model`` changes) on its
-    device, with its optimiser settings, on ``n_batches`` (default ``steps_per_window``)
-    batches of :func:`training_batches`: the data and the step of :func:`~convs2s_edu.train`."""
-    n_batches = steps_per_window if n_batches is None else check_int("n_batches", n_batches, 1)
-    batches = training_batches(cfg, n_batches)
+    """Training throughput of fresh models of ``cfg`` (only ``model`` changes), interleaved.
+
+    Parameters
+    ----------
+    cfg : TrainConfig
+        Its device, optimiser settings and precision; the path train() runs here.
+    models : sequence of str
+    steps_per_window, n_rounds, warmup_steps : int
+        As in :func:`measure_training`.
+    n_batches : int, optional
+        Batches of :func:`training_batches` (default ``steps_per_window``).
+
+    Returns
+    -------
+    SpeedMeasurement
+    """
     dev = resolve_device(cfg.device)
-    built = {}
-    for name in models:
-        # what train() runs: the fast paths or the reference, as this machine chose
-        path = ExecutionPath.of(resolve_path(cfg.replace(model=name), say=False))
-        torch.manual_seed(cfg.seed)
-        built[name] = apply_path(build_model(cfg.replace(model=name)).to(dev), path)
-    return measure_training(
-        built, batches, steps_per_window, n_rounds, warmup_steps, cfg.lr, cfg.clip_norm
-    )
+    batches = [b.to(dev) for b in training_batches(cfg, n_batches or steps_per_window)]
+    steps = {n: _train_step(cfg.replace(model=n), dev) for n in models}
+    windows, warmups = _windows(steps, batches, steps_per_window, warmup_steps)
+    counts = dict(steps_per_window=steps_per_window, warmup_steps=warmup_steps)
+    return time_interleaved(windows, n_rounds, dev, warmup=warmups, **counts)
+
+
+def _thread_counts(counts: Sequence[int] | None) -> list[int]:
+    """Distinct PyTorch thread counts in ``1..usable cores`` (default all)."""
+    cores = usable_cores()
+    counts = list(range(1, cores + 1)) if counts is None else list(counts)
+    if not counts or len(set(counts)) != len(counts):
+        raise ValueError(f"thread_counts must be distinct and at least one, got {counts}")
+    return [check_int("thread count", t, 1, cores) for t in counts]
 
 
 @dataclass
 class ThreadScaling:
-    """Training throughput of the same models at several thread counts, all interleaved:
-    ``measurement`` holds every window, keyed ``"<model>@<threads>"`` (e.g. ``"gru@2"``)."""
+    """The same models at several thread counts, all interleaved in one measurement.
+
+    Attributes
+    ----------
+    models : list of str
+    thread_counts : list of int
+    measurement : SpeedMeasurement
+        Every window, keyed ``"<model>@<threads>"`` (e.g. ``"gru@2"``).
+    """
 
     models: list
     thread_counts: list
     measurement: SpeedMeasurement
 
     def at(self, threads: int) -> SpeedMeasurement:
-        """The windows of ``threads`` threads as a measurement of its own (keyed by model,
-        ``machine.threads`` set to ``threads``), for :func:`speed_verdict`."""
+        """The windows at ``threads`` threads as a measurement of their own, keyed by
+        model, ``machine.threads`` set to ``threads``."""
         if threads not in self.thread_counts:
             raise ValueError(f"no windows at {threads} threads; measured: {self.thread_counts}")
         raw, at = self.measurement, f"@{threads}"
-        order = [k.removesuffix(at) for k in raw.order if k.endswith(at)]
-        seconds = {m: raw.window_seconds[m + at] for m in self.models}
-        tokens = {m: raw.window_tokens[m + at] for m in self.models}
-        machine = replace(raw.machine, threads=threads, runnable=list(raw.machine.runnable))
-        counts = {k: getattr(raw, k) for k in ("steps_per_window", "n_rounds", "warmup_steps")}
-        return SpeedMeasurement.of_windows(self.models, order, seconds, tokens, machine, **counts)
+        return SpeedMeasurement(
+            {m: raw.window_seconds[m + at] for m in self.models},
+            {m: raw.window_tokens[m + at] for m in self.models},
+            [k.removesuffix(at) for k in raw.order if k.endswith(at)],
+            replace(raw.machine, threads=threads, runnable=list(raw.machine.runnable)),
+            raw.steps_per_window,
+            raw.warmup_steps,
+            {m: raw.warmup_seconds[m + at] for m in self.models if m + at in raw.warmup_seconds},
+        )
 
     def to_dict(self) -> dict:
-        """Per thread count, every model's throughput and ratio to the first (statistics of
-        :class:`WindowStats`); and the raw windows."""
-        points = {}
-        for t in self.thread_counts:
-            m = self.at(t)
-            points[str(t)] = {
-                "throughput": {n: asdict(m.throughput[n]) for n in self.models},
-                "ratio": {n: asdict(m.ratios[n]) for n in self.models[1:]},
-            }
-        return {
-            "models": list(self.models),
-            "thread_counts": list(self.thread_counts),
-            "points": points,
-            "measurement": self.measurement.to_dict(),
-        }
+        """The models, the thread counts and every window, ready for :func:`json.dump`."""
+        return {**asdict(self), "measurement": self.measurement.to_dict()}
 
 
 def measure_threads(
-    cfg,
+    cfg: TrainConfig,
     models: Sequence[str] = ("convs2s", "gru"),
     thread_counts: Sequence[int] | None = None,
     steps_per_window: int = 4,
     n_rounds: int = 6,
     warmup_steps: int = 2,
     n_batches: int | None = None,
-    configs: Mapping | None = None,
+    configs: Mapping[str, TrainConfig] | None = None,
 ) -> ThreadScaling:
     """:func:`measure_config` at every thread count, in one interleaved measurement.
 
-    ``cfg`` is a CPU configuration. ``thread_counts`` are PyTorch intra-op thread counts in
-    ``1..usable cores`` (default all), set for each window and its warm-up by
-    :func:`torch.utils.benchmark.set_torch_threads`; every round runs one window of every model
-    at every count, and each count gets its own warm-up steps. ``steps_per_window``,
-    ``n_rounds``, ``warmup_steps``, ``n_batches``: as in :func:`measure_config`. ``configs``
-    (optional) gives each model its own configuration (e.g. the GRU of another width), and then
-    ``models`` are its keys; the batches are ``cfg``'s either way. ``OMP_WAIT_POLICY`` is left.
+    Parameters
+    ----------
+    cfg : TrainConfig
+        A CPU configuration; its batches are timed.
+    models : sequence of str
+    thread_counts : sequence of int, optional
+        Distinct PyTorch thread counts in ``1..usable cores`` (default all), set for each
+        window and its warm-up by :func:`torch.utils.benchmark.set_torch_threads`.
+    steps_per_window, n_rounds, warmup_steps, n_batches : int
+        As in :func:`measure_config`.
+    configs : mapping of str to TrainConfig, optional
+        Each model's own configuration (e.g. a GRU of another width); then ``models`` are
+        its keys.
+
+    Returns
+    -------
+    ThreadScaling
+
+    Notes
+    -----
+    Every round runs one window of every model at every count; each count gets its own
+    warm-up steps. ``OMP_WAIT_POLICY`` is left as it is.
     """
-    cores = usable_cores()
-    counts = list(range(1, cores + 1)) if thread_counts is None else list(thread_counts)
-    if not counts:
-        raise ValueError("thread_counts must hold at least one count, got none")
-    counts = [check_int("thread count", t, 1, cores) for t in counts]
-    if len(set(counts)) != len(counts):
-        raise ValueError(f"thread_counts must be distinct, got {counts}")
+    counts = _thread_counts(thread_counts)
     dev = resolve_device(cfg.device)
     if dev.type != "cpu":
         raise ValueError(f"thread counts are measured on the CPU, got device {dev}")
-    n_batches = steps_per_window if n_batches is None else check_int("n_batches", n_batches, 1)
-    check_int("steps_per_window", steps_per_window, 1)
-    check_int("warmup_steps", warmup_steps, 0)
-    batches = training_batches(cfg, n_batches)
-    if configs is not None:
-        models = list(configs)
-    configs = configs or {name: cfg.replace(model=name) for name in models}
-    windows, warmups = {}, {}
-    for name in models:
-        torch.manual_seed(cfg.seed)
-        model = build_model(configs[name]).to(dev).train()
-        # the path train() runs (as chosen at this thread count)
-        apply_path(model, ExecutionPath.of(resolve_path(configs[name], say=False)))
-        optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr, betas=cfg.adam_betas)
-        # the configuration's precision too: a bf16 configuration is timed in bf16
-        step = make_train_step(model, optimizer, cfg.clip_norm, configs[name].precision)
-        for t in counts:  # set_torch_threads(t) as a decorator: each call at t, then back
-            key = f"{name}@{t}"
-            windows[key] = set_torch_threads(t)(window_runner(step, batches, steps_per_window))
-            warmups[key] = set_torch_threads(t)(warmup_runner(step, batches, warmup_steps))
+    configs = configs or {n: cfg.replace(model=n) for n in models}
+    batches = training_batches(cfg, n_batches or steps_per_window)
+    steps = {n: _train_step(c, dev) for n, c in configs.items()}
+    windows, warmups = _windows(steps, batches, steps_per_window, warmup_steps)
+    at = lambda fn, t: set_torch_threads(t)(fn)  # each call at t threads, then back
+    windows = {f"{n}@{t}": at(w, t) for n, w in windows.items() for t in counts}
+    warmups = {f"{n}@{t}": at(w, t) for n, w in warmups.items() for t in counts}
     counts_kw = dict(steps_per_window=steps_per_window, warmup_steps=warmup_steps)
     raw = time_interleaved(windows, n_rounds, dev, warmup=warmups, **counts_kw)
-    return ThreadScaling(list(models), counts, raw)
+    return ThreadScaling(list(configs), counts, raw)
+
+
+def _by_hardware(measured: SpeedMeasurement | ThreadScaling) -> dict[str, SpeedMeasurement]:
+    """A measurement per hardware label: per thread count, or the one device."""
+    if isinstance(measured, ThreadScaling):
+        return {hardware_label(t): measured.at(t) for t in measured.thread_counts}
+    mach = measured.machine
+    threads = mach.threads if mach.device == "cpu" else None
+    return {hardware_label(threads, mach.device): measured}
+
+
+def seconds_per_step(measured: SpeedMeasurement | ThreadScaling) -> dict:
+    """Per model, the median seconds per step by :func:`hardware_label`: what
+    :func:`convergence` turns steps into seconds with."""
+    by = _by_hardware(measured)
+    models = next(iter(by.values())).models
+    return {n: {w: m.seconds_per_step(n).median for w, m in by.items()} for n in models}
+
+
+# --------------------------------------------------------------------------------------
+# What the windows allow one to say
+# --------------------------------------------------------------------------------------
 
 
 @dataclass
 class SpeedVerdict:
     """What a measurement allows one to say.
 
-    ``ok``: False when the measurement is not trustworthy; ``resolved``: True when ``ok`` and
-    the two models' window ranges do not overlap; ``text``: the sentence to print, a warning
-    starting with ``"WARNING"`` when not ``ok``; ``reasons``: why it is not ``ok``; ``faster``:
-    the faster model when ``resolved``; ``by_threads``: see :func:`thread_verdict`.
+    Attributes
+    ----------
+    ok : bool
+        False when the machine was busy or unsteady: then nothing is compared.
+    resolved : bool
+        ``ok``, and the two models' window ranges do not overlap.
+    text : str
+        The short sentence to print; it starts with ``"WARNING"`` when not ``ok``.
+    reasons : list of str
+        Why it is not ``ok``.
+    faster : str or None
+        The faster model when ``resolved`` (``None`` over several thread counts).
+    by_hardware : dict
+        Over several thread counts: the verdict at each, by :func:`hardware_label`.
     """
 
     ok: bool
@@ -515,7 +672,7 @@ class SpeedVerdict:
     text: str
     reasons: list = field(default_factory=list)
     faster: str | None = None
-    by_threads: dict = field(default_factory=dict)
+    by_hardware: dict = field(default_factory=dict)
 
     def _repr_html_(self) -> str:
         """A warning box when not ``ok`` (notebooks, gallery cells), else a note."""
@@ -526,128 +683,353 @@ class SpeedVerdict:
         return f'<div class="admonition {kind}">{title}<p>{body}</p></div>'
 
 
+def _busy(m: SpeedMeasurement, max_spread: float, max_load: float | None, lab) -> list:
+    """Why the machine was too busy or unsteady to compare (empty: it was quiet)."""
+    mach, per_s = m.machine, f"{m.unit.split()[-1]}/s"
+    reasons = [
+        f"{lab(n)}'s windows varied {s.spread:.2f}x ({s.min:,.0f}-{s.max:,.0f} {per_s}), "
+        f"more than the {max_spread:g}x allowed"
+        for n, s in m.throughput.items()
+        if s.spread > max_spread
+    ]
+    limit = float(mach.cores if max_load is None else max_load)
+    slack = 0.5 if max_load is None else 0.0  # this process's own work of the last minute
+    if mach.load is not None and mach.load > limit + slack:
+        reasons.append(f"load average {mach.load:.2f}, above {limit + slack:g} ({limit:g} cores)")
+    others = statistics.median(mach.runnable) if mach.runnable else 0
+    free = max(limit - mach.threads, 0)  # the cores our PyTorch threads leave free
+    if others > free:
+        reasons.append(
+            f"{others:g} threads of other processes runnable, {free:g} of {limit:g} cores "
+            f"free beside {mach.threads} PyTorch thread(s)"
+        )
+    return reasons
+
+
 def speed_verdict(
-    m: SpeedMeasurement,
+    measured: SpeedMeasurement | ThreadScaling,
     max_spread: float = 1.5,
     labels: Mapping[str, str] | None = None,
     max_load: float | None = None,
 ) -> SpeedVerdict:
-    """Say what ``m`` shows about the first two models, and only that.
+    """Say what ``measured`` shows about its first two models, and only that.
 
-    ``labels`` are display names, e.g. ``{"gru": "GRU + attention"}``. The machine counts as
-    quiet when every model's window throughputs vary by at most ``max_spread`` (> 1;
-    ``max / min``, not the interquartile range a :class:`~torch.utils.benchmark.Measurement`
-    warns about, which one slow window hardly moves), the median number of other processes'
-    runnable threads at the windows is at most the cores this measurement leaves free
-    (``max_load``, by default the usable cores, less the PyTorch threads), and the one-minute
-    load average at most ``max_load``, by default the cores + 0.5: that average also counts
-    this process's own threads and lags by about a minute, so a build that kept every core
-    busy just before reads about ``cores`` on an otherwise idle machine.
+    Parameters
+    ----------
+    measured : SpeedMeasurement or ThreadScaling
+        Over several thread counts, the verdict at each (``by_hardware``), ``ok`` and
+        ``resolved`` when every one is.
+    max_spread : float
+        The most a model's window throughputs may vary (``max / min``, > 1).
+    labels : mapping of str to str, optional
+        Display names, e.g. ``{"gru": "GRU + attention"}``.
+    max_load : float, optional
+        The most load the machine may carry (default: the usable cores).
 
-    Returns a :class:`SpeedVerdict`: a warning and no comparison when the machine was not quiet;
-    otherwise the throughput ratio of the two models (median and range over rounds) and the
-    faster model in words, or "not resolved" when their window ranges overlap. It never says
-    *why* one was faster: the reasons (arithmetic per token, sequential steps) hold either way.
+    Returns
+    -------
+    SpeedVerdict
+        A warning and no comparison when the machine was not quiet; otherwise the faster
+        model and the per-round ratio, or "not resolved" when the window ranges overlap.
+
+    Notes
+    -----
+    The machine counts as quiet when every model's windows vary by at most ``max_spread``
+    (max / min, not the interquartile range, which one slow window hardly moves); the
+    median number of other processes' runnable threads at the windows is at most the
+    cores left free by this measurement's PyTorch threads; and the one-minute load average
+    is at most ``max_load``, by default the cores + 0.5, as that average also counts this
+    process's own threads of about the last minute. The verdict never says *why* one
+    model was faster.
     """
     if not (isinstance(max_spread, (int, float)) and max_spread > 1):
         raise ValueError(f"max_spread must be a number > 1, got {max_spread!r}")
+    if isinstance(measured, ThreadScaling):
+        by = {
+            w: speed_verdict(m, max_spread, labels, max_load)
+            for w, m in _by_hardware(measured).items()
+        }
+        ok, resolved = all(v.ok for v in by.values()), all(v.resolved for v in by.values())
+        each = (f"{w}: {v.text.removeprefix('WARNING: ').rstrip('.')}" for w, v in by.items())
+        text = "; ".join(each) + "."
+        reasons = [f"{w}: {r}" for w, v in by.items() for r in v.reasons]
+        return SpeedVerdict(ok, resolved, "WARNING: " * (not ok) + text, reasons, None, by)
+    m = measured
     if len(m.models) < 2:
-        raise ValueError(f"need two models, got {m.models}")
+        raise ValueError(f"need two models to compare, got {m.models}")
     lab = lambda n: (labels or {}).get(n, n)
-    a, b = m.models[0], m.models[1]
-    limit = float(m.machine.cores if max_load is None else max_load)
-    per_s = f"{m.unit.split()[-1]}/s"  # "tokens/s" or "sentences/s"
-    reasons = [
-        f"the timing windows of {lab(n)} varied by {s.spread:.2f}x (from {s.min:,.0f} to "
-        f"{s.max:,.0f} {per_s}), more than the {max_spread:g}x allowed"
-        for n, s in ((n, m.throughput[n]) for n in (a, b))
-        if s.spread > max_spread
-    ]
-    load, slack = m.machine.load, 0.5 if max_load is None else 0.0
-    if load is not None and load > limit + slack:
-        allowed = "cores usable (+0.5 for this process's own recent work)" if slack else "allowed"
-        reasons.append(f"the load average was {load:.2f}, more than the {limit:g} {allowed}")
-    others = statistics.median(m.machine.runnable) if m.machine.runnable else 0  # other processes
-    free = max(limit - m.machine.threads, 0)  # cores our PyTorch threads leave free
-    if others > free:
-        reasons.append(
-            f"a median of {others:g} thread(s) of other processes were runnable during the "
-            f"windows, more than the {free:g} of the {limit:g} cores usable that this "
-            f"measurement's {m.machine.threads} PyTorch thread(s) leave free"
-        )
-    if reasons:
-        text = (
-            f"WARNING: this speed measurement is not reliable: {'; '.join(reasons)}. The machine "
-            "was busy or unsteady, so no conclusion about the models is drawn from it. Measure "
-            "again on an idle machine."
-        )
+    if reasons := _busy(m, max_spread, max_load, lab):
+        text = f"WARNING: not compared, the machine was busy or unsteady: {'; '.join(reasons)}."
         return SpeedVerdict(False, False, text, reasons)
-
+    a, b = m.models[:2]
     r, ta, tb = m.ratios[b], m.throughput[a], m.throughput[b]  # r: b / a, per round
+    rounds = f"{r.n} rounds"
     if ta.overlaps(tb):
         text = (
-            f"The difference is not resolved: the window throughputs of {lab(a)} "
-            f"({ta.min:,.0f}-{ta.max:,.0f} {per_s}) and {lab(b)} ({tb.min:,.0f}-"
-            f"{tb.max:,.0f}) overlap; {lab(b)}/{lab(a)} throughput ratio {r.median:.2f} "
-            f"(rounds: {r.min:.2f}-{r.max:.2f}, {r.n} rounds)."
+            f"not resolved: the windows of {lab(a)} ({ta.min:,.0f}-{ta.max:,.0f}) and "
+            f"{lab(b)} ({tb.min:,.0f}-{tb.max:,.0f} {m.unit}/s) overlap; {lab(b)}/{lab(a)} "
+            f"{r.median:.2f} ({rounds}: {r.min:.2f}-{r.max:.2f})."
         )
         return SpeedVerdict(True, False, text)
     if r.median >= 1:
-        faster, slow, x, lo, hi = b, a, r.median, r.min, r.max
+        fast, slow, x, lo, hi = b, a, r.median, r.min, r.max
     else:
-        faster, slow, x, lo, hi = a, b, 1 / r.median, 1 / r.max, 1 / r.min
-    what = (
-        f"trained {x:.2f}x as fast as {lab(slow)} in target tokens per second"
-        if m.unit == "target tokens"
-        else f"decoded {x:.2f}x as many {m.unit} per second as {lab(slow)}"
-    )
+        fast, slow, x, lo, hi = a, b, 1 / r.median, 1 / r.max, 1 / r.min
     text = (
-        f"{lab(faster)} {what} (per-round ratios {lo:.2f}-{hi:.2f} over {r.n} rounds; "
-        f"every window of {lab(faster)} was faster than every window of {lab(slow)})."
+        f"{lab(fast)} {x:.2f}x as fast as {lab(slow)} in {m.unit} per second "
+        f"({rounds}: {lo:.2f}-{hi:.2f}; every window faster)."
     )
-    return SpeedVerdict(True, True, text, faster=faster)
+    return SpeedVerdict(True, True, text, faster=fast)
 
 
-def thread_verdict(
-    scaling: ThreadScaling, max_spread: float = 1.5, labels: Mapping[str, str] | None = None
-) -> SpeedVerdict:
-    """:func:`speed_verdict` at every thread count of ``scaling``, in one statement that names
-    the hardware each holds for: the verdicts by count in ``by_threads``, their texts after the
-    CPU and its cores in ``text``; ``ok`` and ``resolved`` when every count's verdict is.
-    ``faster`` is ``None``: which model is faster depends on the hardware."""
-    by = {t: speed_verdict(scaling.at(t), max_spread, labels) for t in scaling.thread_counts}
-    mach = scaling.measurement.machine
-    parts = []
-    for i, (t, v) in enumerate(by.items()):
-        what = v.text.removeprefix("WARNING: ")
-        if what.startswith(("The ", "This ")):  # not a model's name: lower-case it
-            what = what[:1].lower() + what[1:]
-        parts.append(f"{'With' if i else 'with'} {t} thread{'s' if t > 1 else ''}: {what}")
-    ok = all(v.ok for v in by.values())
-    head = f"On {mach.cpu} ({mach.cores} cores usable, device {mach.device}), "
-    text = ("" if ok else "WARNING: ") + head + " ".join(parts)
-    reasons = [f"{t} threads: {r}" for t, v in by.items() for r in v.reasons]
-    return SpeedVerdict(ok, ok and all(v.resolved for v in by.values()), text, reasons, None, by)
+def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Right-aligned text columns under a header and a rule."""
+    widths = [max(len(x) for x in col) for col in zip(head, *rows)]
+    line = lambda cells: "  ".join(c.rjust(w) for c, w in zip(cells, widths))
+    return "\n".join([line(head), line(["-" * w for w in widths]), *map(line, rows)])
+
+
+def speed_table(
+    measured: SpeedMeasurement | ThreadScaling,
+    labels: Mapping[str, str] | None = None,
+    verdict: SpeedVerdict | None = None,
+) -> str:
+    """A measurement as a text table, then its verdict.
+
+    Parameters
+    ----------
+    measured : SpeedMeasurement or ThreadScaling
+        One row per model and hardware (thread count, or the device).
+    labels : mapping of str to str, optional
+        Display names of the models.
+    verdict : SpeedVerdict, optional
+        Default: :func:`speed_verdict` of ``measured``.
+
+    Returns
+    -------
+    str
+        Columns: the median throughput, the windows' range and spread, and the ratio to
+        the first model (median and range over rounds); then the verdict and the machine.
+    """
+    lab = lambda n: (labels or {}).get(n, n)
+    by = _by_hardware(measured)
+    first = next(iter(by.values()))
+    per_s, ref = f"{first.unit.split()[-1]}/s", first.models[0]
+    head = ["on", "model", per_s, "windows", "spread", f"x {lab(ref)}", "rounds"]
+    rows = []
+    for where, m in by.items():
+        for n in m.models:
+            s, r = m.throughput[n], m.ratios[n]
+            rows.append(
+                [
+                    where if n == ref else "",
+                    lab(n),
+                    f"{s.median:,.0f}",
+                    f"{s.min:,.0f}-{s.max:,.0f}",
+                    f"{s.spread:.2f}x",
+                    f"{r.median:.2f}",
+                    f"{r.min:.2f}-{r.max:.2f}",
+                ]
+            )
+    verdict = verdict or speed_verdict(measured, labels=labels)
+    windows = f"{first.n_rounds} windows of {first.steps_per_window} step(s) per model"
+    scaling = isinstance(measured, ThreadScaling)
+    machine = measured.measurement.machine if scaling else measured.machine  # every window's
+    return "\n".join(
+        [_table(head, rows), f"({windows}, interleaved)", verdict.text, machine.describe()]
+    )
+
+
+# --------------------------------------------------------------------------------------
+# What a step costs: arithmetic, matrix products, the machine's limits, the profiler
+# --------------------------------------------------------------------------------------
 
 
 def training_flops_per_token(model: nn.Module, batch) -> float:
-    """Floating-point operations of one training step's forward and backward pass, per
-    target token (padding excluded), counted by :class:`torch.utils.flop_counter.FlopCounterMode`:
-    matrix products and convolutions, not element-wise operations; a multiply-add is 2.
+    """Floating-point operations of one training step, forward and backward, per target
+    token (padding excluded).
 
-    A fact about the model and the batch: a model on a GPU is counted through a copy on the CPU,
-    because there its GRU runs through cuDNN, whose fused operation the counter has no formula
-    for (it would count the recurrent products as nothing).
+    Parameters
+    ----------
+    model : nn.Module
+    batch : Batch
+
+    Returns
+    -------
+    float
+
+    Notes
+    -----
+    Counted by :class:`torch.utils.flop_counter.FlopCounterMode`: matrix products and
+    convolutions, not element-wise operations; a multiply-add is 2. A model on a GPU is
+    counted through a copy on the CPU: there its GRU runs through cuDNN, whose fused
+    operation the counter has no formula for.
     """
     if next(model.parameters()).device.type != "cpu":
         model = copy.deepcopy(model).cpu()
-    was_training = model.training
-    batch = batch.to("cpu")
+    was_training, batch = model.training, batch.to("cpu")
     with FlopCounterMode(display=False) as counter:
         sequence_loss(model.train()(batch.src, batch.tgt_in), batch.tgt_out).backward()
     model.zero_grad(set_to_none=True)
     model.train(was_training)
     return counter.get_total_flops() / batch.n_target_tokens
+
+
+class _RecordProducts(TorchDispatchMode):
+    """Records the ``(m, k, n)`` of every matrix product run under it in ``shapes``."""
+
+    def __init__(self):
+        super().__init__()
+        self.shapes = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        aten, p = torch.ops.aten, func._overloadpacket
+        out = func(*args, **(kwargs or {}))
+        if p in (aten.mm, aten.addmm, aten.bmm, aten.baddbmm):
+            a, b = args[:2] if p in (aten.mm, aten.bmm) else args[1:3]
+            n = a.shape[0] if a.dim() == 3 else 1  # a bmm is a batch of n products
+            self.shapes += [(a.shape[-2], a.shape[-1], b.shape[-1])] * n
+        elif p is aten.convolution:  # weight (C_out, C_in, k) -> output (B, C_out, T)
+            w = args[1]
+            self.shapes.append((out.shape[0] * out.shape[2:].numel(), w[0].numel(), w.shape[0]))
+        elif p is aten.convolution_backward:  # grad_output, input, weight, ..., mask
+            g, w, mask = args[0], args[2], args[10]
+            bt, kc = g.shape[0] * g.shape[2:].numel(), w[0].numel()
+            self.shapes += [(bt, w.shape[0], kc)] * mask[0] + [(kc, bt, w.shape[0])] * mask[1]
+        return out
+
+
+def gemm_shapes(model: nn.Module, batch) -> list[tuple[int, int, int]]:
+    """The ``(m, k, n)`` of every matrix product of one training step.
+
+    Parameters
+    ----------
+    model : nn.Module
+    batch : Batch
+
+    Returns
+    -------
+    list of (int, int, int)
+
+    Notes
+    -----
+    A 1-D convolution of ``C_in -> C_out`` channels, kernel ``k``, over ``B x T`` output
+    positions is the GEMM ``(B T) x (k C_in) . (k C_in) x C_out`` (as
+    :class:`~convs2s_edu.fast.FastConvBlock` computes it), and its backward two more
+    products of the same FLOPs (input and weight gradients).
+    """
+    model.train()
+    batch = batch.to(next(model.parameters()).device)
+    with _RecordProducts() as record:
+        sequence_loss(model(batch.src, batch.tgt_in), batch.tgt_out).backward()
+    model.zero_grad(set_to_none=True)
+    return record.shapes
+
+
+def _mm_rate(m: int, k: int, n: int, device, repeats: int, dtype=torch.float32) -> float:
+    """FLOP/s of a dense ``torch.mm`` of ``(m, k) x (k, n)``: the fastest of ``repeats``
+    :meth:`~torch.utils.benchmark.Timer.timeit`, each of enough products for ~0.2 GFLOP."""
+    mats = {
+        "a": torch.randn(m, k, device=device, dtype=dtype),
+        "b": torch.randn(k, n, device=device, dtype=dtype),
+    }
+    reps = max(1, min(200, int(2e8 // max(1, 2 * m * k * n))))
+    t = Timer("torch.mm(a, b)", globals=mats, num_threads=torch.get_num_threads())
+    return 2 * m * k * n / min(t.timeit(reps).median for _ in range(repeats))
+
+
+def step_gemm_seconds(shapes: Sequence[tuple[int, int, int]], device, repeats: int = 5) -> float:
+    r"""The seconds a step's matrix products take, each at its own shape's measured rate.
+
+    Parameters
+    ----------
+    shapes : sequence of (int, int, int)
+        The ``(m, k, n)`` of every product (:func:`gemm_shapes`); a shape may repeat.
+    device : torch.device or str
+    repeats : int
+        Timings of each distinct shape; the fastest gives its rate.
+
+    Returns
+    -------
+    float
+        :math:`\sum_{(m, k, n)} 2 m k n / \text{rate}(m, k, n)`, each rate that of a
+        dense float32 ``torch.mm`` of that shape.
+    """
+    rates = {mkn: _mm_rate(*mkn, torch.device(device), repeats) for mkn in set(shapes)}
+    return sum(2 * m * k * n / rates[(m, k, n)] for m, k, n in shapes)
+
+
+def machine_limits(device, repeats: int = 5, size: int = 2048) -> dict:
+    """The machine's limits: the theoretical peak, and a large GEMM's measured rate.
+
+    Parameters
+    ----------
+    device : torch.device or str
+        On a CPU the peak is ``convs2s_edu._machine.theoretical_peak`` at torch's thread
+        count; on another device there is none.
+    repeats : int
+        Timings of the large GEMM, as in :func:`step_gemm_seconds`.
+    size : int
+        The large GEMM multiplies two ``size x size`` matrices.
+
+    Returns
+    -------
+    dict
+        ``{"theoretical": peak, "size": size, "fp32": row}``, and ``"bf16": row`` where
+        the device multiplies bf16 in hardware. A row is ``{"peak_flops",
+        "large_gemm_flops", "fraction", "check"}``: ``fraction`` is the rate over the peak
+        (None without one); ``check`` is ``""`` when it lies within 50-100%, else what is
+        off.
+    """
+    device = torch.device(device)
+    if device.type == "cpu":
+        peak = theoretical_peak(torch.get_num_threads())
+    else:
+        text = f"no theoretical peak: the table covers CPUs, not {device.type} devices"
+        peak = {"fp32_flops": None, "bf16_flops": None, "text": text}
+    limits = {"theoretical": peak, "size": size}
+    dtypes = {"fp32": torch.float32}
+    if bf16_support(device)[0]:
+        dtypes["bf16"] = torch.bfloat16
+    for name, dtype in dtypes.items():
+        rate, top = _mm_rate(size, size, size, device, repeats, dtype), peak[f"{name}_flops"]
+        fraction = rate / top if top else None
+        check = "no theoretical peak to check it against" if fraction is None else ""
+        if fraction is not None and fraction > 1:
+            check = (
+                f"above the stated peak: it needs {peak['clock_ghz'] * fraction:.2f} GHz, "
+                f"{peak['clock_source']} gave {peak['clock_ghz']:.2f} GHz"
+            )
+        elif fraction is not None and fraction < 0.5:
+            check = f"below half the stated peak ({100 * fraction:.0f}%)"
+        limits[name] = {
+            "peak_flops": top,
+            "large_gemm_flops": rate,
+            "fraction": fraction,
+            "check": check,
+        }
+    return limits
+
+
+def profile_table(step: Callable, batches: Sequence, n_steps: int, device) -> str:
+    """A :mod:`torch.profiler` table of ``n_steps`` calls of ``step`` on ``batches`` (in
+    turn): the top rows by self CPU time, or CUDA time on a GPU."""
+    from torch.profiler import ProfilerActivity, profile
+
+    device = torch.device(device)
+    activities = [ProfilerActivity.CPU]
+    if device.type == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+    with profile(activities=activities) as prof:
+        window_runner(step, batches, n_steps)()
+        synchronize(device)
+    key = "self_cuda_time_total" if device.type == "cuda" else "self_cpu_time_total"
+    return prof.key_averages().table(sort_by=key, row_limit=12, max_name_column_width=40)
+
+
+# --------------------------------------------------------------------------------------
+# Decoding
+# --------------------------------------------------------------------------------------
 
 
 def measure_generation(
@@ -656,20 +1038,34 @@ def measure_generation(
     beam_sizes: Sequence[int] = (1, 5),
     batch_size: int = 128,
     n_rounds: int = 4,
-) -> dict:
+) -> dict[int, SpeedMeasurement]:
     """Generation throughput of ``models`` on the same ``sources``, interleaved, per beam size.
 
-    As Gehring et al. time generation (§5.3, Table 3): the sources decoded in batches of up to
-    ``batch_size`` sentences of equal length (:func:`~convs2s_edu.decode.decode_all` with
-    ``bucket=True``), greedily (``beam_sizes`` 1) and with beam search (5), the incremental
-    decoder state of each model (ConvS2S shifts its convolution windows, it does not recompute
-    them). For every beam size, every model (at least two, on one device) decodes all the
-    sources once per window, ``n_rounds`` (>= 2) windows each (:func:`time_interleaved`), after
-    an untimed warm-up decoding of the first batch. Returns a :class:`SpeedMeasurement` per beam
-    size, whose "tokens" are the sentences decoded: the throughput is in sentences per second.
+    Parameters
+    ----------
+    models : mapping of str to nn.Module
+        On one device.
+    sources : sequence of token lists
+        At least one.
+    beam_sizes : sequence of int
+        1 is greedy decoding.
+    batch_size : int
+        Sentences of equal length decoded together
+        (:func:`~convs2s_edu.decode.decode_all`).
+    n_rounds : int
+        Windows per model and beam size, each decoding all the sources, after an untimed
+        decoding of the first batch.
+
+    Returns
+    -------
+    dict of int to SpeedMeasurement
+        Per beam size; its unit is ``"sentences"``.
+
+    Notes
+    -----
+    As Gehring et al. time generation (§5.3, Table 3), with each model's incremental
+    decoder state (ConvS2S shifts its convolution windows, it does not recompute them).
     """
-    if len(models) < 2:
-        raise ValueError(f"need at least two models to interleave, got {list(models)}")
     sources = [list(x) for x in sources]
     if not sources:
         raise ValueError("need at least one source sentence, got none")
@@ -677,7 +1073,7 @@ def measure_generation(
     out = {}
     for k in beam_sizes:
         k = check_int("beam size", k)
-        window = lambda m, k=k: lambda: len(decode_all(m, sources, k, batch_size))  # sentences
+        window = lambda m, k=k: lambda: len(decode_all(m, sources, k, batch_size))
         warm = lambda m, k=k: lambda: decode_all(m, sources[:batch_size], beam_size=k)
         windows = {n: window(m) for n, m in models.items()}
         warmup = {n: warm(m) for n, m in models.items()}
@@ -687,7 +1083,7 @@ def measure_generation(
 
 
 def time_incremental_vs_full(
-    model,
+    model: EncoderDecoder,
     target_lengths: Sequence[int] = (20, 50, 100),
     batch_size: int = 32,
     repeats: int = 3,
@@ -695,45 +1091,346 @@ def time_incremental_vs_full(
 ) -> list[dict]:
     r"""Time greedy decoding with and without the incremental state.
 
-    ``model`` is an EncoderDecoder (ConvS2S, RNNSeq2Seq or a HybridSeq2Seq);
-    ``target_lengths`` are the numbers of decoding steps to time, each in ``1..max_positions``
-    (build the model with a larger ``max_positions`` for longer ones). ``batch_size`` (>= 1)
-    random sources of ``target_len`` tokens (drawn with ``seed``) are decoded together, forced
-    to exactly ``target_len`` steps (``stop_at_eos=False``), so that both methods do the same
-    steps; the encoder runs once in both. Each setting is timed by
-    :meth:`torch.utils.benchmark.Timer.timeit`: two untimed decodings (its warm-up), then
-    ``repeats`` (>= 1) on the clock, whose mean per run is reported.
+    Parameters
+    ----------
+    model : EncoderDecoder
+        ConvS2S, RNNSeq2Seq or a HybridSeq2Seq.
+    target_lengths : sequence of int
+        Decoding steps to time, each in ``1..model.max_positions``.
+    batch_size : int
+        Random sources of ``target_len`` tokens (drawn with ``seed``) decoded together,
+        forced to exactly ``target_len`` steps, so that both methods do the same steps.
+    repeats : int
+        Decodings on the clock (:meth:`torch.utils.benchmark.Timer.timeit`), after two
+        untimed ones.
+    seed : int
 
-    Returns one record per target length with keys ``target_len``, ``batch_size``,
-    ``seconds_full``, ``seconds_incremental`` and ``speedup`` (``seconds_full /
-    seconds_incremental``).
+    Returns
+    -------
+    list of dict
+        Per target length: ``target_len``, ``batch_size``, ``seconds_full``,
+        ``seconds_incremental`` and ``speedup`` (full over incremental).
 
-    For ConvS2S the full recompute costs :math:`\sum_{t=1}^{T} t = T(T+1)/2` decoder columns
-    against :math:`T` with the cache, so the speedup should grow roughly linearly with :math:`T`
-    (on small models per-call overhead hides part of it).
+    Notes
+    -----
+    For ConvS2S the full recompute costs :math:`\sum_{t=1}^{T} t = T(T+1)/2` decoder
+    columns against :math:`T` with the cache.
     """
     if not isinstance(model, EncoderDecoder):
         raise TypeError(f"cannot time a {type(model).__name__}; expected an EncoderDecoder")
-    if isinstance(target_lengths, numbers.Integral):
-        target_lengths = (target_lengths,)
-    if not list(target_lengths):
-        raise ValueError("target_lengths must hold at least one length, got none")
     top = model.max_positions
     name = f"target length (at most max_positions={top}; build the model with a larger one)"
     lengths = [check_int(name, T, 1, top) for T in target_lengths]
     batch_size, repeats = check_int("batch_size", batch_size), check_int("repeats", repeats)
     device = next(model.parameters()).device
-    gen, threads = torch.Generator().manual_seed(int(seed)), torch.get_num_threads()
+    gen = torch.Generator().manual_seed(int(seed))
     run = "decode(model, src, max_len=T, incremental=inc, stop_at_eos=False)"
     records = []
     for T in lengths:
-        src = torch.randint(1, model.vocab_size + 1, (batch_size, T), generator=gen)  # (B, T)
+        src = torch.randint(1, model.vocab_size + 1, (batch_size, T), generator=gen)
         scope = {"decode": greedy_decode, "model": model, "src": src.to(device), "T": T}
         inc, full = (
-            Timer(run, globals={**scope, "inc": i}, num_threads=threads).timeit(repeats).median
+            Timer(run, globals={**scope, "inc": i}, num_threads=torch.get_num_threads())
+            .timeit(repeats)
+            .median
             for i in (True, False)
         )
-        record = {"target_len": T, "batch_size": batch_size, "seconds_full": full}
-        speedup = full / inc if inc > 0 else float("inf")
-        records.append({**record, "seconds_incremental": inc, "speedup": speedup})
+        record = dict(target_len=T, batch_size=batch_size, seconds_full=full)
+        records.append(record | dict(seconds_incremental=inc, speedup=full / inc))
     return records
+
+
+# --------------------------------------------------------------------------------------
+# Both models on the same data: scores, speed, convergence
+# --------------------------------------------------------------------------------------
+
+#: Held-out exact-match levels whose first crossing :func:`convergence` reports.
+LEVELS = (0.5, 0.9, 0.95)
+
+
+def convergence(
+    results: Mapping[str, TrainResult],
+    seconds_per_step: Mapping[str, Mapping[str, float]] | None = None,
+    levels: Sequence[float] = LEVELS,
+    metric: str = "exact_match",
+    unsteady: Sequence[str] = (),
+) -> list[dict]:
+    """Steps, examples and seconds until each level was first reached, per model.
+
+    Parameters
+    ----------
+    results : mapping of str to TrainResult
+        Runs whose history holds a learning curve (``TrainConfig.eval_every`` set).
+    seconds_per_step : mapping, optional
+        Per model, the median seconds per step by :func:`hardware_label`
+        (:func:`seconds_per_step`); without it no seconds are given.
+    levels : sequence of float
+        Levels of ``metric`` in ``(0, 1]``.
+    metric : str
+        A key of the curve's records: ``"exact_match"`` or ``"token_accuracy"``.
+    unsteady : sequence of str
+        Hardware labels whose windows were not steady: their seconds are flagged.
+
+    Returns
+    -------
+    list of dict
+        Per model: ``model``, ``eval_every``, ``steps`` (the run's), ``final`` (the last
+        evaluation's ``metric``), ``timed_on``, ``unsteady`` and ``levels``: per level (as
+        ``str``) ``None`` when never reached, else ``step``, ``examples`` (steps x batch
+        size) and ``seconds`` by hardware label.
+
+    Notes
+    -----
+    The step is that of the first evaluation at or above the level: an upper bound, the
+    level was reached at most ``eval_every`` steps earlier. The seconds come from the
+    interleaved windows, so whatever else the machine did during training stays out.
+    """
+    for level in levels:
+        if not 0 < level <= 1:
+            raise ValueError(f"levels must lie in (0, 1], got {level!r}")
+    rows = []
+    for name, result in results.items():
+        h = result.history
+        if not h.evals:
+            raise ValueError(
+                f"{name}: the run has no learning curve; train it with TrainConfig.eval_every"
+            )
+        per_step = dict((seconds_per_step or {}).get(name, {}))
+        row = {
+            "model": name,
+            "eval_every": result.config.eval_every,
+            "steps": h.steps,
+            "final": h.evals[-1][metric],
+            "timed_on": list(per_step),
+            "unsteady": [t for t in per_step if t in unsteady],
+            "levels": {},
+        }
+        for level in levels:
+            hit = h.reached(level, metric)  # None: never reached
+            row["levels"][str(level)] = hit and {
+                "step": hit["step"],
+                "examples": hit["examples"],
+                "seconds": {k: hit["step"] * s for k, s in per_step.items()},
+            }
+        rows.append(row)
+    return rows
+
+
+def format_convergence(rows: Sequence[dict], labels: Mapping[str, str] | None = None) -> str:
+    """The rows of :func:`convergence` as a text table: one line per model and level."""
+    labels = dict(labels or {})
+    timed = list(dict.fromkeys(t for r in rows for t in r["timed_on"]))
+    unsteady = {t for r in rows for t in r["unsteady"]}
+    head = ["model", "held-out exact match", "steps", "examples"]
+    head += [f"seconds, {t}" + "*" * (t in unsteady) for t in timed]
+    body = []
+    for r in rows:
+        for level, v in r["levels"].items():
+            cells = [labels.get(r["model"], r["model"]), f">= {float(level):.0%}"]
+            if v is None:
+                cells += [f"not reached in {r['steps']:,}", ""] + [""] * len(timed)
+            else:
+                cells += [f"{v['step']:,}", f"{v['examples']:,}"]
+                cells += [f"{v['seconds'][t]:,.0f}" if t in v["seconds"] else "" for t in timed]
+            body.append(cells)
+    every = sorted({r["eval_every"] for r in rows})
+    note = f"(evaluated every {'-'.join(map(str, sorted({every[0], every[-1]})))} steps)"
+    if unsteady:
+        note += f"\n* {', '.join(sorted(unsteady))}: windows not steady, seconds rough"
+    return _table(head, body) + "\n" + note
+
+
+def epoch_tokens(cfg: TrainConfig) -> int:
+    """Target tokens (``<eos>`` included, padding excluded) in one epoch of ``cfg``."""
+    return sum(len(y) + 1 for _, y in make_datasets(cfg)[0].examples)
+
+
+def summarise(
+    result: TrainResult,
+    test_set=None,
+    beam_size: int = 1,
+    measurement: SpeedMeasurement | None = None,
+) -> dict:
+    """One row of the speed table for a trained model.
+
+    Parameters
+    ----------
+    result : TrainResult
+    test_set : SortingDataset, optional
+        Default: the test set of ``result.config``.
+    beam_size : int
+        1: greedy decoding.
+    measurement : SpeedMeasurement, optional
+        An interleaved measurement that includes the model.
+
+    Returns
+    -------
+    dict
+        ``model``, ``device``, ``n_parameters``, ``epochs``, ``final_train_loss``,
+        ``final_valid_loss``, ``exact_match``, ``token_accuracy``, and the run's own clock:
+        ``run_sec_per_epoch`` (median), ``run_total_seconds``, ``run_tokens_per_second``
+        (median). With ``measurement``: ``tokens_per_second`` (median over windows),
+        ``tokens_per_second_range`` (min, max), ``sec_per_epoch`` and ``timed_on``.
+    """
+    h = result.history
+    test_set = make_datasets(result.config)[2] if test_set is None else test_set
+    scores = evaluate(result.model, test_set, beam_size=beam_size)
+    row = {
+        "model": result.config.model,
+        "device": h.device,
+        "n_parameters": h.n_parameters,
+        "epochs": len(h.epochs),
+        "run_sec_per_epoch": statistics.median(h.column("seconds")),
+        "run_total_seconds": sum(h.column("seconds")),
+        "run_tokens_per_second": statistics.median(h.column("tokens_per_second")),
+        "final_train_loss": h.epochs[-1]["train_loss"],
+        "final_valid_loss": h.epochs[-1]["valid_loss"],
+        "exact_match": scores["exact_match"],
+        "token_accuracy": scores["token_accuracy"],
+    }
+    if measurement is not None:
+        t = measurement.throughput[result.config.model]
+        row["tokens_per_second"] = t.median
+        row["tokens_per_second_range"] = (t.min, t.max)
+        row["sec_per_epoch"] = epoch_tokens(result.config) / t.median
+        row["timed_on"] = next(iter(_by_hardware(measurement)))
+    return row
+
+
+#: The columns of :func:`format_table`: key, header, format.
+_COLUMNS = {
+    "model": ("model", "{}"),
+    "n_parameters": ("params", "{:,}"),
+    "tokens_per_second": ("tokens/s (median)", "{:,.0f}"),
+    "tokens_per_second_range": ("windows min-max", "{0[0]:,.0f}-{0[1]:,.0f}"),
+    "sec_per_epoch": ("s/epoch", "{:.2f}"),
+    "run_sec_per_epoch": ("s/epoch (this run)", "{:.2f}"),
+    "run_tokens_per_second": ("tokens/s (this run)", "{:,.0f}"),
+    "final_train_loss": ("train loss", "{:.4f}"),
+    "final_valid_loss": ("valid loss", "{:.4f}"),
+    "exact_match": ("exact match", "{:.1%}"),
+    "token_accuracy": ("token acc.", "{:.1%}"),
+}
+
+
+def format_table(rows: Sequence[dict]) -> str:
+    """:func:`summarise` rows as a text table: their interleaved speed figures when every
+    row has them, else the training runs' own clocks, "(this run)"."""
+    timed = all("tokens_per_second" in r for r in rows)
+    if timed:
+        skip = ("run_sec_per_epoch", "run_tokens_per_second")
+    else:
+        skip = ("tokens_per_second", "tokens_per_second_range", "sec_per_epoch")
+    keys = [k for k in _COLUMNS if k not in skip]
+    body = [[_COLUMNS[k][1].format(r[k]) for k in keys] for r in rows]
+    return _table([_COLUMNS[k][0] for k in keys], body)
+
+
+@dataclass
+class Comparison:
+    """What :func:`compare` returns.
+
+    Attributes
+    ----------
+    rows : list of dict
+        :func:`summarise` of every model.
+    results : dict
+        The trained runs by name.
+    speed : SpeedMeasurement or None
+        At this process's thread count (``None`` when not measured).
+    verdict : SpeedVerdict or None
+    threads : ThreadScaling or None
+        On a CPU.
+    convergence : list of dict or None
+        :func:`convergence` (``None`` without learning curves).
+    """
+
+    rows: list
+    results: dict = field(repr=False, default_factory=dict)
+    speed: SpeedMeasurement | None = None
+    verdict: SpeedVerdict | None = None
+    threads: ThreadScaling | None = None
+    convergence: list | None = None
+
+    def to_dict(self) -> dict:
+        """Rows, measurements, verdict and convergence as plain JSON-ready data."""
+        first = next(iter(self.results.values()), None)
+        return {
+            "config": None if first is None else first.config.to_dict(),
+            "rows": self.rows,
+            "speed": None if self.speed is None else self.speed.to_dict(),
+            "threads": None if self.threads is None else self.threads.to_dict(),
+            "verdict": None if self.verdict is None else asdict(self.verdict),
+            "convergence": self.convergence,
+        }
+
+
+def compare(
+    cfg: TrainConfig | None = None,
+    use_cache: bool = True,
+    progress: bool | None = None,
+    models: Sequence[str] = MODEL_NAMES[:2],
+    measure: bool = True,
+    steps_per_window: int = 4,
+    n_rounds: int = 6,
+    warmup_steps: int = 2,
+    max_spread: float = 1.5,
+    threads: Sequence[int] | None = None,
+) -> Comparison:
+    """Train (or load) every model with ``cfg``, score each, time them interleaved, and
+    read their convergence.
+
+    Parameters
+    ----------
+    cfg : TrainConfig, optional
+        Only ``model`` changes between the models (default ``TrainConfig()``).
+    use_cache : bool
+        Runs come from (and go to) :func:`~convs2s_edu.train_or_load`'s cache.
+    progress : bool, optional
+    models : sequence of str
+        Default: ConvS2S and the GRU.
+    measure : bool
+        Time the models (afresh on every call).
+    steps_per_window, n_rounds, warmup_steps : int
+        The windows; checked before anything trains.
+    max_spread : float
+        For :func:`speed_verdict`.
+    threads : sequence of int, optional
+        On a CPU, the thread counts of :func:`measure_threads` (default all); a GPU is
+        timed by :func:`measure_config`.
+
+    Returns
+    -------
+    Comparison
+        Its rows' speed columns at this process's thread count if measured, else the
+        first.
+    """
+    cfg = cfg if cfg is not None else TrainConfig()
+    check_int("n_rounds", n_rounds, 2)
+    check_int("steps_per_window", steps_per_window, 1)
+    check_int("warmup_steps", warmup_steps, 0)
+    on_cpu = resolve_device(cfg.device).type == "cpu"
+    if threads is not None and not on_cpu:
+        raise ValueError("threads are a CPU setting: leave them out with a GPU device")
+    threads = _thread_counts(threads) if on_cpu else None
+    test_set = make_datasets(cfg)[2]
+    fit = lambda c: train_or_load(c, progress) if use_cache else train(c, progress=progress)
+    results = {name: fit(cfg.replace(model=name)) for name in models}
+    m = verdict = scaling = None
+    per_step, unsteady = {}, []
+    if measure and len(models) >= 2:
+        windows = dict(steps_per_window=steps_per_window, n_rounds=n_rounds)
+        if on_cpu:
+            scaling = measure_threads(cfg, models, threads, warmup_steps=warmup_steps, **windows)
+            now = torch.get_num_threads()
+            m = scaling.at(now if now in threads else threads[0])
+        else:
+            m = measure_config(cfg, models, warmup_steps=warmup_steps, **windows)
+        verdict = speed_verdict(scaling or m, max_spread)
+        by = _by_hardware(scaling or m)
+        unsteady = [w for w, x in by.items() if not speed_verdict(x, max_spread).ok]
+        per_step = seconds_per_step(scaling or m)
+    rows = [summarise(results[name], test_set, measurement=m) for name in models]
+    curves = all(r.history.evals for r in results.values())
+    conv = convergence(results, per_step, unsteady=unsteady) if curves else None
+    return Comparison(rows, results, m, verdict, scaling, conv)

@@ -17,6 +17,7 @@ import hashlib
 import json
 from pathlib import Path
 
+from ..registry import model_entry
 from .checkpoint import (
     CHECKPOINT_NAME,
     CheckpointError,
@@ -24,7 +25,7 @@ from .checkpoint import (
     load_checkpoint,
     read_checkpoint,
 )
-from .config import IGNORED_FIELDS, TrainConfig
+from .config import TrainConfig
 from .device import cache_dir, resolve_device
 from .fingerprint import TRAINING_FILES, fingerprint
 from .loop import train
@@ -43,13 +44,13 @@ def cache_key(cfg: TrainConfig) -> str:
     (:func:`~convs2s_edu.training.fingerprint.fingerprint` of ``TRAINING_FILES``: a change to
     a model, the data or the training trains again; a docstring, a comment or the lab's
     plumbing does not). The fields the model ignores
-    (:data:`~convs2s_edu.training.config.IGNORED_FIELDS`) are left out. ``fast=None`` stays
+    (its registry entry's ``ignores``) are left out. ``fast=None`` stays
     ``None``: the entry is the run of "the path this machine chose"
     (:func:`~convs2s_edu.training.calibrate.resolve_path`), which its checkpoint's config
     names, so that a process with other threads, whose choice may differ, still finds it."""
     d = cfg.to_dict()
     d["device"] = resolve_device(cfg.device).type  # CPU and GPU timings are kept apart
-    for name in IGNORED_FIELDS.get(cfg.model, ()):
+    for name in model_entry(cfg.model).ignores:
         del d[name]
     blob = json.dumps({"config": d, "code": fingerprint(TRAINING_FILES)}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]

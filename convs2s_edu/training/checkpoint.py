@@ -190,7 +190,6 @@ def save_checkpoint(
         "version": __version__,
         "epoch": epoch,
         "train_config": cfg.to_dict(),
-        "model_config": model.cfg.to_dict(),
         "model": {k: v.detach().cpu() for k, v in model.state_dict().items()},
         "optimizer": optimizer.state_dict(),
         "scheduler": None if scheduler is None else scheduler.state_dict(),

@@ -21,16 +21,15 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from dataclasses import asdict, dataclass, field, fields, replace
 
 from torch import nn
 
 from .._checks import check_int
-from ..convs2s import ConvS2S, ConvS2SConfig
 from ..data import TASKS, SortingDataset, generate_dataset
 from ..fast.paths import PRECISIONS, check_compile_mode
-from ..hybrid import HYBRID_NAMES, HybridConfig, HybridSeq2Seq
-from ..rnn import RNNSeq2Seq, RNNSeq2SeqConfig
+from ..registry import MODELS, model_entry
 from .device import resolve_device
 
 __all__ = [
@@ -39,15 +38,15 @@ __all__ = [
     "BATCHINGS",
     "LR_SCHEDULES",
     "RECIPES",
-    "IGNORED_FIELDS",
     "TrainConfig",
     "make_datasets",
     "training_set",
     "build_model",
 ]
 
-#: Model names accepted by :class:`TrainConfig` (its ``model``) and the command line.
-MODEL_NAMES = ("convs2s", "gru", *HYBRID_NAMES)
+#: The package's own models (:data:`~convs2s_edu.registry.MODELS` holds every registered one,
+#: which :class:`TrainConfig`'s ``model`` and the command line accept).
+MODEL_NAMES = tuple(MODELS)
 
 #: Upper bounds of :class:`TrainConfig`'s integer fields (the lower: 1, 0 for ``seed``):
 #: beyond them a run would exhaust memory or time long before it finished, so they are
@@ -115,7 +114,7 @@ def _betas(value) -> bool:
 #: The checks of :class:`TrainConfig`'s fields that are not integers (those are bounded by
 #: :data:`LIMITS`), in order: the field, what its message says it must be, the test.
 _CHECKS = (
-    ("model", f"one of {MODEL_NAMES}", _name_in(MODEL_NAMES)),
+    ("model", lambda: f"one of the registered models {tuple(MODELS)}", _name_in(MODELS)),
     ("task", f"one of {TASKS}", _name_in(TASKS)),
     ("fresh_data", "True or False", lambda v: isinstance(v, bool)),
     ("batching", f"one of {BATCHINGS}", _name_in(BATCHINGS)),
@@ -136,10 +135,6 @@ _CHECKS = (
     ("precision", f"one of {PRECISIONS}", _name_in(PRECISIONS)),
 )
 
-#: Fields a model does not read, per model: two configs that differ only there are one run
-#: (the training cache's key and resuming leave them out).
-IGNORED_FIELDS = {"gru": ("paper_normalisation",)}  # a switch of the convolutional parts
-
 
 @dataclass
 class TrainConfig:
@@ -151,9 +146,10 @@ class TrainConfig:
 
     Parameters
     ----------
-    model : {"convs2s", "gru", "gru+conv", "conv+gru"}
-        Which model to train (:data:`MODEL_NAMES`): ConvS2S, the GRU + Bahdanau
-        model, or a hybrid ``"<encoder>+<decoder>"`` (:class:`~convs2s_edu.HybridSeq2Seq`).
+    model : str
+        Which model to train, by its name in :data:`~convs2s_edu.registry.MODELS`: the
+        package registers ``"convs2s"``, ``"gru"`` (the GRU + Bahdanau model) and the
+        hybrids ``"gru+conv"`` and ``"conv+gru"`` (:class:`~convs2s_edu.HybridSeq2Seq`).
     vocab_size, min_len, max_len : int
         The sorting task: tokens ``1..vocab_size``, lengths ``min_len..max_len``.
     task : {"sort", "reverse", "copy"}
@@ -237,6 +233,7 @@ class TrainConfig:
             value = getattr(self, name)
             if not ok(value):
                 error = TypeError if name in ("compile", "fast") else ValueError
+                must_be = must_be() if callable(must_be) else must_be  # the registry's now
                 raise error(f"{name} must be {must_be}, got {value!r}")
         for name, high in LIMITS.items():
             low = 0 if name == "seed" else 1
@@ -400,7 +397,9 @@ def training_set(cfg: TrainConfig, epoch: int, held_out=None) -> SortingDataset:
 
 
 def build_model(cfg: TrainConfig) -> nn.Module:
-    """A freshly initialised model of ``cfg.model`` for the task of ``cfg``.
+    """A freshly initialised model of ``cfg.model`` for the task of ``cfg``: its
+    registry entry's builder (:mod:`convs2s_edu.registry`) with the task's vocabulary,
+    position table and ``cfg.model_options``.
 
     ``paper_normalisation`` starts every convolutional part from
     :meth:`ConvS2SConfig.paper <convs2s_edu.ConvS2SConfig.paper>`; ``model_options`` win over it.
@@ -411,13 +410,19 @@ def build_model(cfg: TrainConfig) -> nn.Module:
         **cfg.model_options,
     }
     try:
-        if cfg.model == "convs2s":
-            conv = ConvS2SConfig.paper if cfg.paper_normalisation else ConvS2SConfig
-            return ConvS2S(conv(**options))
-        if cfg.model == "gru":
-            return RNNSeq2Seq(RNNSeq2SeqConfig(**options))
-        return HybridSeq2Seq(
-            HybridConfig.from_options(cfg.model, paper=cfg.paper_normalisation, **options)
-        )
+        return model_entry(cfg.model).build(cfg.paper_normalisation, **options)
     except TypeError as err:  # an unknown option name
         raise ValueError(f"bad model_options for {cfg.model!r}: {err}") from None
+
+
+def __getattr__(name: str):
+    """``IGNORED_FIELDS``, deprecated: each registry entry's ``ignores`` now."""
+    if name == "IGNORED_FIELDS":
+        warnings.warn(
+            "IGNORED_FIELDS is deprecated and will be removed in the next release: use "
+            "convs2s_edu.registry.model_entry(name).ignores",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return {n: e.ignores for n, e in MODELS.items() if e.ignores}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -42,6 +42,7 @@ TRAINING_FILES = (
     "hybrid.py",
     "loss.py",
     "data.py",
+    "registry.py",
     "training/config.py",
     "training/step.py",
     "training/loop.py",
@@ -58,7 +59,6 @@ TRAINING_FILES = (
 EXPERIMENT_FILES = TRAINING_FILES + (
     "decode.py",
     "metrics.py",
-    "lab/convergence.py",
     "lab/experiments/registry.py",
     "lab/experiments/runner.py",
 )

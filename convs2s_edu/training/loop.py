@@ -26,6 +26,7 @@ from ..fast.paths import (
     use_fast_paths,
 )
 from ..metrics import teacher_forced_scores
+from ..registry import model_entry
 from .calibrate import resolve_path
 from .checkpoint import (
     CHECKPOINT_NAME,
@@ -35,7 +36,7 @@ from .checkpoint import (
     read_checkpoint,
     save_checkpoint,
 )
-from .config import IGNORED_FIELDS, TrainConfig, build_model, make_datasets, training_set
+from .config import TrainConfig, build_model, make_datasets, training_set
 from .device import device_label, provenance, synchronize
 from .parallel import setup
 from .progress import Progress
@@ -147,7 +148,7 @@ def _resume(ckpt_path, cfg, model, optimizer, scheduler, shuffle, context: RunCo
     epoch. A checkpoint of another configuration, or of more epochs, is a ``ValueError``."""
     state = read_checkpoint(ckpt_path)
     saved = state["config"].replace(device=cfg.device, epochs=cfg.epochs).to_dict()
-    ignored = IGNORED_FIELDS.get(cfg.model, ())  # the same run whatever their value
+    ignored = model_entry(cfg.model).ignores  # the same run whatever their value
     changed = [
         f"{k} ({saved[k]!r} -> {v!r})"
         for k, v in cfg.to_dict().items()

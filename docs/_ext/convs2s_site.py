@@ -406,7 +406,9 @@ def headline_table(head: dict, speed: dict | None) -> list[str]:
     """The landing page's table: per model and recipe, the test scores, the seconds per epoch
     and the convergence speed (steps and seconds to 90% and 95% held-out exact match) at
     every thread count the speed page measured."""
-    names = {"convs2s": "ConvS2S", "gru": "GRU + attention"}
+    from convs2s_edu.registry import model_entry
+
+    names = {name: model_entry(name).label for name in ("convs2s", "gru")}
     labels = []
     if speed:
         first = next(iter(speed["recipes"].values()))["sec_per_epoch"]

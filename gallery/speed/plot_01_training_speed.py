@@ -22,7 +22,7 @@ warning replaces a comparison the machine was too busy for.
 # %%
 # The runs, and their timing
 # --------------------------
-# :func:`~convs2s_edu.lab.compare.compare` does for each recipe what
+# :func:`~convs2s_edu.lab.timing.compare` does for each recipe what
 # ``convs2s-edu compare --recipe seed`` (or ``fast``) does: loads both models
 # from the cache of :ref:`the training page <sphx_glr_auto_examples_plot_09_training.py>`,
 # scores them on the test set and times them. On a CPU,
@@ -38,9 +38,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from convs2s_edu import make_datasets, train_or_load
-from convs2s_edu.lab import figures
-from convs2s_edu.lab.compare import compare, epoch_tokens, format_table, format_threads
-from convs2s_edu.lab.convergence import LEVELS, format_convergence, hardware_label
+from convs2s_edu.lab import figures, timing
 from convs2s_edu.lab.site import SITE_RECIPES, comparison, is_quick_mode, site_config, trend
 
 MODELS = ("convs2s", "gru")
@@ -48,12 +46,13 @@ LABELS = {"convs2s": "ConvS2S", "gru": "GRU + attention"}
 COLOURS = {"convs2s": "C0", "gru": "C1"}
 ROUNDS = 3 if is_quick_mode() else 8
 
-timing = dict(n_rounds=ROUNDS, steps_per_window=3 if is_quick_mode() else 4, warmup_steps=2)
-runs = {recipe: compare(site_config("convs2s", recipe), **timing) for recipe in SITE_RECIPES}
+LEVELS, hardware_label, epoch_tokens = timing.LEVELS, timing.hardware_label, timing.epoch_tokens
+windows = dict(n_rounds=ROUNDS, steps_per_window=3 if is_quick_mode() else 4, warmup_steps=2)
+runs = {r: timing.compare(site_config("convs2s", r), **windows) for r in SITE_RECIPES}
 seed = runs["seed"]
 for recipe, run in runs.items():
     print(f"{recipe} recipe:")
-    print(format_threads(run.threads, LABELS))
+    print(timing.speed_table(run.threads, LABELS))
 
 # sphinx_gallery_start_ignore
 for run in runs.values():
@@ -68,8 +67,8 @@ for run in runs.values():
 # sphinx_gallery_end_ignore
 
 # %%
-# The verdict (:func:`~convs2s_edu.lab.timing.thread_verdict`: one
-# :func:`~convs2s_edu.lab.timing.speed_verdict` per thread count): a warning
+# The verdict (:func:`~convs2s_edu.lab.timing.speed_verdict`, at every
+# thread count, as under the tables above): a warning
 # when a model's windows varied by more than 1.5x or the machine was busier
 # than the cores a count leaves free; "not resolved" when the models' window
 # ranges overlap; otherwise the ratio with its range.
@@ -131,13 +130,13 @@ if len(counts) > 1:
 # -----------------
 # Optimiser steps, training examples and seconds each model needed before its
 # held-out exact match first reached 50%, 90% and 95%
-# (:func:`~convs2s_edu.lab.convergence.convergence`; evaluated every few steps,
+# (:func:`~convs2s_edu.lab.timing.convergence`; evaluated every few steps,
 # so a level was reached at most that many steps before the step printed), the
 # seconds as steps times the windows' median s/step, free of the machine's other work.
 
 for recipe, run in runs.items():
     print(f"{recipe} recipe ({site_config('convs2s', recipe).total_steps:,} steps):")
-    print(format_convergence(run.convergence, LABELS), end="\n\n")
+    print(timing.format_convergence(run.convergence, LABELS), end="\n\n")
 
 # sphinx_gallery_start_ignore
 for recipe, run in runs.items():
@@ -214,7 +213,7 @@ plt.show()
 # The speed table
 # ---------------
 # One row per model, as in the seed notebook and ``convs2s-edu compare``
-# (:func:`~convs2s_edu.lab.compare.summarise`, :func:`~convs2s_edu.lab.compare.format_table`):
+# (:func:`~convs2s_edu.lab.timing.summarise`, :func:`~convs2s_edu.lab.timing.format_table`):
 # the windows' median tokens/s at this process's thread count (``<eos>``
 # included) with their range, seconds per epoch at that median, final training
 # and held-out losses, and the two test-set scores of greedy decoding
@@ -222,7 +221,7 @@ plt.show()
 
 for recipe, run in runs.items():
     print(f"{recipe} recipe, timed with {run.rows[0]['timed_on']}:")
-    print(format_table(run.rows))
+    print(timing.format_table(run.rows))
 
 # sphinx_gallery_start_ignore
 # The site's build (docs/conf.py) sets CONVS2S_EDU_SITE_DATA: the landing page

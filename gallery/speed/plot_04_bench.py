@@ -262,7 +262,7 @@ print(textwrap.fill(comparison("fraction of the large GEMM's rate", reach), 68))
 # An epoch is a fixed number of target tokens; divide it by the measured
 # tokens per second of the fastest path.
 
-from convs2s_edu.lab.compare import epoch_tokens  # noqa: E402
+from convs2s_edu.lab.timing import epoch_tokens  # noqa: E402
 
 seed_tokens = epoch_tokens(site_config("convs2s").replace(n_train=10_000))
 for name, e in result["models"].items():

@@ -29,21 +29,16 @@ import os
 from dataclasses import asdict
 from pathlib import Path
 
-import torch
-
-from ..._machine import cpu_model, usable_cores
 from ..._version import __version__
 from ...training.cache import cache_dir, train_or_load
 from ...training.config import make_datasets
 from ...training.device import resolve_device
-from ..compare import seconds_per_step
-from ..convergence import hardware_label
 from ..timing import (
     machine_info,
     measure_generation,
     measure_threads,
+    seconds_per_step,
     speed_verdict,
-    thread_verdict,
 )
 from .registry import GREEDY_EXAMPLES, Budget, budget, get_experiment
 
@@ -56,21 +51,9 @@ ROUNDS = {"generation": 3, "steps": 6}
 
 def timing_key(kind: str, b: Budget, **extra) -> str:
     """The key of a stored timing: what it measured and where."""
-    blob = json.dumps(
-        {
-            "kind": kind,
-            "budget": asdict(b),
-            "version": __version__,
-            "cpu": cpu_model(),
-            "cores": usable_cores(),
-            "threads": torch.get_num_threads(),
-            "omp": os.environ.get("OMP_WAIT_POLICY", ""),
-            "torch": torch.__version__,
-            "device": str(resolve_device("auto")),
-            **extra,
-        },
-        sort_keys=True,
-    )
+    machine = asdict(machine_info(resolve_device("auto")))  # its loads not yet read
+    what = {"kind": kind, "budget": asdict(b), "version": __version__, "machine": machine}
+    blob = json.dumps(what | extra, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -149,10 +132,10 @@ def step_seconds(b: Budget | None = None, directory=None) -> dict:
         scaling = measure_threads(
             configs["convs2s"], n_rounds=ROUNDS["steps"], steps_per_window=4, configs=configs
         )
-        v = thread_verdict(scaling)
+        v = speed_verdict(scaling)
         return {
             "seconds_per_step": seconds_per_step(scaling),
-            "reliable": {hardware_label(t): w.ok for t, w in v.by_threads.items()},
+            "reliable": {where: w.ok for where, w in v.by_hardware.items()},
             "verdict": v.text,
             "ok": v.ok,
             "machine": scaling.measurement.machine.describe(),
