@@ -1,4 +1,5 @@
-"""convs2s_edu: Convolutional Sequence to Sequence Learning next to a GRU + Bahdanau baseline.
+"""convs2s_edu: Convolutional Sequence to Sequence Learning next to a GRU + Bahdanau
+baseline.
 
 The package, bottom to top (a layer imports only the layers below it)::
 
@@ -24,7 +25,8 @@ Importing the package sets OpenMP's ``OMP_WAIT_POLICY=PASSIVE`` and
 :mod:`convs2s_edu._threads` says why, and why at import.
 """
 
-# Before anything imports torch: OpenMP threads that sleep instead of spinning (see _threads).
+# Before anything imports torch: OpenMP threads that sleep instead of spinning (see
+# _threads).
 from ._threads import apply_defaults as _apply_thread_defaults
 
 _apply_thread_defaults()

@@ -9,8 +9,9 @@ import torch
 
 
 def check_int(name: str, value, low: int = 1, high: int | None = None) -> int:
-    """Return ``int(value)``; raise ``ValueError`` naming the value and the allowed range
-    unless ``value`` is an integer (not a bool) in ``low..high`` (``>= low`` without ``high``)."""
+    """Return ``int(value)``; raise ``ValueError`` naming the value and the allowed
+    range unless ``value`` is an integer (not a bool) in ``low..high`` (``>= low``
+    without ``high``)."""
     allowed = f">= {low}" if high is None else f"in {low}..{high}"
     integer = isinstance(value, numbers.Integral) and not isinstance(value, bool)
     if not integer or value < low or (high is not None and value > high):
@@ -19,8 +20,8 @@ def check_int(name: str, value, low: int = 1, high: int | None = None) -> int:
 
 
 def check_int_fields_positive(cfg) -> None:
-    """:func:`check_int` (``>= 1``) on every ``int`` field of the dataclass ``cfg`` (sizes, counts,
-    lengths: a model config has no other kind of integer field)."""
+    """:func:`check_int` (``>= 1``) on every ``int`` field of the dataclass ``cfg``
+    (sizes, counts, lengths: a model config has no other kind of integer field)."""
     for f in dataclasses.fields(cfg):
         if f.type in ("int", int):
             check_int(f.name, getattr(cfg, f.name))
@@ -32,11 +33,16 @@ def check_probability(name: str, value) -> None:
         raise ValueError(f"{name} must be in [0, 1), got {value!r}")
 
 
-def check_tokens(x: torch.Tensor, n_ids: int, name: str, max_len: int | None = None) -> None:
-    """Check a ``(B, T)`` int64 tensor of token ids (see :func:`~convs2s_edu.data.as_token_batch`)
-    against the vocabulary and the length limit."""
+def check_tokens(
+    x: torch.Tensor, n_ids: int, name: str, max_len: int | None = None
+) -> None:
+    """Check a ``(B, T)`` int64 tensor of token ids (see
+    :func:`~convs2s_edu.data.as_token_batch`) against the vocabulary and the length
+    limit."""
     if x.shape[0] == 0 or x.shape[1] == 0:
-        raise ValueError(f"{name} must have at least one row and one column, got {tuple(x.shape)}")
+        raise ValueError(
+            f"{name} must have at least one row and one column, got {tuple(x.shape)}"
+        )
     if max_len is not None and x.shape[1] > max_len:
         raise ValueError(
             f"{name} has length {x.shape[1]}, longer than the position table allows "
@@ -51,10 +57,15 @@ def check_tokens(x: torch.Tensor, n_ids: int, name: str, max_len: int | None = N
 
 
 def check_model_inputs(
-    src: torch.Tensor, tgt_in: torch.Tensor | None, n_ids: int, max_positions: int, pad: int = 0
+    src: torch.Tensor,
+    tgt_in: torch.Tensor | None,
+    n_ids: int,
+    max_positions: int,
+    pad: int = 0,
 ) -> None:
-    """The checks both models run on ``model(src, tgt_in)``: token ids inside ``0..n_ids-1``,
-    lengths inside the position table, right-padded non-empty sources, equal batch sizes."""
+    """The checks both models run on ``model(src, tgt_in)``: token ids inside
+    ``0..n_ids-1``, lengths inside the position table, right-padded non-empty sources,
+    equal batch sizes."""
     check_tokens(src, n_ids, "src", max_positions)
     empty = (src != pad).sum(dim=1).eq(0).nonzero()
     if len(empty):

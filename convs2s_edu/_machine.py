@@ -1,5 +1,5 @@
-"""The machine, read with the standard library only: the CPU's model and flags, the usable
-cores, and the CPU's theoretical arithmetic peak from its documented figures.
+"""The machine, read with the standard library only: the CPU's model and flags, the
+usable cores, and the CPU's theoretical arithmetic peak from its documented figures.
 
 Only :mod:`os`, :mod:`platform` and :mod:`re` are imported, so that the OpenMP defaults
 (:mod:`convs2s_edu._threads`, before torch loads) and the build's timer
@@ -64,39 +64,71 @@ def usable_cores() -> int:
 # FMA units per core and their width, by (vendor, family, models), first match wins.
 # Intel: Optimization Reference Manual (248966), the Skylake server and Sapphire Rapids
 # chapters, and ark.intel.com's "# of AVX-512 FMA Units" of each Xeon SKU. AMD: Software
-# Optimization Guides for family 17h (Zen 1: 256-bit operations as two 128-bit halves; Zen
-# 2, models 30h on: two 256-bit FMA pipes), 19h (Zen 4: 512-bit operations as two 256-bit
-# halves on the same two pipes) and 1Ah (Zen 5: a 512-bit datapath).
+# Optimization Guides for family 17h (Zen 1: 256-bit operations as two 128-bit halves;
+# Zen 2, models 30h on: two 256-bit FMA pipes), 19h (Zen 4: 512-bit operations as two
+# 256-bit halves on the same two pipes) and 1Ah (Zen 5: a 512-bit datapath).
 _XEON = "a Xeon SKU with 1 AVX-512 FMA unit (ark.intel.com lists them) has half this"
 _ZEN4 = {*range(0x10, 0x20), *range(0x60, 0x80), *range(0xA0, 0xB0)}
-# The last column: the highest "max turbo frequency" (GHz) among the line's server SKUs, on
-# ark.intel.com and amd.com (Xeon Gold 6244, 6334, 6434, 6544Y, 6980P; EPYC 7371, 7F52,
-# 72F3, 9174F, 9175F). A virtual machine often reports only its base clock (``cpu MHz``)
-# and no cpufreq folder, while its cores run at turbo: the line's highest turbo is then the
-# clock of an upper bound, a peak that no measurement on this machine can exceed.
-_FMA_UNITS = (  # vendor, family, models, microarchitecture, FMA units, bits, note, turbo
+# The last column: the highest "max turbo frequency" (GHz) among the line's server SKUs,
+# on ark.intel.com and amd.com (Xeon Gold 6244, 6334, 6434, 6544Y, 6980P; EPYC 7371,
+# 7F52, 72F3, 9174F, 9175F). A virtual machine often reports only its base clock
+# (``cpu MHz``) and no cpufreq folder, while its cores run at turbo: the line's highest
+# turbo is then the clock of an upper bound, a peak that no measurement on this machine
+# can exceed. vendor, family, models, microarchitecture, FMA units, bits, note, turbo
+_FMA_UNITS = (
     ("GenuineIntel", 6, {85}, "Skylake-SP/Cascade Lake", 2, 512, _XEON, 4.4),
     ("GenuineIntel", 6, {106, 108}, "Ice Lake-SP", 2, 512, _XEON, 3.7),
     ("GenuineIntel", 6, {143}, "Sapphire Rapids", 2, 512, _XEON, 4.1),
     ("GenuineIntel", 6, {207}, "Emerald Rapids", 2, 512, _XEON, 4.1),
     ("GenuineIntel", 6, {173, 174}, "Granite Rapids", 2, 512, _XEON, 3.9),
-    ("GenuineIntel", 6, {175, 182, 190}, "Gracemont/Crestmont E-cores", 2, 128, "", None),
+    (
+        "GenuineIntel",
+        6,
+        {175, 182, 190},
+        "Gracemont/Crestmont E-cores",
+        2,
+        128,
+        "",
+        None,
+    ),
     ("AuthenticAMD", 23, range(0x30), "Zen/Zen+", 2, 128, "", 3.8),
     ("AuthenticAMD", 23, range(0x30, 0x100), "Zen 2", 2, 256, "", 3.9),
-    ("AuthenticAMD", 25, _ZEN4, "Zen 4", 2, 256, "512-bit instructions run in 2 halves", 4.4),
+    (
+        "AuthenticAMD",
+        25,
+        _ZEN4,
+        "Zen 4",
+        2,
+        256,
+        "512-bit instructions run in 2 halves",
+        4.4,
+    ),
     ("AuthenticAMD", 25, range(0x100), "Zen 3", 2, 256, "", 4.1),
-    ("AuthenticAMD", 26, range(0x100), "Zen 5", 2, 512, "mobile Zen 5 has half this", 5.0),
+    (
+        "AuthenticAMD",
+        26,
+        range(0x100),
+        "Zen 5",
+        2,
+        512,
+        "mobile Zen 5 has half this",
+        5.0,
+    ),
 )
-# bf16 FLOP per cycle and core: AMX's TMUL, 1024 (Intel, "Intel AMX" overview of the 4th Gen
-# Xeon Scalable processors: 1024 bf16 or 2048 int8 operations per cycle per core); else
-# AVX512_BF16's VDPBF16PS, two bf16 products per fp32 lane: twice the fp32 figure.
+# bf16 FLOP per cycle and core: AMX's TMUL, 1024 (Intel, "Intel AMX" overview of the 4th
+# Gen Xeon Scalable processors: 1024 bf16 or 2048 int8 operations per cycle per core);
+# else AVX512_BF16's VDPBF16PS, two bf16 products per fp32 lane: twice the fp32 figure.
 _AMX_BF16_PER_CYCLE = 1024
 
 
 def _fma_units(info: dict, flags: set) -> tuple | None:
     """``(microarchitecture, FMA units, bits, note, turbo GHz)`` of the CPU, None where
     unknown."""
-    vendor, family, model = info.get("vendor_id"), info.get("cpu family"), info.get("model")
+    vendor, family, model = (
+        info.get("vendor_id"),
+        info.get("cpu family"),
+        info.get("model"),
+    )
     if not (family or "").isdigit() or not (model or "").isdigit():
         return None
     for v, f, models, name, units, bits, note, turbo in _FMA_UNITS:
@@ -116,7 +148,9 @@ def _clock(turbo: float | None = None, arch: str = "") -> tuple[float | None, st
     if (khz := _sysfs_cpu0("cpufreq/cpuinfo_max_freq")) and khz.isdigit():
         return int(khz) / 1e6, "cpufreq's cpuinfo_max_freq"
     if turbo:
-        found.append((turbo, f"the highest max turbo of {arch} server CPUs (no cpufreq here)"))
+        found.append(
+            (turbo, f"the highest max turbo of {arch} server CPUs (no cpufreq here)")
+        )
     if m := re.search(r"@\s*([\d.]+)\s*GHz", info.get("model name", "")):
         found.append((float(m.group(1)), "the model name"))
     if re.fullmatch(r"[\d.]+", info.get("cpu MHz", "")):
@@ -142,11 +176,12 @@ def theoretical_peak(threads: int) -> dict:
     Returns
     -------
     dict
-        ``{"fp32_flops", "bf16_flops", "text"}`` (FLOP/s, and one line that states them),
-        plus the figures (``microarchitecture``, ``fma_units``, ``fp32_lanes``,
-        ``clock_ghz``, ``clock_source``, ``cores``, ``threads_per_core``, ``note``) where
-        the CPU is known. An unknown CPU or clock gives ``None`` peaks and the reason in
-        ``text``, never a guessed figure; a CPU without bf16 instructions, no bf16 peak.
+        ``{"fp32_flops", "bf16_flops", "text"}`` (FLOP/s, and one line that states
+        them), plus the figures (``microarchitecture``, ``fma_units``, ``fp32_lanes``,
+        ``clock_ghz``, ``clock_source``, ``cores``, ``threads_per_core``, ``note``)
+        where the CPU is known. An unknown CPU or clock gives ``None`` peaks and the
+        reason in ``text``, never a guessed figure; a CPU without bf16 instructions, no
+        bf16 peak.
 
     Notes
     -----
@@ -156,15 +191,15 @@ def theoretical_peak(threads: int) -> dict:
         \times \text{FMA units per core} \times 2
 
     (an FMA is 2 FLOPs). The FMA units and their width come from a table of
-    microarchitectures keyed by ``/proc/cpuinfo``'s vendor, family and model; the clock is
-    sysfs's maximum (turbo) clock where Linux gives one, else the highest of the line's
-    documented max turbo (the table's last column), the model name's base clock and
-    ``cpu MHz`` (without the first, a turbo clock above them makes the peak an
-    underestimate, which the text says); the cores are the threads,
-    each assumed on its own physical core while there are enough of them (usable logical
-    CPUs over SMT threads per core; a virtual machine may place two vCPUs on one core
-    without saying so). The bf16 peak uses AMX's 1024 FLOP per cycle and core where the
-    CPU has ``amx_bf16``, else twice the fp32 figure with ``avx512_bf16``.
+    microarchitectures keyed by ``/proc/cpuinfo``'s vendor, family and model; the clock
+    is sysfs's maximum (turbo) clock where Linux gives one, else the highest of the
+    line's documented max turbo (the table's last column), the model name's base clock
+    and ``cpu MHz`` (without the first, a turbo clock above them makes the peak an
+    underestimate, which the text says); the cores are the threads, each assumed on its
+    own physical core while there are enough of them (usable logical CPUs over SMT
+    threads per core; a virtual machine may place two vCPUs on one core without saying
+    so). The bf16 peak uses AMX's 1024 FLOP per cycle and core where the CPU has
+    ``amx_bf16``, else twice the fp32 figure with ``avx512_bf16``.
     """
     info, flags = _cpuinfo(), cpu_flags()
     arch = _fma_units(info, flags)
@@ -172,7 +207,11 @@ def theoretical_peak(threads: int) -> dict:
     where = f"{cpu_model()}, family {info.get('cpu family')} model {info.get('model')}"
     if arch is None or ghz is None:
         why = "not in the table of FMA units" if arch is None else source
-        return {"fp32_flops": None, "bf16_flops": None, "text": f"no peak for {where}: {why}"}
+        return {
+            "fp32_flops": None,
+            "bf16_flops": None,
+            "text": f"no peak for {where}: {why}",
+        }
     name, units, bits, note, _ = arch
     per_core = _threads_per_core(info)
     cores = min(threads, max(1, usable_cores() // per_core))

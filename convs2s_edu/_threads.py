@@ -37,13 +37,15 @@ def _default_threads() -> str:
     return str(max(1, usable_cores() - 1))
 
 
-#: Environment variables set (unless already set) before torch is loaded: waiting threads
-#: sleep, and one core is left to the rest of the machine (``tools/thread_options.py``).
+#: Environment variables set (unless already set) before torch is loaded: waiting
+#: threads sleep, and one core is left to the rest of the machine
+#: (``tools/thread_options.py``).
 THREAD_DEFAULTS = {"OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": _default_threads()}
 
 
 def apply_defaults(environ=None) -> dict:
-    """Set :data:`THREAD_DEFAULTS` in ``environ`` (default :data:`os.environ`) where unset.
+    """Set :data:`THREAD_DEFAULTS` in ``environ`` (default :data:`os.environ`) where
+    unset.
 
     Returns
     -------

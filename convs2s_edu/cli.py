@@ -3,9 +3,10 @@
 Its subcommands are ``train``, ``evaluate``, ``compare``, ``experiment`` and ``bench``;
 ``convs2s-edu COMMAND --help`` says what each does, its defaults and how long it takes.
 
-Every expected error (a bad value, an unreadable or foreign checkpoint, an output path that is a
-file where a directory is needed or the reverse, a size out of range) prints one line on stderr and
-exits with status 2, with no traceback; all of them are checked before any training starts.
+Every expected error (a bad value, an unreadable or foreign checkpoint, an output path
+that is a file where a directory is needed or the reverse, a size out of range) prints
+one line on stderr and exits with status 2, with no traceback; all of them are checked
+before any training starts.
 """
 
 from __future__ import annotations
@@ -22,7 +23,13 @@ from .lab.experiments import conclusion, format_beam, format_result, run_experim
 from .lab.experiments.claims import CLAIMS
 from .lab.experiments.record import claim_runs, load_record, make_record, spot_check
 from .lab.samples import format_samples, predict_samples
-from .lab.timing import compare, format_convergence, format_table, speed_table, summarise
+from .lab.timing import (
+    compare,
+    format_convergence,
+    format_table,
+    speed_table,
+    summarise,
+)
 from .metrics import evaluate
 from .registry import MODELS
 from .training.checkpoint import load_checkpoint
@@ -38,7 +45,8 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
-#: Options that set the :class:`TrainConfig` field of their name; one not given keeps the recipe's.
+#: Options that set the :class:`TrainConfig` field of their name; one not given keeps
+#: the recipe's.
 _CONFIG_OPTIONS = {
     "--task": {"choices": TASKS, "help": "sort (default), reverse or copy"},
     "--batching": {
@@ -97,17 +105,24 @@ def _add_config_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-#: The fields they set (argparse's names: ``--n-train`` -> ``n_train``), and ``train --fast``'s.
+#: The fields they set (argparse's names: ``--n-train`` -> ``n_train``), and
+#: ``train --fast``'s.
 _CONFIG_FIELDS = [flag[2:].replace("-", "_") for flag in _CONFIG_OPTIONS] + ["fast"]
 
 
 def _config(args, model: str):
-    # torch.compile compiles the reference model: no fast paths (an explicit --fast is refused)
-    changes = {"compile": True, "fast": False} if args.compile or args.compile_mode else {}
+    # torch.compile compiles the reference model: no fast paths (an explicit --fast is
+    # refused)
+    changes = (
+        {"compile": True, "fast": False} if args.compile or args.compile_mode else {}
+    )
     given = {k: getattr(args, k, None) for k in _CONFIG_FIELDS}  # compare has no --fast
     changes |= {k: v for k, v in given.items() if v is not None}
-    paper = not args.seed_convs2s  # the paper's normalisation, or the seed's simplified ConvS2S
-    return TrainConfig.recipe(args.recipe, model=model, paper_normalisation=paper, **changes)
+    # the paper's normalisation, or the seed's simplified ConvS2S
+    paper = not args.seed_convs2s
+    return TrainConfig.recipe(
+        args.recipe, model=model, paper_normalisation=paper, **changes
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -135,8 +150,12 @@ def build_parser() -> argparse.ArgumentParser:
         "encoder-decoder with Bahdanau attention (the baseline); gru+conv and "
         "conv+gru: hybrids <encoder>+<decoder> built from the same parts",
     )
-    p.add_argument("--out", required=True, help="directory for checkpoint.pt (created if missing)")
-    p.add_argument("--resume", action="store_true", help="continue from --out's checkpoint")
+    p.add_argument(
+        "--out", required=True, help="directory for checkpoint.pt (created if missing)"
+    )
+    p.add_argument(
+        "--resume", action="store_true", help="continue from --out's checkpoint"
+    )
     _add_config_options(p)
     p.add_argument(
         "--fast",
@@ -155,11 +174,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("dir", help="directory (or file) of a checkpoint written by `train`")
     p.add_argument(
-        "--beam", type=int, default=1, help="beam size (default 1: greedy); > 1 adds a beam column"
+        "--beam",
+        type=int,
+        default=1,
+        help="beam size (default 1: greedy); > 1 adds a beam column",
     )
     p.add_argument("--device", help="where to run (default: the checkpoint's)")
     p.add_argument(
-        "--samples", type=int, default=5, help="sample predictions to print (default 5; 0: none)"
+        "--samples",
+        type=int,
+        default=5,
+        help="sample predictions to print (default 5; 0: none)",
     )
 
     p = sub.add_parser(
@@ -178,7 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="always train afresh (default: reuse models cached under "
         "$CONVS2S_EDU_CACHE, else ~/.cache/convs2s_edu)",
     )
-    p.add_argument("--json", help="also write the rows and the speed measurement to this file")
+    p.add_argument(
+        "--json", help="also write the rows and the speed measurement to this file"
+    )
     p.add_argument(
         "--rounds",
         type=int,
@@ -186,7 +213,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="timed windows per model in the interleaved speed measurement (default 6)",
     )
     p.add_argument(
-        "--window-steps", type=int, default=4, help="training steps per timed window (default 4)"
+        "--window-steps",
+        type=int,
+        default=4,
+        help="training steps per timed window (default 4)",
     )
     p.add_argument(
         "--threads",
@@ -236,12 +266,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --all: a Dask scheduler's address, whose workers train the runs (each "
         "started with --nthreads 1, sharing $CONVS2S_EDU_CACHE)",
     )
-    p.add_argument("--claim", type=int, help="with --verify: the claim's row number, from 1")
-    p.add_argument("--spot", type=int, default=2, help="with --verify: runs to draw (2)")
-    p.add_argument("--seeds", type=int, help="seeds per arm, >= 2 (default 5; quick mode 2)")
+    p.add_argument(
+        "--claim", type=int, help="with --verify: the claim's row number, from 1"
+    )
+    p.add_argument(
+        "--spot", type=int, default=2, help="with --verify: runs to draw (2)"
+    )
+    p.add_argument(
+        "--seeds", type=int, help="seeds per arm, >= 2 (default 5; quick mode 2)"
+    )
     p.add_argument("--steps", type=int, help="optimiser steps per run (default 800)")
-    p.add_argument("--task", choices=TASKS, help="run every arm on this task instead of its own")
-    p.add_argument("--workers", type=int, help="runs at a time (default: the usable cores)")
+    p.add_argument(
+        "--task", choices=TASKS, help="run every arm on this task instead of its own"
+    )
+    p.add_argument(
+        "--workers", type=int, help="runs at a time (default: the usable cores)"
+    )
     p.add_argument("--arms", nargs="+", help="run only these arms (default: all)")
     p.add_argument("--quick", action="store_true", help="the quick build's tiny budget")
     p.add_argument("--json", help="also write the runs and rows to this file")
@@ -257,7 +297,9 @@ def build_parser() -> argparse.ArgumentParser:
         "profiler tables. Under 5 minutes on a 2-core CPU; --quick takes seconds (eager paths "
         "only on a CPU).",
     )
-    p.add_argument("--device", default="auto", help="auto (default), cpu, cuda or cuda:N")
+    p.add_argument(
+        "--device", default="auto", help="auto (default), cpu, cuda or cuda:N"
+    )
     p.add_argument("--quick", action="store_true", help="small budgets (seconds)")
     p.add_argument(
         "--paths",
@@ -273,7 +315,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="models to measure (default: convs2s gru)",
     )
     p.add_argument("--json", help="also write the measurement to this file")
-    p.add_argument("--no-profile", action="store_true", help="leave out the profiler tables")
+    p.add_argument(
+        "--no-profile", action="store_true", help="leave out the profiler tables"
+    )
     return parser
 
 
@@ -310,7 +354,10 @@ def _cmd_train(args) -> None:
     cfg = _config(args, args.model)
     _check_out_dir(args.out)
     result = train(
-        cfg, out_dir=args.out, resume=args.resume, progress=False if args.quiet else None
+        cfg,
+        out_dir=args.out,
+        resume=args.resume,
+        progress=False if args.quiet else None,
     )
     if is_launched() and int(os.environ.get("RANK", "0")) != 0:
         return  # torchrun: rank 0 prints
@@ -333,9 +380,14 @@ def _cmd_evaluate(args) -> None:
     )
     if args.samples > 0:
         examples = test_set.examples[: args.samples]
-        rows = predict_samples({result.config.model: result.model}, examples, beam_size=args.beam)
+        rows = predict_samples(
+            {result.config.model: result.model}, examples, beam_size=args.beam
+        )
         if args.beam == 1:  # greedy: the beam=1 column would only repeat the greedy one
-            rows = [{k: v for k, v in row.items() if not k.endswith(" beam=1")} for row in rows]
+            rows = [
+                {k: v for k, v in row.items() if not k.endswith(" beam=1")}
+                for row in rows
+            ]
         print(format_samples(rows))
 
 
@@ -348,14 +400,20 @@ def _cmd_compare(args) -> None:
     if args.eval_every is None:
         args.eval_every = COMPARE_EVAL_EVERY[args.recipe]
     cfg = _config(args, "convs2s")
-    timing = dict(n_rounds=args.rounds, steps_per_window=args.window_steps, threads=args.threads)
+    timing = dict(
+        n_rounds=args.rounds, steps_per_window=args.window_steps, threads=args.threads
+    )
     progress = False if args.quiet else None
     result = compare(cfg, use_cache=not args.no_cache, progress=progress, **timing)
     print(format_table(result.rows))
     if result.speed is not None:
-        print("\n" + speed_table(result.threads or result.speed, verdict=result.verdict))
+        print(
+            "\n" + speed_table(result.threads or result.speed, verdict=result.verdict)
+        )
     if result.convergence is not None:
-        print("\nconvergence speed (seconds: steps x median s/step of the interleaved windows):")
+        print(
+            "\nconvergence speed (seconds: steps x median s/step of the interleaved windows):"
+        )
         print(format_convergence(result.convergence))
     if args.json:  # checked before any work, in main
         Path(args.json).write_text(json.dumps(result.to_dict(), indent=2))
@@ -379,7 +437,9 @@ def _cmd_experiment(args) -> None:
     if args.name is None:
         raise ValueError("name an experiment, or --all for every one")
     runs = {k: getattr(args, k) for k in ("seeds", "steps", "arms", "task", "workers")}
-    shown = dict(quick=True if args.quick else None, progress=False if args.quiet else None)
+    shown = dict(
+        quick=True if args.quick else None, progress=False if args.quiet else None
+    )
     result = run_experiment(args.name, **runs, **shown)
     print(result.budget.describe())
     print(format_beam(result) if args.name == "beam" else format_result(result))
@@ -390,7 +450,9 @@ def _cmd_experiment(args) -> None:
 
 def _cmd_record(args) -> None:
     """``experiment --all``: the experiment record (its own budget: no other option)."""
-    if args.name or any(getattr(args, k) for k in ("seeds", "steps", "arms", "task", "json")):
+    if args.name or any(
+        getattr(args, k) for k in ("seeds", "steps", "arms", "task", "json")
+    ):
         raise ValueError(
             "--all records every experiment at the registry's budget: it takes no experiment "
             "name, --seeds, --steps, --arms, --task or --json"
@@ -412,7 +474,9 @@ def _cmd_verify(args) -> None:
     """``experiment --verify``: retrain runs of the record and compare (exit 2 on a mismatch)."""
     record = load_record(args.record, quick=True if args.quick else None)
     if record is None:
-        raise ValueError("no experiment record: pass --record, or set $CONVS2S_EDU_RECORD")
+        raise ValueError(
+            "no experiment record: pass --record, or set $CONVS2S_EDU_RECORD"
+        )
     if stale := record.stale():
         raise ValueError(stale)
     runs = None
@@ -428,7 +492,9 @@ def _cmd_verify(args) -> None:
 
 
 def _cmd_bench(args) -> None:
-    what = dict(models=args.models, paths=args.paths, device=args.device, quick=args.quick)
+    what = dict(
+        models=args.models, paths=args.paths, device=args.device, quick=args.quick
+    )
     print(format_bench(run_bench(**what, out=args.json, profile=not args.no_profile)))
 
 
@@ -443,7 +509,8 @@ def main(argv=None) -> int:
         "bench": _cmd_bench,
     }
     try:
-        if getattr(args, "json", None):  # compare, experiment, bench: checked before any work
+        # compare, experiment, bench: checked before any work
+        if getattr(args, "json", None):
             _check_json_path(args.json)
         command[args.command](args)
         return 0

@@ -73,8 +73,8 @@ class ConvS2SConfig:
     hidden_dim : int
         :math:`d`, the number of channels (paper: 512 and more in its WMT models; seed: 128).
     n_encoder_layers, n_decoder_layers : int
-        Number of ConvBlocks (paper: 15 to 20 in its WMT models of Table 1, 13 encoder and 5
-        decoder layers in its ablations, §5.4; seed: 4 each). The decoder has one
+        Number of ConvBlocks (paper: 15 to 20 in its WMT models of Table 1, 13 encoder
+        and 5 decoder layers in its ablations, §5.4; seed: 4 each). The decoder has one
         attention per layer, so ``n_decoder_layers`` attention mechanisms.
     kernel_size : int
         :math:`k`, the convolution width (paper: 3 in its WMT models of Table 1; 3 in the
@@ -98,18 +98,20 @@ class ConvS2SConfig:
         :math:`m` the number of real source tokens (§3.4). Paper: on. Seed: off.
     source_positions, target_positions : bool
         Add the learned position embeddings :math:`p_j` to the source (encoder) or the
-        target (decoder) token embeddings (§3.1). Paper and seed: both on. Turning one off
-        removes that side's position table (no parameters): the paper's ablation of
+        target (decoder) token embeddings (§3.1). Paper and seed: both on. Turning one
+        off removes that side's position table (no parameters): the paper's ablation of
         §5.4. Only the default (both on) matches the paper's model.
     attention_layers : tuple of int or None
         The decoder layers (numbered ``1..n_decoder_layers``, bottom to top) that have a
         :class:`MultiStepAttention`; ``None`` (default) means every layer, as in the paper.
         A layer without attention passes its ConvBlock's output on unchanged. The
         paper's ablation of §5.5; the attention output then has
-        ``len(attention_layers)`` layers, and ``scale_encoder_grad`` divides by that number.
+        ``len(attention_layers)`` layers, and ``scale_encoder_grad`` divides by that
+        number.
     attention_values : {"z+e", "z", "e"}
-        The values the attention sums: the paper's :math:`z^u_j + e_j` (§3.3), or :math:`z^u_j`
-        or :math:`e_j` alone (keys stay :math:`z^u_j`): an ablation the paper does not run.
+        The values the attention sums: the paper's :math:`z^u_j + e_j` (§3.3), or
+        :math:`z^u_j` or :math:`e_j` alone (keys stay :math:`z^u_j`): an ablation the
+        paper does not run.
     """
 
     vocab_size: int = 50
@@ -133,7 +135,9 @@ class ConvS2SConfig:
         check_probability("dropout", self.dropout)
         for name in ("source_positions", "target_positions"):
             if not isinstance(getattr(self, name), bool):
-                raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
+                raise TypeError(
+                    f"{name} must be True or False, got {getattr(self, name)!r}"
+                )
         if self.attention_layers is not None:
             layers = self.attention_layers
             allowed = f"distinct layer numbers in 1..{self.n_decoder_layers}"
@@ -142,8 +146,14 @@ class ConvS2SConfig:
                     f"attention_layers must be None or a sequence of {allowed}, got {layers!r}"
                 )
             layers, top = tuple(layers), self.n_decoder_layers
-            is_layer = lambda n: isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= top
-            if not layers or len(set(layers)) != len(layers) or not all(map(is_layer, layers)):
+            is_layer = lambda n: (
+                isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= top
+            )
+            if (
+                not layers
+                or len(set(layers)) != len(layers)
+                or not all(map(is_layer, layers))
+            ):
                 raise ValueError(
                     f"attention_layers must hold at least one of {allowed}, "
                     f"got {self.attention_layers!r}"
@@ -186,13 +196,14 @@ class ConvS2SConfig:
 def _linear(
     n_in: int, n_out: int, *, dropout: float, weight_norm: bool, bias: bool = True
 ) -> nn.Linear:
-    """A linear layer ``n_in -> n_out``; with ``weight_norm`` initialised N(0, sqrt(p/n)) and
-    weight-normalised (§3.5).
+    """A linear layer ``n_in -> n_out``; with ``weight_norm`` initialised N(0,
+    sqrt(p/n)) and weight-normalised (§3.5).
 
-    ``dropout`` is the dropout applied to the layer's *input* (every call site states it, as
-    §3.5 does): ``p = 1 - dropout`` is the retain probability, so ``dropout=0.0`` (no dropout
-    in front of the layer) gives the paper's N(0, sqrt(1/n)). Without ``weight_norm`` the layer
-    keeps PyTorch's default initialisation and ``dropout`` is not used."""
+    ``dropout`` is the dropout applied to the layer's *input* (every call site states
+    it, as §3.5 does): ``p = 1 - dropout`` is the retain probability, so ``dropout=0.0``
+    (no dropout in front of the layer) gives the paper's N(0, sqrt(1/n)). Without
+    ``weight_norm`` the layer keeps PyTorch's default initialisation and ``dropout`` is
+    not used."""
     layer = nn.Linear(n_in, n_out, bias=bias)
     if weight_norm:
         p = 1.0 - dropout  # probability of *retaining* a unit
@@ -216,7 +227,8 @@ class _ScaleGradient(torch.autograd.Function):
 
 
 def scale_gradient(x: torch.Tensor, factor: float) -> torch.Tensor:
-    r"""Identity in the forward pass; multiplies the gradient by ``factor`` in the backward pass.
+    r"""Identity in the forward pass; multiplies the gradient by ``factor`` in the
+    backward pass.
 
     Parameters
     ----------
@@ -339,7 +351,8 @@ class TokenPositionEmbedding(nn.Module):
 
 
 class ConvBlock(nn.Module):
-    r"""One convolution + gated linear unit + residual connection, scaled by :math:`\sqrt{0.5}`.
+    r"""One convolution + gated linear unit + residual connection, scaled by
+    :math:`\sqrt{0.5}`.
 
     Parameters
     ----------
@@ -429,7 +442,9 @@ class ConvBlock(nn.Module):
         k = self.kernel_size
         return (k - 1, 0) if self.causal else ((k - 1) // 2, (k - 1) // 2)
 
-    def forward(self, x: torch.Tensor, padding_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, padding_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """``x`` ``(B, T, d)``; ``padding_mask`` ``(B, T)`` is True at positions to zero first."""
         if padding_mask is not None:
             # padded positions enter the convolution as exact zeros, like the
@@ -445,8 +460,8 @@ class ConvBlock(nn.Module):
         return (v + residual) * SQRT_HALF
 
     def convolve(self, x: torch.Tensor) -> torch.Tensor:
-        r""":math:`[A\ B] = W * X + b_w`: ``x`` ``(B, T + k - 1, d)``, already padded, to
-        ``(B, T, 2d)``. :class:`torch.nn.Conv1d` reads channels first, ``(B, d, T)``."""
+        r""":math:`[A\ B] = W * X + b_w`: ``x`` ``(B, T + k - 1, d)``, already padded,
+        to ``(B, T, 2d)``. :class:`torch.nn.Conv1d` reads channels first, ``(B, d, T)``."""
         return self.conv(x.transpose(1, 2)).transpose(1, 2)
 
     def step(self, x_t: torch.Tensor, window: torch.Tensor) -> torch.Tensor:
@@ -464,8 +479,9 @@ class ConvBlock(nn.Module):
 
 
 def _conv_stack(cfg: ConvS2SConfig, *, causal: bool):
-    """The embeddings, the linear map :math:`f \\to d` and :class:`ConvBlock`\\ s that the encoder
-    (``n_encoder_layers``, centred) and the decoder (``n_decoder_layers``, causal) start with."""
+    """The embeddings, the linear map :math:`f \\to d` and :class:`ConvBlock`\\ s that
+    the encoder (``n_encoder_layers``, centred) and the decoder (``n_decoder_layers``,
+    causal) start with."""
     f, d, k = cfg.embed_dim, cfg.hidden_dim, cfg.kernel_size  # the paper's f, d and k
     embed = TokenPositionEmbedding(
         n_token_ids(cfg.vocab_size),
@@ -475,7 +491,8 @@ def _conv_stack(cfg: ConvS2SConfig, *, causal: bool):
         weight_norm=cfg.weight_norm,
         positions=cfg.target_positions if causal else cfg.source_positions,
     )
-    # f -> d, dropout on the embeddings in front of it: N(0, sqrt(p/n)) under the paper's init
+    # f -> d, dropout on the embeddings in front of it: N(0, sqrt(p/n)) under the
+    # paper's init
     in_proj = _linear(f, d, dropout=cfg.dropout, weight_norm=cfg.weight_norm)
     blocks = nn.ModuleList(
         ConvBlock(d, k, causal=causal, dropout=cfg.dropout, weight_norm=cfg.weight_norm)
@@ -485,8 +502,9 @@ def _conv_stack(cfg: ConvS2SConfig, *, causal: bool):
 
 
 class ConvEncoder(Encoder):
-    r"""The convolutional encoder: embeddings, a linear map to :math:`d`, ``n_encoder_layers``
-    centred :class:`ConvBlock`\ s and a linear map back to :math:`f`.
+    r"""The convolutional encoder: embeddings, a linear map to :math:`d`,
+    ``n_encoder_layers`` centred :class:`ConvBlock`\ s and a linear map back to
+    :math:`f`.
 
     Parameters
     ----------
@@ -533,7 +551,9 @@ class ConvEncoder(Encoder):
             x = block(x, padding_mask=pad)  # (B, S, d)
         z = self.out_proj(x).masked_fill(pad.unsqueeze(-1), 0.0)  # (B, S, f)
         m = (~pad).sum(dim=1, keepdim=True).to(z.dtype)  # (B, 1) real tokens
-        return EncoderOut(states=z, embedded=e, padding_mask=pad, summary=z.sum(dim=1) / m)
+        return EncoderOut(
+            states=z, embedded=e, padding_mask=pad, summary=z.sum(dim=1) / m
+        )
 
 
 class ConvMemory(NamedTuple):
@@ -559,7 +579,8 @@ class ConvMemory(NamedTuple):
 
 
 class MultiStepAttention(nn.Module):
-    r"""Dot-product attention of one decoder layer over the encoder output (equations 1-2).
+    r"""Dot-product attention of one decoder layer over the encoder output (equations
+    1-2).
 
     Parameters
     ----------
@@ -570,9 +591,9 @@ class MultiStepAttention(nn.Module):
     scale_context : bool
         Multiply :math:`c^l_i` by :math:`m\sqrt{1/m}` (§3.4).
     weight_norm : bool
-        Weight-normalise ``W_d`` and initialise it from :math:`\mathcal{N}(0, \sqrt{1/n})`,
-        the paper's init for a layer without dropout in front (§3.5): :math:`h^l_i` is
-        not dropped out before :math:`W^l_d`.
+        Weight-normalise ``W_d`` and initialise it from
+        :math:`\mathcal{N}(0, \sqrt{1/n})`, the paper's init for a layer without dropout
+        in front (§3.5): :math:`h^l_i` is not dropped out before :math:`W^l_d`.
 
     Attributes
     ----------
@@ -590,7 +611,8 @@ class MultiStepAttention(nn.Module):
 
     Notes
     -----
-    Section 3.3: equation 1 (:math:`d^l_i`), the softmax after it, and equation 2 (:math:`c^l_i`):
+    Section 3.3: equation 1 (:math:`d^l_i`), the softmax after it, and equation 2
+    (:math:`c^l_i`):
 
     .. math::
 
@@ -626,7 +648,9 @@ class MultiStepAttention(nn.Module):
     ):
         super().__init__()
         # h is not dropped out before W_d: N(0, sqrt(1/n)) under the paper's init
-        self.W_d = _linear(hidden_dim, embed_dim, dropout=0.0, weight_norm=weight_norm, bias=False)
+        self.W_d = _linear(
+            hidden_dim, embed_dim, dropout=0.0, weight_norm=weight_norm, bias=False
+        )
         self.b_d = nn.Parameter(torch.zeros(embed_dim))
         self.scale_context = scale_context
 
@@ -671,7 +695,8 @@ class DecoderCache(NamedTuple):
 
 
 class ConvDecoder(Decoder):
-    r"""The causal convolutional decoder with a :class:`MultiStepAttention` in every layer.
+    r"""The causal convolutional decoder with a :class:`MultiStepAttention` in every
+    layer.
 
     Parameters
     ----------
@@ -694,7 +719,8 @@ class ConvDecoder(Decoder):
                \quad\text{(causal: left padding } k-1\text{)} \\
         h^l_i &\leftarrow \sqrt{0.5}\,\big(h^l_i + W^l_c c^l_i\big)
 
-    and the output distribution is :math:`p(y_{i+1}) = \mathrm{softmax}(W_o h^L_i + b_o)`.
+    and the output distribution is
+    :math:`p(y_{i+1}) = \mathrm{softmax}(W_o h^L_i + b_o)`.
 
     Departures: :math:`W^l_c` maps the context from :math:`f` to :math:`d`
     (the paper adds :math:`c^l_i` to :math:`h^l_i` and leaves the sizes
@@ -725,11 +751,13 @@ class ConvDecoder(Decoder):
         self.in_dim = cfg.embed_dim  # z^u_j has the embedding size f
         f, d = cfg.embed_dim, cfg.hidden_dim  # the paper's f and d
         self.embed, self.in_proj, self.blocks = _conv_stack(cfg, causal=True)
-        # one attention per attending layer (every layer by default, §3.3): attention[i] and
-        # W_c[i] belong to the 0-based decoder layer l with self._slot[l] == i
+        # one attention per attending layer (every layer by default, §3.3): attention[i]
+        # and W_c[i] belong to the 0-based decoder layer l with self._slot[l] == i
         self._slot = {l: i for i, l in enumerate(cfg.attending_layers)}
         self.attention = nn.ModuleList(
-            MultiStepAttention(d, f, scale_context=cfg.scale_context, weight_norm=cfg.weight_norm)
+            MultiStepAttention(
+                d, f, scale_context=cfg.scale_context, weight_norm=cfg.weight_norm
+            )
             for _ in self._slot
         )
         # c is not dropped out before W_c: N(0, sqrt(1/n)) under the paper's init
@@ -737,7 +765,8 @@ class ConvDecoder(Decoder):
             _linear(f, d, dropout=0.0, weight_norm=cfg.weight_norm) for _ in self._slot
         )  # f -> d
         self.dropout = nn.Dropout(cfg.dropout)
-        # d -> V, dropout in front of the output layer: N(0, sqrt(p/n)) under the paper's init
+        # d -> V, dropout in front of the output layer: N(0, sqrt(p/n)) under the
+        # paper's init
         V = n_token_ids(cfg.vocab_size)
         self.W_o = _linear(d, V, dropout=cfg.dropout, weight_norm=cfg.weight_norm)
 
@@ -745,7 +774,8 @@ class ConvDecoder(Decoder):
         """Keys :math:`z^u_j` and values :math:`z^u_j + e_j` from an :class:`EncoderOut`."""
         z = enc.states  # (B, S, f)
         if self.cfg.scale_encoder_grad:
-            # every one of the L decoder attentions sends gradient into z: scale by 1/L (§3.4)
+            # every one of the L decoder attentions sends gradient into z: scale by 1/L
+            # (§3.4)
             z = scale_gradient(z, 1.0 / len(self.attention))
         e = enc.embedded  # (B, S, f)
         # values z_j + e_j (§3.3); z_j or e_j alone: the ablation of attention_values
@@ -807,7 +837,9 @@ class ConvDecoder(Decoder):
         for l, block in enumerate(self.blocks):
             window = state.windows[l]  # (B, k-1, d)
             h = block.step(x, window)  # (B, 1, d)
-            windows.append(torch.cat([window[:, 1:], x], dim=1) if window.shape[1] else window)
+            windows.append(
+                torch.cat([window[:, 1:], x], dim=1) if window.shape[1] else window
+            )
             x, a = self._layer(l, h, g, state.memory)
             if a is not None:
                 attention.append(a)
@@ -826,7 +858,8 @@ class ConvDecoder(Decoder):
 
 
 class ConvS2S(EncoderDecoder):
-    r"""Convolutional sequence to sequence model: :class:`ConvEncoder` + :class:`ConvDecoder`.
+    r"""Convolutional sequence to sequence model: :class:`ConvEncoder` +
+    :class:`ConvDecoder`.
 
     Parameters
     ----------

@@ -1,4 +1,5 @@
-r"""The toy task: sort a sequence of random integers (and two siblings that re-order less).
+r"""The toy task: sort a sequence of random integers (and two siblings that re-order
+less).
 
 Every example is a pair ``(input_seq, sorted_seq)``: ``input_seq`` holds
 ``seq_len`` integers drawn uniformly (with repetition) from ``1..vocab_size``
@@ -31,7 +32,8 @@ ordinary tokens            ``1 .. vocab_size``
 ``<eos>``                  ``vocab_size + 2`` (:func:`eos_index`)
 =========================  ==========================
 
-so a model's embedding table and output layer have ``vocab_size + 3`` rows (:func:`n_token_ids`).
+so a model's embedding table and output layer have ``vocab_size + 3`` rows
+(:func:`n_token_ids`).
 """
 
 from __future__ import annotations
@@ -74,7 +76,9 @@ TASKS = ("sort", "reverse", "copy")
 def _check_task(task: str) -> str:
     """``task``, or a ``ValueError`` naming :data:`TASKS` when it is none of them."""
     if task not in TASKS:
-        raise ValueError(f"task must be one of {', '.join(map(repr, TASKS))}, got {task!r}")
+        raise ValueError(
+            f"task must be one of {', '.join(map(repr, TASKS))}, got {task!r}"
+        )
     return task
 
 
@@ -130,14 +134,22 @@ def generate_sorting_example(
     >>> y == sorted(x)
     True
     """
-    seq_len, vocab_size = check_int("seq_len", seq_len), check_int("vocab_size", vocab_size)
+    seq_len, vocab_size = (
+        check_int("seq_len", seq_len),
+        check_int("vocab_size", vocab_size),
+    )
     rng = np.random.default_rng() if rng is None else rng
     input_seq = rng.integers(1, vocab_size + 1, size=seq_len).tolist()
     return input_seq, sorted(input_seq)
 
 
 def generate_dataset(
-    n_samples: int, min_len: int, max_len: int, vocab_size: int, seed=0, task: str = "sort"
+    n_samples: int,
+    min_len: int,
+    max_len: int,
+    vocab_size: int,
+    seed=0,
+    task: str = "sort",
 ) -> list[tuple[list[int], list[int]]]:
     """Draw ``n_samples`` examples with lengths uniform in ``[min_len, max_len]``.
 
@@ -166,7 +178,9 @@ def generate_dataset(
     n_samples = check_int("n_samples", n_samples)
     min_len, max_len = check_int("min_len", min_len), check_int("max_len", max_len)
     if min_len > max_len:
-        raise ValueError(f"min_len must be <= max_len, got min_len={min_len} > max_len={max_len}")
+        raise ValueError(
+            f"min_len must be <= max_len, got min_len={min_len} > max_len={max_len}"
+        )
     rng = np.random.default_rng(seed)
     lengths = rng.integers(min_len, max_len + 1, size=n_samples)
     sources = [generate_sorting_example(int(n), vocab_size, rng)[0] for n in lengths]
@@ -175,7 +189,8 @@ def generate_dataset(
 
 @dataclass
 class Batch:
-    """A padded batch of sorting examples (all tensors ``torch.long`` or ``torch.bool``).
+    """A padded batch of sorting examples (all tensors ``torch.long`` or
+    ``torch.bool``).
 
     Attributes
     ----------
@@ -221,12 +236,14 @@ def _pad(rows: Sequence[Sequence[int]]) -> torch.Tensor:
     return out
 
 
-#: Token tensor dtypes accepted by the models and the search functions (converted to int64).
+#: Token tensor dtypes accepted by the models and the search functions (converted to
+#: int64).
 TOKEN_DTYPES = (torch.int64, torch.int32, torch.int16, torch.uint8)
 
 
 def as_token_batch(x, name: str = "src") -> torch.Tensor:
-    """A ``(B, S)`` ``int64`` tensor of token ids from a tensor or a list of token lists.
+    """A ``(B, S)`` ``int64`` tensor of token ids from a tensor or a list of token
+    lists.
 
     Parameters
     ----------
@@ -272,9 +289,15 @@ def as_token_batch(x, name: str = "src") -> torch.Tensor:
                 f"1-D sequence holding {row!r}"
             )
         for tok in row:
-            if isinstance(tok, torch.Tensor) and tok.dim() == 0 and tok.dtype in TOKEN_DTYPES:
+            if (
+                isinstance(tok, torch.Tensor)
+                and tok.dim() == 0
+                and tok.dtype in TOKEN_DTYPES
+            ):
                 continue  # a 0-d integer tensor
-            if isinstance(tok, (bool, np.bool_)) or not isinstance(tok, int | np.integer):
+            if isinstance(tok, (bool, np.bool_)) or not isinstance(
+                tok, int | np.integer
+            ):
                 raise ValueError(f"{name} must hold integer token ids, got {tok!r}")
     return _pad([[int(t) for t in row] for row in rows])
 
@@ -289,7 +312,8 @@ def collate_batch(
     examples : sequence of (input_seq, sorted_seq)
         At least one example; every sequence non-empty.
     vocab_size : int
-        Fixes the ids of ``<sos>`` (``vocab_size + 1``) and ``<eos>`` (``vocab_size + 2``).
+        Fixes the ids of ``<sos>`` (``vocab_size + 1``) and ``<eos>``
+        (``vocab_size + 2``).
 
     Returns
     -------
@@ -323,8 +347,9 @@ class SortingDataset(Dataset):
         For instance the output of :func:`generate_dataset`. Must not be empty.
     vocab_size : int
         Size of the integer vocabulary the examples were drawn from; tokens outside
-        ``1..vocab_size``, non-integer tokens, empty sources and targets that are not the task's
-        target of the source (the sorted source for ``"sort"``) are rejected (``ValueError``).
+        ``1..vocab_size``, non-integer tokens, empty sources and targets that are not
+        the task's target of the source (the sorted source for ``"sort"``) are rejected
+        (``ValueError``).
     task : {"sort", "reverse", "copy"}
         The task the targets follow (:data:`TASKS`; default the seed's sorting).
 
@@ -349,7 +374,9 @@ class SortingDataset(Dataset):
                     f"lists, got {pair!r}"
                 ) from None
             for tok in (*x, *y):
-                if isinstance(tok, (bool, np.bool_)) or not isinstance(tok, (int, np.integer)):
+                if isinstance(tok, (bool, np.bool_)) or not isinstance(
+                    tok, (int, np.integer)
+                ):
                     raise ValueError(
                         f"example {i} holds {tok!r}; tokens must be integers in 1..{V}"
                     )
@@ -363,7 +390,9 @@ class SortingDataset(Dataset):
             want = task_target(x, task)
             if y != want:
                 what = {"sort": "sorted", "reverse": "reversed", "copy": "copied"}[task]
-                raise ValueError(f"example {i}: the target {y} is not the {what} source {want}")
+                raise ValueError(
+                    f"example {i}: the target {y} is not the {what} source {want}"
+                )
             self.examples.append((x, y))
         if not self.examples:
             raise ValueError("SortingDataset needs at least one example, got 0")
@@ -402,11 +431,12 @@ class SortingDataset(Dataset):
 class LengthBucketSampler(Sampler):
     r"""Batches of example indices of equal length where possible (shuffled buckets).
 
-    The examples are grouped by length (one *bucket* per length). Each bucket is cut into full
-    batches of ``batch_size``; the few examples each bucket has left over are put together in
-    length order and cut into batches too, so those batches mix neighbouring lengths only. There
-    are exactly as many batches as random batching makes, :math:`\lceil n / B \rceil`, so an epoch
-    takes the same number of optimiser steps.
+    The examples are grouped by length (one *bucket* per length). Each bucket is cut
+    into full batches of ``batch_size``; the few examples each bucket has left over are
+    put together in length order and cut into batches too, so those batches mix
+    neighbouring lengths only. There are exactly as many batches as random batching
+    makes, :math:`\lceil n / B \rceil`, so an epoch takes the same number of optimiser
+    steps.
 
     Parameters
     ----------
@@ -415,17 +445,18 @@ class LengthBucketSampler(Sampler):
     batch_size : int
         Examples per batch, ``>= 1``.
     shuffle : bool, default True
-        Training: the examples are shuffled within their bucket and the batches' order is shuffled,
-        with ``generator``, every time the sampler is iterated (every epoch). ``False`` (decoding):
-        buckets in length order, examples in their order.
+        Training: the examples are shuffled within their bucket and the batches' order
+        is shuffled, with ``generator``, every time the sampler is iterated (every
+        epoch). ``False`` (decoding): buckets in length order, examples in their order.
     generator : torch.Generator, optional
         The random source of the shuffling (its state is what a checkpoint saves,
         so a resumed run draws the same batches).
     pool : int, optional
-        ``None`` (default): the buckets above, one length per batch. An integer :math:`P`: the
-        shuffled examples are taken :math:`P` batches at a time, each such pool sorted by length
-        and cut into :math:`P` batches, so a batch holds neighbouring lengths of its pool rather
-        than one length (less padding than random batches, more mixing than buckets).
+        ``None`` (default): the buckets above, one length per batch. An integer
+        :math:`P`: the shuffled examples are taken :math:`P` batches at a time, each
+        such pool sorted by length and cut into :math:`P` batches, so a batch holds
+        neighbouring lengths of its pool rather than one length (less padding than
+        random batches, more mixing than buckets).
 
     Yields
     ------
@@ -435,11 +466,12 @@ class LengthBucketSampler(Sampler):
 
     Notes
     -----
-    Within a batch every sequence then has (nearly) the same length, so padding, which every model
-    still computes on, almost disappears (:func:`padding_fraction`). What changes for the optimiser
-    is the mix of a batch: short and long sequences no longer share a step, which is why the site
-    measures the accuracy reached with and without it before using it. Vaswani et al. (2017) and
-    fairseq batch by length too; Gehring et al. (2017) decode in batches of equal length (Table 3).
+    Within a batch every sequence then has (nearly) the same length, so padding, which
+    every model still computes on, almost disappears (:func:`padding_fraction`). What
+    changes for the optimiser is the mix of a batch: short and long sequences no longer
+    share a step, which is why the site measures the accuracy reached with and without
+    it before using it. Vaswani et al. (2017) and fairseq batch by length too; Gehring
+    et al. (2017) decode in batches of equal length (Table 3).
     """
 
     def __init__(
@@ -473,7 +505,9 @@ class LengthBucketSampler(Sampler):
         if self.pool is not None:  # sorted pools of `pool` batches, cut into batches
             size = self.pool * B
             for start in range(0, len(order), size):
-                chunk = sorted(order[start : start + size], key=lambda i: self.lengths[i])
+                chunk = sorted(
+                    order[start : start + size], key=lambda i: self.lengths[i]
+                )
                 batches += [chunk[j : j + B] for j in range(0, len(chunk), B)]
         else:
             buckets: dict[int, list[int]] = {}
@@ -484,9 +518,11 @@ class LengthBucketSampler(Sampler):
                 idx = buckets[length]
                 full = len(idx) - len(idx) % B
                 batches += [idx[j : j + B] for j in range(0, full, B)]
-                rest += idx[full:]  # in length order: leftover batches mix neighbouring lengths
+                # in length order: leftover batches mix neighbouring lengths
+                rest += idx[full:]
             batches += [rest[j : j + B] for j in range(0, len(rest), B)]
-            if not self.shuffle:  # in length order (a leftover batch by its shortest example)
+            # in length order (a leftover batch by its shortest example)
+            if not self.shuffle:
                 batches.sort(key=lambda b: self.lengths[b[0]])
         for k in self._permutation(len(batches)):
             yield batches[k]

@@ -8,8 +8,8 @@ outputs, one token at a time (the left-to-right decoding of Sutskever et al. [2]
           \qquad \hat y_0 = \texttt{<sos>},
 
 until it emits ``<eos>`` (greedy search, :func:`greedy_decode`), or keeping the
-``beam_size`` most probable prefixes at every step (:func:`beam_search`, the
-search ConvS2S is evaluated with [1]_, with a length normalisation in the spirit of [3]_).
+``beam_size`` most probable prefixes at every step (:func:`beam_search`, the search
+ConvS2S is evaluated with [1]_, with a length normalisation in the spirit of [3]_).
 
 Both drive any :class:`~convs2s_edu.EncoderDecoder` through the interface of
 :mod:`convs2s_edu.seq2seq` only. For ConvS2S the decoder state is a
@@ -79,7 +79,8 @@ def _prepare(model, src) -> torch.Tensor:
 def _mask_special(scores: torch.Tensor, vocab_size: int) -> torch.Tensor:
     """Forbid ``PAD`` and ``<sos>`` as outputs: their scores become :math:`-\\infty`."""
     scores = scores.clone()
-    scores[..., [PAD, sos_index(vocab_size)]] = float("-inf")  # (..., V): any leading shape
+    # (..., V): any leading shape
+    scores[..., [PAD, sos_index(vocab_size)]] = float("-inf")
     return scores
 
 
@@ -112,8 +113,9 @@ def greedy_decode(
         Right-padded source tokens, converted and checked by
         :func:`~convs2s_edu.data.as_token_batch`; moved to the model's device.
     max_len : int, optional
-        Most decoding steps, ``<eos>`` included, ``1..max_positions``. Default: per row, the source
-        length + 1 (for sorting, the output is as long as the input), capped at ``max_positions``.
+        Most decoding steps, ``<eos>`` included, ``1..max_positions``. Default: per row,
+        the source length + 1 (for sorting, the output is as long as the input), capped
+        at ``max_positions``.
     incremental : bool, default True
         ``True``: one ``model.decoder.step`` per token (ConvS2S reuses its
         :class:`~convs2s_edu.convs2s.DecoderCache`). ``False``: run ``model.decoder``
@@ -132,9 +134,9 @@ def greedy_decode(
         tokens (``max_len`` tokens and no ``<eos>`` when the limit was hit).
     attention : list of Tensor
         Only with ``return_attention=True``: row ``b`` in the layout of
-        ``model(src, tgt_in, return_attention=True)``, ``([n_decoder_layers,] T_b, S_b)``
-        for ``S_b`` real source tokens and ``T_b`` steps taken (``len(tokens[b])``, plus
-        one for the step that produced ``<eos>``).
+        ``model(src, tgt_in, return_attention=True)``,
+        ``([n_decoder_layers,] T_b, S_b)`` for ``S_b`` real source tokens and ``T_b``
+        steps taken (``len(tokens[b])``, plus one for the step that produced ``<eos>``).
 
     Notes
     -----
@@ -163,7 +165,8 @@ def greedy_decode(
         limits = _step_limits(src, max_len, model.max_positions)  # (B,)
         enc = model.encode(src)
         state = model.decoder.start(enc) if incremental else None
-        prefix = torch.full((B, 1), sos, dtype=torch.long, device=src.device)  # (B, 1): <sos>
+        # (B, 1): <sos>
+        prefix = torch.full((B, 1), sos, dtype=torch.long, device=src.device)
         done = torch.zeros(B, dtype=torch.bool, device=src.device)  # (B,)
         n_steps = limits.clone()  # (B,) steps taken per row (final once done)
         attentions = []
@@ -187,8 +190,11 @@ def greedy_decode(
             if bool(done.all()):
                 break
 
-        out = [prefix[b, 1 : 1 + int(n)].tolist() for b, n in enumerate(n_steps)]  # after <sos>
-        out = [seq[:-1] if stop_at_eos and seq and seq[-1] == eos else seq for seq in out]
+        # after <sos>
+        out = [prefix[b, 1 : 1 + int(n)].tolist() for b, n in enumerate(n_steps)]
+        out = [
+            seq[:-1] if stop_at_eos and seq and seq[-1] == eos else seq for seq in out
+        ]
         if not return_attention:
             return out
         attn = torch.stack(attentions, dim=2)  # (B, L, T, S)
@@ -196,7 +202,9 @@ def greedy_decode(
             attn = attn[:, 0]  # (B, T, S): the model-level layout of a single attention
         src_len = src.ne(PAD).sum(dim=1)  # (B,)
         # row b: ([L,] T_b, S_b), the steps taken over the real source tokens
-        return out, [a[..., : int(n), : int(s)].cpu() for a, n, s in zip(attn, n_steps, src_len)]
+        return out, [
+            a[..., : int(n), : int(s)].cpu() for a, n, s in zip(attn, n_steps, src_len)
+        ]
 
 
 # ---- Beam search ---------------------------------------------------------
@@ -257,9 +265,11 @@ def beam_search(
 
     Notes
     -----
-    All :math:`B K` hypotheses advance in *one* decoder call per step. The encoder runs once on the
+    All :math:`B K` hypotheses advance in *one* decoder call per step. The encoder runs
+    once on the
     :math:`B` sources; its output is then repeated :math:`K` times (``reorder`` with index
-    ``[0,..,0, 1,..,1, ...]``), so row :math:`bK + k` is hypothesis :math:`k` of source :math:`b`.
+    ``[0,..,0, 1,..,1, ...]``), so row :math:`bK + k` is hypothesis :math:`k` of source
+    :math:`b`.
 
     At step :math:`t`, every alive hypothesis :math:`h` with cumulative
     log-probability :math:`s_h` is extended by every token:
@@ -275,12 +285,13 @@ def beam_search(
 
     :math:`|y|` counting ``<eos>``. Departure: Wu et al. (2016, §7) divide by
     :math:`lp(y) = (5 + |y|)^{\alpha} / (5 + 1)^{\alpha}` (and add a coverage
-    penalty); this is the plain :math:`|y|^{\alpha}` of fairseq's ``lenpen``, which ranks
-    hypotheses of one length the same way and needs no extra constant. The :math:`K` best
-    extensions that do not end in ``<eos>`` stay alive; the decoder state follows them with
-    ``model.decoder.reorder`` (the state's encoder rows too: :mod:`convs2s_edu.seq2seq`). A source
-    is done once it has :math:`K` finished hypotheses or reaches its step limit (the stopping rule
-    of fairseq); the answer is its finished hypothesis of highest score.
+    penalty); this is the plain :math:`|y|^{\alpha}` of fairseq's ``lenpen``, which
+    ranks hypotheses of one length the same way and needs no extra constant. The
+    :math:`K` best extensions that do not end in ``<eos>`` stay alive; the decoder state
+    follows them with ``model.decoder.reorder`` (the state's encoder rows too:
+    :mod:`convs2s_edu.seq2seq`). A source is done once it has :math:`K` finished
+    hypotheses or reaches its step limit (the stopping rule of fairseq); the answer is
+    its finished hypothesis of highest score.
 
     Beam search is still approximate: the best sequence can be pruned early,
     so a wider beam does not guarantee a more probable output than greedy
@@ -289,12 +300,18 @@ def beam_search(
 
     References
     ----------
-    Sutskever et al. (2014); Wu et al. (2016), §7 (length normalisation, in the simpler form
-    above); Gehring et al. (2017), §4.3 (beam width 5).
+    Sutskever et al. (2014); Wu et al. (2016), §7 (length normalisation, in the simpler
+    form above); Gehring et al. (2017), §4.3 (beam width 5).
     """
     K, alpha = check_int("beam_size", beam_size), length_penalty
-    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0 <= alpha < math.inf:
-        raise ValueError(f"length_penalty must be a finite number >= 0, got {length_penalty!r}")
+    if (
+        isinstance(alpha, bool)
+        or not isinstance(alpha, numbers.Real)
+        or not 0 <= alpha < math.inf
+    ):
+        raise ValueError(
+            f"length_penalty must be a finite number >= 0, got {length_penalty!r}"
+        )
     alpha = float(alpha)
     src = _prepare(model, src)  # (B, S)
     V_words, decoder = model.vocab_size, model.decoder
@@ -304,36 +321,48 @@ def beam_search(
         limits = _step_limits(src, max_len, model.max_positions)  # (B,)
         state = decoder.start(model.encode(src))
         # row b*K + k is hypothesis k of source b
-        state = decoder.reorder(state, torch.arange(B, device=device).repeat_interleave(K))
-        scores = torch.full((B, K), float("-inf"), device=device)  # (B, K) cumulative log p
+        state = decoder.reorder(
+            state, torch.arange(B, device=device).repeat_interleave(K)
+        )
+        # (B, K) cumulative log p
+        scores = torch.full((B, K), float("-inf"), device=device)
         scores[:, 0] = 0.0  # only the first copy is alive at step 0
         tokens = torch.empty((B, K, 0), dtype=torch.long, device=device)  # (B, K, t)
-        y_prev = torch.full((B * K,), sos_index(V_words), dtype=torch.long, device=device)
+        y_prev = torch.full(
+            (B * K,), sos_index(V_words), dtype=torch.long, device=device
+        )
         finished: list[list[Hypothesis]] = [[] for _ in range(B)]
         done = [False] * B
         rows = torch.arange(B, device=device).unsqueeze(1)  # (B, 1): source b
 
         for t in range(int(limits.max())):
             logits, _, state = decoder.step(y_prev, state)  # (B K, V)
-            lprobs = _mask_special(F.log_softmax(logits.float(), dim=-1), V_words)  # (B K, V)
+            # (B K, V)
+            lprobs = _mask_special(F.log_softmax(logits.float(), dim=-1), V_words)
             V = lprobs.shape[-1]
             # s(h, y) = s_h + log p(y | h, x)
             cand = scores.unsqueeze(-1) + lprobs.view(B, K, V)  # (B, K, V)
             top_scores, top_idx = cand.view(B, K * V).topk(2 * K, dim=1)  # (B, 2K)
-            top_beam = torch.div(top_idx, V, rounding_mode="floor")  # (B, 2K) parent hypothesis
+            # (B, 2K) parent hypothesis
+            top_beam = torch.div(top_idx, V, rounding_mode="floor")
             top_tok = top_idx % V  # (B, 2K) appended token
             is_eos = top_tok.eq(eos)  # (B, 2K)
             last = ((t + 1) >= limits).tolist()  # (B,) the step limit is reached
 
-            # finish the hypotheses among the best K that end in <eos> (all at the limit)
-            ts, tb, tt, te = (x.tolist() for x in (top_scores, top_beam, top_tok, is_eos))
+            # finish the hypotheses among the best K that end in <eos> (all at the
+            # limit)
+            ts, tb, tt, te = (
+                x.tolist() for x in (top_scores, top_beam, top_tok, is_eos)
+            )
             for b in range(B):
                 if done[b]:
                     continue
                 for j in range(K):
                     if ts[b][j] == float("-inf") or not (te[b][j] or last[b]):
                         continue
-                    seq = tokens[b, tb[b][j]].tolist() + ([] if te[b][j] else [tt[b][j]])
+                    seq = tokens[b, tb[b][j]].tolist() + (
+                        [] if te[b][j] else [tt[b][j]]
+                    )
                     length = len(seq) + int(te[b][j])  # |y|, <eos> included
                     score = ts[b][j] / length**alpha  # log p(y | x) / |y|^alpha
                     finished[b].append(Hypothesis(seq, ts[b][j], score, bool(te[b][j])))
@@ -349,7 +378,8 @@ def beam_search(
             new_tok = top_tok.gather(1, pick)  # (B, K)
             # tokens of the parents, then the new token: (B, K, t + 1)
             tokens = torch.cat([tokens[rows, parent], new_tok.unsqueeze(-1)], dim=-1)
-            state = decoder.reorder(state, (rows * K + parent).view(-1))  # rows of the parents
+            # rows of the parents
+            state = decoder.reorder(state, (rows * K + parent).view(-1))
             y_prev = new_tok.view(-1)  # (B K,)
 
     ranked = [sorted(f, key=lambda h: h.score, reverse=True)[:K] for f in finished]
@@ -381,10 +411,11 @@ def decode_all(
     max_len : int, optional
         Step limit, as in :func:`greedy_decode`.
     bucket : bool, default True
-        Decode sources of equal length together (:class:`~convs2s_edu.data.LengthBucketSampler`, in
-        length order), as the paper's timing of generation does (Table 3): a batch's sources
-        then have no padding (its outputs may still end at different steps). ``False``: in the
-        order given. The outputs are returned in the order of ``sources`` either way, and are
+        Decode sources of equal length together
+        (:class:`~convs2s_edu.data.LengthBucketSampler`, in length order), as the
+        paper's timing of generation does (Table 3): a batch's sources then have no
+        padding (its outputs may still end at different steps). ``False``: in the order
+        given. The outputs are returned in the order of ``sources`` either way, and are
         the same up to floating-point rounding (every model is padding-invariant).
 
     Returns
@@ -396,10 +427,14 @@ def decode_all(
     batch_size = check_int("batch_size", batch_size)
     sources = list(sources)
     if bucket and sources:
-        batches = list(LengthBucketSampler([len(x) for x in sources], batch_size, shuffle=False))
+        batches = list(
+            LengthBucketSampler([len(x) for x in sources], batch_size, shuffle=False)
+        )
     else:
         order = list(range(len(sources)))
-        batches = [order[i : i + batch_size] for i in range(0, len(sources), batch_size)]
+        batches = [
+            order[i : i + batch_size] for i in range(0, len(sources), batch_size)
+        ]
     outputs: list = [None] * len(sources)
     for idx in batches:
         chunk = [sources[i] for i in idx]  # padded by as_token_batch inside the search

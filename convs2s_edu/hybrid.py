@@ -1,5 +1,5 @@
-r"""Hybrids: a GRU encoder with the convolutional decoder, a convolutional encoder with the GRU
-decoder.
+r"""Hybrids: a GRU encoder with the convolutional decoder, a convolutional encoder with
+the GRU decoder.
 
 The seed article argues that for targets that *reorder* the source, a recurrent
 encoder with a convolutional decoder may be the better pair (``../shared/seeds/001``,
@@ -22,10 +22,10 @@ name          encoder -> bridge -> decoder            what crosses
 ============  ======================================  ==========================================
 
 The two parts share ``vocab_size``, ``embed_dim`` and ``max_positions`` (the
-convolutional decoder adds the encoder's embeddings to its keys to make its values, so the sizes
-must agree). ``scale_encoder_grad`` of a convolutional decoder divides the
-gradient into the keys by its number of attentions whatever the encoder is;
-after a GRU decoder (one attention) nothing is scaled.
+convolutional decoder adds the encoder's embeddings to its keys to make its values, so
+the sizes must agree). ``scale_encoder_grad`` of a convolutional decoder divides the
+gradient into the keys by its number of attentions whatever the encoder is; after a GRU
+decoder (one attention) nothing is scaled.
 """
 
 from __future__ import annotations
@@ -79,9 +79,10 @@ class HybridConfig:
 
     @classmethod
     def from_options(cls, name: str, *, paper: bool = False, **options) -> HybridConfig:
-        """Both parts' configs from one set of fields, each going to every config that has it
-        (``hidden_dim`` to both, ``kernel_size`` to ``conv`` only); ``paper`` starts the
-        convolutional part from :meth:`ConvS2SConfig.paper <convs2s_edu.ConvS2SConfig.paper>`."""
+        """Both parts' configs from one set of fields, each going to every config that
+        has it (``hidden_dim`` to both, ``kernel_size`` to ``conv`` only); ``paper``
+        starts the convolutional part from
+        :meth:`ConvS2SConfig.paper <convs2s_edu.ConvS2SConfig.paper>`."""
         conv_names = {f.name for f in fields(ConvS2SConfig)}
         rnn_names = {f.name for f in fields(RNNSeq2SeqConfig)}
         unknown = sorted(set(options) - conv_names - rnn_names)
@@ -108,7 +109,8 @@ class HybridConfig:
 
 
 class HybridSeq2Seq(EncoderDecoder):
-    """A GRU encoder with the convolutional decoder, or the reverse (see the module notes).
+    """A GRU encoder with the convolutional decoder, or the reverse (see the module
+    notes).
 
     Parameters
     ----------

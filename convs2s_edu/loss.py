@@ -22,9 +22,9 @@ def sequence_loss(
     tgt_out : Tensor, shape (B, T)
         The targets :math:`y_{bt}`, ``PAD`` where a row is shorter.
     reduction : {"mean", "sum"}
-        ``"mean"``: divided by :math:`N`, the number of real target tokens;
-        ``"sum"``: the sum (the training step, :mod:`convs2s_edu.training.step`, divides it
-        by :math:`N` summed over every process of a data-parallel run).
+        ``"mean"``: divided by :math:`N`, the number of real target tokens; ``"sum"``:
+        the sum (the training step, :mod:`convs2s_edu.training.step`, divides it by
+        :math:`N` summed over every process of a data-parallel run).
 
     Returns
     -------

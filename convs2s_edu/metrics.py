@@ -1,17 +1,20 @@
 r"""Evaluation metrics for the sorting task: exact match and token accuracy.
 
-The paper reports BLEU on translation; a sorted sequence is either right or wrong, so the seed
-notebook uses two simpler measures: :func:`exact_match`, the share of sequences that are entirely
-right, and :func:`token_accuracy`, the share of reference positions that are right.
+The paper reports BLEU on translation; a sorted sequence is either right or wrong, so
+the seed notebook uses two simpler measures: :func:`exact_match`, the share of sequences
+that are entirely right, and :func:`token_accuracy`, the share of reference positions
+that are right.
 :func:`evaluate` decodes a data set with a model and returns both;
 :func:`teacher_forced_scores` gets the same exact match, and the loss, from one
 teacher-forced pass.
 
-Both take *decoded* sequences (token lists without ``<sos>``/``<eos>``, as the search functions of
+Both take *decoded* sequences (token lists without ``<sos>``/``<eos>``, as the search
+functions of
 :mod:`convs2s_edu.decode` return them) or ``PAD``-padded 2-D integer tensors. Token ids must be
-integers ``>= 0`` (a float such as ``1.9`` is refused, never truncated to ``1``); trailing ``PAD``
-(``0``) is stripped from every sequence, so a padded tensor scores as the unpadded lists would; a
-``PAD`` *followed* by a real token is refused, since it cannot be padding.
+integers ``>= 0`` (a float such as ``1.9`` is refused, never truncated to ``1``);
+trailing ``PAD`` (``0``) is stripped from every sequence, so a padded tensor scores as
+the unpadded lists would; a ``PAD`` *followed* by a real token is refused, since it
+cannot be padding.
 """
 
 from __future__ import annotations
@@ -50,7 +53,9 @@ def _as_lists(name: str, seqs) -> list[list[int]]:
                 f"{name} must be a 2-D (batch, length) tensor, got shape {tuple(seqs.shape)}"
             )
         if seqs.is_floating_point() or seqs.is_complex() or seqs.dtype == torch.bool:
-            raise ValueError(f"{name} must hold integer token ids, got dtype {seqs.dtype}")
+            raise ValueError(
+                f"{name} must hold integer token ids, got dtype {seqs.dtype}"
+            )
         seqs = seqs.tolist()
     need = f"{name} must be a sequence of token sequences (lists of int)"
     if isinstance(seqs, (str, bytes)) or not isinstance(seqs, Iterable):
@@ -59,7 +64,9 @@ def _as_lists(name: str, seqs) -> list[list[int]]:
     for i, s in enumerate(seqs):
         if isinstance(s, torch.Tensor):
             if s.is_floating_point() or s.dtype == torch.bool:
-                raise ValueError(f"{name}[{i}] must hold integer token ids, got dtype {s.dtype}")
+                raise ValueError(
+                    f"{name}[{i}] must hold integer token ids, got dtype {s.dtype}"
+                )
             s = s.tolist()
         if isinstance(s, (str, bytes)) or not isinstance(s, Iterable):
             raise ValueError(f"{need}; {name}[{i}] is {s!r}")
@@ -90,9 +97,12 @@ def _prepare(predictions, references, eos):
         )
     if not refs:
         raise ValueError("need at least one (prediction, reference) pair, got 0")
-    if eos is not None and (isinstance(eos, bool) or not isinstance(eos, numbers.Integral)):
+    if eos is not None and (
+        isinstance(eos, bool) or not isinstance(eos, numbers.Integral)
+    ):
         raise ValueError(f"eos must be an integer token id or None, got {eos!r}")
-    cut = lambda seq: seq[: seq.index(eos)] if eos in seq else seq  # None is never in seq
+    # None is never in seq
+    cut = lambda seq: seq[: seq.index(eos)] if eos in seq else seq
     return (
         [_strip_pad("predictions", i, cut(p)) for i, p in enumerate(preds)],
         [_strip_pad("references", i, cut(r)) for i, r in enumerate(refs)],
@@ -129,8 +139,8 @@ def exact_match(
         \mathbb{1}\big[\,|\hat y^{(n)}| = |y^{(n)}| \;\wedge\;
         \hat y^{(n)}_t = y^{(n)}_t \;\; \forall t\,\big].
 
-    A prediction is right only with ``<eos>`` in place: a missing token (``<eos>`` too early) and
-    an extra token (``<eos>`` too late, or never) both make it wrong.
+    A prediction is right only with ``<eos>`` in place: a missing token (``<eos>`` too
+    early) and an extra token (``<eos>`` too late, or never) both make it wrong.
 
     Examples
     --------
@@ -205,7 +215,8 @@ def evaluate(
     Parameters
     ----------
     model : EncoderDecoder
-        Decoded as by :func:`~convs2s_edu.decode.greedy_decode` (eval mode, no autograd).
+        Decoded as by :func:`~convs2s_edu.decode.greedy_decode` (eval mode, no
+        autograd).
     dataset_or_examples : SortingDataset or sequence of (source, reference)
         At least one example.
     batch_size, beam_size, max_len
@@ -235,8 +246,14 @@ def _pairs(dataset_or_examples) -> tuple[list[list[int]], list[list[int]]]:
     """The sources and references of >= 1 non-empty ``(source, reference)`` pairs."""
     pairs = list(dataset_or_examples)
     for i, pair in enumerate(pairs):
-        if isinstance(pair, torch.Tensor) or not isinstance(pair, (tuple, list)) or len(pair) != 2:
-            raise ValueError(f"example {i} must be a pair (source, reference), got {pair!r}")
+        if (
+            isinstance(pair, torch.Tensor)
+            or not isinstance(pair, (tuple, list))
+            or len(pair) != 2
+        ):
+            raise ValueError(
+                f"example {i} must be a pair (source, reference), got {pair!r}"
+            )
     sources = _as_lists("sources", [x for x, _ in pairs])
     references = _as_lists("references", [y for _, y in pairs])
     if not pairs:
@@ -250,13 +267,13 @@ def _pairs(dataset_or_examples) -> tuple[list[list[int]], list[list[int]]]:
 def teacher_forced_scores(
     model: nn.Module, dataset_or_examples, batch_size: int = 512, device=None
 ) -> dict:
-    r"""Score a data set in one teacher-forced pass: its loss, and greedy decoding's exact
-    match without decoding.
+    r"""Score a data set in one teacher-forced pass: its loss, and greedy decoding's
+    exact match without decoding.
 
-    Parameters and mode as in :func:`evaluate` (``batch_size``: examples per forward pass).
-    Returns a dict: ``loss``, the cross-entropy in nats per target token (``<eos>``
-    included; the paper's perplexity is its exponential); ``exact_match``; ``correct``, one
-    ``bool`` per example in order; ``n_examples``; ``n_tokens``.
+    Parameters and mode as in :func:`evaluate` (``batch_size``: examples per forward
+    pass). Returns a dict: ``loss``, the cross-entropy in nats per target token
+    (``<eos>`` included; the paper's perplexity is its exponential); ``exact_match``;
+    ``correct``, one ``bool`` per example in order; ``n_examples``; ``n_tokens``.
 
     Notes
     -----
@@ -269,10 +286,11 @@ def teacher_forced_scores(
         \hat y = y \iff \forall t \le |y| + 1:\;
         \arg\max_{v \notin \{\text{PAD}, \text{<sos>}\}} s_t(v \mid y_{<t}, x) = y_t ,
 
-    by induction on :math:`t`: while greedy decoding's prefix is the reference's, it sees the
-    scores of teacher forcing. A reference beyond greedy decoding's step limit
-    (:math:`|y| > |x|`) counts as wrong. The two disagree only where a step's two best scores
-    lie within float rounding (batched against step by step); the tests compare them.
+    by induction on :math:`t`: while greedy decoding's prefix is the reference's, it
+    sees the scores of teacher forcing. A reference beyond greedy decoding's step limit
+    (:math:`|y| > |x|`) counts as wrong. The two disagree only where a step's two best
+    scores lie within float rounding (batched against step by step); the tests compare
+    them.
     """
     batch_size = check_int("batch_size", batch_size)
     if device is not None:
@@ -280,16 +298,20 @@ def teacher_forced_scores(
     sources, references = _pairs(dataset_or_examples)
     where = next(model.parameters()).device
     loss, n_tokens, correct = 0.0, 0, []
-    with _inference(model):  # eval mode, no autograd; every module's mode restored after
+    # eval mode, no autograd; every module's mode restored after
+    with _inference(model):
         for i in range(0, len(sources), batch_size):
-            pairs = list(zip(sources[i : i + batch_size], references[i : i + batch_size]))
+            pairs = list(
+                zip(sources[i : i + batch_size], references[i : i + batch_size])
+            )
             batch = collate_batch(pairs, model.vocab_size).to(where)
             logits = model(batch.src, batch.tgt_in)  # (B, T, V)
             loss += float(sequence_loss(logits, batch.tgt_out, "sum"))
             n_tokens += batch.n_target_tokens
             # ŷ_t = argmax over v not in {PAD, <sos>} of s_t(v | y_<t, x)
             guess = _mask_special(logits, model.vocab_size).argmax(dim=-1)  # (B, T)
-            right = (guess.eq(batch.tgt_out) | batch.tgt_padding_mask).all(dim=1)  # (B,)
+            # (B,)
+            right = (guess.eq(batch.tgt_out) | batch.tgt_padding_mask).all(dim=1)
             fits = batch.tgt_out.ne(PAD).sum(dim=1) <= batch.src.ne(PAD).sum(dim=1) + 1
             correct += (right & fits).tolist()
     return {

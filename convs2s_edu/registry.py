@@ -10,10 +10,10 @@ architecture is one call of :func:`register_model`::
     register_model("bag", lambda paper, **options: BagOfWords(**options), label="Bag of words")
     result = train(TrainConfig(model="bag"))
 
-Its model must be an :class:`~convs2s_edu.EncoderDecoder` (so that decoding, the metrics and
-the training loop work unchanged); its builder takes ``paper`` (the config's
-``paper_normalisation``) and the model's options: ``vocab_size``, ``max_positions`` and the
-config's ``model_options``.
+Its model must be an :class:`~convs2s_edu.EncoderDecoder` (so that decoding, the metrics
+and the training loop work unchanged); its builder takes ``paper`` (the config's
+``paper_normalisation``) and the model's options: ``vocab_size``, ``max_positions`` and
+the config's ``model_options``.
 
 A checkpoint names its model, so it loads as long as that name is registered: the
 package's own four are registered when it is imported.
@@ -34,8 +34,9 @@ __all__ = ["EXPORTS", "ModelEntry", "MODELS", "register_model", "model_entry"]
 
 #: How ``tools/export_onnx.py`` exports a model for the browser: ``"prefix"``, one graph
 #: from the source and the target prefix to the next token's log-probabilities (any
-#: :class:`~convs2s_edu.EncoderDecoder`: ``model.decoder(prefix, model.encode(src))``), or
-#: ``"step"``, an encoder graph and a one-step graph over a recurrent state (the GRU).
+#: :class:`~convs2s_edu.EncoderDecoder`: ``model.decoder(prefix, model.encode(src))``),
+#: or ``"step"``, an encoder graph and a one-step graph over a recurrent state (the
+#: GRU).
 EXPORTS = ("prefix", "step")
 
 #: Where the package's drawings are (the lab: imported only when a figure is drawn).
@@ -115,7 +116,9 @@ def register_model(
     if not isinstance(name, str) or not name:
         raise ValueError(f"a model's name must be a non-empty string, got {name!r}")
     if name in MODELS:
-        raise ValueError(f"a model named {name!r} is registered already: {list(MODELS)}")
+        raise ValueError(
+            f"a model named {name!r} is registered already: {list(MODELS)}"
+        )
     if export not in EXPORTS:
         raise ValueError(f"export must be one of {EXPORTS}, got {export!r}")
     entry = ModelEntry(name, build, label, schematic, export, tuple(ignores))
@@ -144,7 +147,9 @@ def _hybrid(name: str) -> Callable[..., HybridSeq2Seq]:
     )
 
 
-register_model("convs2s", _convs2s, label="ConvS2S", schematic=_DRAWN + "convs2s_schematic")
+register_model(
+    "convs2s", _convs2s, label="ConvS2S", schematic=_DRAWN + "convs2s_schematic"
+)
 register_model(
     "gru",
     _gru,

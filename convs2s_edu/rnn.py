@@ -1,4 +1,5 @@
-r"""The recurrent baseline: a bidirectional GRU encoder and a GRU decoder with Bahdanau attention.
+r"""The recurrent baseline: a bidirectional GRU encoder and a GRU decoder with Bahdanau
+attention.
 
 The attention-based recurrent model of Bahdanau et al. (2014) [1]_, the architecture
 ConvS2S set out to replace. In the paper it is a rival in §5.1: the WMT'16
@@ -16,13 +17,13 @@ GRU cells both in the encoder and decoder"; its other rivals are deep LSTMs
     s_t &= f(s_{t-1}, y_{t-1}, c_t) \\
     p(y_t \mid y_{<t}, x) &= \mathrm{softmax}(W_s s_t + b_s)
 
-The model is an :class:`~convs2s_edu.EncoderDecoder` of a :class:`GRUEncoder`
-and a :class:`GRUDecoder`. The encoder runs :class:`torch.nn.GRU` over the whole
-(packed) source and the keys :math:`W_a h_j + b_a` are computed once per sequence.
-What stays step by step is the decoder: :math:`s_t` needs :math:`s_{t-1}`, and
-the attention at step :math:`t` needs :math:`s_{t-1}`, so the :math:`T` steps of a
-target cannot run in parallel even with teacher forcing. That sequential dependency is the
-paper's argument for convolutions.
+The model is an :class:`~convs2s_edu.EncoderDecoder` of a :class:`GRUEncoder` and a
+:class:`GRUDecoder`. The encoder runs :class:`torch.nn.GRU` over the whole (packed)
+source and the keys :math:`W_a h_j + b_a` are computed once per sequence. What stays
+step by step is the decoder: :math:`s_t` needs :math:`s_{t-1}`, and the attention at
+step :math:`t` needs :math:`s_{t-1}`, so the :math:`T` steps of a target cannot run in
+parallel even with teacher forcing. That sequential dependency is the paper's argument
+for convolutions.
 
 References
 ----------
@@ -58,7 +59,8 @@ __all__ = [
 
 @dataclass
 class RNNSeq2SeqConfig:
-    """Hyperparameters of :class:`RNNSeq2Seq`; sizes match :class:`~convs2s_edu.ConvS2SConfig`.
+    """Hyperparameters of :class:`RNNSeq2Seq`; sizes match
+    :class:`~convs2s_edu.ConvS2SConfig`.
 
     Parameters
     ----------
@@ -173,8 +175,8 @@ class BahdanauAttention(nn.Module):
         self.v_a = nn.Parameter(torch.empty(attention_dim).uniform_(-0.1, 0.1))
 
     def keys(self, h: torch.Tensor) -> torch.Tensor:
-        """:math:`W_a h_j + b_a` for every source position (the part of the energy
-        that does not depend on :math:`t`): ``(B, S, enc_dim) -> (B, S, attention_dim)``."""
+        """:math:`W_a h_j + b_a` for every source position (the part of the energy that
+        does not depend on :math:`t`): ``(B, S, enc_dim) -> (B, S, attention_dim)``."""
         return self.W_a(h) + self.b_a
 
     def energy(self, s_prev: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
@@ -184,7 +186,11 @@ class BahdanauAttention(nn.Module):
         return torch.tanh(keys + self.U_a(s_prev).unsqueeze(1)) @ self.v_a  # (B, S)
 
     def forward(
-        self, s_prev: torch.Tensor, keys: torch.Tensor, h: torch.Tensor, padding_mask: torch.Tensor
+        self,
+        s_prev: torch.Tensor,
+        keys: torch.Tensor,
+        h: torch.Tensor,
+        padding_mask: torch.Tensor,
     ):
         e = self.energy(s_prev, keys).masked_fill(padding_mask, float("-inf"))  # (B, S)
         # a_tj = softmax_j(e_tj)
@@ -219,8 +225,8 @@ class FixedContext(nn.Module):
         c = [\overrightarrow{h}_{S}; \overleftarrow{h}_1]
 
     Departure: Cho et al. compute :math:`c = \tanh(V h_N)` from a unidirectional
-    encoder's last state :math:`h_N`; here :math:`c` is the bidirectional encoder's two last
-    states as they are, so that the encoder is the same with and without attention.
+    encoder's last state :math:`h_N`; here :math:`c` is the bidirectional encoder's two
+    last states as they are, so that the encoder is the same with and without attention.
 
     References
     ----------
@@ -233,7 +239,11 @@ class FixedContext(nn.Module):
         return h
 
     def forward(
-        self, s_prev: torch.Tensor, keys: torch.Tensor, h: torch.Tensor, padding_mask: torch.Tensor
+        self,
+        s_prev: torch.Tensor,
+        keys: torch.Tensor,
+        h: torch.Tensor,
+        padding_mask: torch.Tensor,
     ):
         B, S, two_n = h.shape
         last = (~padding_mask).sum(dim=1) - 1  # (B,) index of each source's last token
@@ -278,7 +288,9 @@ class GRUEncoder(Encoder):
         self.cfg = cfg
         n = cfg.hidden_dim
         self.out_dim, self.embed_dim, self.summary_dim = 2 * n, cfg.embed_dim, n
-        self.embed = nn.Embedding(n_token_ids(cfg.vocab_size), cfg.embed_dim, padding_idx=PAD)
+        self.embed = nn.Embedding(
+            n_token_ids(cfg.vocab_size), cfg.embed_dim, padding_idx=PAD
+        )
         self.dropout = nn.Dropout(cfg.dropout)
         self.gru = nn.GRU(
             cfg.embed_dim,
@@ -293,7 +305,9 @@ class GRUEncoder(Encoder):
         pad = src.eq(PAD)  # (B, S)
         lengths = (~pad).sum(dim=1).cpu()  # (B,)
         x = self.dropout(self.embed(src))  # (B, S, E)
-        packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        packed = pack_padded_sequence(
+            x, lengths, batch_first=True, enforce_sorted=False
+        )
         # h_j = [forward h_j; backward h_j]
         out, h_n = self.gru(packed)  # h_n: (2 L_enc, B, n)
         h, _ = pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])
@@ -393,9 +407,13 @@ class GRUDecoder(Decoder):
         B = enc.states.shape[0]
         # s_0 = tanh(W_init h_1^backward)
         s0 = torch.tanh(self.W_init(enc.summary))  # (B, L_dec n)
-        s0 = s0.view(B, self.cfg.n_decoder_layers, -1).transpose(0, 1).contiguous()  # (L, B, n)
+        # (L, B, n)
+        s0 = s0.view(B, self.cfg.n_decoder_layers, -1).transpose(0, 1).contiguous()
         return GRUDecoderState(
-            h=enc.states, keys=self.attention.keys(enc.states), padding_mask=enc.padding_mask, s=s0
+            h=enc.states,
+            keys=self.attention.keys(enc.states),
+            padding_mask=enc.padding_mask,
+            s=s0,
         )
 
     def step(self, y_prev: torch.Tensor, state: GRUDecoderState):
@@ -417,7 +435,8 @@ class GRUDecoder(Decoder):
         """
         s = state.s  # (L, B, n)
         # c_t from s_{t-1} (top layer) and the precomputed keys W_a h_j + b_a
-        c, a = self.attention(s[-1], state.keys, state.h, state.padding_mask)  # (B, 2n), (B, S)
+        # (B, 2n), (B, S)
+        c, a = self.attention(s[-1], state.keys, state.h, state.padding_mask)
         y = self.dropout(self.embed(y_prev))  # (B, E)
         # s_t = f(s_{t-1}, y_{t-1}, c_t)
         out, s = self.gru(torch.cat([y, c], dim=-1).unsqueeze(1), s)  # (B, 1, n)
@@ -435,8 +454,9 @@ class GRUDecoder(Decoder):
         )
 
     def forward(self, tgt_in: torch.Tensor, enc: EncoderOut):
-        """Teacher forcing: :meth:`start`, then :meth:`step` on every column of ``tgt_in``
-        ``(B, T)``; returns logits ``(B, T, V)`` and attention ``(B, 1, T, S)``.
+        """Teacher forcing: :meth:`start`, then :meth:`step` on every column of
+        ``tgt_in`` ``(B, T)``; returns logits ``(B, T, V)`` and attention
+        ``(B, 1, T, S)``.
 
         Every row runs every step, its padding too (the loss ignores those positions).
         """

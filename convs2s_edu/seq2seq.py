@@ -25,9 +25,10 @@ only ever call the methods below, so any encoder works with any decoder::
                                                new state
                                           Decoder.reorder(state, index) -> state
 
-ConvS2S pairs a :class:`~convs2s_edu.ConvEncoder` with a :class:`~convs2s_edu.ConvDecoder`,
-the GRU model a :class:`~convs2s_edu.GRUEncoder` with a :class:`~convs2s_edu.GRUDecoder`,
-and the hybrids cross them (:mod:`convs2s_edu.hybrid`).
+ConvS2S pairs a :class:`~convs2s_edu.ConvEncoder` with a
+:class:`~convs2s_edu.ConvDecoder`, the GRU model a :class:`~convs2s_edu.GRUEncoder` with
+a :class:`~convs2s_edu.GRUDecoder`, and the hybrids cross them
+(:mod:`convs2s_edu.hybrid`).
 
 Conventions
 -----------
@@ -105,7 +106,8 @@ class Encoder(nn.Module):
 
 
 class Decoder(nn.Module):
-    """A decoder: teacher forcing with ``forward``, decoding with ``start``, ``step``, ``reorder``.
+    """A decoder: teacher forcing with ``forward``, decoding with ``start``, ``step``,
+    ``reorder``.
 
     Attributes
     ----------
@@ -120,7 +122,9 @@ class Decoder(nn.Module):
     in_dim: int
     multi_step: bool
 
-    def forward(self, tgt_in: torch.Tensor, enc: EncoderOut):  # pragma: no cover - interface
+    def forward(
+        self, tgt_in: torch.Tensor, enc: EncoderOut
+    ):  # pragma: no cover - interface
         """``tgt_in`` ``(B, T)`` -> logits ``(B, T, V)``, attention ``(B, L, T, S)``."""
         raise NotImplementedError
 
@@ -153,8 +157,9 @@ class EncoderDecoder(nn.Module):
     ----------
     bridge : torch.nn.Linear or None
         :math:`W_b`, :math:`b_b`: maps the encoder's states (``encoder.out_dim``) to the
-        size the decoder attends over (``decoder.in_dim``); ``None`` when the sizes agree
-        (ConvS2S, the GRU model), so those models have no parameters beyond their parts.
+        size the decoder attends over (``decoder.in_dim``); ``None`` when the sizes
+        agree (ConvS2S, the GRU model), so those models have no parameters beyond their
+        parts.
 
     Returns
     -------
@@ -185,7 +190,9 @@ class EncoderDecoder(nn.Module):
     (the package's training step passes it).
     """
 
-    def __init__(self, encoder: Encoder, decoder: Decoder, *, vocab_size: int, max_positions: int):
+    def __init__(
+        self, encoder: Encoder, decoder: Decoder, *, vocab_size: int, max_positions: int
+    ):
         super().__init__()
         self.vocab_size = vocab_size
         self.n_ids = n_token_ids(vocab_size)
@@ -198,11 +205,12 @@ class EncoderDecoder(nn.Module):
             self.bridge = None
 
     def check_inputs(self, src, tgt_in=None):
-        """Convert token batches to ``int64`` (:func:`~convs2s_edu.data.as_token_batch`) and
-        check them; returns ``(src, tgt_in)``. ``ValueError`` for ids outside the vocabulary,
-        inputs longer than ``max_positions``, empty or left-padded sources and batches of
-        different sizes."""
-        # a named region of the profiler's timeline: the checks' cost shows under this name
+        """Convert token batches to ``int64`` (:func:`~convs2s_edu.data.as_token_batch`)
+        and check them; returns ``(src, tgt_in)``. ``ValueError`` for ids outside the
+        vocabulary, inputs longer than ``max_positions``, empty or left-padded sources
+        and batches of different sizes."""
+        # a named region of the profiler's timeline: the checks' cost shows under this
+        # name
         with torch.profiler.record_function("EncoderDecoder.check_inputs"):
             src = as_token_batch(src, "src")
             if tgt_in is not None:
@@ -216,13 +224,19 @@ class EncoderDecoder(nn.Module):
         if self.bridge is None:
             return enc
         # z~_j = W_b z_j + b_b, zero at padding
-        states = self.bridge(enc.states).masked_fill(enc.padding_mask.unsqueeze(-1), 0.0)
+        states = self.bridge(enc.states).masked_fill(
+            enc.padding_mask.unsqueeze(-1), 0.0
+        )
         return enc._replace(states=states)  # (B, S, decoder.in_dim)
 
-    def forward(self, src, tgt_in, return_attention: bool = False, *, check: bool = True):
-        if check:  # off only for batches checked already (the package's own training step)
+    def forward(
+        self, src, tgt_in, return_attention: bool = False, *, check: bool = True
+    ):
+        # off only for batches checked already (the package's own training step)
+        if check:
             src, tgt_in = self.check_inputs(src, tgt_in)
-        logits, attention = self.decoder(tgt_in, self.encode(src))  # (B, T, V), (B, L, T, S)
+        # (B, T, V), (B, L, T, S)
+        logits, attention = self.decoder(tgt_in, self.encode(src))
         if not return_attention:
             return logits
         return logits, attention if self.decoder.multi_step else attention[:, 0]

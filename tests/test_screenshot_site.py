@@ -1,9 +1,10 @@
-"""How ``tools/screenshot_site.py`` judges what the browser recorded (no browser needed).
+"""How ``tools/screenshot_site.py`` judges what the browser recorded (no browser needed), and
+what it records in a real one (where Playwright and Chromium are installed).
 
-``tools/browser.mjs`` only records a view (its requests and their answers, what the
-page showed once it settled, the screenshot); ``judge_view`` turns that record into the
-problems that fail the build. A clean record of a real page must pass, and each kind of fault
-a broken site produces must be named.
+``show_view`` only records a view (its requests and their answers, what the page showed
+once it settled, the screenshot); ``judge_view`` turns that record into the problems that
+fail the build. A clean record of a real page must pass, and each kind of fault a broken
+site produces must be named.
 """
 
 import pytest
@@ -192,3 +193,44 @@ def test_out_of_range_options_are_refused_with_the_value(tool, tmp_path, capsys,
         tool.main([str(tmp_path), "--out", str(tmp_path / "out"), *argv])
     assert exit_.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_missing_playwright_is_named(tool, monkeypatch):
+    monkeypatch.setattr(tool.importlib.util, "find_spec", lambda name: None)
+    _, missing = tool.browser_or_missing(None)
+    assert any(what.startswith("Playwright for Python") for what in missing)
+
+
+def test_a_real_browser_records_the_view_in_its_theme(tool, site, tmp_path):
+    """One view in Chromium: the theme set before the page's scripts, every request and
+    its answer, a broken image probed, the screenshot; a page without WebAssembly."""
+    pytest.importorskip("playwright")
+    chromium, missing = tool.browser_or_missing(None)
+    if missing:
+        pytest.skip(f"missing: {missing}")
+    _png(site / "_images" / "fig.png", 8, 8)
+    script = "<script>document.documentElement.dataset.theme = localStorage.theme</script>"
+    html = (site / "page.html").read_text().replace("</article>", '<img src="gone.png"></article>')
+    (site / "page.html").write_text(html.replace("<body>", "<body>" + script))
+    view = dict(_view(tmp_path, theme="dark", width=300), shot=str(tmp_path / "real.png"))
+
+    def run(browser, base):
+        view["base"] = base
+        page_record = {}
+        context, page = tool.new_page(browser, page_record, wasm=False)
+        page.goto(base + "/page.html")
+        page_record["wasm"] = page.evaluate("typeof WebAssembly")
+        context.close()
+        return tool.show_view(browser, view, 20), page_record
+
+    version, (record, page_record) = tool.drive(site, chromium, run)
+    problems = tool.judge_view(view, record, site)["problems"]
+    assert record["browser"]["theme"] == "dark"
+    assert record["browser"]["broken"] == [f"{view['base']}/gone.png"]
+    assert f"{view['base']}/_images/fig.png" in record["requests"]
+    assert {"url": f"{view['base']}/gone.png", "status": 404} in [
+        {k: r[k] for k in ("url", "status")} for r in record["responses"]
+    ]
+    assert "request /gone.png answered 404" in problems
+    assert not any("theme" in p or "screenshot" in p for p in problems), problems
+    assert page_record["wasm"] == "undefined" and page_record["requests"]

@@ -7,13 +7,12 @@ Usage::
     python tools/screenshot_site.py docs/_build/html --out shots --pages index.html api.html
 
 The site is served from ``127.0.0.1`` by a local :mod:`http.server`; Chromium may
-reach no other host. One browser (``tools/browser.mjs``: puppeteer-core,
-installed by ``npm ci``, driving Debian's Chromium) opens every view, each in a fresh
-context. For each page (by default the landing page, the paper map, the "Try the
-models" page, the first two gallery pages, one more gallery page with figures and math,
-and the first page of every chapter), in each theme (``--themes``, default light and
-dark) and at each width (``--width`` for a desktop, ``--phone-width`` for a phone), the
-script
+reach no other host. One browser (Debian's Chromium, driven by Playwright for Python)
+opens every view, each in a fresh context. For each page (by default the landing page, the
+paper map, the "Try the models" page, the first two gallery pages, one more gallery page
+with figures and math, and the first page of every chapter), in each theme (``--themes``,
+default light and dark) and at each width (``--width`` for a desktop, ``--phone-width``
+for a phone), the script
 
 1. saves a screenshot ``<page>-<theme>[-phone].png`` and checks (with Pillow) that it is a
    PNG of the requested size and not blank (a single colour, or nearly). The theme is
@@ -33,21 +32,22 @@ script
    or the page scrolls sideways at the phone width.
 
 A JSON report is written to ``<out>/report.json``. Exit status 0 when every
-page passes, 1 when one fails, 2 when Chromium, Node.js or puppeteer-core is missing
-or Chromium does not start.
+page passes, 1 when one fails, 2 when Chromium or Playwright is missing or Chromium does
+not start.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
+import importlib.util
 import json
 import math
 import shutil
-import subprocess
 import sys
-import tempfile
 import threading
+import time
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
@@ -55,9 +55,13 @@ from urllib.parse import quote, unquote, urlsplit
 import lxml.html
 from PIL import Image, UnidentifiedImageError
 
+#: This folder: the scripts the tools run inside the pages are in js/.
+TOOLS = Path(__file__).resolve().parent
+
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome")
+# Chromium's flags (Playwright starts it headless)
 FLAGS = [
-    *"--headless --no-sandbox --disable-gpu --disable-background-networking --disable-sync "
+    *"--no-sandbox --disable-gpu --disable-background-networking --disable-sync "
     "--disable-component-update --no-first-run --hide-scrollbars --disable-dev-shm-usage "
     "--mute-audio".split(),
     # the site must render offline: no host but the local server resolves
@@ -66,8 +70,8 @@ FLAGS = [
 # code cells and listings: a line wider than its box scrolls sideways
 CODE_SELECTOR = "article div.highlight pre"
 IGNORED_PATHS = {"/favicon.ico"}
-ROOT = Path(__file__).resolve().parent.parent
-DRIVER = ROOT / "tools" / "browser.mjs"
+#: The "Try the models" page's settled states (``window.tryModels.state``).
+FINAL = ["done", "input-error", "unavailable"]
 #: A screenshot of fewer colours than this is blank (a real page has text, anti-aliased).
 BLANK_COLOURS = 16
 
@@ -92,51 +96,86 @@ class Handler(SimpleHTTPRequestHandler):
 
 def browser_or_missing(explicit: str | None) -> tuple[str | None, list[str]]:
     """The Chromium to drive (``explicit``, else the first of :data:`CHROMIUM_CANDIDATES`
-    found), and what is missing to drive it (Chromium, Node.js, puppeteer-core)."""
+    found), and what is missing to drive it (Chromium, Playwright for Python)."""
     found = (shutil.which(c) for c in ([explicit] if explicit else []) + list(CHROMIUM_CANDIDATES))
     chromium = next(filter(None, found), None)
     needs = {
         f"Chromium (looked for {', '.join(CHROMIUM_CANDIDATES)}; "
         "apt-get install chromium)": chromium,
-        "Node.js": shutil.which("node"),
-        "puppeteer-core (npm ci)": (ROOT / "node_modules" / "puppeteer-core").is_dir(),
+        "Playwright for Python (pip install playwright)": importlib.util.find_spec("playwright"),
     }
     return chromium, [what for what, ok in needs.items() if not ok]
 
 
-def drive(site: Path, make_job, limit: float, grace: float, log: list | None = None):
+def drive(site: Path, chromium: str, run, log: list | None = None):
     """Serve ``site`` on a free port of 127.0.0.1 (``log``, when given, records every request
-    and its status) while ``tools/browser.mjs`` runs the job ``make_job(base)`` makes for the
-    server's address. Returns the driver's exit status, what it recorded (``None``: nothing)
-    and, when it ran past ``limit`` seconds, why it was stopped: past the limit it gets
-    SIGTERM, finishes the page it is on and closes Chromium (``grace`` seconds), then it is
-    killed."""
+    and its status) while ``run(browser, base)`` drives one headless ``chromium`` (Playwright,
+    no browser downloaded) against the server's address ``base``. Returns the browser's
+    version and what ``run`` returned, or ``None`` when Chromium did not start (it says why).
+    """
+    from playwright.sync_api import Error, sync_playwright
+
     handler = functools.partial(type("BoundHandler", (Handler,), {"log": log}), directory=site)
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    stopped = None
+    base = f"http://127.0.0.1:{server.server_address[1]}"
     try:
-        with tempfile.TemporaryDirectory(prefix="site-browser-job-") as tmp:
-            job, result = Path(tmp) / "job.json", Path(tmp) / "result.json"
-            job.write_text(json.dumps(make_job(f"http://127.0.0.1:{server.server_address[1]}")))
-            proc = subprocess.Popen(["node", str(DRIVER), str(job), str(result)], cwd=ROOT)
+        with sync_playwright() as playwright:
             try:
-                proc.wait(timeout=limit)
-            except subprocess.TimeoutExpired:
-                stopped = f"the browser was stopped after {limit:.0f} s"
-                proc.terminate()
-                try:
-                    proc.wait(timeout=grace)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
-            result = json.loads(result.read_text("utf-8")) if result.is_file() else None
+                browser = playwright.chromium.launch(executable_path=chromium, args=FLAGS)
+            except Error as err:
+                why = err.message.splitlines()[0]
+                print(f"Chromium ({chromium}) did not start: {why}", file=sys.stderr)
+                return None
+            try:
+                return browser.version, run(browser, base)
+            finally:
+                browser.close()
     finally:
         server.shutdown()
         server.server_close()
-    if proc.returncode not in (0, 3) and not stopped:
-        stopped = f"the browser driver exited with {proc.returncode}"
-    return proc.returncode, result, stopped
+
+
+def new_page(browser, record: dict, width=1280, height=900, theme=None, wasm=True):
+    """A page in a fresh context (its own cache and storage, so that every file the page
+    needs is fetched again and counted) that records in ``record`` every request (and in
+    ``record["pending"]`` the ones not answered yet), response, failed request, console
+    message and page error. ``theme`` is chosen the way the pydata theme remembers a
+    reader's choice (localStorage, before the page's scripts); without
+    ``wasm`` the page has no ``WebAssembly`` as far as its scripts can tell (Chromium ignores
+    V8's --noexpose-wasm: Blink installs the object itself)."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    record.update(requests=[], pending=set(), responses=[], failed=[], console=[], pageErrors=[])
+    if not wasm:
+        context.add_init_script("delete globalThis.WebAssembly")
+    if theme:
+        keys = "for (const key of ['theme', 'mode']) localStorage.setItem(key, "
+        context.add_init_script(keys + json.dumps(theme) + ")")
+
+    def request(req):
+        record["requests"].append(req.url)
+        pending.add(req)
+
+    def response(resp):
+        size = int(resp.headers.get("content-length", 0))
+        record["responses"].append({"url": resp.url, "status": resp.status, "bytes": size})
+
+    def failed(req):
+        record["failed"].append({"url": req.url, "error": req.failure or ""})
+        pending.discard(req)
+
+    def console(msg):
+        where = msg.location.get("url", "")
+        record["console"].append({"type": msg.type, "text": msg.text, "url": where})
+
+    page, pending = context.new_page(), record["pending"]
+    page.on("request", request)
+    page.on("requestfinished", lambda req: pending.discard(req))
+    page.on("response", response)
+    page.on("requestfailed", failed)
+    page.on("console", console)
+    page.on("pageerror", lambda err: record["pageErrors"].append(str(err)[:500]))
+    return context, page
 
 
 def png_problems(path: Path, width: int, height: int) -> list[str]:
@@ -167,9 +206,46 @@ def html_of(page_file: Path):
 # -- One view ------------------------------------------------------------------
 
 
+# What the page shows once MathJax has typeset it (and, on the "Try the models" page, once
+# both models have decoded): run inside the page. Every wait shares one deadline.
+INSPECT = (TOOLS / "js/inspect_page.js").read_text(encoding="utf-8")
+
+
+def show_view(browser, view: dict, timeout: float) -> dict:
+    """Open ``view`` in a fresh context, record what it fetched and showed once it settled
+    (:data:`INSPECT`, within ``timeout`` seconds) and screenshot it: the record
+    :func:`judge_view` judges."""
+    from playwright.sync_api import Error
+
+    record, t0 = {}, time.monotonic()
+    left_ms = lambda: max(1.0, (t0 + timeout - time.monotonic()) * 1000)  # every wait's
+    try:
+        context, page = new_page(browser, record, view["width"], view["height"], view["theme"])
+    except Error as err:
+        return record | {"driver_error": err.message[:500]}
+    context.set_default_timeout(timeout * 1000)
+    try:
+        page.goto(view["base"] + view["url"], wait_until="load")
+        record["browser"] = page.evaluate(INSPECT, [CODE_SELECTOR, left_ms(), FINAL])
+        # what the page fetched after `load` (the Try page's models) is answered too, by then
+        while record["pending"] and left_ms() > 1:
+            page.wait_for_timeout(20)
+    except Error as err:
+        record["driver_error"] = err.message[:500]
+    try:  # a screenshot even when the page did not settle: it shows how far it got
+        page.screenshot(path=view["shot"])
+    except Error as err:
+        record["screenshot_error"] = err.message[:500]
+    with contextlib.suppress(Error):
+        context.close()
+    how = f"{view['theme']}, {view['width']} px"
+    print(f"  {time.monotonic() - t0:4.1f} s  {view['url']} ({how})", flush=True)
+    return record
+
+
 def judge_view(view: dict, record: dict, site: Path) -> dict:
     """The report of one view: what the browser recorded (``record``, from
-    ``tools/browser.mjs``) against what the view asked for."""
+    :func:`show_view`) against what the view asked for."""
     rel, theme, width, phone = view["page"], view["theme"], view["width"], view["phone"]
     report = {"page": rel, "theme": theme, "width": width, "screenshot": view["shot"]}
     problems = report["problems"] = []
@@ -343,31 +419,16 @@ def main(argv=None) -> int:
         views.append(dict(page=rel, url="/" + quote(rel), theme=theme, width=width, shot=shot))
         views[-1].update(height=args.height, phone=phone)
 
-    def make_job(base: str) -> dict:
+    def show_views(browser, base: str) -> list[dict]:
         for view in views:
             view["base"] = base
-        flags = [f for f in FLAGS if f != "--headless"]  # puppeteer sets headless
-        job = {"base": base, "chromium": chromium, "chromium_flags": flags, "views": views}
-        return job | {"code_selector": CODE_SELECTOR, "timeout_ms": int(args.timeout * 1000)}
+        return [show_view(browser, view, args.timeout) for view in views]
 
-    limit = args.timeout * (len(views) + 2)
-    code, browser, stopped = drive(site, make_job, limit, grace=args.timeout + 15)
-    if code == 3:
-        return 2  # Chromium did not start: the driver said why
-    if stopped and stopped.startswith("the browser was stopped"):
-        stopped += f" (--timeout {args.timeout:g} s a view)"
+    browser = drive(site, chromium, show_views)
     if browser is None:
-        why = f"the browser driver exited with {code} before any view finished"
-        print(f"screenshot_site: {'; '.join(filter(None, [why, stopped]))}", file=sys.stderr)
-        return 1
-    done = browser["views"]
-    reports = [judge_view(v, r, site) for v, r in zip(views, done)]
-    not_shown = [f"not shown: {stopped or 'the driver returned fewer views'}"]
-    reports += [
-        {k: v[k] for k in ("page", "theme", "width")}
-        | {"problems": not_shown, "requests": 0, "screenshot": "-"}
-        for v in views[len(done) :]
-    ]
+        return 2  # Chromium did not start: drive said why
+    version, records = browser
+    reports = [judge_view(v, r, site) for v, r in zip(views, records)]
     for report in reports:
         result = report.get("browser") or {}
         print(
@@ -380,15 +441,13 @@ def main(argv=None) -> int:
     (args.out / "report.json").write_text(json.dumps(reports, indent=2), encoding="utf-8")
     named = [(f"{r['page']} ({r['theme']}, {r['width']} px)", r["problems"]) for r in reports]
     failures = list(dict.fromkeys((name, p) for name, problems in named for p in problems))
-    if stopped and not failures:
-        failures.append(("the browser driver", stopped))
     if failures:
         lines = [f"\nscreenshot_site: {len(failures)} problem(s):"]
         print("\n  - ".join(lines + [f"{page}: {p}" for page, p in failures]), file=sys.stderr)
         return 1
     print(
         f"screenshot_site: OK ({len(pages)} pages x {len(runs) // max(1, len(pages))} "
-        f"views in {browser['chromium']}, screenshots in {args.out})"
+        f"views in Chromium {version}, screenshots in {args.out})"
     )
     return 0
 

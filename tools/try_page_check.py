@@ -7,8 +7,8 @@
     python tools/try_page_check.py docs/_build/html-quick --seed 7   # the same inputs again
 
 It serves the site on ``127.0.0.1`` (a :mod:`http.server` that logs every request), drives
-Debian's Chromium with puppeteer-core (``tools/browser.mjs``; ``npm ci`` installs it), and
-checks:
+Debian's Chromium with Playwright for Python (one browser, each page in a fresh context),
+and checks:
 
 * inputs drawn now (the seed is printed; ``--seed`` repeats them): one with duplicates, one
   at the longest length the position table allows, one with every token equal, and the
@@ -32,12 +32,14 @@ checks:
 It prints the bytes the page fetched (graphs + runtime + scripts) and the time from the start
 of navigation to the first output token, and saves screenshots of the finished page
 (``try-page-light.png``, ``-dark.png``, ``-phone.png``) in ``--out``. Exit status 0 when every
-check passes, 1 when one fails, 2 when Chromium, Node.js or puppeteer-core is missing.
+check passes, 1 when one fails, 2 when Chromium or Playwright is missing or Chromium does
+not start.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import random
@@ -50,10 +52,17 @@ from urllib.parse import quote
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import export_onnx  # noqa: E402  (tools/export_onnx.py: the tolerance, the greedy reference)
-from screenshot_site import FLAGS, browser_or_missing, drive  # noqa: E402
+from screenshot_site import FINAL, TOOLS, browser_or_missing, drive, new_page  # noqa: E402
 
 PAGE = "try.html"
 MODELS = export_onnx.SITE_MODELS
+# What the Try page exposes (window.tryModels) and the tokens it shows: run inside the page.
+READ_PAGE = (TOOLS / "js/read_try_page.js").read_text(encoding="utf-8")
+# The Try page has settled: a final state, and a different run than `previous` (null: any).
+SETTLED = (TOOLS / "js/try_page_settled.js").read_text(encoding="utf-8")
+SOURCE = "() => (window.tryModels.result ? window.tryModels.result.src.join(',') : '')"
+SET_THEME = "(theme) => Object.assign(document.documentElement.dataset, { theme, mode: theme })"
+WIDTHS = "() => [document.documentElement.scrollWidth, window.innerWidth]"
 
 
 def draw_cases(rng: random.Random, manifest: dict) -> dict:
@@ -88,11 +97,11 @@ def bad_inputs(rng: random.Random, manifest: dict) -> list[tuple[str, str, list[
     ]
 
 
-def make_job(site: Path, chromium: str, cases: dict, bad, out: Path, timeout_ms: int, base: str):
-    """The browser's job for the site served at ``base``: the drawn inputs (the first one then
-    presses "Reversed" and is screenshotted; the last one then gets a bad input typed into its
-    box), every bad input in the address, the page opened from ``file://`` and without
-    WebAssembly."""
+def run_cases(site: Path, cases: dict, bad, out: Path, timeout: float, browser, base: str):
+    """Open the Try page of the site served at ``base`` in ``browser`` for the drawn inputs
+    (the first one then presses "Reversed" and is screenshotted; the last one then gets a bad
+    input typed into its box), every bad input in the address, the page opened from
+    ``file://`` and without WebAssembly; returns what :func:`run_case` recorded of each."""
 
     def case(name: str, src: str | None = None, **more) -> dict:
         src = text[name] if src is None else src
@@ -103,21 +112,58 @@ def make_job(site: Path, chromium: str, cases: dict, bad, out: Path, timeout_ms:
 
     text = {name: ",".join(map(str, tokens)) for name, tokens in cases.items()}
     shots = [shot("light", 1280, "light"), shot("dark", 1280, "dark"), shot("phone", 390, "light")]
-    return {
-        "chromium": chromium,
-        # screenshot_site's flags (offline, nothing phones home); puppeteer sets headless
-        "chromium_flags": [f for f in FLAGS if f not in ("--headless", "--hide-scrollbars")],
-        "timeout_ms": timeout_ms,
-        "cases": [
-            case("duplicates", actions=[{"press": "reversed"}], screenshots=shots),
-            case("longest"),
-            # a bad input typed into the box after a successful run
-            case("all-equal", width=390, theme="dark", actions=[{"type": bad[1][1]}]),
-            *(case(f"bad-{name}", txt) for name, txt, _ in bad),
-            {"name": "file-url", "url": (site / PAGE).as_uri() + "?src=3,1,2"},
-            case("no-webassembly", "3,1,2", noWebAssembly=True),
-        ],
-    }
+    specs = [
+        case("duplicates", actions=[{"press": "reversed"}], screenshots=shots),
+        case("longest"),
+        # a bad input typed into the box after a successful run
+        case("all-equal", width=390, theme="dark", actions=[{"type": bad[1][1]}]),
+        *(case(f"bad-{name}", txt) for name, txt, _ in bad),
+        {"name": "file-url", "url": (site / PAGE).as_uri() + "?src=3,1,2"},
+        case("no-webassembly", "3,1,2", wasm=False),
+    ]
+    return [run_case(browser, spec, timeout) for spec in specs]
+
+
+def run_case(browser, spec: dict, timeout: float) -> dict:
+    """Open the page of ``spec`` in a fresh context (:func:`screenshot_site.new_page`), read
+    it once it settled; then each of its actions (type into the box, or press a case button),
+    the page read when it settled again; then its screenshots. Every wait within ``timeout``
+    seconds."""
+    from playwright.sync_api import Error
+
+    record, t0 = {"name": spec["name"]}, time.perf_counter()
+    width, theme, wasm = spec.get("width", 1280), spec.get("theme"), spec.get("wasm", True)
+    context, page = new_page(browser, record, width, 900, theme, wasm)
+    context.set_default_timeout(timeout * 1000)
+    try:
+        page.goto(spec["url"], wait_until="load")
+        page.wait_for_function(SETTLED, arg=[FINAL, None], polling=50)
+        record["first"] = page.evaluate(READ_PAGE)
+        for action in spec.get("actions", []):
+            before = page.evaluate(SOURCE)
+            if "type" in action:
+                page.fill("#try-input", action["type"])
+                page.click("#try-run")
+            else:
+                page.click(f'button[data-case="{action["press"]}"]')
+            page.wait_for_function(SETTLED, arg=[FINAL, before], polling=50)
+            record.setdefault("actions", []).append(page.evaluate(READ_PAGE))
+        for shot in spec.get("screenshots", []):
+            page.set_viewport_size({"width": shot["width"], "height": 900})
+            page.evaluate(SET_THEME, shot["theme"])
+            page.wait_for_timeout(200)
+            page.screenshot(path=shot["path"], full_page=True)
+            page_width, window_width = page.evaluate(WIDTHS)
+            shown = {"path": shot["path"], "pageWidth": page_width, "windowWidth": window_width}
+            record.setdefault("screenshots", []).append(shown)
+    except Error as err:
+        record["driverError"] = err.message[:500]
+        with contextlib.suppress(Error):
+            record.setdefault("first", page.evaluate(READ_PAGE))
+    with contextlib.suppress(Error):
+        context.close()
+    print(f"  {time.perf_counter() - t0:4.1f} s  {spec['name']}", flush=True)
+    return record
 
 
 class Checker:
@@ -219,12 +265,10 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     requests: list = []  # (path, status) of every request the server answered
     t0 = time.perf_counter()
-    job = functools.partial(make_job, site, chromium, cases, bad, out, int(args.timeout * 1000))
-    code, browser, stopped = drive(site, job, args.timeout * 12, grace=30, log=requests)
-    if code != 0 or browser is None:
-        why = f"the browser driver exited with {code}"
-        print(f"try_page_check: {'; '.join(filter(None, [why, stopped]))}", file=sys.stderr)
-        return 1
+    run = functools.partial(run_cases, site, cases, bad, out, args.timeout)
+    if (browser := drive(site, chromium, run, log=requests)) is None:
+        return 2  # Chromium did not start: drive said why
+    version, done = browser
     browser_seconds = time.perf_counter() - t0
 
     # PyTorch's decoding of every input the page decoded
@@ -237,8 +281,8 @@ def main(argv=None) -> int:
     if manifest["mode"] != expected:
         check.fail("site", f"the page's models are the {manifest['mode']} site's, not {expected}")
 
-    records = {r["name"]: r for r in browser["cases"]}
-    for record in browser["cases"]:
+    records = {r["name"]: r for r in done}
+    for record in done:
         check_console(check, record)
 
     def seen(name: str, action: bool = False) -> dict | None:
@@ -306,7 +350,7 @@ def main(argv=None) -> int:
         for r in first.get("responses", [])
         if r["url"].endswith((".onnx", ".wasm", ".mjs", ".js")) and "/_static/try/" in r["url"]
     }
-    for record in browser["cases"]:
+    for record in done:
         for page in [record.get("first"), *(record.get("actions") or [])]:
             if page and page.get("pageWidth", 0) > page.get("windowWidth", 0) + 2:
                 check.fail(record["name"], f"the page is {page['pageWidth']} px wide")
@@ -321,7 +365,7 @@ def main(argv=None) -> int:
         f"try_page_check: the page fetched {sum(loaded.values()) / 1e6:.2f} MB of graphs, "
         f"runtime and scripts ({len(loaded)} files); first output token "
         f"{ttfo / 1000 if ttfo else float('nan'):.2f} s after navigation started; "
-        f"{browser['chromium']}; browser runs {browser_seconds:.0f} s; screenshots in {out}"
+        f"Chromium {version}; browser runs {browser_seconds:.0f} s; screenshots in {out}"
     )
     if check.problems:
         header = f"\ntry_page_check: {len(check.problems)} problem(s):"

@@ -18,17 +18,23 @@ compiled, bf16, CUDA-graph paths    eager fp32                               :mo
 ==================================  =======================================  =================
 
 One switch turns the first three on: :func:`use_fast_paths` (in place, reversible), or
-the field ``TrainConfig.fast``, with which :func:`~convs2s_edu.train` trains through them
-and returns the model switched back to the reference classes. By default (``fast=None``)
-the machine decides: a short timing of the configuration's training step chooses the fast
-paths only where they clear the reference by a margin in every round
+the field ``TrainConfig.fast``, with which :func:`~convs2s_edu.train` trains through
+them and returns the model switched back to the reference classes. By default
+(``fast=None``) the machine decides: a short timing of the configuration's training step
+chooses the fast paths only where they clear the reference by a margin in every round
 (:mod:`convs2s_edu.training.calibrate`); ``convs2s-edu train --fast`` or ``--no-fast``
-decides instead. ``tests/test_fast_*.py`` check every fast path's
-outputs and gradients against the reference's with :func:`torch.testing.assert_close`.
+decides instead. ``tests/test_fast_*.py`` check every fast path's outputs and gradients
+against the reference's with :func:`torch.testing.assert_close`.
 """
 
 from .conv import FastConvBlock
 from .gru import FastGRUDecoder, FastGRUEncoder
 from .paths import FAST_CLASSES, use_fast_paths
 
-__all__ = ["FAST_CLASSES", "FastConvBlock", "FastGRUDecoder", "FastGRUEncoder", "use_fast_paths"]
+__all__ = [
+    "FAST_CLASSES",
+    "FastConvBlock",
+    "FastGRUDecoder",
+    "FastGRUEncoder",
+    "use_fast_paths",
+]

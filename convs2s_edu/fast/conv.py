@@ -1,4 +1,5 @@
-r"""The convolutional block's fast path: the convolution as one matrix product over windows.
+r"""The convolutional block's fast path: the convolution as one matrix product over
+windows.
 
 :class:`~convs2s_edu.ConvBlock` convolves with :class:`torch.nn.Conv1d`, which reads its
 input channels first. :class:`FastConvBlock` computes the same :math:`[A\ B] = W * X +
@@ -27,9 +28,9 @@ __all__ = ["FastConvBlock"]
 
 
 class FastConvBlock(ConvBlock):
-    """:class:`~convs2s_edu.ConvBlock` whose :meth:`~convs2s_edu.ConvBlock.convolve` is one
-    matrix product over the :math:`k`-wide windows of its input (the module docstring).
-    Same parameters, same function."""
+    """:class:`~convs2s_edu.ConvBlock` whose :meth:`~convs2s_edu.ConvBlock.convolve` is
+    one matrix product over the :math:`k`-wide windows of its input (the module
+    docstring). Same parameters, same function."""
 
     def convolve(self, x: torch.Tensor) -> torch.Tensor:
         """``x`` ``(B, T + k - 1, d)``, already padded -> ``(B, T, 2d)``."""

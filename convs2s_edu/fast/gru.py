@@ -60,9 +60,9 @@ __all__ = ["fused_applies", "packed_bigru", "FastGRUEncoder", "FastGRUDecoder"]
 def _packed_positions(batch_sizes: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
     """Two permutations-by-index of a packed batch (rows longest first, step by step).
 
-    Returns ``reverse`` ``(N,)``: where every packed position's token sits once each row is
-    reversed within its length (its own inverse), and ``previous`` ``(N - B,)``: for every
-    position after a row's first, the position of the same row one step earlier.
+    Returns ``reverse`` ``(N,)``: where every packed position's token sits once each row
+    is reversed within its length (its own inverse), and ``previous`` ``(N - B,)``: for
+    every position after a row's first, the position of the same row one step earlier.
     """
     sizes = torch.tensor(batch_sizes)
     S, B = len(batch_sizes), batch_sizes[0]
@@ -82,9 +82,9 @@ class _BiGRULayer(torch.autograd.Function):
     :func:`~torch.nn.utils.rnn.pack_padded_sequence` orders them); the reverse direction
     reads it through ``reverse`` (``_packed_positions``), so both directions step
     through the same ``batch_sizes``. Weights stacked over the directions: ``W_i``
-    ``(2, 3H, E)``, ``W_h`` ``(2, 3H, H)``, ``b_i``, ``b_h`` ``(2, 3H)``. Returns the packed
-    annotations ``[h_fwd; h_rev]`` ``(N, 2H)`` and every row's last state of each direction
-    ``(2, B, H)`` (rows in the packed order); :math:`h_0 = 0`.
+    ``(2, 3H, E)``, ``W_h`` ``(2, 3H, H)``, ``b_i``, ``b_h`` ``(2, 3H)``. Returns the
+    packed annotations ``[h_fwd; h_rev]`` ``(N, 2H)`` and every row's last state of each
+    direction ``(2, B, H)`` (rows in the packed order); :math:`h_0 = 0`.
     """
 
     @staticmethod
@@ -113,7 +113,8 @@ class _BiGRULayer(torch.autograd.Function):
             gh_n[:, rows] = gh[..., 2 * H :]
             # h~_t = tanh(W_in x_t + b_in + r_t ⊙ (W_hn h_{t-1} + b_hn))
             n_t = torch.tanh(
-                torch.addcmul(gi_t[..., 2 * H :], r_t, gh[..., 2 * H :]), out=h_tilde[:, rows]
+                torch.addcmul(gi_t[..., 2 * H :], r_t, gh[..., 2 * H :]),
+                out=h_tilde[:, rows],
             )
             # h_t = (1 - z_t) ⊙ h~_t + z_t ⊙ h_{t-1}
             h_prev = torch.addcmul(n_t, z_t, hp - n_t, out=out[:, rows])
@@ -130,11 +131,15 @@ class _BiGRULayer(torch.autograd.Function):
         xs, W_i, W_h, out, rz, h_tilde, gh_n, reverse, previous = ctx.saved_tensors
         batch_sizes = ctx.batch_sizes
         H, B, N = W_h.shape[-1], batch_sizes[0], xs.shape[1]
-        d_out = torch.stack([d_annotations[:, :H], d_annotations[:, H:].index_select(0, reverse)])
+        d_out = torch.stack(
+            [d_annotations[:, :H], d_annotations[:, H:].index_select(0, reverse)]
+        )
         d_gi = out.new_empty(2, N, 3 * H)  # ∂L/∂(W_i x_t + b_i)
         d_gh = out.new_empty(2, N, 3 * H)  # ∂L/∂(W_h h_{t-1} + b_h)
         # h_{t-1} of every step, packed like out (h_0 = 0 for the first step)
-        h_prevs = torch.cat([out.new_zeros(2, B, H), out.index_select(1, previous)], dim=1)
+        h_prevs = torch.cat(
+            [out.new_zeros(2, B, H), out.index_select(1, previous)], dim=1
+        )
         g = out.new_zeros(2, B, H)  # ∂L/∂h_t sent back from step t+1
         offset = N
         for t in range(len(batch_sizes) - 1, -1, -1):
@@ -188,8 +193,8 @@ def fused_applies(x: torch.Tensor) -> bool:
 def packed_bigru(
     x: torch.Tensor, lengths: torch.Tensor, gru: nn.GRU
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """What ``gru(pack_padded_sequence(x, lengths, True, enforce_sorted=False))`` computes,
-    unpacked, with the backward pass written out (``_BiGRULayer``).
+    """What ``gru(pack_padded_sequence(x, lengths, True, enforce_sorted=False))``
+    computes, unpacked, with the backward pass written out (``_BiGRULayer``).
 
     Parameters
     ----------
@@ -217,7 +222,10 @@ def packed_bigru(
             data = nn.functional.dropout(data, gru.dropout, gru.training)
         weights = [
             torch.stack(
-                [getattr(gru, f"{name}_l{layer}"), getattr(gru, f"{name}_l{layer}_reverse")]
+                [
+                    getattr(gru, f"{name}_l{layer}"),
+                    getattr(gru, f"{name}_l{layer}_reverse"),
+                ]
             )
             for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
         ]
@@ -231,7 +239,8 @@ def packed_bigru(
 
 
 class FastGRUEncoder(GRUEncoder):
-    """:class:`~convs2s_edu.GRUEncoder` whose GRU runs through :func:`packed_bigru` where
+    """:class:`~convs2s_edu.GRUEncoder` whose GRU runs through :func:`packed_bigru`
+    where
     :func:`fused_applies` (a gradient wanted, on a CPU, eagerly); elsewhere the reference's
     own forward pass. Same parameters, same function."""
 
@@ -254,7 +263,8 @@ def _gru_update(
     ``(B, 3n)`` in the gate order :math:`r, z, \tilde s`; ``s_prev`` ``(B, n)``.
     """
     n = s_prev.shape[-1]
-    # r_t, z_t = σ(W_ir x + b_ir + W_hr s_{t-1} + b_hr), σ(W_iz x + b_iz + W_hz s_{t-1} + b_hz)
+    # r_t, z_t = σ(W_ir x + b_ir + W_hr s_{t-1} + b_hr), σ(W_iz x + b_iz + W_hz s_{t-1}
+    # + b_hz)
     rz = torch.sigmoid(x_gates[:, : 2 * n] + h_gates[:, : 2 * n])
     r, z = rz[:, :n], rz[:, n:]
     # s~_t = tanh(W_in x + b_in + r_t ⊙ (W_hn s_{t-1} + b_hn))
@@ -264,7 +274,8 @@ def _gru_update(
 
 
 class FastGRUDecoder(GRUDecoder):
-    r""":class:`~convs2s_edu.GRUDecoder` whose teacher forcing runs over the packed target.
+    r""":class:`~convs2s_edu.GRUDecoder` whose teacher forcing runs over the packed
+    target.
 
     Notes
     -----
@@ -304,17 +315,25 @@ class FastGRUDecoder(GRUDecoder):
         state = self.reorder(self.start(enc), packed.sorted_indices.to(tgt_in.device))
         h, mask = state.h, state.padding_mask  # (B, S, 2n), (B, S)
         keys2 = 2 * state.keys  # 2 (W_a h_j + b_a)  (B, S, A)
-        U2, v2 = 2 * self.attention.U_a.weight, 2 * self.attention.v_a  # 2 U_a (A, n), 2 v_a
+        # 2 U_a (A, n), 2 v_a
+        U2, v2 = 2 * self.attention.U_a.weight, 2 * self.attention.v_a
         s = list(state.s.unbind(0))  # s_{t-1} of every layer, (B, n) each
         gru, E = self.gru, self.cfg.embed_dim
-        W_iy, W_ic = gru.weight_ih_l0[:, :E], gru.weight_ih_l0[:, E:]  # (3n, E), (3n, 2n)
+        # (3n, E), (3n, 2n)
+        W_iy, W_ic = gru.weight_ih_l0[:, :E], gru.weight_ih_l0[:, E:]
         # W_iy E y_{t-1} + b_i for every step at once, split into the steps  (n_t, 3n) each
         y = self.dropout(self.embed(packed.data))  # E y_{t-1}, packed  (Σ n_t, E)
         gates_y = F.linear(y, W_iy, gru.bias_ih_l0).split(sizes)
         tops, attention = [], []
         for t, n_t in enumerate(sizes):  # inherently sequential: s_t needs s_{t-1}
-            if n_t < h.shape[0]:  # the rows whose target has ended leave (the last ones)
-                h, keys2, mask, s = h[:n_t], keys2[:n_t], mask[:n_t], [s_l[:n_t] for s_l in s]
+            # the rows whose target has ended leave (the last ones)
+            if n_t < h.shape[0]:
+                h, keys2, mask, s = (
+                    h[:n_t],
+                    keys2[:n_t],
+                    mask[:n_t],
+                    [s_l[:n_t] for s_l in s],
+                )
             # a_tj = softmax_j(v_a^T tanh(W_a h_j + b_a + U_a s_{t-1}))
             #      = softmax_j(2 v_a^T σ(2 (W_a h_j + b_a) + 2 U_a s_{t-1}))
             x = keys2 + F.linear(s[-1], U2).unsqueeze(1)  # (n_t, S, A)
@@ -329,7 +348,8 @@ class FastGRUDecoder(GRUDecoder):
                     gru.get_parameter(f"{w}_l{layer}")
                     for w in ("weight_ih", "bias_ih", "weight_hh", "bias_hh")
                 )
-                if layer:  # a stacked layer reads the one below (dropout between, as nn.GRU)
+                # a stacked layer reads the one below (dropout between, as nn.GRU)
+                if layer:
                     x_gates = F.linear(
                         F.dropout(s[layer - 1], gru.dropout, gru.training), W_i, b_i
                     )
@@ -339,8 +359,11 @@ class FastGRUDecoder(GRUDecoder):
         # p(y_t) = softmax(W_s s_t + b_s), every step at once
         logits = self.W_s(self.dropout(torch.cat(tops)))  # (Σ n_t, V)
 
-        def unpack(x):  # (Σ n_t, ...) packed -> (B, T, ...) in the batch's order, 0 at padding
-            padded, _ = pad_packed_sequence(packed._replace(data=x), True, total_length=T)
+        # (Σ n_t, ...) packed -> (B, T, ...) in the batch's order, 0 at padding
+        def unpack(x):
+            padded, _ = pad_packed_sequence(
+                packed._replace(data=x), True, total_length=T
+            )
             return padded
 
         return unpack(logits), unpack(torch.cat(attention)).unsqueeze(1)

@@ -1,4 +1,5 @@
-r"""Execution paths: the reference model or its fast paths, eager or compiled, fp32 or bf16.
+r"""Execution paths: the reference model or its fast paths, eager or compiled, fp32 or
+bf16.
 
 A *path* is how a training step runs, not what it computes: the same model, the same
 loss, the same optimiser. Four switches, all fields of :class:`~convs2s_edu.TrainConfig`
@@ -7,9 +8,9 @@ and flags of ``convs2s-edu train``:
 ``fast`` (bool)
     Train through the fast paths of :mod:`convs2s_edu.fast`: :func:`use_fast_paths`
     switches the model's modules, in place, to subclasses that compute the same function
-    faster on a CPU (:data:`FAST_CLASSES`); :func:`~convs2s_edu.train` switches them back
-    to the reference before it returns the model. Eager only: ``compile`` compiles the
-    reference model, so the two are exclusive.
+    faster on a CPU (:data:`FAST_CLASSES`); :func:`~convs2s_edu.train` switches them
+    back to the reference before it returns the model. Eager only: ``compile`` compiles
+    the reference model, so the two are exclusive.
 ``compile`` (bool)
     :func:`torch.compile` the encoder and the decoder of the model, in place
     (:meth:`torch.nn.Module.compile`), so the checkpoint's parameter names do
@@ -68,15 +69,17 @@ __all__ = [
 
 #: Values of :attr:`TrainConfig.precision <convs2s_edu.TrainConfig>`.
 PRECISIONS = ("fp32", "bf16")
-#: Values of :attr:`TrainConfig.compile_mode <convs2s_edu.TrainConfig>` (``None``: the default).
+#: Values of :attr:`TrainConfig.compile_mode <convs2s_edu.TrainConfig>` (``None``: the
+#: default).
 COMPILE_MODES = (None, "default", "reduce-overhead", "max-autotune")
 
-#: CPU flags (``/proc/cpuinfo``) of instructions that multiply bf16 matrices in hardware.
+#: CPU flags (``/proc/cpuinfo``) of instructions that multiply bf16 matrices in
+#: hardware.
 _BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
 
 
-#: Every module class with a fast path, and the subclass :func:`use_fast_paths` puts in its
-#: place (same parameters, same function; ``tests/test_fast_*.py`` prove it).
+#: Every module class with a fast path, and the subclass :func:`use_fast_paths` puts in
+#: its place (same parameters, same function; ``tests/test_fast_*.py`` prove it).
 FAST_CLASSES = {
     ConvBlock: FastConvBlock,
     GRUEncoder: FastGRUEncoder,
@@ -95,15 +98,15 @@ def has_fast_path(model: nn.Module) -> bool:
 
 
 def use_fast_paths(model: nn.Module, enabled: bool = True) -> nn.Module:
-    """Switch every module of ``model`` that has a fast path to it (``enabled``), or back
-    to the reference class (``enabled=False``), in place; returns ``model``.
+    """Switch every module of ``model`` that has a fast path to it (``enabled``), or
+    back to the reference class (``enabled=False``), in place; returns ``model``.
 
     The fast classes of :data:`FAST_CLASSES` are subclasses that override how a module
-    computes (``forward``, or :meth:`ConvBlock.convolve <convs2s_edu.ConvBlock.convolve>`),
-    never what it holds: the switch changes a module's class and nothing else, so
-    parameters, state-dict names, the optimiser's state and checkpoints are untouched.
-    A GRU decoder without attention (:class:`~convs2s_edu.FixedContext`) has no fast path
-    and stays as it is.
+    computes (``forward``, or
+    :meth:`ConvBlock.convolve <convs2s_edu.ConvBlock.convolve>`), never what it holds:
+    the switch changes a module's class and nothing else, so parameters, state-dict
+    names, the optimiser's state and checkpoints are untouched. A GRU decoder without
+    attention (:class:`~convs2s_edu.FixedContext`) has no fast path and stays as it is.
     """
     if not isinstance(enabled, bool):
         raise TypeError(f"enabled must be True or False, got {enabled!r}")
@@ -127,8 +130,12 @@ class ExecutionPath(tuple):
         fast: bool = False,
     ):
         if compile and fast:
-            raise ValueError("a path is compiled (the reference model) or fast, not both")
-        return super().__new__(cls, (bool(compile), compile_mode, precision, bool(fast)))
+            raise ValueError(
+                "a path is compiled (the reference model) or fast, not both"
+            )
+        return super().__new__(
+            cls, (bool(compile), compile_mode, precision, bool(fast))
+        )
 
     compile = property(lambda self: self[0])
     compile_mode = property(lambda self: self[1])
@@ -198,7 +205,10 @@ def cpu_bf16_support() -> tuple[bool, str]:
     except (AttributeError, RuntimeError):  # pragma: no cover - old torch
         capability = "unknown"
     if flags:
-        return True, f"CPU flags {', '.join(sorted(flags))} (PyTorch capability {capability})"
+        return (
+            True,
+            f"CPU flags {', '.join(sorted(flags))} (PyTorch capability {capability})",
+        )
     if "BF16" in capability.upper() or "AMX" in capability.upper():
         return True, f"PyTorch CPU capability {capability}"
     return False, (
@@ -235,10 +245,12 @@ def check_precision(precision: str, device: torch.device | str) -> None:
 
 
 def check_compile_mode(compile_mode, device: torch.device | str | None = None) -> None:
-    """Raise ``ValueError`` unless ``compile_mode`` is one of :data:`COMPILE_MODES` (and,
-    given a ``device``, unless it can run there: CUDA graphs need CUDA)."""
+    """Raise ``ValueError`` unless ``compile_mode`` is one of :data:`COMPILE_MODES`
+    (and, given a ``device``, unless it can run there: CUDA graphs need CUDA)."""
     if compile_mode not in COMPILE_MODES:
-        raise ValueError(f"compile_mode must be one of {COMPILE_MODES}, got {compile_mode!r}")
+        raise ValueError(
+            f"compile_mode must be one of {COMPILE_MODES}, got {compile_mode!r}"
+        )
     if (
         compile_mode == "reduce-overhead"
         and device is not None

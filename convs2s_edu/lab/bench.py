@@ -10,8 +10,8 @@ the machine it runs on; this module only chooses what to time and lays the resul
 2. **FLOPs per target token** of a training step
    (:func:`~convs2s_edu.lab.timing.training_flops_per_token`).
 3. **The machine's limits** (:func:`~convs2s_edu.lab.timing.machine_limits`): the CPU's
-   theoretical peak and a large GEMM's measured rate, in the path's precision. A model on
-   a path reaches
+   theoretical peak and a large GEMM's measured rate, in the path's precision. A model
+   on a path reaches
 
    .. math::
 
@@ -28,8 +28,9 @@ the machine it runs on; this module only chooses what to time and lays the resul
 6. **Parallel hardware** (on a CPU): training throughput at every thread count and the
    verdict at each (:func:`~convs2s_edu.lab.timing.measure_threads`).
 
-Models are untrained (how long a step takes does not depend on the weights); an untrained
-model decodes to the length limit, which a trained one also reaches on this task.
+Models are untrained (how long a step takes does not depend on the weights); an
+untrained model decodes to the length limit, which a trained one also reaches on this
+task.
 """
 
 from __future__ import annotations
@@ -88,7 +89,9 @@ class BenchBudget:
     @classmethod
     def quick(cls) -> BenchBudget:
         training = dict(n_batches=2, steps_per_window=1, n_rounds=2, warmup_steps=1)
-        decoding = dict(decode_sentences=16, beam_sentences=4, incremental_lengths=(20, 50))
+        decoding = dict(
+            decode_sentences=16, beam_sentences=4, incremental_lengths=(20, 50)
+        )
         rest = dict(incremental_batch=4, profile_steps=1, peak_repeats=2, batch_size=32)
         return cls(**training, **decoding, **rest, is_quick=True)
 
@@ -109,7 +112,9 @@ def _choose_paths(paths, dev, budget: BenchBudget) -> tuple[list, dict]:
             if p not in execution.PATHS:
                 raise ValueError(f"unknown path {p!r}; known: {sorted(by_name)}")
             if p.name in skipped:
-                raise ValueError(f"path {p.name} cannot run on {dev.type}: {skipped[p.name]}")
+                raise ValueError(
+                    f"path {p.name} cannot run on {dev.type}: {skipped[p.name]}"
+                )
     eager = execution.ExecutionPath()
     return [eager] + [p for p in chosen if p != eager], skipped
 
@@ -170,14 +175,14 @@ def run_bench(
     -------
     dict
         ``machine``, ``device``, ``quick``, ``paths``, ``skipped_paths``, ``limits``
-        (:func:`~convs2s_edu.lab.timing.machine_limits`), ``measurement`` (every window),
-        and per model ``models[name]``: ``flops_per_token``, ``gemm_seconds_per_token``,
-        ``n_parameters``, ``paths[path]`` (``tokens_per_second`` with ``min``, ``max``,
-        ``spread``, ``warmup_seconds``, ``speedup_vs_eager``, ``flops_per_second``,
-        ``fraction_of_theoretical_peak``, ``fraction_of_large_gemm``,
-        ``gemm_bound_fraction``), ``fastest``, ``decoding``, ``incremental`` (ConvS2S)
-        and ``profile``; on a CPU, ``threads`` (the thread scaling, its ``verdict``,
-        ``table`` and the ``path`` each model trains on).
+        (:func:`~convs2s_edu.lab.timing.machine_limits`), ``measurement`` (every
+        window), and per model ``models[name]``: ``flops_per_token``,
+        ``gemm_seconds_per_token``, ``n_parameters``, ``paths[path]``
+        (``tokens_per_second`` with ``min``, ``max``, ``spread``, ``warmup_seconds``,
+        ``speedup_vs_eager``, ``flops_per_second``, ``fraction_of_theoretical_peak``,
+        ``fraction_of_large_gemm``, ``gemm_bound_fraction``), ``fastest``, ``decoding``,
+        ``incremental`` (ConvS2S) and ``profile``; on a CPU, ``threads`` (the thread
+        scaling, its ``verdict``, ``table`` and the ``path`` each model trains on).
     """
     budget = budget or (BenchBudget.quick() if quick else BenchBudget())
     dev = resolve_device(device)
@@ -185,12 +190,16 @@ def run_bench(
     limits = machine_limits(dev, budget.peak_repeats, budget.large_gemm)
     entries, refs, windows, warmups = {}, {}, {}, {}
     for name in models:
-        cfg = TrainConfig(model=name, device=str(dev), batch_size=budget.batch_size or 128)
+        cfg = TrainConfig(
+            model=name, device=str(dev), batch_size=budget.batch_size or 128
+        )
         batches = [b.to(dev) for b in training_batches(cfg, budget.n_batches)]
         torch.manual_seed(cfg.seed)
         ref = refs[name] = build_model(cfg).to(dev)
         tokens = sum(b.n_target_tokens for b in batches)
-        flops = sum(training_flops_per_token(ref, b) * b.n_target_tokens for b in batches)
+        flops = sum(
+            training_flops_per_token(ref, b) * b.n_target_tokens for b in batches
+        )
         gemm = step_gemm_seconds(gemm_shapes(ref, batches[0]), dev, budget.peak_repeats)
         entry = entries[name] = {
             "flops_per_token": flops / tokens,
@@ -209,15 +218,26 @@ def run_bench(
             model = execution.apply_path(build_model(cfg).to(dev), p)
             optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
             step = make_train_step(model, optimizer, cfg.clip_norm, p.precision)
-            windows[f"{name}/{p.name}"] = window_runner(step, batches, budget.steps_per_window)
-            warmups[f"{name}/{p.name}"] = window_runner(step, batches, budget.warmup_steps)
+            windows[f"{name}/{p.name}"] = window_runner(
+                step, batches, budget.steps_per_window
+            )
+            warmups[f"{name}/{p.name}"] = window_runner(
+                step, batches, budget.warmup_steps
+            )
             if profile and p == execution.ExecutionPath():
-                entry["profile"] = profile_table(step, batches, budget.profile_steps, dev)
-    counts = dict(steps_per_window=budget.steps_per_window, warmup_steps=budget.warmup_steps)
+                entry["profile"] = profile_table(
+                    step, batches, budget.profile_steps, dev
+                )
+    counts = dict(
+        steps_per_window=budget.steps_per_window, warmup_steps=budget.warmup_steps
+    )
     m = time_interleaved(windows, budget.n_rounds, dev, warmup=warmups, **counts)
-    sources = [x for x, _ in make_datasets(cfg)[2].examples]  # the models share the data
+    # the models share the data
+    sources = [x for x, _ in make_datasets(cfg)[2].examples]
     rounds = {"n_rounds": budget.n_rounds}
-    greedy = measure_generation(refs, sources[: budget.decode_sentences], (1,), **rounds)[1]
+    greedy = measure_generation(
+        refs, sources[: budget.decode_sentences], (1,), **rounds
+    )[1]
     beam = measure_generation(refs, sources[: budget.beam_sentences], (5,), **rounds)[5]
     for name, entry in entries.items():
         _path_rows(entry, name, chosen, m, limits)
@@ -240,7 +260,9 @@ def run_bench(
         rounds |= {"n_batches": budget.n_batches}
         scaling = measure_threads(cfg, models, **rounds, **counts)
         # the path each model trains on, as this machine chose it
-        path = ", ".join(f"{n} {default_path(dev, cfg.replace(model=n)).name}" for n in models)
+        path = ", ".join(
+            f"{n} {default_path(dev, cfg.replace(model=n)).name}" for n in models
+        )
         result["threads"] = scaling.to_dict() | {
             "verdict": speed_verdict(scaling).text,
             "table": speed_table(scaling),
@@ -293,7 +315,9 @@ def format_bench(result: dict, profile: bool = True) -> str:
         lines.append(f"large GEMM ({name} torch.mm {n}x{n}x{n}): {rate}")
         lines += [f"  check: {r['check']}"] if r["check"] else []
     if any("*" in cell for row in rows for cell in row):
-        lines.append("* above 100%: this machine exceeded that limit (see the checks above)")
+        lines.append(
+            "* above 100%: this machine exceeded that limit (see the checks above)"
+        )
     lines.append("")
     for name, e in result["models"].items():
         dec = e["decoding"]

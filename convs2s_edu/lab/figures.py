@@ -30,7 +30,8 @@ def capture(
     inputs : bool
         Record every call's first input instead of its output.
     retain_grad : bool
-        Outputs keep their ``.grad`` (:meth:`torch.Tensor.retain_grad`) for a later ``backward()``.
+        Outputs keep their ``.grad`` (:meth:`torch.Tensor.retain_grad`) for a later
+        ``backward()``.
 
     Yields
     ------
@@ -60,7 +61,9 @@ def capture(
 
     with contextlib.ExitStack() as hooks:  # a hook's handle removes it on exit
         for name, m in modules.items():
-            register = m.register_forward_pre_hook if inputs else m.register_forward_hook
+            register = (
+                m.register_forward_pre_hook if inputs else m.register_forward_hook
+            )
             hooks.enter_context(register(keep(name)))
         yield seen
 
@@ -92,15 +95,17 @@ def attention_heatmap(
     xlabel: str = "source position $j$",
     ylabel: str = "target position $i$",
 ):
-    """Draw an attention map :math:`a_{ij}` and return the image (for a colour bar): one row
-    per target position, one column per source position, the weights from 0 (white) to
-    ``vmax`` (``None``: the map's maximum).
+    """Draw an attention map :math:`a_{ij}` and return the image (for a colour bar): one
+    row per target position, one column per source position, the weights from 0 (white)
+    to ``vmax`` (``None``: the map's maximum).
 
-    ``weights`` is a ``(T, S)`` tensor or array; only its first ``len(target_labels)`` rows and
-    ``len(source_labels)`` columns are drawn (padding left out).
+    ``weights`` is a ``(T, S)`` tensor or array; only its first ``len(target_labels)``
+    rows and ``len(source_labels)`` columns are drawn (padding left out).
     """
     a = _as_array(weights)[: len(target_labels), : len(source_labels)]  # (T, S)
-    im = ax.imshow(a, cmap=cmap, vmin=0, vmax=a.max() if vmax is None else vmax, aspect="auto")
+    im = ax.imshow(
+        a, cmap=cmap, vmin=0, vmax=a.max() if vmax is None else vmax, aspect="auto"
+    )
     ax.set_xticks(range(len(source_labels)), source_labels, fontsize=fontsize)
     ax.set_yticks(range(len(target_labels)), target_labels, fontsize=fontsize)
     ax.set_xlabel(xlabel, fontsize=fontsize + 1)
@@ -138,15 +143,20 @@ def loss_curves(
         steps = np.asarray(h.step_losses)
         n_epochs = len(h.epochs)
         per_epoch = len(steps) // n_epochs
-        scale = 1 if seconds_per_epoch is None else seconds_per_epoch[label]  # epochs -> seconds
-        ends = np.arange(1, per_epoch + 1) / per_epoch  # where each step ends, within its epoch
+        # epochs -> seconds
+        scale = 1 if seconds_per_epoch is None else seconds_per_epoch[label]
+        # where each step ends, within its epoch
+        ends = np.arange(1, per_epoch + 1) / per_epoch
         x = (np.arange(n_epochs)[:, None] + ends).ravel() * scale
         x_epochs = np.asarray(h.column("epoch"), dtype=float) * scale
         window = max(1, per_epoch // 4)
-        smooth = np.convolve(steps, np.ones(window) / window, mode="valid")  # running mean
+        # running mean
+        smooth = np.convolve(steps, np.ones(window) / window, mode="valid")
         c = colours[label]
         ax.plot(x[window - 1 :], smooth, color=c, lw=0.9, alpha=0.6)
-        ax.plot(x_epochs, h.column("valid_loss"), "o-", color=c, ms=3.5, lw=1.2, label=label)
+        ax.plot(
+            x_epochs, h.column("valid_loss"), "o-", color=c, ms=3.5, lw=1.2, label=label
+        )
     ax.set_ylabel("cross-entropy per token")
     ax.set_yscale("log")
     ax.yaxis.set_major_locator(mticker.LogLocator(subs=(1, 2, 5)))

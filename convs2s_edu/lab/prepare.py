@@ -1,11 +1,12 @@
 r"""Train everything the site needs, concurrently, before its pages run.
 
-sphinx-gallery runs the pages one after another, and each page trains (or loads) the models it
-shows. :func:`prepare_site` trains all of them first (:func:`site_jobs`), one process per usable
-core (:func:`convs2s_edu.training.schedule.run_jobs`), into the cache the pages then load from.
-``tox -e docs`` and ``tox -e docs-quick`` run it before ``sphinx-build``
-(``tools/prepare_site.py``). Nothing here is timed for the site: the runs share the machine, and
-the pages take their timings from interleaved measurements made afterwards, alone.
+sphinx-gallery runs the pages one after another, and each page trains (or loads) the
+models it shows. :func:`prepare_site` trains all of them first (:func:`site_jobs`), one
+process per usable core (:func:`convs2s_edu.training.schedule.run_jobs`), into the cache
+the pages then load from. ``tox -e docs`` and ``tox -e docs-quick`` run it before
+``sphinx-build`` (``tools/prepare_site.py``). Nothing here is timed for the site: the
+runs share the machine, and the pages take their timings from interleaved measurements
+made afterwards, alone.
 """
 
 from __future__ import annotations
@@ -23,15 +24,16 @@ MAIN_MODELS = ("convs2s", "gru")
 
 
 def site_jobs(quick: bool | None = None, directory=None) -> list[Job]:
-    """The jobs of the site: the main models of every recipe (``SITE_RECIPES``), the short
-    runs of the seed's ConvS2S against the paper's (:func:`~convs2s_edu.lab.site.short_runs`),
-    every distinct run of the experiments, trained and scored once with the union of what
-    the experiments measure on it (no timing; with an experiment record,
+    """The jobs of the site: the main models of every recipe (``SITE_RECIPES``), the
+    short runs of the seed's ConvS2S against the paper's
+    (:func:`~convs2s_edu.lab.site.short_runs`), every distinct run of the experiments,
+    trained and scored once with the union of what the experiments measure on it (no
+    timing; with an experiment record,
     :func:`~convs2s_edu.lab.experiments.load_record`, only the ``generation`` experiment's,
     whose models the claims page times), then the runs two pages ask for at the
-    experiments' budget (:meth:`Budget.config <convs2s_edu.lab.experiments.Budget.config>`):
-    the GRU without attention on sorting and reversing, ConvS2S with attention values z or e
-    alone.
+    experiments' budget
+    (:meth:`Budget.config <convs2s_edu.lab.experiments.Budget.config>`): the GRU without
+    attention on sorting and reversing, ConvS2S with attention values z or e alone.
 
     Parameters
     ----------
@@ -52,19 +54,27 @@ def site_jobs(quick: bool | None = None, directory=None) -> list[Job]:
         for m in MAIN_MODELS
     ]
     for name, cfgs in short_runs().items():
-        jobs += [train_job(c, directory, f"seed against paper/{name} seed {c.seed}") for c in cfgs]
+        jobs += [
+            train_job(c, directory, f"seed against paper/{name} seed {c.seed}")
+            for c in cfgs
+        ]
     b = budget()
-    # with an experiment record the pages read the runs from it: only the models that the
-    # claims page times (generation speed) are trained here
+    # with an experiment record the pages read the runs from it: only the models that
+    # the claims page times (generation speed) are trained here
     names = ["generation"] if load_record() is not None else None
     for r in distinct_runs(b, names).values():
         jobs.append(
-            measure_groups_job(r["config"], r["measures"], b.beam_sizes, directory, r["label"])
+            measure_groups_job(
+                r["config"], r["measures"], b.beam_sizes, directory, r["label"]
+            )
         )
-    # the runs besides experiment arms that the bottleneck and trained-attention pages load
+    # the runs besides experiment arms that the bottleneck and trained-attention pages
+    # load
     for task in ("sort", "reverse"):
         cfg = b.config("gru", task, attention=False)
-        jobs.append(train_job(cfg, directory, f"bottleneck/{task}/gru without attention"))
+        jobs.append(
+            train_job(cfg, directory, f"bottleneck/{task}/gru without attention")
+        )
     for values in ("z", "e"):
         cfg = b.config("convs2s", attention_values=values)
         jobs.append(train_job(cfg, directory, f"attention values/{values} alone"))
@@ -90,4 +100,6 @@ def prepare_site(
     directory : str or Path, optional
         The training cache.
     """
-    return run_jobs(site_jobs(directory=directory), workers, threads, progress, name="prepare")
+    return run_jobs(
+        site_jobs(directory=directory), workers, threads, progress, name="prepare"
+    )

@@ -25,19 +25,23 @@ def predict_samples(
     beam_size : int, default 5
         Beam width of the beam-search column, ``>= 1``.
     max_len : int, optional
-        Passed to :func:`~convs2s_edu.greedy_decode` and :func:`~convs2s_edu.beam_search`.
+        Passed to :func:`~convs2s_edu.greedy_decode` and
+        :func:`~convs2s_edu.beam_search`.
 
     Returns
     -------
     list of dict
-        One dict per example with keys ``"source"``, ``"reference"`` and, for every model
-        name, ``"<name> greedy"`` and ``"<name> beam=<K>"`` (lists of int), in that order.
+        One dict per example with keys ``"source"``, ``"reference"`` and, for every
+        model name, ``"<name> greedy"`` and ``"<name> beam=<K>"`` (lists of int), in
+        that order.
     """
     if not models:
         raise ValueError("models must hold at least one model, got an empty dict")
     examples = [(list(map(int, x)), list(map(int, y))) for x, y in examples]
     if not examples:
-        raise ValueError("examples must hold at least one (source, reference) pair, got 0")
+        raise ValueError(
+            "examples must hold at least one (source, reference) pair, got 0"
+        )
     src = as_token_batch([x for x, _ in examples])  # (B, S), PAD-padded
     rows = [{"source": x, "reference": y} for x, y in examples]
     for name, model in models.items():
@@ -48,7 +52,9 @@ def predict_samples(
     return rows
 
 
-def format_samples(rows: Sequence[dict], layout: str = "table", mark_errors: bool = True) -> str:
+def format_samples(
+    rows: Sequence[dict], layout: str = "table", mark_errors: bool = True
+) -> str:
     """Format :func:`predict_samples` rows as aligned plain text.
 
     Parameters
@@ -92,7 +98,9 @@ def format_samples(rows: Sequence[dict], layout: str = "table", mark_errors: boo
     if layout == "table":
         table = [["#"] + keys, *table]
         widths = [max(len(x) for x in col) for col in zip(*table)]
-        lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in table]
+        lines = [
+            "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in table
+        ]
     else:
         w = max(len(k) for k in keys)
         lines = []

@@ -1,11 +1,11 @@
-"""The documentation site's plumbing: its configurations (quick mode), the numbers it records,
-and the sentences that compare them.
+"""The documentation site's plumbing: its configurations (quick mode), the numbers it
+records, and the sentences that compare them.
 
 The gallery pages call :func:`site_config` for every model they train, so that
-``CONVS2S_EDU_QUICK=1`` shrinks the whole site at once; a page that measures a number the
-landing page states hands it to :func:`record`. A page never types which of two measured numbers
-is larger: :func:`comparison` and :func:`trend` write that sentence from the numbers
-(``tests/test_gallery.py`` flags a typed one).
+``CONVS2S_EDU_QUICK=1`` shrinks the whole site at once; a page that measures a number
+the landing page states hands it to :func:`record`. A page never types which of two
+measured numbers is larger: :func:`comparison` and :func:`trend` write that sentence
+from the numbers (``tests/test_gallery.py`` flags a typed one).
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ __all__ = [
 #: Environment variable: ``1`` makes :func:`site_config` small (quick docs builds).
 QUICK_ENV = "CONVS2S_EDU_QUICK"
 
-#: Environment variable: the folder where :func:`record` writes (set by ``docs/conf.py``).
+#: Environment variable: the folder where :func:`record` writes (set by
+#: ``docs/conf.py``).
 SITE_DATA_ENV = "CONVS2S_EDU_SITE_DATA"
 
 
@@ -58,15 +59,22 @@ def quick_caveat(what: str) -> None:
         )
 
 
-#: The recipes the site trains both models with (:data:`~convs2s_edu.training.config.RECIPES`).
+#: The recipes the site trains both models with
+#: (:data:`~convs2s_edu.training.config.RECIPES`).
 SITE_RECIPES = ("seed", "fast")
 
-#: How the site batches its training examples (``TrainConfig.batching``): the seed's random
-#: batches; equal-length ones cost the GRU accuracy (tools/measure_bucketing.py, departures).
+#: How the site batches its training examples (``TrainConfig.batching``): the seed's
+#: random batches; equal-length ones cost the GRU accuracy (tools/measure_bucketing.py,
+#: departures).
 SITE_BATCHING = "random"
 
 #: ``eval_every`` of :func:`site_config`, per recipe and quick mode.
-_EVAL_EVERY = {("seed", False): 50, ("fast", False): 20, ("seed", True): 8, ("fast", True): 8}
+_EVAL_EVERY = {
+    ("seed", False): 50,
+    ("fast", False): 20,
+    ("seed", True): 8,
+    ("fast", True): 8,
+}
 
 #: What quick mode changes, per recipe (see :func:`site_config`).
 _QUICK = {
@@ -76,15 +84,20 @@ _QUICK = {
 
 
 def site_config(model: str, recipe: str = "seed", **changes) -> TrainConfig:
-    """The configuration the gallery pages train: a recipe's (the seed's by default), with
-    ``changes``, its learning curve (``eval_every``: about 50 held-out scorings per run) and
+    """The configuration the gallery pages train: a recipe's (the seed's by default),
+    with ``changes``, its learning curve (``eval_every``: about 50 held-out scorings per
+    run) and
     :data:`SITE_BATCHING`. Quick mode (``CONVS2S_EDU_QUICK=1``) keeps the task and the models
-    and shrinks the data and the schedule (the seed recipe: 2,000 training examples, 6 epochs;
-    the fast one: 80 steps), so that the whole site builds in minutes. ``model_options`` of
-    ``changes`` are merged into the recipe's, as :meth:`TrainConfig.recipe` merges them."""
+    and shrinks the data and the schedule (the seed recipe: 2,000 training examples, 6
+    epochs; the fast one: 80 steps), so that the whole site builds in minutes.
+    ``model_options`` of ``changes`` are merged into the recipe's, as
+    :meth:`TrainConfig.recipe` merges them."""
     quick = is_quick_mode()
     cfg = TrainConfig.recipe(
-        recipe, model=model, batching=SITE_BATCHING, eval_every=_EVAL_EVERY[(recipe, quick)]
+        recipe,
+        model=model,
+        batching=SITE_BATCHING,
+        eval_every=_EVAL_EVERY[(recipe, quick)],
     )
     if quick:
         cfg = cfg.replace(**_QUICK[recipe])
@@ -93,24 +106,32 @@ def site_config(model: str, recipe: str = "seed", **changes) -> TrainConfig:
     return cfg.replace(**changes)
 
 
-#: Seeds of :func:`short_runs`: a seed fixes the data, their order and the initialisation of
-#: both configurations, so that the two are compared seed by seed.
+#: Seeds of :func:`short_runs`: a seed fixes the data, their order and the
+#: initialisation of both configurations, so that the two are compared seed by seed.
 SHORT_RUN_SEEDS = (0, 1, 2)
 
 
 def short_runs() -> dict[str, list[TrainConfig]]:
     """The short runs of the page that trains the seed's ConvS2S against the paper's.
 
-    ``{"seed": [...], "paper": [...]}``: ConvS2S without and with the paper's three flags
-    (``paper_normalisation``), one run per seed of :data:`SHORT_RUN_SEEDS`, on 640 training
-    examples in batches of 16 for 8 epochs (2 in quick mode), the held-out loss after every
-    epoch on 200 examples. ``tools/prepare_site.py`` trains them; the page loads them.
+    ``{"seed": [...], "paper": [...]}``: ConvS2S without and with the paper's three
+    flags (``paper_normalisation``), one run per seed of :data:`SHORT_RUN_SEEDS`, on 640
+    training examples in batches of 16 for 8 epochs (2 in quick mode), the held-out loss
+    after every epoch on 200 examples. ``tools/prepare_site.py`` trains them; the page
+    loads them.
     """
     short = TrainConfig(
-        n_train=640, n_valid=200, n_test=1, batch_size=16, epochs=2 if is_quick_mode() else 8
+        n_train=640,
+        n_valid=200,
+        n_test=1,
+        batch_size=16,
+        epochs=2 if is_quick_mode() else 8,
     )
     return {
-        name: [short.replace(paper_normalisation=flags, seed=seed) for seed in SHORT_RUN_SEEDS]
+        name: [
+            short.replace(paper_normalisation=flags, seed=seed)
+            for seed in SHORT_RUN_SEEDS
+        ]
         for name, flags in (("seed", False), ("paper", True))
     }
 
@@ -125,8 +146,8 @@ def _site_data(filename: str) -> Path | None:
 
 
 def record(name: str, numbers: dict) -> Path | None:
-    """Write ``numbers`` as ``<name>.json`` for the site's build (``docs/_ext`` makes the
-    landing page's tables from them); nothing outside a docs build (no
+    """Write ``numbers`` as ``<name>.json`` for the site's build (``docs/_ext`` makes
+    the landing page's tables from them); nothing outside a docs build (no
     ``$CONVS2S_EDU_SITE_DATA``). Returns the file written, or ``None``."""
     path = _site_data(f"{name}.json")
     if path is not None:
@@ -137,7 +158,9 @@ def record(name: str, numbers: dict) -> Path | None:
 def record_svg(name: str, svg: str) -> Path | None:
     """:func:`record` for a figure drawn as SVG text: ``<name>.svg``, for the landing page."""
     if not svg.lstrip().startswith("<svg"):
-        raise ValueError(f"record_svg needs the text of an <svg> element, got {svg[:40]!r}")
+        raise ValueError(
+            f"record_svg needs the text of an <svg> element, got {svg[:40]!r}"
+        )
     path = _site_data(f"{name}.svg")
     if path is not None:
         path.write_text(svg, encoding="utf-8")
@@ -164,14 +187,16 @@ def comparison(
     fmt : str
         How a value is printed.
     tie : float
-        Differences up to this (absolute) are "about the same" (default: only equal values).
+        Differences up to this (absolute) are "about the same" (default: only equal
+        values).
     higher, lower : str
         The comparative words (``"faster"``/``"slower"`` for speeds, ...).
 
     Returns
     -------
     str
-        E.g. ``"The exact match of ConvS2S (97.0%) is higher than that of GRU (92.5%)."``
+        E.g. ``"The exact match of ConvS2S (97.0%) is higher than
+        that of GRU (92.5%)."``
 
     Examples
     --------
@@ -202,9 +227,9 @@ def trend(
     fmt: str = "{:.1%}",
     tie: float = 0.0,
 ) -> str:
-    """One sentence on how a measured quantity moves from the first point to the last: it
-    "rises", "falls" or "stays about the same" (within ``tie``). Only the two ends are
-    compared: the sentence names them, and the page shows the rest.
+    """One sentence on how a measured quantity moves from the first point to the last:
+    it "rises", "falls" or "stays about the same" (within ``tie``). Only the two ends
+    are compared: the sentence names them, and the page shows the rest.
 
     Examples
     --------
@@ -229,7 +254,8 @@ def trend(
 def code_lines(func, comment: str) -> str:
     """The lines of ``func`` that compute an equation, read from the package's source:
     the comment line holding ``comment`` and the statement below it, under the file and
-    line numbers. ``ValueError`` names the comment and ``func`` when no comment holds it."""
+    line numbers. ``ValueError`` names the comment and ``func`` when no comment holds
+    it."""
     lines, first = inspect.getsourcelines(func)
     where = f"{Path(inspect.getsourcefile(func)).name}, {func.__qualname__}"
     for n, line in enumerate(lines[:-1]):

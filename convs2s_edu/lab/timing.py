@@ -1,4 +1,5 @@
-r"""Timing the models: interleaved windows, their spread, the machine, and what they allow.
+r"""Timing the models: interleaved windows, their spread, the machine, and what they
+allow.
 
 Timing one model's training run, then the other's, measures the machine as much as the
 models: a program that starts in between, a CPU that heats up, or OpenMP threads that
@@ -14,26 +15,29 @@ The method
 2. Then ``n_rounds`` rounds: in each, every model runs one window, in the order A B in
    even rounds and B A in odd ones, so that a slow drift of the machine favours neither.
 3. A window's throughput is its target tokens (padding excluded, ``<eos>`` included), or
-   sentences when decoding, over its wall-clock seconds (:func:`torch.utils.benchmark.timer`,
-   which first waits for an accelerator's queued work). Per model: median, range and
-   quartiles over windows; per round, every model's throughput over the first model's, so
-   that the two windows of a ratio ran seconds apart.
+   sentences when decoding, over its wall-clock seconds
+   (:func:`torch.utils.benchmark.timer`, which first waits for an accelerator's queued
+   work). Per model: median, range and quartiles over windows; per round, every model's
+   throughput over the first model's, so that the two windows of a ratio ran seconds
+   apart.
 4. With every measurement, the machine and its load (:class:`MachineInfo`), among them the
-   runnable threads of *other* processes at every window. :func:`speed_verdict` refuses to
-   compare on a busy or unsteady machine and says "not resolved" when the models' window
-   ranges overlap; :func:`speed_table` lays the numbers out.
+   runnable threads of *other* processes at every window. :func:`speed_verdict` refuses
+   to compare on a busy or unsteady machine and says "not resolved" when the models'
+   window ranges overlap; :func:`speed_table` lays the numbers out.
 
 :mod:`torch.utils.benchmark` sets the thread count of each window
 (:func:`~torch.utils.benchmark.set_torch_threads`), holds a model's windows as a
 :class:`~torch.utils.benchmark.Measurement` (:meth:`SpeedMeasurement.measurement`, for its
 :class:`~torch.utils.benchmark.Compare`) and times work without state (decoding, a matrix
-product) with a :class:`~torch.utils.benchmark.Timer`. The windows are ours: a Timer calls
-its statement as often as it decides, but a training step changes the weights and consumes
-a batch, so a window must run exactly the steps asked for, and the models must alternate.
+product) with a :class:`~torch.utils.benchmark.Timer`. The windows are ours: a Timer
+calls its statement as often as it decides, but a training step changes the weights and
+consumes a batch, so a window must run exactly the steps asked for, and the models must
+alternate.
 
-The same data, both models (:func:`compare`) adds their scores, and their **convergence**
-(:func:`convergence`): the steps, examples and seconds (steps times the windows' median
-seconds per step) until held-out exact match first reached each of :data:`LEVELS`.
+The same data, both models (:func:`compare`) adds their scores, and their
+**convergence** (:func:`convergence`): the steps, examples and seconds (steps times the
+windows' median seconds per step) until held-out exact match first reached each of
+:data:`LEVELS`.
 """
 
 from __future__ import annotations
@@ -116,8 +120,9 @@ def _loadavg() -> float | None:
 
 
 def _runnable() -> int | None:
-    """Threads of *other* processes runnable now: ``/proc/loadavg``'s runnable threads less
-    this process's own in state ``R`` (a spinning OpenMP worker of ours is not load)."""
+    """Threads of *other* processes runnable now: ``/proc/loadavg``'s runnable threads
+    less this process's own in state ``R`` (a spinning OpenMP worker of ours is not
+    load)."""
     try:
         with open("/proc/loadavg") as f:
             total = int(f.read().split()[3].split("/")[0])
@@ -198,7 +203,8 @@ def machine_info(device: torch.device | str = "cpu") -> MachineInfo:
 
 
 def hardware_label(threads: int | None = None, device: str = "cpu") -> str:
-    """How tables name where a step was timed: ``"1 thread"``, ``"2 threads"``, or the device.
+    """How tables name where a step was timed: ``"1 thread"``, ``"2 threads"``, or the
+    device.
 
     >>> hardware_label(1), hardware_label(2), hardware_label(device="cuda (NVIDIA H200)")
     ('1 thread', '2 threads', 'cuda (NVIDIA H200)')
@@ -263,12 +269,13 @@ class SpeedMeasurement:
     steps_per_window, warmup_steps : int
         Recorded only.
     warmup_seconds : dict
-        Per model, the seconds of its warm-up (a compiled path's compile time shows here).
+        Per model, the seconds of its warm-up (a compiled path's compile time shows
+        here).
     unit : str
         What a window counts: ``"target tokens"`` or ``"sentences"``.
     throughput, ratios : dict
-        Computed: per model, the :class:`WindowStats` of its throughput over windows, and
-        of its throughput over the first model's, one value per round.
+        Computed: per model, the :class:`WindowStats` of its throughput over windows,
+        and of its throughput over the first model's, one value per round.
     """
 
     window_seconds: dict
@@ -284,7 +291,9 @@ class SpeedMeasurement:
 
     def __post_init__(self):
         ref = self.models[0]
-        self.throughput = {n: WindowStats.of(self.window_throughputs(n)) for n in self.models}
+        self.throughput = {
+            n: WindowStats.of(self.window_throughputs(n)) for n in self.models
+        }
         self.ratios = {n: self.round_ratios(n, ref) for n in self.models}
 
     @property
@@ -297,7 +306,9 @@ class SpeedMeasurement:
 
     def window_throughputs(self, model: str) -> list[float]:
         """Tokens (or sentences) per second of every window of ``model``, in order."""
-        return [t / s for t, s in zip(self.window_tokens[model], self.window_seconds[model])]
+        return [
+            t / s for t, s in zip(self.window_tokens[model], self.window_seconds[model])
+        ]
 
     def round_ratios(self, model: str, reference: str) -> WindowStats:
         """``model``'s throughput over ``reference``'s, taken within each round."""
@@ -305,9 +316,9 @@ class SpeedMeasurement:
         return WindowStats.of([a / b for a, b in pairs])
 
     def measurement(self, model: str) -> Measurement:
-        """The windows of ``model`` as a :class:`torch.utils.benchmark.Measurement` of one
-        step (``steps_per_window`` runs a window; the machine's threads; its device as
-        ``env``), e.g. for :class:`torch.utils.benchmark.Compare`."""
+        """The windows of ``model`` as a :class:`torch.utils.benchmark.Measurement` of
+        one step (``steps_per_window`` runs a window; the machine's threads; its device
+        as ``env``), e.g. for :class:`torch.utils.benchmark.Compare`."""
         spec = TaskSpec(
             model,
             "",
@@ -317,7 +328,9 @@ class SpeedMeasurement:
             env=self.machine.device,
             num_threads=self.machine.threads,
         )
-        return Measurement(self.steps_per_window, list(self.window_seconds[model]), spec)
+        return Measurement(
+            self.steps_per_window, list(self.window_seconds[model]), spec
+        )
 
     def seconds_per_step(self, model: str) -> WindowStats:
         """The seconds per step of ``model`` over windows."""
@@ -346,8 +359,8 @@ def time_interleaved(
     ----------
     windows : mapping of str to callable
         Per model, a function that runs one window of work and returns the tokens (or
-        sentences) it processed; each is called exactly once a round, and nothing else is
-        on the clock.
+        sentences) it processed; each is called exactly once a round, and nothing else
+        is on the clock.
     n_rounds : int
         At least 2.
     device : torch.device or str
@@ -390,7 +403,8 @@ def time_interleaved(
 
 def window_runner(step: Callable, batches: Sequence, n_steps: int) -> Callable[[], int]:
     """One window (or warm-up): ``n_steps`` calls of ``step`` on ``batches[0]``,
-    ``batches[1]``, ... (cycling); it returns the target tokens, counted here, off the clock."""
+    ``batches[1]``, ... (cycling); it returns the target tokens, counted here, off the
+    clock."""
     schedule = [i % len(batches) for i in range(n_steps)]
     tokens = sum(batches[i].n_target_tokens for i in schedule)
 
@@ -412,7 +426,8 @@ def _windows(steps: Mapping[str, Callable], batches, steps_per_window, warmup_st
 
 
 def training_batches(cfg: TrainConfig, n_batches: int) -> list:
-    """``n_batches`` batches of ``cfg``'s first epoch, as :func:`~convs2s_edu.train` draws them.
+    """``n_batches`` batches of ``cfg``'s first epoch, as :func:`~convs2s_edu.train`
+    draws them.
 
     Notes
     -----
@@ -442,7 +457,9 @@ def training_batches(cfg: TrainConfig, n_batches: int) -> list:
 def _one_device(models: Mapping[str, nn.Module]) -> torch.device:
     devices = {next(m.parameters()).device for m in models.values()}
     if len(devices) != 1:
-        raise ValueError(f"all models must be on one device, got {sorted(map(str, devices))}")
+        raise ValueError(
+            f"all models must be on one device, got {sorted(map(str, devices))}"
+        )
     return devices.pop()
 
 
@@ -478,7 +495,9 @@ def measure_training(
     device = _one_device(models)
     batches = [b.to(device) for b in batches]
     steps = {
-        n: make_train_step(m.train(), torch.optim.Adam(m.parameters(), lr=lr), clip_norm)
+        n: make_train_step(
+            m.train(), torch.optim.Adam(m.parameters(), lr=lr), clip_norm
+        )
         for n, m in models.items()
     }
     windows, warmups = _windows(steps, batches, steps_per_window, warmup_steps)
@@ -504,7 +523,8 @@ def measure_config(
     warmup_steps: int = 2,
     n_batches: int | None = None,
 ) -> SpeedMeasurement:
-    """Training throughput of fresh models of ``cfg`` (only ``model`` changes), interleaved.
+    """Training throughput of fresh models of ``cfg`` (only ``model`` changes),
+    interleaved.
 
     Parameters
     ----------
@@ -533,7 +553,9 @@ def _thread_counts(counts: Sequence[int] | None) -> list[int]:
     cores = usable_cores()
     counts = list(range(1, cores + 1)) if counts is None else list(counts)
     if not counts or len(set(counts)) != len(counts):
-        raise ValueError(f"thread_counts must be distinct and at least one, got {counts}")
+        raise ValueError(
+            f"thread_counts must be distinct and at least one, got {counts}"
+        )
     return [check_int("thread count", t, 1, cores) for t in counts]
 
 
@@ -557,7 +579,9 @@ class ThreadScaling:
         """The windows at ``threads`` threads as a measurement of their own, keyed by
         model, ``machine.threads`` set to ``threads``."""
         if threads not in self.thread_counts:
-            raise ValueError(f"no windows at {threads} threads; measured: {self.thread_counts}")
+            raise ValueError(
+                f"no windows at {threads} threads; measured: {self.thread_counts}"
+            )
         raw, at = self.measurement, f"@{threads}"
         return SpeedMeasurement(
             {m: raw.window_seconds[m + at] for m in self.models},
@@ -566,7 +590,11 @@ class ThreadScaling:
             replace(raw.machine, threads=threads, runnable=list(raw.machine.runnable)),
             raw.steps_per_window,
             raw.warmup_steps,
-            {m: raw.warmup_seconds[m + at] for m in self.models if m + at in raw.warmup_seconds},
+            {
+                m: raw.warmup_seconds[m + at]
+                for m in self.models
+                if m + at in raw.warmup_seconds
+            },
         )
 
     def to_dict(self) -> dict:
@@ -592,13 +620,13 @@ def measure_threads(
         A CPU configuration; its batches are timed.
     models : sequence of str
     thread_counts : sequence of int, optional
-        Distinct PyTorch thread counts in ``1..usable cores`` (default all), set for each
-        window and its warm-up by :func:`torch.utils.benchmark.set_torch_threads`.
+        Distinct PyTorch thread counts in ``1..usable cores`` (default all), set for
+        each window and its warm-up by :func:`torch.utils.benchmark.set_torch_threads`.
     steps_per_window, n_rounds, warmup_steps, n_batches : int
         As in :func:`measure_config`.
     configs : mapping of str to TrainConfig, optional
-        Each model's own configuration (e.g. a GRU of another width); then ``models`` are
-        its keys.
+        Each model's own configuration (e.g. a GRU of another width); then ``models``
+        are its keys.
 
     Returns
     -------
@@ -625,7 +653,9 @@ def measure_threads(
     return ThreadScaling(list(configs), counts, raw)
 
 
-def _by_hardware(measured: SpeedMeasurement | ThreadScaling) -> dict[str, SpeedMeasurement]:
+def _by_hardware(
+    measured: SpeedMeasurement | ThreadScaling,
+) -> dict[str, SpeedMeasurement]:
     """A measurement per hardware label: per thread count, or the one device."""
     if isinstance(measured, ThreadScaling):
         return {hardware_label(t): measured.at(t) for t in measured.thread_counts}
@@ -693,9 +723,12 @@ def _busy(m: SpeedMeasurement, max_spread: float, max_load: float | None, lab) -
         if s.spread > max_spread
     ]
     limit = float(mach.cores if max_load is None else max_load)
-    slack = 0.5 if max_load is None else 0.0  # this process's own work of the last minute
+    # this process's own work of the last minute
+    slack = 0.5 if max_load is None else 0.0
     if mach.load is not None and mach.load > limit + slack:
-        reasons.append(f"load average {mach.load:.2f}, above {limit + slack:g} ({limit:g} cores)")
+        reasons.append(
+            f"load average {mach.load:.2f}, above {limit + slack:g} ({limit:g} cores)"
+        )
     others = statistics.median(mach.runnable) if mach.runnable else 0
     free = max(limit - mach.threads, 0)  # the cores our PyTorch threads leave free
     if others > free:
@@ -734,13 +767,13 @@ def speed_verdict(
 
     Notes
     -----
-    The machine counts as quiet when every model's windows vary by at most ``max_spread``
-    (max / min, not the interquartile range, which one slow window hardly moves); the
-    median number of other processes' runnable threads at the windows is at most the
-    cores left free by this measurement's PyTorch threads; and the one-minute load average
-    is at most ``max_load``, by default the cores + 0.5, as that average also counts this
-    process's own threads of about the last minute. The verdict never says *why* one
-    model was faster.
+    The machine counts as quiet when every model's windows vary by at most
+    ``max_spread`` (max / min, not the interquartile range, which one slow window hardly
+    moves); the median number of other processes' runnable threads at the windows is at
+    most the cores left free by this measurement's PyTorch threads; and the one-minute
+    load average is at most ``max_load``, by default the cores + 0.5, as that average
+    also counts this process's own threads of about the last minute. The verdict never
+    says *why* one model was faster.
     """
     if not (isinstance(max_spread, (int, float)) and max_spread > 1):
         raise ValueError(f"max_spread must be a number > 1, got {max_spread!r}")
@@ -749,11 +782,19 @@ def speed_verdict(
             w: speed_verdict(m, max_spread, labels, max_load)
             for w, m in _by_hardware(measured).items()
         }
-        ok, resolved = all(v.ok for v in by.values()), all(v.resolved for v in by.values())
-        each = (f"{w}: {v.text.removeprefix('WARNING: ').rstrip('.')}" for w, v in by.items())
+        ok, resolved = (
+            all(v.ok for v in by.values()),
+            all(v.resolved for v in by.values()),
+        )
+        each = (
+            f"{w}: {v.text.removeprefix('WARNING: ').rstrip('.')}"
+            for w, v in by.items()
+        )
         text = "; ".join(each) + "."
         reasons = [f"{w}: {r}" for w, v in by.items() for r in v.reasons]
-        return SpeedVerdict(ok, resolved, "WARNING: " * (not ok) + text, reasons, None, by)
+        return SpeedVerdict(
+            ok, resolved, "WARNING: " * (not ok) + text, reasons, None, by
+        )
     m = measured
     if len(m.models) < 2:
         raise ValueError(f"need two models to compare, got {m.models}")
@@ -809,7 +850,8 @@ def speed_table(
     -------
     str
         Columns: the median throughput, the windows' range and spread, and the ratio to
-        the first model (median and range over rounds); then the verdict and the machine.
+        the first model (median and range over rounds); then the verdict and the
+        machine.
     """
     lab = lambda n: (labels or {}).get(n, n)
     by = _by_hardware(measured)
@@ -834,9 +876,15 @@ def speed_table(
     verdict = verdict or speed_verdict(measured, labels=labels)
     windows = f"{first.n_rounds} windows of {first.steps_per_window} step(s) per model"
     scaling = isinstance(measured, ThreadScaling)
-    machine = measured.measurement.machine if scaling else measured.machine  # every window's
+    # every window's
+    machine = measured.measurement.machine if scaling else measured.machine
     return "\n".join(
-        [_table(head, rows), f"({windows}, interleaved)", verdict.text, machine.describe()]
+        [
+            _table(head, rows),
+            f"({windows}, interleaved)",
+            verdict.text,
+            machine.describe(),
+        ]
     )
 
 
@@ -891,11 +939,15 @@ class _RecordProducts(TorchDispatchMode):
             self.shapes += [(a.shape[-2], a.shape[-1], b.shape[-1])] * n
         elif p is aten.convolution:  # weight (C_out, C_in, k) -> output (B, C_out, T)
             w = args[1]
-            self.shapes.append((out.shape[0] * out.shape[2:].numel(), w[0].numel(), w.shape[0]))
+            self.shapes.append(
+                (out.shape[0] * out.shape[2:].numel(), w[0].numel(), w.shape[0])
+            )
         elif p is aten.convolution_backward:  # grad_output, input, weight, ..., mask
             g, w, mask = args[0], args[2], args[10]
             bt, kc = g.shape[0] * g.shape[2:].numel(), w[0].numel()
-            self.shapes += [(bt, w.shape[0], kc)] * mask[0] + [(kc, bt, w.shape[0])] * mask[1]
+            self.shapes += [(bt, w.shape[0], kc)] * mask[0] + [
+                (kc, bt, w.shape[0])
+            ] * mask[1]
         return out
 
 
@@ -926,7 +978,9 @@ def gemm_shapes(model: nn.Module, batch) -> list[tuple[int, int, int]]:
     return record.shapes
 
 
-def _mm_rate(m: int, k: int, n: int, device, repeats: int, dtype=torch.float32) -> float:
+def _mm_rate(
+    m: int, k: int, n: int, device, repeats: int, dtype=torch.float32
+) -> float:
     """FLOP/s of a dense ``torch.mm`` of ``(m, k) x (k, n)``: the fastest of ``repeats``
     :meth:`~torch.utils.benchmark.Timer.timeit`, each of enough products for ~0.2 GFLOP."""
     mats = {
@@ -938,8 +992,11 @@ def _mm_rate(m: int, k: int, n: int, device, repeats: int, dtype=torch.float32) 
     return 2 * m * k * n / min(t.timeit(reps).median for _ in range(repeats))
 
 
-def step_gemm_seconds(shapes: Sequence[tuple[int, int, int]], device, repeats: int = 5) -> float:
-    r"""The seconds a step's matrix products take, each at its own shape's measured rate.
+def step_gemm_seconds(
+    shapes: Sequence[tuple[int, int, int]], device, repeats: int = 5
+) -> float:
+    r"""The seconds a step's matrix products take, each at its own shape's measured
+    rate.
 
     Parameters
     ----------
@@ -976,10 +1033,10 @@ def machine_limits(device, repeats: int = 5, size: int = 2048) -> dict:
     -------
     dict
         ``{"theoretical": peak, "size": size, "fp32": row}``, and ``"bf16": row`` where
-        the device multiplies bf16 in hardware. A row is ``{"peak_flops",
-        "large_gemm_flops", "fraction", "check"}``: ``fraction`` is the rate over the peak
-        (None without one); ``check`` is ``""`` when it lies within 50-100%, else what is
-        off.
+        the device multiplies bf16 in hardware. A row is
+        ``{"peak_flops", "large_gemm_flops", "fraction", "check"}``: ``fraction`` is the
+        rate over the peak (None without one); ``check`` is ``""`` when it lies within
+        50-100%, else what is off.
     """
     device = torch.device(device)
     if device.type == "cpu":
@@ -992,7 +1049,10 @@ def machine_limits(device, repeats: int = 5, size: int = 2048) -> dict:
     if bf16_support(device)[0]:
         dtypes["bf16"] = torch.bfloat16
     for name, dtype in dtypes.items():
-        rate, top = _mm_rate(size, size, size, device, repeats, dtype), peak[f"{name}_flops"]
+        rate, top = (
+            _mm_rate(size, size, size, device, repeats, dtype),
+            peak[f"{name}_flops"],
+        )
         fraction = rate / top if top else None
         check = "no theoretical peak to check it against" if fraction is None else ""
         if fraction is not None and fraction > 1:
@@ -1024,7 +1084,9 @@ def profile_table(step: Callable, batches: Sequence, n_steps: int, device) -> st
         window_runner(step, batches, n_steps)()
         synchronize(device)
     key = "self_cuda_time_total" if device.type == "cuda" else "self_cpu_time_total"
-    return prof.key_averages().table(sort_by=key, row_limit=12, max_name_column_width=40)
+    return prof.key_averages().table(
+        sort_by=key, row_limit=12, max_name_column_width=40
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -1039,7 +1101,8 @@ def measure_generation(
     batch_size: int = 128,
     n_rounds: int = 4,
 ) -> dict[int, SpeedMeasurement]:
-    """Generation throughput of ``models`` on the same ``sources``, interleaved, per beam size.
+    """Generation throughput of ``models`` on the same ``sources``, interleaved, per
+    beam size.
 
     Parameters
     ----------
@@ -1117,11 +1180,16 @@ def time_incremental_vs_full(
     columns against :math:`T` with the cache.
     """
     if not isinstance(model, EncoderDecoder):
-        raise TypeError(f"cannot time a {type(model).__name__}; expected an EncoderDecoder")
+        raise TypeError(
+            f"cannot time a {type(model).__name__}; expected an EncoderDecoder"
+        )
     top = model.max_positions
     name = f"target length (at most max_positions={top}; build the model with a larger one)"
     lengths = [check_int(name, T, 1, top) for T in target_lengths]
-    batch_size, repeats = check_int("batch_size", batch_size), check_int("repeats", repeats)
+    batch_size, repeats = (
+        check_int("batch_size", batch_size),
+        check_int("repeats", repeats),
+    )
     device = next(model.parameters()).device
     gen = torch.Generator().manual_seed(int(seed))
     run = "decode(model, src, max_len=T, incremental=inc, stop_at_eos=False)"
@@ -1175,9 +1243,9 @@ def convergence(
     -------
     list of dict
         Per model: ``model``, ``eval_every``, ``steps`` (the run's), ``final`` (the last
-        evaluation's ``metric``), ``timed_on``, ``unsteady`` and ``levels``: per level (as
-        ``str``) ``None`` when never reached, else ``step``, ``examples`` (steps x batch
-        size) and ``seconds`` by hardware label.
+        evaluation's ``metric``), ``timed_on``, ``unsteady`` and ``levels``: per level
+        (as ``str``) ``None`` when never reached, else ``step``, ``examples`` (steps x
+        batch size) and ``seconds`` by hardware label.
 
     Notes
     -----
@@ -1216,7 +1284,9 @@ def convergence(
     return rows
 
 
-def format_convergence(rows: Sequence[dict], labels: Mapping[str, str] | None = None) -> str:
+def format_convergence(
+    rows: Sequence[dict], labels: Mapping[str, str] | None = None
+) -> str:
     """The rows of :func:`convergence` as a text table: one line per model and level."""
     labels = dict(labels or {})
     timed = list(dict.fromkeys(t for r in rows for t in r["timed_on"]))
@@ -1231,10 +1301,15 @@ def format_convergence(rows: Sequence[dict], labels: Mapping[str, str] | None = 
                 cells += [f"not reached in {r['steps']:,}", ""] + [""] * len(timed)
             else:
                 cells += [f"{v['step']:,}", f"{v['examples']:,}"]
-                cells += [f"{v['seconds'][t]:,.0f}" if t in v["seconds"] else "" for t in timed]
+                cells += [
+                    f"{v['seconds'][t]:,.0f}" if t in v["seconds"] else ""
+                    for t in timed
+                ]
             body.append(cells)
     every = sorted({r["eval_every"] for r in rows})
-    note = f"(evaluated every {'-'.join(map(str, sorted({every[0], every[-1]})))} steps)"
+    note = (
+        f"(evaluated every {'-'.join(map(str, sorted({every[0], every[-1]})))} steps)"
+    )
     if unsteady:
         note += f"\n* {', '.join(sorted(unsteady))}: windows not steady, seconds rough"
     return _table(head, body) + "\n" + note
@@ -1267,10 +1342,11 @@ def summarise(
     -------
     dict
         ``model``, ``device``, ``n_parameters``, ``epochs``, ``final_train_loss``,
-        ``final_valid_loss``, ``exact_match``, ``token_accuracy``, and the run's own clock:
-        ``run_sec_per_epoch`` (median), ``run_total_seconds``, ``run_tokens_per_second``
-        (median). With ``measurement``: ``tokens_per_second`` (median over windows),
-        ``tokens_per_second_range`` (min, max), ``sec_per_epoch`` and ``timed_on``.
+        ``final_valid_loss``, ``exact_match``, ``token_accuracy``, and the run's own
+        clock: ``run_sec_per_epoch`` (median), ``run_total_seconds``,
+        ``run_tokens_per_second`` (median). With ``measurement``: ``tokens_per_second``
+        (median over windows), ``tokens_per_second_range`` (min, max), ``sec_per_epoch``
+        and ``timed_on``.
     """
     h = result.history
     test_set = make_datasets(result.config)[2] if test_set is None else test_set
@@ -1314,8 +1390,8 @@ _COLUMNS = {
 
 
 def format_table(rows: Sequence[dict]) -> str:
-    """:func:`summarise` rows as a text table: their interleaved speed figures when every
-    row has them, else the training runs' own clocks, "(this run)"."""
+    """:func:`summarise` rows as a text table: their interleaved speed figures when
+    every row has them, else the training runs' own clocks, "(this run)"."""
     timed = all("tokens_per_second" in r for r in rows)
     if timed:
         skip = ("run_sec_per_epoch", "run_tokens_per_second")
@@ -1414,14 +1490,18 @@ def compare(
         raise ValueError("threads are a CPU setting: leave them out with a GPU device")
     threads = _thread_counts(threads) if on_cpu else None
     test_set = make_datasets(cfg)[2]
-    fit = lambda c: train_or_load(c, progress) if use_cache else train(c, progress=progress)
+    fit = lambda c: (
+        train_or_load(c, progress) if use_cache else train(c, progress=progress)
+    )
     results = {name: fit(cfg.replace(model=name)) for name in models}
     m = verdict = scaling = None
     per_step, unsteady = {}, []
     if measure and len(models) >= 2:
         windows = dict(steps_per_window=steps_per_window, n_rounds=n_rounds)
         if on_cpu:
-            scaling = measure_threads(cfg, models, threads, warmup_steps=warmup_steps, **windows)
+            scaling = measure_threads(
+                cfg, models, threads, warmup_steps=warmup_steps, **windows
+            )
             now = torch.get_num_threads()
             m = scaling.at(now if now in threads else threads[0])
         else:

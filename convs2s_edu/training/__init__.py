@@ -1,4 +1,5 @@
-"""Training: the configuration, the step and the loop, checkpoints, the cache, data parallelism.
+"""Training: the configuration, the step and the loop, checkpoints, the cache, data
+parallelism.
 
 Modules, bottom to top (a module imports only those above it in this list)::
 
@@ -31,7 +32,14 @@ from .checkpoint import (
     load_checkpoint,
     read_checkpoint,
 )
-from .config import MODEL_NAMES, RECIPES, TrainConfig, build_model, make_datasets, training_set
+from .config import (
+    MODEL_NAMES,
+    RECIPES,
+    TrainConfig,
+    build_model,
+    make_datasets,
+    training_set,
+)
 from .device import cache_dir, device_label, resolve_device, synchronize
 from .launch import spawn_train
 from .loop import TrainingDivergedError, lr_factor, train

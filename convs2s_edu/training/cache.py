@@ -3,12 +3,12 @@
 The gallery pages share trained models through it, and the lab's experiments keep their
 measurements next to the checkpoints it holds.
 
-Several processes may want the same entry at once (the scheduler's workers, two builds, a
-notebook beside a build): :func:`train_or_load` holds an exclusive lock on the entry
-(:func:`entry_lock`: ``filelock.FileLock`` on a ``.lock`` file inside it, ``flock`` on Unix,
-``msvcrt`` on Windows) while it decides and trains, so the first process trains and the
-others wait, then load what it wrote. The operating system releases the lock of a process
-that dies; the next one resumes from the last checkpoint.
+Several processes may want the same entry at once (the scheduler's workers, two builds,
+a notebook beside a build): :func:`train_or_load` holds an exclusive lock on the entry
+(:func:`entry_lock`: ``filelock.FileLock`` on a ``.lock`` file inside it, ``flock`` on
+Unix, ``msvcrt`` on Windows) while it decides and trains, so the first process trains
+and the others wait, then load what it wrote. The operating system releases the lock of
+a process that dies; the next one resumes from the last checkpoint.
 """
 
 from __future__ import annotations
@@ -41,31 +41,35 @@ __all__ = [
 
 def cache_key(cfg: TrainConfig) -> str:
     """Hash of the config (device resolved to its type) and of the code that trains it
-    (:func:`~convs2s_edu.training.fingerprint.fingerprint` of ``TRAINING_FILES``: a change to
-    a model, the data or the training trains again; a docstring, a comment or the lab's
-    plumbing does not). The fields the model ignores
-    (its registry entry's ``ignores``) are left out. ``fast=None`` stays
-    ``None``: the entry is the run of "the path this machine chose"
-    (:func:`~convs2s_edu.training.calibrate.resolve_path`), which its checkpoint's config
-    names, so that a process with other threads, whose choice may differ, still finds it."""
+    (:func:`~convs2s_edu.training.fingerprint.fingerprint` of ``TRAINING_FILES``: a
+    change to a model, the data or the training trains again; a docstring, a comment or
+    the lab's plumbing does not). The fields the model ignores (its registry entry's
+    ``ignores``) are left out. ``fast=None`` stays ``None``: the entry is the run of
+    "the path this machine chose"
+    (:func:`~convs2s_edu.training.calibrate.resolve_path`), which its checkpoint's
+    config names, so that a process with other threads, whose choice may differ, still
+    finds it."""
     d = cfg.to_dict()
     d["device"] = resolve_device(cfg.device).type  # CPU and GPU timings are kept apart
     for name in model_entry(cfg.model).ignores:
         del d[name]
-    blob = json.dumps({"config": d, "code": fingerprint(TRAINING_FILES)}, sort_keys=True)
+    blob = json.dumps(
+        {"config": d, "code": fingerprint(TRAINING_FILES)}, sort_keys=True
+    )
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def run_dir(cfg: TrainConfig, directory=None) -> Path:
-    """The cache entry of ``cfg``: ``directory / <model>-<cache_key(cfg)>`` (``directory``
-    defaults to :func:`~convs2s_edu.training.cache_dir`)."""
+    """The cache entry of ``cfg``: ``directory / <model>-<cache_key(cfg)>``
+    (``directory`` defaults to :func:`~convs2s_edu.training.cache_dir`)."""
     return Path(directory or cache_dir()) / f"{cfg.model}-{cache_key(cfg)}"
 
 
 def entry_lock(where: Path):
     """An exclusive lock on the cache entry ``where`` (created if missing), held while a
     ``with`` block runs (see the module's docstring)."""
-    # imported here: `import convs2s_edu` imports this module, and the GPU image lacks filelock
+    # imported here: `import convs2s_edu` imports this module, and the GPU image lacks
+    # filelock
     from filelock import FileLock
 
     Path(where).mkdir(parents=True, exist_ok=True)
@@ -93,13 +97,20 @@ def train_or_load(
 ) -> TrainResult:
     """Train once, reuse afterwards.
 
-    The checkpoint lives in :func:`run_dir`: a finished run is loaded, an interrupted one
-    resumed, otherwise training starts, the entry locked meanwhile (:func:`entry_lock`).
-    ``shared_clock`` goes to :func:`~convs2s_edu.train` (a run trained beside others).
+    The checkpoint lives in :func:`run_dir`: a finished run is loaded, an interrupted
+    one resumed, otherwise training starts, the entry locked meanwhile
+    (:func:`entry_lock`). ``shared_clock`` goes to :func:`~convs2s_edu.train` (a run
+    trained beside others).
     """
     cfg = cfg if cfg is not None else TrainConfig()
     where = run_dir(cfg, directory)
     with entry_lock(where):
         if is_cached(cfg, directory):
             return load_checkpoint(where, device=cfg.device)
-        return train(cfg, out_dir=where, resume=True, progress=progress, shared_clock=shared_clock)
+        return train(
+            cfg,
+            out_dir=where,
+            resume=True,
+            progress=progress,
+            shared_clock=shared_clock,
+        )

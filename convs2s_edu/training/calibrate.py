@@ -1,4 +1,5 @@
-r"""The machine decides the path: the fast paths only where they time faster than the reference.
+r"""The machine decides the path: the fast paths only where they time faster than the
+reference.
 
 :class:`~convs2s_edu.TrainConfig`'s ``fast=None`` (the default) asks this module which
 path a configuration trains on, the way ``torch.backends.cudnn.benchmark`` lets cuDNN
@@ -12,11 +13,11 @@ paths in turn (interleaved rounds, so that a slow minute of the machine slows bo
 :func:`prefers_fast` chooses the fast paths only when *every* round's speed-up clears
 :data:`FAST_MARGIN`, else the reference, so that noise can never choose the fast path.
 :func:`~convs2s_edu.train` writes the choice into the config it trains (``fast=True`` or
-``False``, :func:`resolve_path`): its checkpoint, the run's provenance and the experiment
-record name the path taken. The training cache keys the entry by the request
-(``fast=None``: "the path this machine chose"), so that a process with other threads, whose
-choice may differ, loads the run instead of training it again; a resumed run goes on on
-the path it began with.
+``False``, :func:`resolve_path`): its checkpoint, the run's provenance and the
+experiment record name the path taken. The training cache keys the entry by the request
+(``fast=None``: "the path this machine chose"), so that a process with other threads,
+whose choice may differ, loads the run instead of training it again; a resumed run goes
+on on the path it began with.
 
 The choice is cached, once per machine and configuration, in ``paths.json`` of the
 training cache (:func:`~convs2s_edu.training.cache_dir`), keyed by the device,
@@ -92,9 +93,10 @@ def calibrate(cfg: TrainConfig, rounds: int = 4, steps: int = 2) -> dict:
 
     Both paths train a copy of the same freshly built model with Adam on one batch of
     ``cfg.batch_size`` examples of the task, on ``cfg``'s device and precision, with the
-    threads PyTorch has now. After two warm-up steps each, ``rounds`` rounds time ``steps``
-    steps of each path (:class:`torch.utils.benchmark.Timer`), in alternating order; the
-    first round whose speed-up misses the margin ends the timing (the reference wins).
+    threads PyTorch has now. After two warm-up steps each, ``rounds`` rounds time
+    ``steps`` steps of each path (:class:`torch.utils.benchmark.Timer`), in alternating
+    order; the first round whose speed-up misses the margin ends the timing (the
+    reference wins).
 
     Returns
     -------
@@ -102,7 +104,8 @@ def calibrate(cfg: TrainConfig, rounds: int = 4, steps: int = 2) -> dict:
         ``speedups`` (reference time / fast time, per round), ``fast`` (the choice of
         :func:`prefers_fast`) and ``margin``.
     """
-    with torch.random.fork_rng(devices=[]):  # the caller's random state is left as it was
+    # the caller's random state is left as it was
+    with torch.random.fork_rng(devices=[]):
         return _calibrate(cfg, rounds, steps)
 
 
@@ -121,7 +124,9 @@ def _calibrate(cfg: TrainConfig, rounds: int, steps: int) -> dict:
         step = make_train_step(model.train(), optimizer, cfg.clip_norm, cfg.precision)
         for _ in range(2):  # warm-up: allocations, the optimiser's state
             step(batch)
-        timers[fast] = benchmark.Timer("step(batch)", globals={"step": step, "batch": batch})
+        timers[fast] = benchmark.Timer(
+            "step(batch)", globals={"step": step, "batch": batch}
+        )
     speedups = []
     for r in range(rounds):
         seconds = {}
@@ -144,12 +149,14 @@ def _key(cfg: TrainConfig) -> str:
     machine = {k: here[k] for k in MACHINE_KEYS}
     shapes = {k: getattr(cfg, k) for k in _SHAPE_FIELDS}
     code = fingerprint(TRAINING_FILES)
-    return json.dumps({"machine": machine, "config": shapes, "code": code}, sort_keys=True)
+    return json.dumps(
+        {"machine": machine, "config": shapes, "code": code}, sort_keys=True
+    )
 
 
 def resolve_path(cfg: TrainConfig, say: bool = True) -> TrainConfig:
-    """``cfg`` with ``fast`` decided: as given when it is ``True`` or ``False``; ``False``
-    when the model has no fast path or compiles; else the machine's choice
+    """``cfg`` with ``fast`` decided: as given when it is ``True`` or ``False``;
+    ``False`` when the model has no fast path or compiles; else the machine's choice
     (:func:`machine_choice`)."""
     if cfg.fast is not None:
         return cfg
@@ -176,24 +183,26 @@ def machine_choice(cfg: TrainConfig, say: bool = True) -> dict:
     return choices[key]
 
 
-def default_path(device: torch.device | str, cfg: TrainConfig | None = None) -> ExecutionPath:
-    """The path ``cfg`` (default: ``TrainConfig()``'s model and sizes) trains on by default
-    on ``device``.
+def default_path(
+    device: torch.device | str, cfg: TrainConfig | None = None
+) -> ExecutionPath:
+    """The path ``cfg`` (default: ``TrainConfig()``'s model and sizes) trains on by
+    default on ``device``.
 
     Notes
     -----
     * CPU: eager fp32, through the fast paths only where a timing of ``cfg``'s training
-      step on this machine chose them (:func:`resolve_path`: no rule fixed from some CPUs
-      held on every CPU). :func:`torch.compile` of these small models did not pay for its
-      compile time within a run where measured. bf16 stays off so that the site trains
-      the same arithmetic on every CPU, with or without bf16 instructions;
-      ``precision="bf16"`` (``convs2s-edu train --precision bf16``) is the choice to make
-      on a CPU that has them.
+      step on this machine chose them (:func:`resolve_path`: no rule fixed from some
+      CPUs held on every CPU). :func:`torch.compile` of these small models did not pay
+      for its compile time within a run where measured. bf16 stays off so that the site
+      trains the same arithmetic on every CPU, with or without bf16 instructions;
+      ``precision="bf16"`` (``convs2s-edu train --precision bf16``) is the choice to
+      make on a CPU that has them.
     * CUDA (:data:`~convs2s_edu.fast.paths.MEASURED_FASTEST`): compiled with CUDA graphs
-      (``mode="reduce-overhead"``) in bf16 where the GPU supports it, else fp32: at these
-      sizes a step is hundreds of tiny kernels, and launch overhead, not arithmetic, sets
-      the time. This is the expectation that ``tools/gpu_check.py`` measures; it has not
-      yet run on a GPU.
+      (``mode="reduce-overhead"``) in bf16 where the GPU supports it, else fp32: at
+      these sizes a step is hundreds of tiny kernels, and launch overhead, not
+      arithmetic, sets the time. This is the expectation that ``tools/gpu_check.py``
+      measures; it has not yet run on a GPU.
     """
     device = torch.device(device)
     if device.type != "cuda":

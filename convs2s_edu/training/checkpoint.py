@@ -1,11 +1,13 @@
-r"""What a run keeps: its :class:`History`, and the checkpoint file that holds everything.
+r"""What a run keeps: its :class:`History`, and the checkpoint file that holds
+everything.
 
 :func:`save_checkpoint` writes ``checkpoint.pt`` after every epoch, atomically: the file is
 serialised in memory, written next to the old one and renamed over it, so a run killed
-mid-write, or a write that fails (a full disk, a directory that became unwritable), leaves
-the last good checkpoint in place, and the failure is one line that names the path, the error
-and the space a checkpoint needs (:class:`CheckpointWriteError`). :func:`read_checkpoint` is
-the one validating reader behind :func:`load_checkpoint`, resuming a run and the cache.
+mid-write, or a write that fails (a full disk, a directory that became unwritable),
+leaves the last good checkpoint in place, and the failure is one line that names the
+path, the error and the space a checkpoint needs (:class:`CheckpointWriteError`).
+:func:`read_checkpoint` is the one validating reader behind :func:`load_checkpoint`,
+resuming a run and the cache.
 """
 
 from __future__ import annotations
@@ -48,9 +50,10 @@ class History:
     Attributes
     ----------
     epochs : list of dict
-        One record per epoch: ``epoch`` (1-based), ``train_loss`` (mean over the epoch's tokens),
-        ``valid_loss``, ``seconds`` (wall clock of the training steps), ``tokens_per_second``
-        (target tokens, ``<eos>`` included, per second) and ``elapsed`` (cumulative seconds).
+        One record per epoch: ``epoch`` (1-based), ``train_loss`` (mean over the epoch's
+        tokens), ``valid_loss``, ``seconds`` (wall clock of the training steps),
+        ``tokens_per_second`` (target tokens, ``<eos>`` included, per second) and
+        ``elapsed`` (cumulative seconds).
     step_losses : list of float
         The loss of every optimiser step.
     device : str
@@ -69,7 +72,8 @@ class History:
         ``seconds`` measured the sharing as much as the model: never a speed.
     provenance : dict
         Where and how it trained (:func:`~convs2s_edu.training.device.provenance`), with
-        ``wall_seconds``: the wall clock of the whole run, its held-out scoring included.
+        ``wall_seconds``: the wall clock of the whole run, its held-out scoring
+        included.
     """
 
     epochs: list = field(default_factory=list)
@@ -87,8 +91,9 @@ class History:
 
     def reached(self, level: float, metric: str = "exact_match") -> dict | None:
         """The first held-out evaluation (of ``evals``) at which ``metric`` was at least
-        ``level`` (its ``step``: an upper bound on the steps it took, with the resolution
-        ``eval_every``), or ``None`` when none was (the run never reached it).
+        ``level`` (its ``step``: an upper bound on the steps it took, with the
+        resolution ``eval_every``), or ``None`` when none was (the run never reached
+        it).
 
         >>> h = History(evals=[{"step": 50, "exact_match": 0.4},
         ...                    {"step": 100, "exact_match": 0.7}])
@@ -116,17 +121,21 @@ class TrainResult:
 
 
 def prepare_out_dir(out_dir) -> Path | None:
-    """Create ``out_dir`` (before any training) and return its checkpoint path; a path that is
-    a file, or a checkpoint path that is a directory, is a ``ValueError``."""
+    """Create ``out_dir`` (before any training) and return its checkpoint path; a path
+    that is a file, or a checkpoint path that is a directory, is a ``ValueError``."""
     if out_dir is None:
         return None
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
-        raise ValueError(f"output directory {out_dir} is an existing file, not a directory")
+        raise ValueError(
+            f"output directory {out_dir} is an existing file, not a directory"
+        )
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise ValueError(f"cannot create output directory {out_dir}: {err.strerror}") from None
+        raise ValueError(
+            f"cannot create output directory {out_dir}: {err.strerror}"
+        ) from None
     if not os.access(out_dir, os.W_OK):
         raise ValueError(f"output directory {out_dir} is not writable")
     ckpt_path = out_dir / CHECKPOINT_NAME
@@ -152,7 +161,8 @@ def _atomic_write(data, path: Path, kept: str) -> None:
             f.write(data)
         os.replace(tmp, path)
     except OSError as err:
-        with contextlib.suppress(OSError):  # first, so that the free space below is the real one
+        # first, so that the free space below is the real one
+        with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
         try:
             free = f"; {_megabytes(shutil.disk_usage(path.parent).free)} free there"
@@ -163,7 +173,8 @@ def _atomic_write(data, path: Path, kept: str) -> None:
             f"this run needs {_megabytes(len(data))}{free}); {kept}"
         ) from None
     finally:
-        with contextlib.suppress(OSError):  # a file system gone read-only: nothing to clean
+        # a file system gone read-only: nothing to clean
+        with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
 
 
@@ -177,7 +188,8 @@ def save_checkpoint(
     epoch: int,
     scheduler=None,
 ) -> None:
-    """Write the checkpoint of ``epoch`` to ``path`` (atomically; see the module's notes).
+    """Write the checkpoint of ``epoch`` to ``path`` (atomically; see the module's
+    notes).
 
     Raises
     ------
@@ -194,7 +206,11 @@ def save_checkpoint(
         "optimizer": optimizer.state_dict(),
         "scheduler": None if scheduler is None else scheduler.state_dict(),
         "history": history.to_dict(),
-        "rng": {"torch": torch.get_rng_state(), "cuda": cuda, "shuffle": generator.get_state()},
+        "rng": {
+            "torch": torch.get_rng_state(),
+            "cuda": cuda,
+            "shuffle": generator.get_state(),
+        },
     }
     buffer = io.BytesIO()
     torch.save(state, buffer)  # in memory first: the file is written in one piece
@@ -212,19 +228,28 @@ class CheckpointError(ValueError):
 
 
 #: Keys every checkpoint written by :func:`~convs2s_edu.train` holds.
-CHECKPOINT_KEYS = ("format", "epoch", "train_config", "model", "optimizer", "history", "rng")
+CHECKPOINT_KEYS = (
+    "format",
+    "epoch",
+    "train_config",
+    "model",
+    "optimizer",
+    "history",
+    "rng",
+)
 
 
 def read_checkpoint(path) -> dict:
     """Read and validate a checkpoint written by :func:`~convs2s_edu.train`.
 
-    It loads with ``torch.load(weights_only=True)`` (no pickled code runs) and checks, in
-    order: the file is a readable checkpoint; it holds every key of ``CHECKPOINT_KEYS``;
-    ``train_config`` is a dict of valid :class:`TrainConfig` fields; ``history`` is a
+    It loads with ``torch.load(weights_only=True)`` (no pickled code runs) and checks,
+    in order: the file is a readable checkpoint; it holds every key of
+    ``CHECKPOINT_KEYS``; ``train_config`` is a dict of valid :class:`TrainConfig`
+    fields; ``history`` is a
     :class:`History` with one record per trained epoch; the weights load into the model the
-    config describes (``load_state_dict(strict=True)``: a GRU's weights under a ConvS2S config,
-    or the reverse, are refused, in torch's words) and are finite; the optimiser and random
-    states are present.
+    config describes (``load_state_dict(strict=True)``: a GRU's weights under a ConvS2S
+    config, or the reverse, are refused, in torch's words) and are finite; the optimiser
+    and random states are present.
 
     Parameters
     ----------
@@ -268,7 +293,9 @@ def read_checkpoint(path) -> dict:
             f"{path} is not a readable convs2s_edu checkpoint ({type(err).__name__}: {first_line})"
         ) from None
     if not isinstance(state, dict):
-        raise bad(f"not a convs2s_edu checkpoint (holds a {type(state).__name__}, not a dict)")
+        raise bad(
+            f"not a convs2s_edu checkpoint (holds a {type(state).__name__}, not a dict)"
+        )
     missing = [k for k in CHECKPOINT_KEYS if k not in state]
     if missing:
         raise bad(
@@ -287,7 +314,9 @@ def read_checkpoint(path) -> dict:
         device = saved_device
     except (ValueError, TypeError):  # e.g. trained on a GPU, read on a CPU-only machine
         device = "auto"
-    cfg = checked("bad train_config: ", TrainConfig.from_dict, {**saved, "device": device})
+    cfg = checked(
+        "bad train_config: ", TrainConfig.from_dict, {**saved, "device": device}
+    )
     epoch = checked("", check_int, "epoch", state["epoch"])
     history = checked("bad history: ", History.from_dict, state["history"])
     if len(history.epochs) != epoch:
@@ -296,7 +325,10 @@ def read_checkpoint(path) -> dict:
             f"says epoch {epoch}"
         )
     _check_weights(state["model"], cfg, bad)
-    if not isinstance(state["optimizer"], dict) or "param_groups" not in state["optimizer"]:
+    if (
+        not isinstance(state["optimizer"], dict)
+        or "param_groups" not in state["optimizer"]
+    ):
         raise bad("optimizer is not an optimiser state dict")
     rng = state["rng"] if isinstance(state["rng"], dict) else {}
     if not all(isinstance(rng.get(k), torch.Tensor) for k in ("torch", "shuffle")):
@@ -306,8 +338,8 @@ def read_checkpoint(path) -> dict:
 
 def _check_weights(weights, cfg: TrainConfig, bad) -> None:
     """Raise ``bad(...)`` unless ``weights`` loads into the model ``cfg`` builds
-    (``load_state_dict(strict=True)``, whose error names the missing, unexpected or misshapen
-    weights) and every weight is finite."""
+    (``load_state_dict(strict=True)``, whose error names the missing, unexpected or
+    misshapen weights) and every weight is finite."""
     with torch.random.fork_rng(devices=[]):  # building must not move the global RNG
         try:
             build_model(cfg).load_state_dict(weights)
@@ -326,7 +358,8 @@ def _check_weights(weights, cfg: TrainConfig, bad) -> None:
 
 
 def load_checkpoint(path, device: str | None = None) -> TrainResult:
-    """Load a checkpoint written by :func:`~convs2s_edu.train` (:func:`read_checkpoint` first).
+    """Load a checkpoint written by :func:`~convs2s_edu.train` (:func:`read_checkpoint`
+    first).
 
     Parameters
     ----------

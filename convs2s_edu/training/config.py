@@ -1,20 +1,20 @@
 r"""What determines a training run: :class:`TrainConfig`, its data and its model.
 
-The seed notebook's experiment (sections 10-11): Adam with learning rate :math:`10^{-3}`,
-batches of 128, 30 epochs over 10,000 sorting examples of length 8-20 drawn from a vocabulary
-of 50. :class:`TrainConfig` holds those numbers; :func:`make_datasets` draws the run's three
-data sets, :func:`training_set` the examples of one epoch and :func:`build_model` builds its
-freshly initialised model. All depend on the config alone, so that two runs with the same
-seed see the same data.
+The seed notebook's experiment (sections 10-11): Adam with learning rate
+:math:`10^{-3}`, batches of 128, 30 epochs over 10,000 sorting examples of length 8-20
+drawn from a vocabulary of 50. :class:`TrainConfig` holds those numbers;
+:func:`make_datasets` draws the run's three data sets, :func:`training_set` the examples
+of one epoch and :func:`build_model` builds its freshly initialised model. All depend on
+the config alone, so that two runs with the same seed see the same data.
 
 Two recipes
 -----------
 :data:`RECIPES` names two ways to train the same models (:meth:`TrainConfig.recipe`):
 ``"seed"``, the seed notebook's (the defaults), and ``"fast"``, a recipe of the kind
-transformer training made standard: a fresh batch of never-seen examples every step, Adam
-with :math:`\beta_2 = 0.98`, a linear warm-up over the first 5% of the steps to a peak
-learning rate of :math:`3 \cdot 10^{-3}`, then a linear decay to 0, no dropout, 800 steps.
-What the recipe is worth, in steps and in accuracy, is measured on the site.
+transformer training made standard: a fresh batch of never-seen examples every step,
+Adam with :math:`\beta_2 = 0.98`, a linear warm-up over the first 5% of the steps to a
+peak learning rate of :math:`3 \cdot 10^{-3}`, then a linear decay to 0, no dropout, 800
+steps. What the recipe is worth, in steps and in accuracy, is measured on the site.
 """
 
 from __future__ import annotations
@@ -44,16 +44,16 @@ __all__ = [
     "build_model",
 ]
 
-#: The package's own models (:data:`~convs2s_edu.registry.MODELS` holds every registered one,
-#: which :class:`TrainConfig`'s ``model`` and the command line accept).
+#: The package's own models (:data:`~convs2s_edu.registry.MODELS` holds every registered
+#: one, which :class:`TrainConfig`'s ``model`` and the command line accept).
 MODEL_NAMES = tuple(MODELS)
 
 #: Upper bounds of :class:`TrainConfig`'s integer fields (the lower: 1, 0 for ``seed``):
 #: beyond them a run would exhaust memory or time long before it finished, so they are
 #: refused up front. The length bound is a memory bound: each attention map holds
-#: ``batch_size * max_len^2`` floats per layer (128 MiB at 128 x 512^2, several of them kept
-#: for the backward pass), and a run with ``max_len = 100,000`` would be killed by the
-#: operating system with no message instead of failing clearly.
+#: ``batch_size * max_len^2`` floats per layer (128 MiB at 128 x 512^2, several of them
+#: kept for the backward pass), and a run with ``max_len = 100,000`` would be killed by
+#: the operating system with no message instead of failing clearly.
 LIMITS = {
     "vocab_size": 10_000,
     "min_len": 512,
@@ -74,8 +74,8 @@ BATCHINGS = ("random", "bucket", "pooled")
 #: warm-up over the first ``warmup`` fraction of the steps, then a linear decay to 0).
 LR_SCHEDULES = ("constant", "warmup-linear")
 
-#: The named recipes of :meth:`TrainConfig.recipe`: the fields each sets (see the module's
-#: docstring; an "epoch" of ``"fast"`` is 12,800 new examples, 100 steps).
+#: The named recipes of :meth:`TrainConfig.recipe`: the fields each sets (see the
+#: module's docstring; an "epoch" of ``"fast"`` is 12,800 new examples, 100 steps).
 RECIPES = {
     "seed": {},
     "fast": {
@@ -106,15 +106,23 @@ def _name_in(names: tuple):
 
 def _betas(value) -> bool:
     """Two numbers in ``[0, 1)``, as a pair of any kind (not a string)."""
-    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 2:
+    if (
+        isinstance(value, (str, bytes))
+        or not hasattr(value, "__len__")
+        or len(value) != 2
+    ):
         return False
     return all(_real(b) and 0 <= b < 1 for b in value)
 
 
-#: The checks of :class:`TrainConfig`'s fields that are not integers (those are bounded by
-#: :data:`LIMITS`), in order: the field, what its message says it must be, the test.
+#: The checks of :class:`TrainConfig`'s fields that are not integers (those are bounded
+#: by :data:`LIMITS`), in order: the field, what its message says it must be, the test.
 _CHECKS = (
-    ("model", lambda: f"one of the registered models {tuple(MODELS)}", _name_in(MODELS)),
+    (
+        "model",
+        lambda: f"one of the registered models {tuple(MODELS)}",
+        _name_in(MODELS),
+    ),
     ("task", f"one of {TASKS}", _name_in(TASKS)),
     ("fresh_data", "True or False", lambda v: isinstance(v, bool)),
     ("batching", f"one of {BATCHINGS}", _name_in(BATCHINGS)),
@@ -122,7 +130,11 @@ _CHECKS = (
     ("warmup", "a fraction in [0, 1)", lambda v: _real(v) and 0 <= v < 1),
     ("adam_betas", "two numbers in [0, 1)", _betas),
     ("lr", "a positive finite number", _positive_real),
-    ("clip_norm", "a positive finite number or None", lambda v: v is None or _positive_real(v)),
+    (
+        "clip_norm",
+        "a positive finite number or None",
+        lambda v: v is None or _positive_real(v),
+    ),
     ("paper_normalisation", "True or False", lambda v: isinstance(v, bool)),
     ("device", "'auto', 'cpu', 'cuda' or 'cuda:N'", lambda v: isinstance(v, str)),
     (
@@ -162,10 +174,11 @@ class TrainConfig:
     lr : float
         Adam's learning rate (seed: 1e-3); the peak of a ``"warmup-linear"`` schedule.
     epochs : int
-        Passes over the training set (seed: 30); rounds of new examples with ``fresh_data``.
+        Passes over the training set (seed: 30); rounds of new examples with
+        ``fresh_data``.
     fresh_data : bool
-        ``False`` (seed): the same ``n_train`` examples every epoch. ``True``: new ones every
-        epoch, never used before (:func:`training_set`).
+        ``False`` (seed): the same ``n_train`` examples every epoch. ``True``: new ones
+        every epoch, never used before (:func:`training_set`).
     batching : {"random", "bucket", "pooled"}
         How the examples are put into batches (:data:`BATCHINGS`).
     lr_schedule : {"constant", "warmup-linear"}
@@ -193,8 +206,8 @@ class TrainConfig:
     ------
     ValueError
         For a field of the wrong type (``lr=True`` or ``clip_norm="x"`` are refused, not
-        coerced; ``TypeError`` for ``compile`` and ``fast``) or out of range (:data:`LIMITS`);
-        the message names the field, the value and the allowed range.
+        coerced; ``TypeError`` for ``compile`` and ``fast``) or out of range
+        (:data:`LIMITS`); the message names the field, the value and the allowed range.
 
     See Also
     --------
@@ -233,7 +246,8 @@ class TrainConfig:
             value = getattr(self, name)
             if not ok(value):
                 error = TypeError if name in ("compile", "fast") else ValueError
-                must_be = must_be() if callable(must_be) else must_be  # the registry's now
+                # the registry's now
+                must_be = must_be() if callable(must_be) else must_be
                 raise error(f"{name} must be {must_be}, got {value!r}")
         for name, high in LIMITS.items():
             low = 0 if name == "seed" else 1
@@ -241,7 +255,9 @@ class TrainConfig:
         if self.eval_every is not None:
             self.eval_every = check_int("eval_every", self.eval_every, 1, 10**9)
         if self.min_len > self.max_len:
-            raise ValueError(f"min_len must be <= max_len, got {self.min_len} > {self.max_len}")
+            raise ValueError(
+                f"min_len must be <= max_len, got {self.min_len} > {self.max_len}"
+            )
         if self.compile and self.fast:
             raise ValueError(
                 "compile=True needs fast=False: torch.compile compiles the reference model "
@@ -260,8 +276,8 @@ class TrainConfig:
     def recipe(cls, name: str, **changes) -> TrainConfig:
         """The config of a named recipe (:data:`RECIPES`), with ``changes`` on top.
 
-        ``model_options`` of ``changes`` are merged into the recipe's (so ``recipe("fast",
-        model_options={"hidden_dim": 64})`` keeps its ``dropout=0``).
+        ``model_options`` of ``changes`` are merged into the recipe's (so
+        ``recipe("fast", model_options={"hidden_dim": 64})`` keeps its ``dropout=0``).
 
         >>> TrainConfig.recipe("fast").total_steps
         800
@@ -269,7 +285,10 @@ class TrainConfig:
         if name not in RECIPES:
             raise ValueError(f"unknown recipe {name!r}; allowed: {', '.join(RECIPES)}")
         fields_ = {**RECIPES[name], **changes}
-        options = {**RECIPES[name].get("model_options", {}), **changes.get("model_options", {})}
+        options = {
+            **RECIPES[name].get("model_options", {}),
+            **changes.get("model_options", {}),
+        }
         if options:
             fields_["model_options"] = options
         return cls(**fields_)
@@ -291,7 +310,9 @@ class TrainConfig:
     def from_dict(cls, d: dict) -> TrainConfig:
         """The inverse of ``to_dict()``; unknown field names are a ``ValueError``."""
         if not isinstance(d, dict):
-            raise ValueError(f"a TrainConfig is read from a dict, got {type(d).__name__}")
+            raise ValueError(
+                f"a TrainConfig is read from a dict, got {type(d).__name__}"
+            )
         names = [f.name for f in fields(cls)]
         unknown = sorted(str(k) for k in d if k not in names)
         if unknown:
@@ -301,20 +322,23 @@ class TrainConfig:
         return cls(**d)
 
 
-#: The second word of every data stream of a seed (``[seed, role]``): never 0, so that no
-#: stream of :func:`make_datasets` or :func:`training_set` is the plain ``seed``'s.
+#: The second word of every data stream of a seed (``[seed, role]``): never 0, so that
+#: no stream of :func:`make_datasets` or :func:`training_set` is the plain ``seed``'s.
 STREAM_ROLES = {"training": 1, "held-out": 2, "test": 3, "epoch": 4}
 
 
 def _draw(cfg: TrainConfig, n: int, seed, exclude: set, what: str) -> list:
     """``n`` examples of ``cfg``'s task drawn with ``seed``, none of whose sources is in
-    ``exclude``: a clashing draw is replaced by one of a fresh draw (seeded with ``seed``
-    and a counter) whose source is new."""
-    examples = generate_dataset(n, cfg.min_len, cfg.max_len, cfg.vocab_size, seed, cfg.task)
+    ``exclude``: a clashing draw is replaced by one of a fresh draw (seeded with
+    ``seed`` and a counter) whose source is new."""
+    examples = generate_dataset(
+        n, cfg.min_len, cfg.max_len, cfg.vocab_size, seed, cfg.task
+    )
     if not exclude:
         return examples
     examples = [e for e in examples if tuple(e[0]) not in exclude]
-    taken = exclude | {tuple(x) for x, _ in examples}  # the sources no new example may have
+    # the sources no new example may have
+    taken = exclude | {tuple(x) for x, _ in examples}
     refill = 0
     while len(examples) < n:
         refill += 1
@@ -325,31 +349,38 @@ def _draw(cfg: TrainConfig, n: int, seed, exclude: set, what: str) -> list:
                 "distinct sequences"
             )
         seeds = [*seed, refill] if isinstance(seed, list) else [seed, refill]
-        for e in generate_dataset(n, cfg.min_len, cfg.max_len, cfg.vocab_size, seeds, cfg.task):
+        for e in generate_dataset(
+            n, cfg.min_len, cfg.max_len, cfg.vocab_size, seeds, cfg.task
+        ):
             if len(examples) < n and tuple(e[0]) not in taken:
                 examples.append(e)
                 taken.add(tuple(e[0]))
     return examples
 
 
-def make_datasets(cfg: TrainConfig) -> tuple[SortingDataset, SortingDataset, SortingDataset]:
-    """The training, held-out and test sets of ``cfg``, drawn from the independent streams
+def make_datasets(
+    cfg: TrainConfig,
+) -> tuple[SortingDataset, SortingDataset, SortingDataset]:
+    """The training, held-out and test sets of ``cfg``, drawn from the independent
+    streams
     :class:`numpy.random.SeedSequence` gives ``[seed, role]`` with the roles of
     :data:`STREAM_ROLES` (no two seeds or roles share a stream, as ``seed``, ``seed + 1``
-    would). A role is never 0: numpy pads a seed with zeros, so ``[seed, 0]`` would be the
-    stream of the plain ``seed``, which any ``generate_dataset(..., seed=seed)`` elsewhere
-    draws from.
+    would). A role is never 0: numpy pads a seed with zeros, so ``[seed, 0]`` would be
+    the stream of the plain ``seed``, which any ``generate_dataset(..., seed=seed)``
+    elsewhere draws from.
 
     They depend on the task fields and ``seed`` only, so a ConvS2S and a GRU
     run with the same seed train and are scored on identical examples.
 
-    The three sets are pairwise disjoint: a held-out or test example whose source also occurs
-    in an earlier set is replaced by a fresh draw (on the seed's task, 10,000 sequences of
-    length 8-20 over 50 tokens, a repeat is so unlikely that the sets are exactly the three
-    independent draws). ``ValueError`` when the task has too few distinct sequences for that.
+    The three sets are pairwise disjoint: a held-out or test example whose source also
+    occurs in an earlier set is replaced by a fresh draw (on the seed's task, 10,000
+    sequences of length 8-20 over 50 tokens, a repeat is so unlikely that the sets are
+    exactly the three independent draws). ``ValueError`` when the task has too few
+    distinct sequences for that.
 
-    With ``fresh_data`` the held-out and test sets are drawn first (the same streams), and the
-    training set is the first epoch's (:func:`training_set`: every epoch avoids their sources).
+    With ``fresh_data`` the held-out and test sets are drawn first (the same streams),
+    and the training set is the first epoch's (:func:`training_set`: every epoch avoids
+    their sources).
     """
     roles = STREAM_ROLES
     draws = [

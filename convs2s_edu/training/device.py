@@ -1,5 +1,5 @@
-"""The one device helper: which device a name means, how to name it, where a run trained,
-waiting for it, and the machine's folder for trained runs (:func:`cache_dir`)."""
+"""The one device helper: which device a name means, how to name it, where a run
+trained, waiting for it, and the machine's folder for trained runs (:func:`cache_dir`)."""
 
 from __future__ import annotations
 
@@ -23,16 +23,18 @@ __all__ = [
     "MACHINE_KEYS",
 ]
 
-#: Environment variable: directory of the training cache (default ``~/.cache/convs2s_edu``).
+#: Environment variable: directory of the training cache (default
+#: ``~/.cache/convs2s_edu``).
 CACHE_ENV = "CONVS2S_EDU_CACHE"
 
-#: The CPU flags a record names beside the model: the vector and matrix units whose kernels
-#: PyTorch picks at run time (so two CPUs of one model name may still differ).
+#: The CPU flags a record names beside the model: the vector and matrix units whose
+#: kernels PyTorch picks at run time (so two CPUs of one model name may still differ).
 _NAMED_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
 
 
 def resolve_device(device: str | torch.device = "auto") -> torch.device:
-    """``"auto"`` -> CUDA when available, else the CPU; ``"cpu"``, ``"cuda"``, ``"cuda:N"``.
+    """``"auto"`` -> CUDA when available, else the CPU; ``"cpu"``, ``"cuda"``,
+    ``"cuda:N"``.
 
     Raises
     ------
@@ -46,9 +48,13 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
     except (RuntimeError, TypeError):  # not a device name
         dev = None
     if dev is None or dev.type not in ("cpu", "cuda"):
-        raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}")
+        raise ValueError(
+            f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}"
+        )
     if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {device!r} asked for, but CUDA is not available on this machine")
+        raise ValueError(
+            f"device {device!r} asked for, but CUDA is not available on this machine"
+        )
     return dev
 
 
@@ -61,15 +67,17 @@ def device_label(device: str | torch.device) -> str:
 
 
 #: The :func:`provenance` keys that make two runs' arithmetic the same, path apart: the
-#: device, the CPU and the kernels PyTorch picked on it, the threads and torch's version.
+#: device, the CPU and the kernels PyTorch picked on it, the threads and torch's
+#: version.
 MACHINE_KEYS = ("device", "cpu", "cpu_kernels", "threads", "torch")
 
 
 def provenance(device: str | torch.device, path: str) -> dict:
-    """Where and how a run trains, for its history and the experiment record: the device,
-    the CPU's model, its vector units (the flags of ``_NAMED_FLAGS`` it has, and the kernels
-    PyTorch chose), PyTorch's threads, the execution ``path``, the torch, Python and numpy
-    versions, the host and process (a cluster may mix machines) and the date (UTC)."""
+    """Where and how a run trains, for its history and the experiment record: the
+    device, the CPU's model, its vector units (the flags of ``_NAMED_FLAGS`` it has, and
+    the kernels PyTorch chose), PyTorch's threads, the execution ``path``, the torch,
+    Python and numpy versions, the host and process (a cluster may mix machines) and the
+    date (UTC)."""
     return {
         "device": device_label(device),
         "cpu": cpu_model(),
@@ -77,17 +85,20 @@ def provenance(device: str | torch.device, path: str) -> dict:
         "cpu_kernels": torch.backends.cpu.get_cpu_capability(),
         "threads": torch.get_num_threads(),
         "path": path,
-        "torch": str(torch.__version__),  # a str: torch.load(weights_only=True) reads it
+        # a str: torch.load(weights_only=True) reads it
+        "torch": str(torch.__version__),
         "python": platform.python_version(),
         "numpy": np.__version__,
         "worker": f"{platform.node()}:{os.getpid()}",
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
+            timespec="seconds"
+        ),
     }
 
 
 def synchronize(device: str | torch.device) -> None:
-    """Wait for the queued kernels of a CUDA ``device`` (a no-op on the CPU): read a clock
-    only after this, or it stops while the GPU is still working."""
+    """Wait for the queued kernels of a CUDA ``device`` (a no-op on the CPU): read a
+    clock only after this, or it stops while the GPU is still working."""
     device = torch.device(device)
     if device.type == "cuda":
         torch.cuda.synchronize(device)

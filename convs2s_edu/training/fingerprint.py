@@ -1,16 +1,16 @@
 """A fingerprint of exactly the code that shapes a trained model's numbers.
 
-The training cache keys its entries with it (:func:`~convs2s_edu.training.cache.cache_key`),
-and the experiment record (:mod:`convs2s_edu.lab.experiments.record`) stores it, so that
-a change to that code trains again, and a record made by older code says which files
-changed. A version number would do neither: code changes between versions, and most
-changes of a version (the docs, the lab's plumbing, a comment) leave every trained number
-as it was.
+The training cache keys its entries with it
+(:func:`~convs2s_edu.training.cache.cache_key`), and the experiment record
+(:mod:`convs2s_edu.lab.experiments.record`) stores it, so that a change to that code
+trains again, and a record made by older code says which files changed. A version number
+would do neither: code changes between versions, and most changes of a version (the
+docs, the lab's plumbing, a comment) leave every trained number as it was.
 
-Each file is read as Python's parser sees it, without its docstrings: the syntax tree with
-the docstrings removed, written out by :func:`canonical`, which has no comments, no
-formatting and no line numbers, and is the same text on every Python version.
-So a reworded docstring, a comment or a rewrap leaves the fingerprint as it was; a changed
+Each file is read as Python's parser sees it, without its docstrings: the syntax tree
+with the docstrings removed, written out by :func:`canonical`, which has no comments, no
+formatting and no line numbers, and is the same text on every Python version. So a
+reworded docstring, a comment or a rewrap leaves the fingerprint as it was; a changed
 expression, default or constant changes it.
 """
 
@@ -33,8 +33,8 @@ __all__ = [
 
 _PACKAGE = Path(__file__).resolve().parent.parent
 
-#: What a trained model's numbers depend on, relative to the package: the models, the data,
-#: the loss, the training step and loop, the execution paths.
+#: What a trained model's numbers depend on, relative to the package: the models, the
+#: data, the loss, the training step and loop, the execution paths.
 TRAINING_FILES = (
     "convs2s.py",
     "rnn.py",
@@ -67,9 +67,15 @@ EXPERIMENT_FILES = TRAINING_FILES + (
 def _without_docstrings(tree: ast.AST) -> ast.AST:
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
-        if not isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+        if not isinstance(
+            node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+        ):
             continue
-        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        if (
+            body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+        ):
             if isinstance(body[0].value.value, str):
                 node.body = body[1:] or [ast.Pass()]
     return tree
@@ -86,7 +92,11 @@ def canonical(node) -> str:
     "Expr(value=Call(func=Name(id='f', ctx=Load()), args=[Name(id='x', ctx=Load())]))"
     """
     if isinstance(node, ast.AST):
-        fields = (f"{k}={canonical(v)}" for k, v in ast.iter_fields(node) if v not in (None, []))
+        fields = (
+            f"{k}={canonical(v)}"
+            for k, v in ast.iter_fields(node)
+            if v not in (None, [])
+        )
         return f"{type(node).__name__}({', '.join(fields)})"
     if isinstance(node, list):
         return f"[{', '.join(map(canonical, node))}]"
@@ -94,8 +104,8 @@ def canonical(node) -> str:
 
 
 def source_hash(source: str) -> str:
-    """The hash of one file's code: its syntax tree without docstrings (:func:`canonical`),
-    16 hex digits."""
+    """The hash of one file's code: its syntax tree without docstrings
+    (:func:`canonical`), 16 hex digits."""
     tree = _without_docstrings(ast.parse(source))
     return hashlib.sha256(canonical(tree).encode()).hexdigest()[:16]
 
@@ -108,8 +118,8 @@ def _loaded_hash(path: Path) -> str:
 
 
 def file_hashes(files=EXPERIMENT_FILES, root=None) -> dict[str, str]:
-    """``{file: source_hash}`` of ``files``: the package's own, as this process first read
-    them (by default), or the files under ``root`` as they are now."""
+    """``{file: source_hash}`` of ``files``: the package's own, as this process first
+    read them (by default), or the files under ``root`` as they are now."""
     if root is None:
         return {f: _loaded_hash(_PACKAGE / f) for f in files}
     return {f: source_hash((Path(root) / f).read_text(encoding="utf-8")) for f in files}

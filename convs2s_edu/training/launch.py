@@ -1,4 +1,5 @@
-"""Data-parallel training from Python: what ``torchrun`` does, for tests and the gallery.
+"""Data-parallel training from Python: what ``torchrun`` does, for tests and the
+gallery.
 
 :func:`spawn_train` starts one fresh Python process per rank, each of which runs
 :func:`~convs2s_edu.train` with the variables ``torchrun`` would set.
@@ -22,8 +23,8 @@ __all__ = ["spawn_train"]
 
 
 def _write_jobs(path: str, ports: list, jobs: list, threads: int) -> None:
-    """The job file of :func:`spawn_train` (pickle: every value arrives exactly as given,
-    tuples and NumPy numbers included)."""
+    """The job file of :func:`spawn_train` (pickle: every value arrives exactly as
+    given, tuples and NumPy numbers included)."""
     with open(path, "wb") as f:
         pickle.dump((ports, jobs, threads), f)
 
@@ -47,10 +48,10 @@ def spawn_train(jobs, nprocs: int, threads: int = 1, timeout: float = 600) -> No
     """Run :func:`~convs2s_edu.train` in ``nprocs`` local processes (gloo, 127.0.0.1).
 
     Fresh Python processes, as ``torchrun --nproc_per_node=nprocs`` starts (not
-    ``multiprocessing``, so a script or notebook calling this is not imported again by its
-    children). ``jobs`` is a list of ``(TrainConfig, kwargs)``, run in order by every rank
-    (e.g. a run stopped after one epoch, then its resumption). Raises ``RuntimeError`` with
-    the failing rank's last lines of stderr when a rank fails.
+    ``multiprocessing``, so a script or notebook calling this is not imported again by
+    its children). ``jobs`` is a list of ``(TrainConfig, kwargs)``, run in order by
+    every rank (e.g. a run stopped after one epoch, then its resumption). Raises
+    ``RuntimeError`` with the failing rank's last lines of stderr when a rank fails.
     """
     jobs = [(cfg.to_dict(), dict(kwargs)) for cfg, kwargs in jobs]
     ports = [free_port() for _ in jobs]
@@ -71,7 +72,9 @@ def spawn_train(jobs, nprocs: int, threads: int = 1, timeout: float = 600) -> No
             }
             err = subprocess.PIPE if rank > 0 else None  # rank 0's progress shows
             procs.append(
-                subprocess.Popen([sys.executable, "-c", code], env=env, stderr=err, stdout=err)
+                subprocess.Popen(
+                    [sys.executable, "-c", code], env=env, stderr=err, stdout=err
+                )
             )
         failed = []
         for rank, p in enumerate(procs):
@@ -85,6 +88,8 @@ def spawn_train(jobs, nprocs: int, threads: int = 1, timeout: float = 600) -> No
                 ) from None
             if p.returncode != 0:
                 tail = (out or b"").decode(errors="replace").strip().splitlines()[-5:]
-                failed.append(f"rank {rank} exited with {p.returncode}: " + " | ".join(tail))
+                failed.append(
+                    f"rank {rank} exited with {p.returncode}: " + " | ".join(tail)
+                )
         if failed:
             raise RuntimeError("data-parallel run failed: " + "; ".join(failed))

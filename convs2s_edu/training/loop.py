@@ -1,13 +1,14 @@
-r"""The training loop: :func:`train` runs a :class:`~convs2s_edu.TrainConfig` for any model.
+r"""The training loop: :func:`train` runs a :class:`~convs2s_edu.TrainConfig` for any
+model.
 
 What is timed
 -------------
 An epoch's wall-clock time (:func:`time.perf_counter`, read after
 :func:`~convs2s_edu.training.device.synchronize`) covers the training steps only: batching,
-forward, backward and the optimiser, not the held-out scoring of ``eval_every``. That clock
-measures the machine as much as the model: a run trained beside other runs (the
-scheduler's, :mod:`convs2s_edu.training.schedule`) says so in ``History.shared_clock``, and
-the site's speed figures come from interleaved measurements instead
+forward, backward and the optimiser, not the held-out scoring of ``eval_every``. That
+clock measures the machine as much as the model: a run trained beside other runs (the
+scheduler's, :mod:`convs2s_edu.training.schedule`) says so in ``History.shared_clock``,
+and the site's speed figures come from interleaved measurements instead
 (:mod:`convs2s_edu.lab.timing`).
 """
 
@@ -52,8 +53,11 @@ class TrainingDivergedError(RuntimeError):
     """The loss became NaN or infinite; the message names the epoch and step."""
 
 
-def lr_factor(step: int, total: int, schedule: str = "constant", warmup: float = 0.05) -> float:
-    r"""The learning rate of optimiser step ``step`` (0-based) as a fraction of the peak.
+def lr_factor(
+    step: int, total: int, schedule: str = "constant", warmup: float = 0.05
+) -> float:
+    r"""The learning rate of optimiser step ``step`` (0-based) as a fraction of the
+    peak.
 
     ``"constant"``: 1. ``"warmup-linear"``, with :math:`w = \max(1, \lfloor
     \text{warmup} \cdot \text{total} \rceil)` warm-up steps:
@@ -98,11 +102,13 @@ def train(
         Continue from ``out_dir/checkpoint.pt`` if it exists. On the CPU the
         result is bit-for-bit the one of an uninterrupted run.
     progress : bool, optional
-        Show a progress bar; by default only when stderr is a terminal (else one line per epoch).
+        Show a progress bar; by default only when stderr is a terminal (else one line
+        per epoch).
     stop_after : int, optional
         Stop after this epoch (as if interrupted), checkpoint included.
     shared_clock : bool
-        This run shares the machine with other runs: recorded in ``History.shared_clock``.
+        This run shares the machine with other runs: recorded in
+        ``History.shared_clock``.
 
     Returns
     -------
@@ -121,12 +127,16 @@ def train(
     -----
     Started by ``torchrun``, every process trains one share of each batch (of
     ``cfg.batch_size`` in all) through a :class:`~convs2s_edu.training.step.RunContext`
-    (:mod:`convs2s_edu.training.parallel`); only rank 0 writes the checkpoint and progress.
+    (:mod:`convs2s_edu.training.parallel`); only rank 0 writes the checkpoint and
+    progress.
     """
     cfg = cfg if cfg is not None else TrainConfig()
-    begun = resume and out_dir is not None and (Path(out_dir) / CHECKPOINT_NAME).is_file()
+    begun = (
+        resume and out_dir is not None and (Path(out_dir) / CHECKPOINT_NAME).is_file()
+    )
     if cfg.fast is None and begun:
-        cfg = cfg.replace(fast=read_checkpoint(out_dir)["config"].fast)  # go on as it began
+        # go on as it began
+        cfg = cfg.replace(fast=read_checkpoint(out_dir)["config"].fast)
     # fast=None: the fast paths or the reference, whichever this machine runs faster
     cfg = resolve_path(cfg, say=progress is not False)
     context = setup(cfg.device)  # one process, unless started by torchrun
@@ -137,15 +147,16 @@ def train(
 
 
 def _held_out(model, valid_ds) -> dict:
-    """The held-out loss and exact match now, in one teacher-forced pass: the exact match is
-    greedy decoding's (:func:`~convs2s_edu.metrics.teacher_forced_scores`)."""
+    """The held-out loss and exact match now, in one teacher-forced pass: the exact
+    match is greedy decoding's (:func:`~convs2s_edu.metrics.teacher_forced_scores`)."""
     scores = teacher_forced_scores(model, valid_ds, batch_size=VALID_BATCH_SIZE)
     return {"valid_loss": scores["loss"], "exact_match": scores["exact_match"]}
 
 
 def _resume(ckpt_path, cfg, model, optimizer, scheduler, shuffle, context: RunContext):
     """Load the checkpoint's model, optimiser and random states; return its history and
-    epoch. A checkpoint of another configuration, or of more epochs, is a ``ValueError``."""
+    epoch. A checkpoint of another configuration, or of more epochs, is a
+    ``ValueError``."""
     state = read_checkpoint(ckpt_path)
     saved = state["config"].replace(device=cfg.device, epochs=cfg.epochs).to_dict()
     ignored = model_entry(cfg.model).ignores  # the same run whatever their value
@@ -198,14 +209,20 @@ def _train(
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda t: lr_factor(t, total_steps, cfg.lr_schedule, cfg.warmup)
     )
-    step = make_train_step(context.wrap(model), optimizer, cfg.clip_norm, cfg.precision, context)
+    step = make_train_step(
+        context.wrap(model), optimizer, cfg.clip_norm, cfg.precision, context
+    )
     n_parameters = sum(p.numel() for p in model.parameters() if p.requires_grad)
     path = ExecutionPath.of(cfg).name
     where = provenance(dev, path)
-    history = History(device=device_label(dev), n_parameters=n_parameters, provenance=where)
+    history = History(
+        device=device_label(dev), n_parameters=n_parameters, provenance=where
+    )
     start_epoch, t_start = 0, time.perf_counter()
     if resume and ckpt is not None and ckpt.is_file():
-        history, start_epoch = _resume(ckpt, cfg, model, optimizer, scheduler, shuffle, context)
+        history, start_epoch = _resume(
+            ckpt, cfg, model, optimizer, scheduler, shuffle, context
+        )
     wall_before = history.provenance.get("wall_seconds", 0.0)
     history.shared_clock = history.shared_clock or shared_clock
     evaluates = cfg.eval_every is not None and context.is_main
@@ -223,7 +240,8 @@ def _train(
             synchronize(dev)
             t0 = time.perf_counter()
             for batch in loader:
-                n_tokens += batch.n_target_tokens  # on the CPU: no device sync in the loop
+                # on the CPU: no device sync in the loop
+                n_tokens += batch.n_target_tokens
                 step_losses.append(step(batch.to(dev)))
                 scheduler.step()
                 history.steps += 1
@@ -235,48 +253,66 @@ def _train(
                     t_eval = time.perf_counter()  # the scoring is not part of the clock
                     scores = _held_out(model, valid_ds)
                     examples = history.steps * cfg.batch_size
-                    history.evals.append({"step": history.steps, "examples": examples, **scores})
+                    history.evals.append(
+                        {"step": history.steps, "examples": examples, **scores}
+                    )
                     model.train()
                     paused += time.perf_counter() - t_eval
             synchronize(dev)
             seconds = time.perf_counter() - t0 - paused
 
             # every rank: the global losses and tokens, so that all agree on stopping
-            losses = context.all_sum(torch.stack(step_losses).float()).cpu()  # one transfer
+            # one transfer
+            losses = context.all_sum(torch.stack(step_losses).float()).cpu()
             n_tokens = int(context.all_sum(torch.tensor([n_tokens], device=dev)))
             _check_finite(losses, cfg, epoch, ckpt)
             history.step_losses.extend(losses.tolist())
             loss, speed = float(losses.mean()), n_tokens / seconds
-            elapsed = (history.epochs[-1]["elapsed"] if history.epochs else 0.0) + seconds
+            elapsed = (
+                history.epochs[-1]["elapsed"] if history.epochs else 0.0
+            ) + seconds
             scored = history.evals[-1] if history.evals else {}
-            if scored.get("step") == history.steps:  # scored at this very step: same weights
+            # scored at this very step: same weights
+            if scored.get("step") == history.steps:
                 valid_loss = scored["valid_loss"]
             else:
                 valid_loss = _held_out(model, valid_ds)["valid_loss"]
             record = {"epoch": epoch, "train_loss": loss, "valid_loss": valid_loss}
-            record |= {"seconds": seconds, "tokens_per_second": speed, "elapsed": elapsed}
+            record |= {
+                "seconds": seconds,
+                "tokens_per_second": speed,
+                "elapsed": elapsed,
+            }
             history.epochs.append(record)
             line = f"{cfg.model}: epoch {epoch}/{last}, train loss {loss:.4f}"
             if evaluates and history.evals:
                 line += f", held-out exact match {history.evals[-1]['exact_match']:.1%}"
             line += f", {seconds:.1f} s ({speed:,.0f} tokens/s)"
             bar.note(line, epoch=epoch, loss=f"{loss:.3f}", tok_s=f"{speed:,.0f}")
-            history.provenance["wall_seconds"] = wall_before + time.perf_counter() - t_start
+            history.provenance["wall_seconds"] = (
+                wall_before + time.perf_counter() - t_start
+            )
             if writes:
-                save_checkpoint(ckpt, model, optimizer, cfg, history, shuffle, epoch, scheduler)
+                save_checkpoint(
+                    ckpt, model, optimizer, cfg, history, shuffle, epoch, scheduler
+                )
     model.eval()
     use_fast_paths(model, False)  # the trained model, as the model files write it
     return TrainResult(model, cfg, history, ckpt)
 
 
-def _check_finite(losses: torch.Tensor, cfg: TrainConfig, epoch: int, ckpt_path) -> None:
+def _check_finite(
+    losses: torch.Tensor, cfg: TrainConfig, epoch: int, ckpt_path
+) -> None:
     """Raise :class:`TrainingDivergedError` at the first NaN or infinite step loss."""
     bad = (~torch.isfinite(losses)).nonzero()
     if len(bad):
         step = int(bad[0]) + 1
         kept = ""
         if ckpt_path is not None and epoch > 1:
-            kept = f"; the last good checkpoint (epoch {epoch - 1}) is kept in {ckpt_path}"
+            kept = (
+                f"; the last good checkpoint (epoch {epoch - 1}) is kept in {ckpt_path}"
+            )
         raise TrainingDivergedError(
             f"{cfg.model}: non-finite loss ({float(losses[step - 1])}) at epoch {epoch}, "
             f"step {step} of {len(losses)}{kept}. Try a smaller lr (now {cfg.lr}) "

@@ -1,9 +1,10 @@
-r"""Data-parallel training: :class:`~torch.nn.parallel.DistributedDataParallel` under ``torchrun``.
+r"""Data-parallel training: :class:`~torch.nn.parallel.DistributedDataParallel` under
+``torchrun``.
 
 ``torchrun --nproc_per_node=N -m convs2s_edu train --model convs2s --out DIR`` starts N
 processes; :func:`~convs2s_edu.train` finds the variables torchrun sets (``RANK``,
-``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``: :func:`setup`) and trains
-with a :class:`DataParallelContext`, the data-parallel
+``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``: :func:`setup`) and
+trains with a :class:`DataParallelContext`, the data-parallel
 :class:`~convs2s_edu.training.step.RunContext`, and the step of
 :func:`~convs2s_edu.training.step.make_train_step`:
 
@@ -11,9 +12,10 @@ What is split
     The training examples. Every epoch a :class:`~torch.utils.data.DistributedSampler`
     (seeded with ``cfg.seed``, reshuffled with
     :meth:`~torch.utils.data.DistributedSampler.set_epoch`) deals one permutation of the
-    training set out to the ranks, rank ``r`` taking positions ``r, r + N, r + 2N, ...``;
-    each rank's batch has ``batch_size / N`` examples, so the N batches of one step together
-    are the ``batch_size`` examples one process would have taken.
+    training set out to the ranks, rank ``r`` taking positions
+    ``r, r + N, r + 2N, ...``; each rank's batch has ``batch_size / N`` examples, so the
+    N batches of one step together are the ``batch_size`` examples one process would
+    have taken.
 What is all-reduced
     1. The number of target tokens of the step (one integer per rank, summed), so that every
        rank divides its *summed* loss by the *global* count;
@@ -24,22 +26,22 @@ What is all-reduced
                  \sum_{b,t \in \text{rank } r} -\log p(y_{bt} \mid \dots),
           \qquad \frac{1}{N}\sum_r \nabla \mathcal{L}_r = \nabla \mathcal{L}
 
-       the gradient of the one-process loss of the whole batch. Dividing by the local count
-       instead would weight a token of a rank with short sequences more than one of a rank
-       with long ones: not the same step.
+       the gradient of the one-process loss of the whole batch. Dividing by the local
+       count instead would weight a token of a rank with short sequences more than one
+       of a rank with long ones: not the same step.
     3. once per epoch, every step's loss (so all ranks hold the same numbers and agree on
-       stopping when one is NaN or infinite: no rank waits forever in an all-reduce that the
-       others have left).
+       stopping when one is NaN or infinite: no rank waits forever in an all-reduce that
+       the others have left).
 
 Only rank 0 writes the checkpoint, the history, the cache and the progress output; every
-rank reads the checkpoint when resuming. The model starts from the same seed on every rank
-(DDP also broadcasts rank 0's weights); dropout is seeded with ``seed + rank`` after the
-model is built, so that the ranks draw different masks.
+rank reads the checkpoint when resuming. The model starts from the same seed on every
+rank (DDP also broadcasts rank 0's weights); dropout is seeded with ``seed + rank``
+after the model is built, so that the ranks draw different masks.
 
-Departure from a one-process run: with dropout, the N processes draw other masks than one
-process would, so only with ``dropout=0`` is the result identical (up to float rounding) to
-a one-process run with the same sampler. When the training set does not divide by N, the
-sampler repeats a few examples to even the ranks out
+Departure from a one-process run: with dropout, the N processes draw other masks than
+one process would, so only with ``dropout=0`` is the result identical (up to float
+rounding) to a one-process run with the same sampler. When the training set does not
+divide by N, the sampler repeats a few examples to even the ranks out
 (:class:`~torch.utils.data.DistributedSampler`'s rule).
 """
 
@@ -62,7 +64,8 @@ __all__ = ["DataParallelContext", "ShardedBatches", "is_launched", "setup", "fre
 
 
 class ShardedBatches:
-    """One rank's share of every batch of a batch sampler: examples ``rank, rank + N, ...``.
+    """One rank's share of every batch of a batch sampler: examples
+    ``rank, rank + N, ...``.
 
     A batch of fewer than ``world_size`` examples is repeated so that every rank gets at
     least one (as :class:`~torch.utils.data.DistributedSampler` evens the ranks out).
@@ -88,8 +91,8 @@ class ShardedBatches:
 
 
 def is_launched() -> bool:
-    """True inside a process started by ``torchrun`` (or with its variables set), or when a
-    process group already exists."""
+    """True inside a process started by ``torchrun`` (or with its variables set), or
+    when a process group already exists."""
     return (dist.is_available() and dist.is_initialized()) or "WORLD_SIZE" in os.environ
 
 
@@ -103,7 +106,8 @@ class DataParallelContext(RunContext):
         ``cuda:<local_rank>`` on GPUs, else the CPU.
     rank, world_size, local_rank : int
     owns_group : bool
-        True when :func:`setup` created the process group (then ``close()`` destroys it).
+        True when :func:`setup` created the process group (then ``close()`` destroys
+        it).
     """
 
     local_rank: int = 0
@@ -129,33 +133,46 @@ class DataParallelContext(RunContext):
         return nn.parallel.DistributedDataParallel(model, device_ids=ids)
 
     def loader(
-        self, dataset, batch_size: int, generator: torch.Generator, batching: str = "random"
+        self,
+        dataset,
+        batch_size: int,
+        generator: torch.Generator,
+        batching: str = "random",
     ) -> DataLoader:
         """This rank's share of the batches of
         :meth:`~convs2s_edu.training.step.RunContext.loader` (see the module's docstring):
         :class:`ShardedBatches` of ``"bucket"`` or ``"pooled"`` batches, else the random
-        batches of a :class:`~torch.utils.data.DistributedSampler` seeded from ``generator``."""
+        batches of a :class:`~torch.utils.data.DistributedSampler` seeded from
+        ``generator``."""
         self.local_batch_size(batch_size)  # checks that it divides
-        global_batches = length_batches(dataset.lengths, batch_size, batching, generator)
+        global_batches = length_batches(
+            dataset.lengths, batch_size, batching, generator
+        )
         if global_batches is not None:
             shards = ShardedBatches(global_batches, self.rank, self.world_size)
             return DataLoader(dataset, batch_sampler=shards, collate_fn=dataset.collate)
         sampler = DistributedSampler(  # shuffled, every example used (drop_last=False)
-            dataset, num_replicas=self.world_size, rank=self.rank, seed=generator.initial_seed()
+            dataset,
+            num_replicas=self.world_size,
+            rank=self.rank,
+            seed=generator.initial_seed(),
         )
         return DataLoader(
-            dataset, self.local_batch_size(batch_size), sampler=sampler, collate_fn=dataset.collate
+            dataset,
+            self.local_batch_size(batch_size),
+            sampler=sampler,
+            collate_fn=dataset.collate,
         )
 
     def start_epoch(self, loader: DataLoader, epoch: int) -> None:
-        """A new permutation every epoch, the same on every rank (equal-length batches draw
-        theirs from the generator, the same on every rank)."""
+        """A new permutation every epoch, the same on every rank (equal-length batches
+        draw theirs from the generator, the same on every rank)."""
         if isinstance(loader.sampler, DistributedSampler):
             loader.sampler.set_epoch(epoch)
 
     def seed_ranks(self, seed: int, resumed_epoch: int = 0) -> None:
-        """Other dropout masks on every rank: ``seed + rank``; on resuming, rank 0 has the
-        checkpoint's generator and the others a seed of their own for that epoch."""
+        """Other dropout masks on every rank: ``seed + rank``; on resuming, rank 0 has
+        the checkpoint's generator and the others a seed of their own for that epoch."""
         if resumed_epoch == 0:
             torch.manual_seed(seed + self.rank)
         elif self.rank > 0:
@@ -167,9 +184,10 @@ class DataParallelContext(RunContext):
 
 
 def setup(device: str = "auto") -> RunContext:
-    """Where a run executes: a :class:`DataParallelContext` when launched by ``torchrun``
-    (:func:`is_launched`), else one process on ``device``. Creates the process group from
-    the environment when none exists (NCCL when ``device`` resolves to CUDA, else gloo)."""
+    """Where a run executes: a :class:`DataParallelContext` when launched by
+    ``torchrun`` (:func:`is_launched`), else one process on ``device``. Creates the
+    process group from the environment when none exists (NCCL when ``device`` resolves
+    to CUDA, else gloo)."""
     want = resolve_device(device)
     if not is_launched():
         return RunContext(want)

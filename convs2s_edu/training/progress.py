@@ -1,4 +1,5 @@
-"""The one progress reporter: a tqdm bar on a terminal, otherwise one line per milestone.
+"""The one progress reporter: a tqdm bar on a terminal, otherwise one line per
+milestone.
 
 Training reports its epochs through it, the lab's experiments their runs.
 """
@@ -12,15 +13,16 @@ __all__ = ["progress_stream", "Progress"]
 
 
 def progress_stream():
-    """Where progress goes: stderr, or the build's log when sphinx-gallery captured stderr
-    (it puts a page's stderr into the page and logs it only with ``-v``: the build's log is
-    where a reader waits for progress)."""
+    """Where progress goes: stderr, or the build's log when sphinx-gallery captured
+    stderr (it puts a page's stderr into the page and logs it only with ``-v``: the
+    build's log is where a reader waits for progress)."""
     captured = type(sys.stderr).__module__.startswith("sphinx_gallery")
     return sys.__stderr__ if captured and sys.__stderr__ else sys.stderr
 
 
 class Progress(contextlib.AbstractContextManager):
-    """Progress on :func:`progress_stream`: a tqdm bar on a terminal, else one line per note.
+    """Progress on :func:`progress_stream`: a tqdm bar on a terminal, else one line per
+    note.
 
     Parameters
     ----------
@@ -39,7 +41,8 @@ class Progress(contextlib.AbstractContextManager):
         self.bar = None
         self.lines = enabled is not False and not self.stream.isatty()
         if enabled is not False and not self.lines:
-            from tqdm import tqdm  # tqdm.std: no notebook widgets (and no ipywidgets warning)
+            # tqdm.std: no notebook widgets (and no ipywidgets warning)
+            from tqdm import tqdm
 
             self.bar = tqdm(total=total, desc=desc, leave=False, dynamic_ncols=True)
 

@@ -1,4 +1,5 @@
-r"""Many independent jobs at once: one process per usable core, or a Dask cluster's workers.
+r"""Many independent jobs at once: one process per usable core, or a Dask cluster's
+workers.
 
 The site trains many models that do not depend on each other (the two main
 models of each recipe, every run of the experiments), and sphinx-gallery runs
@@ -8,29 +9,31 @@ joblib, an existing engine rather than a scheduler of our own:
 
 * on this machine, joblib's loky processes (``joblib.Parallel``'s default backend: a fresh
   Python started by fork+exec, so nothing is forked after OpenMP has started; unlike
-  ``multiprocessing``'s ``spawn``, it never imports ``__main__`` again, so a script, a notebook
-  or a gallery page that calls this is not run again by the workers), at most ``workers`` at a
-  time (by default the usable cores divided by ``threads``, :func:`default_workers`), each
-  with ``threads`` OpenMP and PyTorch threads, each taking the next job when it finishes one
-  (no job pays for importing PyTorch again);
+  ``multiprocessing``'s ``spawn``, it never imports ``__main__`` again, so a script, a
+  notebook or a gallery page that calls this is not run again by the workers), at most
+  ``workers`` at a time (by default the usable cores divided by ``threads``,
+  :func:`default_workers`), each with ``threads`` OpenMP and PyTorch threads, each
+  taking the next job when it finishes one (no job pays for importing PyTorch again);
 * on a cluster, the workers of a Dask scheduler at ``address`` (``dask.distributed`` as
   joblib's backend), one job per worker process at a time: start them with
   ``--nthreads 1`` (``threads_per_worker=1``), as many as the machines have cores; every
-  worker needs this package and a shared training cache (``$CONVS2S_EDU_CACHE`` on a shared
-  file system);
+  worker needs this package and a shared training cache (``$CONVS2S_EDU_CACHE`` on a
+  shared file system);
 * the longest jobs are handed out first (longest processing time first, from a cost estimate
-  the job carries: :func:`train_job` estimates it from the configuration), so that no long
-  job starts last and runs alone;
+  the job carries: :func:`train_job` estimates it from the configuration), so that no
+  long job starts last and runs alone;
 * a training job goes through the cache's lock (:func:`~convs2s_edu.training.cache.train_or_load`),
-  so a job that a build, a notebook or another worker is training already is waited for, not
-  trained twice; a run trained beside others records ``History.shared_clock``;
+  so a job that a build, a notebook or another worker is training already is waited for,
+  not trained twice; a run trained beside others records ``History.shared_clock``;
 * a job that raises is named with its error while the others finish; a worker that dies (a
-  segmentation fault, the out-of-memory killer) or a job past ``timeout`` ends the whole call
-  with an error that says so (what finished is in the cache: a second call goes on from there);
+  segmentation fault, the out-of-memory killer) or a job past ``timeout`` ends the whole
+  call with an error that says so (what finished is in the cache: a second call goes on
+  from there);
 * local workers never outlive their parent: an interrupted :func:`run_jobs` (Ctrl-C) stops
-  them (joblib ends its workers), and a worker whose parent process is gone (``kill -9``, or
-  tox's interrupt followed by its kill half a second later) ends itself within half a second
-  (a worker would otherwise finish its current job, minutes for the site's models, for nobody).
+  them (joblib ends its workers), and a worker whose parent process is gone
+  (``kill -9``, or tox's interrupt followed by its kill half a second later) ends itself
+  within half a second (a worker would otherwise finish its current job, minutes for the
+  site's models, for nobody).
 
 On a GPU host the same scheduler runs several jobs per GPU: pass ``workers``
 (every worker uses the device of its configuration).
@@ -54,7 +57,15 @@ from .calibrate import resolve_path
 from .config import TrainConfig, build_model
 from .progress import Progress
 
-__all__ = ["Job", "JobResult", "default_workers", "train_cost", "train_job", "run_job", "run_jobs"]
+__all__ = [
+    "Job",
+    "JobResult",
+    "default_workers",
+    "train_cost",
+    "train_job",
+    "run_job",
+    "run_jobs",
+]
 
 
 @dataclass
@@ -64,8 +75,9 @@ class Job:
     Attributes
     ----------
     function : str
-        ``"package.module:function"``, imported in the worker (any function of the package, or of a
-        module the worker can import); its arguments and its return value are pickled.
+        ``"package.module:function"``, imported in the worker (any function of the
+        package, or of a module the worker can import); its arguments and its return
+        value are pickled.
     args : tuple
         Positional arguments.
     label : str
@@ -89,11 +101,17 @@ class Job:
 
     def __post_init__(self):
         if not isinstance(self.function, str) or ":" not in self.function:
-            raise ValueError(f"Job.function must be 'module:function', got {self.function!r}")
+            raise ValueError(
+                f"Job.function must be 'module:function', got {self.function!r}"
+            )
         self.label = self.label or self.function
         self.key = self.key or self.label
-        if self.done is not None and (not isinstance(self.done, str) or ":" not in self.done):
-            raise ValueError(f"Job.done must be None or 'module:function', got {self.done!r}")
+        if self.done is not None and (
+            not isinstance(self.done, str) or ":" not in self.done
+        ):
+            raise ValueError(
+                f"Job.done must be None or 'module:function', got {self.done!r}"
+            )
 
 
 @dataclass
@@ -124,8 +142,8 @@ def default_workers(threads: int = 1, cores: int | None = None) -> int:
 
 
 def train_cost(cfg: TrainConfig) -> float:
-    """A relative cost estimate of training ``cfg``: optimiser steps x tokens per step x the
-    weights that multiply every token (not the embeddings)."""
+    """A relative cost estimate of training ``cfg``: optimiser steps x tokens per step x
+    the weights that multiply every token (not the embeddings)."""
     params = build_model(cfg.replace(device="cpu")).named_parameters()
     weights = sum(p.numel() for n, p in params if "embed" not in n and p.dim() > 1)
     return cfg.total_steps * cfg.batch_size * (cfg.min_len + cfg.max_len) / 2 * weights
@@ -143,14 +161,15 @@ def train_entry(cfg: TrainConfig, directory=None) -> str:
 
 
 def cached_entry(cfg: TrainConfig, directory=None) -> str | None:
-    """The ``done`` check of :func:`train_job`: the entry's path when the cache holds the
-    finished run, else ``None``."""
+    """The ``done`` check of :func:`train_job`: the entry's path when the cache holds
+    the finished run, else ``None``."""
     return str(run_dir(cfg, directory)) if is_cached(cfg, directory) else None
 
 
 def train_job(cfg: TrainConfig, directory=None, label: str | None = None) -> Job:
-    """A :class:`~convs2s_edu.training.Job` that trains ``cfg`` into the cache (``directory``,
-    default :func:`~convs2s_edu.training.cache_dir`), keyed by its cache entry."""
+    """A :class:`~convs2s_edu.training.Job` that trains ``cfg`` into the cache
+    (``directory``, default :func:`~convs2s_edu.training.cache_dir`), keyed by its cache
+    entry."""
     entry = run_dir(cfg, directory)
     return Job(
         "convs2s_edu.training.schedule:train_entry",
@@ -168,8 +187,8 @@ def run_job(job: Job):
 
 
 def _exit_with(parent: int, every: float = 0.5) -> None:
-    """A local worker's watchdog thread (see the module's docstring): end the worker as soon
-    as ``parent`` is no longer its parent process."""
+    """A local worker's watchdog thread (see the module's docstring): end the worker as
+    soon as ``parent`` is no longer its parent process."""
     while os.getppid() == parent:
         time.sleep(every)
     os._exit(1)
@@ -180,9 +199,10 @@ _WATCHED = 0
 
 
 def _serve(job: Job, threads: int, parent: int | None) -> tuple:
-    """A job in a worker: ``(key, value, seconds, None)``, or ``(key, None, seconds, error
-    text)`` when it raised. The first job of a local worker starts its watchdog
-    (:func:`_exit_with`); every job sets the worker's PyTorch threads."""
+    """A job in a worker: ``(key, value, seconds, None)``, or
+    ``(key, None, seconds, error text)`` when it raised. The first job of a local worker
+    starts its watchdog (:func:`_exit_with`); every job sets the worker's PyTorch
+    threads."""
     global _SHARED, _WATCHED
     if parent and _WATCHED != parent:
         threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
@@ -209,18 +229,18 @@ def run_jobs(
     timeout: float | None = None,
     address: str | None = None,
 ) -> list[JobResult]:
-    """Run ``jobs`` in at most ``workers`` concurrent processes of ``threads`` threads each,
-    or on the Dask cluster at ``address``.
+    """Run ``jobs`` in at most ``workers`` concurrent processes of ``threads`` threads
+    each, or on the Dask cluster at ``address``.
 
     Parameters
     ----------
     jobs : sequence of Job
         Jobs with the same ``key`` run once.
     workers : int, optional
-        Concurrent local processes (default :func:`default_workers`\\ ``(threads)``). With
-        one worker and no ``address`` the jobs run one after another in this process
-        (nothing to share). With ``address``: at most this many jobs at once (default: one
-        per worker of the cluster).
+        Concurrent local processes (default :func:`default_workers`\\ ``(threads)``).
+        With one worker and no ``address`` the jobs run one after another in this
+        process (nothing to share). With ``address``: at most this many jobs at once
+        (default: one per worker of the cluster).
     threads : int
         PyTorch (OpenMP) threads of every worker.
     progress : bool, optional
@@ -266,7 +286,9 @@ def run_jobs(
 
         todo = []
         for job in order:
-            value = None if job.done is None else pkgutil.resolve_name(job.done)(*job.args)
+            value = (
+                None if job.done is None else pkgutil.resolve_name(job.done)(*job.args)
+            )
             if value is None:
                 todo.append(job)
             else:
@@ -279,7 +301,9 @@ def run_jobs(
         elif todo:
             if address is None:
                 _choose_paths(todo, threads)
-            for key, value, seconds, error in _parallel(todo, workers, threads, timeout, address):
+            for key, value, seconds, error in _parallel(
+                todo, workers, threads, timeout, address
+            ):
                 how = f"{seconds:.1f} s (shared machine)" if error is None else "FAILED"
                 done(JobResult(unique[key], value, seconds, error), how)
     failed = [r for r in results.values() if r.error is not None]
@@ -321,12 +345,18 @@ def _parallel(todo, workers, threads, timeout, address):
             config, parent = dict(backend="dask"), None
         stack.enter_context(joblib.parallel_config(**config))
         n_jobs = workers or -1  # on a cluster, by default one job per worker
-        # one job a batch: the longest first, as handed out (joblib's "auto" batches quick jobs)
+        # one job a batch: the longest first, as handed out (joblib's "auto" batches
+        # quick jobs)
         parallel = joblib.Parallel(
-            n_jobs=n_jobs, return_as="generator_unordered", timeout=timeout, batch_size=1
+            n_jobs=n_jobs,
+            return_as="generator_unordered",
+            timeout=timeout,
+            batch_size=1,
         )
         try:
-            yield from parallel(joblib.delayed(_serve)(job, threads, parent) for job in todo)
+            yield from parallel(
+                joblib.delayed(_serve)(job, threads, parent) for job in todo
+            )
         except Exception as err:  # a worker died (loky names its exit code) or ran late
             raise RuntimeError(
                 f"run_jobs stopped: {type(err).__name__}: {' '.join(str(err).split())} "

@@ -1,4 +1,5 @@
-r"""One training step, and where it runs: this process, or one rank of a data-parallel run.
+r"""One training step, and where it runs: this process, or one rank of a data-parallel
+run.
 
 Every training step of the package is :func:`make_train_step`'s: the training
 loop's, data parallelism's and the lab's timings' (:mod:`convs2s_edu.lab.timing`).
@@ -65,17 +66,28 @@ class RunContext:
         return model
 
     def loader(
-        self, dataset, batch_size: int, generator: torch.Generator, batching: str = "random"
+        self,
+        dataset,
+        batch_size: int,
+        generator: torch.Generator,
+        batching: str = "random",
     ) -> DataLoader:
-        """Shuffled batches of ``dataset``, drawn with ``generator`` (its state is saved in
-        checkpoints, so a resumed run draws the same batches as an uninterrupted one):
-        random batches, or batches of (nearly) equal length with ``batching="bucket"``
-        or ``"pooled"`` (:func:`~convs2s_edu.data.length_batches`)."""
+        """Shuffled batches of ``dataset``, drawn with ``generator`` (its state is saved
+        in checkpoints, so a resumed run draws the same batches as an uninterrupted
+        one): random batches, or batches of (nearly) equal length with
+        ``batching="bucket"`` or ``"pooled"``
+        (:func:`~convs2s_edu.data.length_batches`)."""
         sampler = length_batches(dataset.lengths, batch_size, batching, generator)
         if sampler is not None:
-            return DataLoader(dataset, batch_sampler=sampler, collate_fn=dataset.collate)
+            return DataLoader(
+                dataset, batch_sampler=sampler, collate_fn=dataset.collate
+            )
         return DataLoader(
-            dataset, batch_size, shuffle=True, collate_fn=dataset.collate, generator=generator
+            dataset,
+            batch_size,
+            shuffle=True,
+            collate_fn=dataset.collate,
+            generator=generator,
         )
 
     def start_epoch(self, loader: DataLoader, epoch: int) -> None:
@@ -125,13 +137,14 @@ def make_train_step(
         # N: the real target tokens of the whole batch (summed over the ranks)
         n_tokens = context.all_sum((~batch.tgt_padding_mask).sum().to(torch.float32))
         with autocast(context.device, precision):
-            # the loader's batches were checked when the data set was built: no checks again
+            # the loader's batches were checked when the data set was built: no checks
+            # again
             logits = model(batch.src, batch.tgt_in, check=False)  # (B, T, V)
         # L = (1/N) Σ -log p(y_bt | y_<t, x), this process's part of the sum
         share = sequence_loss(logits.float(), batch.tgt_out, "sum") / n_tokens
         optimizer.zero_grad(set_to_none=True)
-        # DDP averages the gradients over the ranks: times world_size, the average is the
-        # gradient of Σ_r share_r, the loss of the whole batch (training.parallel)
+        # DDP averages the gradients over the ranks: times world_size, the average is
+        # the gradient of Σ_r share_r, the loss of the whole batch (training.parallel)
         (share * context.world_size).backward()
         if clip_norm is not None:
             nn.utils.clip_grad_norm_(model.parameters(), clip_norm)

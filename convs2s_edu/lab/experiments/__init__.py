@@ -1,4 +1,5 @@
-"""The site's experiments: the paper's ablations and the seed article's claims, over seeds.
+"""The site's experiments: the paper's ablations and the seed article's claims, over
+seeds.
 
 Modules, bottom to top::
 

@@ -13,17 +13,18 @@ Kinds of claim
 --------------
 *final quality*
     Scored on every seed's test set (2,000 sources in the full build) at the end of the
-    budget the row names (:attr:`Budget.label <convs2s_edu.lab.experiments.Budget.label>`):
-    a small-scale check of the source's statement, not the statement itself. The paper's
-    claims (which it states in perplexity) by the test loss, the article's and the beam's
-    by the sequence errors, both as ratios, which survive a loss or an error count that
-    can fall to 0.
+    budget the row names
+    (:attr:`Budget.label <convs2s_edu.lab.experiments.Budget.label>`): a small-scale
+    check of the source's statement, not the statement itself. The paper's claims (which
+    it states in perplexity) by the test loss, the article's and the beam's by the
+    sequence errors, both as ratios, which survive a loss or an error count that can
+    fall to 0.
 *learning speed*
     Training steps to 90% held-out exact match. A run that never got there counts at the
     budget, a lower bound: a verdict stands only where the bounds count against it
     (*supported* needs every claimed run, *contradicted* every other run to reach the
-    level), else *not resolved*. The same claim in seconds (steps times the median seconds
-    per step of interleaved windows timed alone,
+    level), else *not resolved*. The same claim in seconds (steps times the median
+    seconds per step of interleaved windows timed alone,
     :func:`~convs2s_edu.lab.experiments.timings.step_seconds`) is the steps times one
     constant per arm: no new evidence, so its rows are shown as derived from the row in
     steps, outside the family (:data:`~convs2s_edu.lab.experiments.DERIVED`).
@@ -36,15 +37,17 @@ Kinds of claim
 
 Differences
 -----------
-Per seed, oriented so that a positive :math:`d` is what the claim says, every final-quality
-difference is a log ratio: for the test loss :math:`d = \ln(L_{other} / L_{claimed})`; for
-the sequence errors :math:`d = \ln\big((e_{other} + \tfrac12) / (e_{claimed} + \tfrac12)\big)`
-(half an error added to each count, so that no errors still gives a ratio), with the
-beam's errors counted among the beam examples, :math:`(1 - \text{exact match}) \times
-n_{beam}`. Steps, seconds and speeds are log ratios too. Every difference is shown as its
-ratio (e.g. "loss ratio 1.62 (90%: 1.31 to 2.00)"). A minimum effect is one ratio per kind
-of measure (``LOSS_RATIO``, ``ERROR_RATIO``, ``TEN_PERCENT``), the smallest
-difference a user would act on here; the source's effects stay in ``Claim.reported``.
+Per seed, oriented so that a positive :math:`d` is what the claim says, every
+final-quality difference is a log ratio: for the test loss
+:math:`d = \ln(L_{other} / L_{claimed})`; for the sequence errors
+:math:`d = \ln\big((e_{other} + \tfrac12) / (e_{claimed} + \tfrac12)\big)` (half an
+error added to each count, so that no errors still gives a ratio), with the beam's
+errors counted among the beam examples,
+:math:`(1 - \text{exact match}) \times n_{beam}`. Steps, seconds and speeds are log
+ratios too. Every difference is shown as its ratio (e.g. "loss ratio 1.62 (90%: 1.31 to
+2.00)"). A minimum effect is one ratio per kind of measure (``LOSS_RATIO``,
+``ERROR_RATIO``, ``TEN_PERCENT``), the smallest difference a user would act on here; the
+source's effects stay in ``Claim.reported``.
 
 Claims against several arms
 ---------------------------
@@ -62,7 +65,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .inference import VERDICTS, PairedTest, min_detectable_effect, paired_test, verdicts
+from .inference import (
+    VERDICTS,
+    PairedTest,
+    min_detectable_effect,
+    paired_test,
+    verdicts,
+)
 from .registry import BEAM_EXAMPLES
 
 __all__ = [
@@ -140,8 +149,8 @@ class Claim:
         The smallest difference that would matter, in the units of the differences (a
         log ratio, see the module's notes), stated before any run.
     expects : str
-        ``"better"`` (the claim is a difference) or ``"equivalent"`` (it says the two arms
-        do about as well: *no practical difference* agrees with it, and so does
+        ``"better"`` (the claim is a difference) or ``"equivalent"`` (it says the two
+        arms do about as well: *no practical difference* agrees with it, and so does
         *supported*, the claimed arm doing better still; one other arm only).
     note : str
         What a reader should know when reading the row (e.g. why the task matters).
@@ -169,9 +178,13 @@ class Claim:
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
         if self.expects not in ("better", "equivalent"):
-            raise ValueError(f"expects must be 'better' or 'equivalent', got {self.expects!r}")
+            raise ValueError(
+                f"expects must be 'better' or 'equivalent', got {self.expects!r}"
+            )
         if self.expects == "equivalent" and len(self.others) != 1:
-            raise ValueError(f"an equivalence claim names one other arm, got {self.others}")
+            raise ValueError(
+                f"an equivalence claim names one other arm, got {self.others}"
+            )
 
 
 _SER, _LOSS = "sequence_errors", "test_loss"
@@ -410,8 +423,8 @@ CLAIMS = (
 
 
 def _base(metric: str) -> str:
-    """The measure behind a metric's name: ``sequence_errors`` for the beam's errors too,
-    without the ``@beam`` of a speed."""
+    """The measure behind a metric's name: ``sequence_errors`` for the beam's errors
+    too, without the ``@beam`` of a speed."""
     base = metric.split("@")[0]
     return _SER if base.startswith(_SER) else base
 
@@ -428,10 +441,10 @@ def _step_hardware(per_step: Mapping, model: str, hardware: str) -> str:
 
 
 def _unreliable_step_timing(claim: Claim, result, steps: Mapping) -> str:
-    """Why the seconds per step a learning-speed claim needs cannot be trusted ("" when they
-    can): the timing windows at that thread count varied too much, or the machine was busy
-    (:func:`~convs2s_edu.lab.timing.speed_verdict`). Steps times an unsteady median would
-    turn a judgement of the models into one of the machine."""
+    """Why the seconds per step a learning-speed claim needs cannot be trusted ("" when
+    they can): the timing windows at that thread count varied too much, or the machine
+    was busy (:func:`~convs2s_edu.lab.timing.speed_verdict`). Steps times an unsteady
+    median would turn a judgement of the models into one of the machine."""
     per_step, reliable = steps["seconds_per_step"], steps["reliable"]
     for arm in (claim.claimed[0], *(o[0] for o in claim.others)):
         model = result.experiment.select([arm])[0].model
@@ -447,8 +460,8 @@ def _unreliable_step_timing(claim: Claim, result, steps: Mapping) -> str:
 
 
 def _why_not_tested(claim: Claim, result, timings: Mapping) -> str:
-    """Why this build cannot judge ``claim`` ("" when it can): an arm it did not train, a
-    timing it lacks, or seconds per step too unsteady to trust."""
+    """Why this build cannot judge ``claim`` ("" when it can): an arm it did not train,
+    a timing it lacks, or seconds per step too unsteady to trust."""
     arms = (claim.claimed[0], *(o[0] for o in claim.others))
     if missing := [a for a in arms if a in result.left_out]:
         return (
@@ -459,7 +472,11 @@ def _why_not_tested(claim: Claim, result, timings: Mapping) -> str:
     needs = "generation" if claim.kind == "generation speed" else needs
     if needs and needs not in timings:
         return f"no {needs} timing"
-    return _unreliable_step_timing(claim, result, timings["steps"]) if needs == "steps" else ""
+    return (
+        _unreliable_step_timing(claim, result, timings["steps"])
+        if needs == "steps"
+        else ""
+    )
 
 
 def claim_values(
@@ -469,7 +486,8 @@ def claim_values(
     whether each is a real measurement (``False``: a run that never reached the level,
     counted as the whole budget).
 
-    ``sequence_errors_beam{k}`` is the count of wrong sequences among the beam's examples,
+    ``sequence_errors_beam{k}`` is the count of wrong sequences among the beam's
+    examples,
     :math:`(1 - \\text{exact match}) \\times n_{beam}`, from ``exact_match_beam{k}``.
     """
     arm, metric = claim_arm
@@ -482,7 +500,8 @@ def claim_values(
             per_step = timings["steps"]["seconds_per_step"]
             model = result.experiment.select([arm])[0].model
             values = [
-                v * per_step[model][_step_hardware(per_step, model, hardware)] for v in values
+                v * per_step[model][_step_hardware(per_step, model, hardware)]
+                for v in values
             ]
         return values, reached
     if metric.startswith("sentences_per_second@"):
@@ -500,8 +519,8 @@ def claim_values(
 
 
 def _shown(result, claim_arm: tuple, values: list) -> str:
-    """``arm mean`` for a row's "measured", with the exact match beside the test loss and the
-    sequence errors."""
+    """``arm mean`` for a row's "measured", with the exact match beside the test loss
+    and the sequence errors."""
     arm, metric = claim_arm
     mean = float(np.mean(values))
     if metric.startswith(_SER + "_beam"):
@@ -532,9 +551,10 @@ def _difference(claimed: list, other: list, metric: str) -> list[float]:
 
 def _resolution(claim: Claim, budget, errors: float) -> float:
     """The smallest step of the claim's per-seed differences (:func:`paired_test`'s
-    ``resolution``): one test example for exact match, one error at the claimed arm's mean
-    count ``errors`` for an error ratio, one evaluation interval (as a log ratio at the end
-    of the budget) for steps or seconds to a level, none for continuous measures."""
+    ``resolution``): one test example for exact match, one error at the claimed arm's
+    mean count ``errors`` for an error ratio, one evaluation interval (as a log ratio at
+    the end of the budget) for steps or seconds to a level, none for continuous
+    measures."""
     base = _base(claim.claimed[1])
     if base.startswith("exact_match"):
         return 1.0 / (_beam_examples(budget) if "beam" in base else budget.n_test)
@@ -588,11 +608,11 @@ def _fmt_interval(metric: str, test: PairedTest) -> str:
 
 
 def _detectable(test: PairedTest, metric: str, n_pairs: int, largest: float) -> str:
-    """The smallest true effect the rule supports four times in five for this pair, with its
-    seeds, on a page of ``n_pairs`` judged pairs (:func:`min_detectable_effect`, at the
-    family's first threshold), in the claim's units; above :data:`DETECTABLE_CAP` (or 100
-    points) not as a number, and said to be beyond any effect seen here when it exceeds
-    ``largest``, the largest mean difference of the page's judged pairs."""
+    """The smallest true effect the rule supports four times in five for this pair, with
+    its seeds, on a page of ``n_pairs`` judged pairs (:func:`min_detectable_effect`, at
+    the family's first threshold), in the claim's units; above :data:`DETECTABLE_CAP`
+    (or 100 points) not as a number, and said to be beyond any effect seen here when it
+    exceeds ``largest``, the largest mean difference of the page's judged pairs."""
     if test.sd == 0.0:
         return "cannot be computed: the seeds gave the same difference, and nothing weighs it"
     k = test.sd * min_detectable_effect(
@@ -630,9 +650,11 @@ def _pair(claim: Claim, result, timings: Mapping, other: tuple, claimed: tuple) 
     }
 
 
-def _derived_reason(claim: Claim, claims: Sequence[Claim], result, timings: Mapping) -> str:
-    """Where a row in seconds comes from: the row in steps of the same arms (numbered as in
-    ``claims``) times each arm's seconds per step."""
+def _derived_reason(
+    claim: Claim, claims: Sequence[Claim], result, timings: Mapping
+) -> str:
+    """Where a row in seconds comes from: the row in steps of the same arms (numbered as
+    in ``claims``) times each arm's seconds per step."""
     arms = (claim.claimed[0], *(o[0] for o in claim.others))
     source = "the steps to 90%"
     for i, c in enumerate(claims, 1):
@@ -652,7 +674,9 @@ def _derived_reason(claim: Claim, claims: Sequence[Claim], result, timings: Mapp
     )
 
 
-def _measure(claim: Claim, results: Mapping, timings: Mapping, claims: Sequence[Claim]) -> dict:
+def _measure(
+    claim: Claim, results: Mapping, timings: Mapping, claims: Sequence[Claim]
+) -> dict:
     """A row before the verdicts: what was measured, every pair's paired test."""
     if claim.experiment not in results:
         raise ValueError(
@@ -673,11 +697,15 @@ def _measure(claim: Claim, results: Mapping, timings: Mapping, claims: Sequence[
     row["reason"] = _why_not_tested(claim, res, timings)
     if row["reason"]:  # unsteady seconds per step: derived, but not shown in seconds
         unsteady = row["reason"].startswith("timing unsteady")
-        row["verdict"] = DERIVED if unsteady and derived else "not tested at this budget"
+        row["verdict"] = (
+            DERIVED if unsteady and derived else "not tested at this budget"
+        )
         return row
     a_values, a_real = claim_values(claim.claimed, res, timings, claim.hardware)
     step = _resolution(claim, res.budget, float(np.mean(a_values)))
-    pairs = [_pair(claim, res, timings, o, (a_values, a_real, step)) for o in claim.others]
+    pairs = [
+        _pair(claim, res, timings, o, (a_values, a_real, step)) for o in claim.others
+    ]
     metric = claim.claimed[1]
     many = len(pairs) > 1
     row.update(
@@ -686,13 +714,16 @@ def _measure(claim: Claim, results: Mapping, timings: Mapping, claims: Sequence[
         measured=f"{_shown(res, claim.claimed, a_values)} vs "
         + ", ".join(p["shown"] for p in pairs),
         difference="; ".join(
-            (f"against {p['against']}: " if many else "") + p["difference"] for p in pairs
+            (f"against {p['against']}: " if many else "") + p["difference"]
+            for p in pairs
         ),
         min_effect=_fmt_diff(metric, claim.min_effect),
         censored=[a_real.count(False), sum(p["censored"][1] for p in pairs)],
     )
     if censored := sum(row["censored"]):  # either side: counted at the budget
-        row["measured"] += f" ({censored} run(s) never reached 90%: counted at the budget)"
+        row["measured"] += (
+            f" ({censored} run(s) never reached 90%: counted at the budget)"
+        )
     if claim.kind == "generation speed":  # this implementation, apart from the verdicts
         machine = timings["generation"].get("machine", "this machine")
         row.update(verdict=NOT_JUDGED, reason=f"this implementation on {machine}")
@@ -704,10 +735,10 @@ def _measure(claim: Claim, results: Mapping, timings: Mapping, claims: Sequence[
 
 
 def _censor(pair: dict, verdict: str) -> None:
-    """A pair's verdict, unless it rests on runs that never reached the level: a censored
-    value is a lower bound and may only work against the verdict, so *supported* needs the
-    claimed arm's runs uncensored, *contradicted* the other's, *no practical difference*
-    both."""
+    """A pair's verdict, unless it rests on runs that never reached the level: a
+    censored value is a lower bound and may only work against the verdict, so
+    *supported* needs the claimed arm's runs uncensored, *contradicted* the other's, *no
+    practical difference* both."""
     n = 0
     if verdict in VERDICTS[:2]:
         n = pair["censored"][VERDICTS.index(verdict)]
@@ -722,8 +753,9 @@ def _censor(pair: dict, verdict: str) -> None:
 
 
 def _decide(row: dict) -> None:
-    """A row's verdict from its pairs' (see the module's notes), and the pair that decided
-    it: the closest call when every pair is supported, else the pair of the verdict."""
+    """A row's verdict from its pairs' (see the module's notes), and the pair that
+    decided it: the closest call when every pair is supported, else the pair of the
+    verdict."""
     pairs = row["pairs"]
     said = [p["verdict"] for p in pairs]
     supported, contradicted, same, unresolved = VERDICTS
@@ -772,8 +804,8 @@ def check_claims(
         Every experiment the claims use.
     timings : mapping, optional
         ``{"steps": step_seconds(...), "generation": generation_speed(...)}``
-        (:mod:`~convs2s_edu.lab.experiments.timings`); claims that need a missing one are
-        "not tested".
+        (:mod:`~convs2s_edu.lab.experiments.timings`); claims that need a missing one
+        are "not tested".
     claims : sequence of Claim
 
     Returns
@@ -806,7 +838,8 @@ def check_claims(
             for p in r["pairs"]:
                 p["detectable"] = _detectable(p["test"], metric, len(family), largest)
             r["detectable"] = "; ".join(
-                (f"against {p['against']}: " if many else "") + p["detectable"] for p in r["pairs"]
+                (f"against {p['against']}: " if many else "") + p["detectable"]
+                for p in r["pairs"]
             )
         r["agrees"] = _agrees(r)
     return rows

@@ -1,4 +1,5 @@
-r"""The verdict rule of the claims: paired differences over seeds, a minimum effect, one family.
+r"""The verdict rule of the claims: paired differences over seeds, a minimum effect, one
+family.
 
 One pair of arms
 ----------------
@@ -96,9 +97,9 @@ reach a power.
 
 Student's t, the normal law and the power's integral are SciPy's (``scipy.special``'s
 ``stdtr``/``stdtrit``, behind ``scipy.stats.t`` without its per-call overhead, which the
-tests' simulations would pay a million times), imported where used: the GPU machine's image
-has no SciPy. SciPy's ``false_discovery_control`` bounds the expected share of false
-conclusions, not the chance of any: hence
+tests' simulations would pay a million times), imported where used: the GPU machine's
+image has no SciPy. SciPy's ``false_discovery_control`` bounds the expected share of
+false conclusions, not the chance of any: hence
 :func:`~convs2s_edu.lab.experiments.shaffer`.
 """
 
@@ -190,8 +191,9 @@ def _two_sided(p_greater, p_less):
 
 
 def _pvalues(d, min_effect, resolution=0.0) -> dict:
-    """The statistics of :func:`paired_test` for differences ``d`` of shape ``(..., n)``,
-    computed along the last axis (vectorised, for the tests' simulations too).
+    """The statistics of :func:`paired_test` for differences ``d`` of shape
+    ``(..., n)``, computed along the last axis (vectorised, for the tests' simulations
+    too).
 
     Returns a dict of arrays of shape ``d.shape[:-1]``: ``mean``, ``sd`` (floored at
     ``resolution``), ``se``, ``p_greater``, ``p_less``, ``p_directional`` and
@@ -256,7 +258,9 @@ def paired_test(
     """
     a, b = [float(x) for x in claimed], [float(x) for x in other]
     if len(a) != len(b):
-        raise ValueError(f"paired values need the same seeds, got {len(a)} and {len(b)} values")
+        raise ValueError(
+            f"paired values need the same seeds, got {len(a)} and {len(b)} values"
+        )
     if len(a) < 2:
         raise ValueError(f"a paired test needs at least 2 seeds, got {len(a)}")
     if any(math.isnan(x) for x in a + b):
@@ -266,7 +270,10 @@ def paired_test(
     if not (isinstance(resolution, (int, float)) and resolution >= 0):
         raise ValueError(f"resolution must be a number >= 0, got {resolution!r}")
     d = np.array(a) - np.array(b)
-    s = {k: float(v) for k, v in _pvalues(d, float(min_effect), float(resolution)).items()}
+    s = {
+        k: float(v)
+        for k, v in _pvalues(d, float(min_effect), float(resolution)).items()
+    }
     return PairedTest(
         len(d),
         tuple(d.tolist()),
@@ -306,7 +313,9 @@ def holm(pvalues: Sequence[float], alpha: float = ALPHA) -> list[bool]:
     return rejected
 
 
-def shaffer(p_directional, p_equivalent, alpha: float = ALPHA) -> tuple[np.ndarray, np.ndarray]:
+def shaffer(
+    p_directional, p_equivalent, alpha: float = ALPHA
+) -> tuple[np.ndarray, np.ndarray]:
     """Shaffer's step-down rule (S1) over pairs of hypotheses with disjoint nulls.
 
     Pair :math:`j` holds two hypotheses, with p-values ``p_directional[..., j]`` and
@@ -340,9 +349,13 @@ def shaffer(p_directional, p_equivalent, alpha: float = ALPHA) -> tuple[np.ndarr
     p_dir = np.asarray(p_directional, dtype=float)
     p_eq = np.asarray(p_equivalent, dtype=float)
     if p_dir.shape != p_eq.shape:
-        raise ValueError(f"one equivalence p-value per pair: {p_dir.shape} vs {p_eq.shape}")
+        raise ValueError(
+            f"one equivalence p-value per pair: {p_dir.shape} vs {p_eq.shape}"
+        )
     if p_dir.ndim == 0 or p_dir.shape[-1] == 0:
-        raise ValueError(f"shaffer needs arrays of shape (..., P), P >= 1, got {p_dir.shape}")
+        raise ValueError(
+            f"shaffer needs arrays of shape (..., P), P >= 1, got {p_dir.shape}"
+        )
     shape, n_pairs = p_dir.shape, p_dir.shape[-1]
     p = np.concatenate([p_dir.reshape(-1, n_pairs), p_eq.reshape(-1, n_pairs)], axis=1)
     rows = np.arange(p.shape[0])
@@ -423,9 +436,9 @@ def rule_power(
     at the family's first threshold :math:`\\alpha / m` (``m`` pairs on the page; a
     lower bound, exact unless some other pair has both its hypotheses rejected first).
 
-    With :math:`\\bar d = \\mu + \\sigma Z/\\sqrt{n}` and :math:`s_d = \\sigma\\sqrt{V/\\nu}`
-    independent (:math:`V \\sim \\chi^2_\\nu`), :math:`\\lambda = \\mu\\sqrt{n}/\\sigma`
-    and :math:`D = \\delta\\sqrt{n}/\\sigma`:
+    With :math:`\\bar d = \\mu + \\sigma Z/\\sqrt{n}` and
+    :math:`s_d = \\sigma\\sqrt{V/\\nu}` independent (:math:`V \\sim \\chi^2_\\nu`),
+    :math:`\\lambda = \\mu\\sqrt{n}/\\sigma` and :math:`D = \\delta\\sqrt{n}/\\sigma`:
 
     *supported* needs the two-sided test at :math:`\\alpha/m`,
     :math:`t \\ge c = t_{\\nu, 1 - \\alpha/(2m)}`, and :math:`\\bar d \\ge \\delta`,
@@ -482,12 +495,17 @@ def rule_power(
         q = float(stdtrit(df, 1.0 - alpha / m))
         v_max = (floor / q) ** 2 * df  # above it the interval cannot fit inside +-delta
 
-        def inside(u: float) -> float:  # P(-D + q s <= lambda + Z <= D - q s), at least 0
-            return max(ndtr(floor - q * s(u) - lam) - ndtr(-floor + q * s(u) - lam), 0.0)
+        # P(-D + q s <= lambda + Z <= D - q s), at least 0
+        def inside(u: float) -> float:
+            return max(
+                ndtr(floor - q * s(u) - lam) - ndtr(-floor + q * s(u) - lam), 0.0
+            )
 
         value, _ = integrate.quad(inside, chdtrc(df, v_max), 1.0)
         return float(value)
-    raise ValueError(f"verdict must be {VERDICTS[0]!r} or {VERDICTS[2]!r}, got {verdict!r}")
+    raise ValueError(
+        f"verdict must be {VERDICTS[0]!r} or {VERDICTS[2]!r}, got {verdict!r}"
+    )
 
 
 def min_detectable_effect(
@@ -497,10 +515,10 @@ def min_detectable_effect(
     alpha: float = ALPHA,
     min_effect_in_sd: float = 0.0,
 ) -> float:
-    """The smallest true effect, in standard deviations of the paired differences, that the
-    rule supports with probability ``power`` with ``n`` seeds among ``m`` judged pairs,
-    given the claim's minimum effect ``min_effect_in_sd`` (:func:`rule_power`; multiply by
-    the differences' standard deviation for the claim's units).
+    """The smallest true effect, in standard deviations of the paired differences, that
+    the rule supports with probability ``power`` with ``n`` seeds among ``m`` judged
+    pairs, given the claim's minimum effect ``min_effect_in_sd`` (:func:`rule_power`;
+    multiply by the differences' standard deviation for the claim's units).
 
     >>> round(min_detectable_effect(5, m=1), 2)
     1.68
@@ -537,9 +555,9 @@ def seeds_for_power(
     power : float
         The probability to reach.
     effect_in_delta_units : float
-        The true effect :math:`\\mu / \\delta`: by default 2, the effect a claim is designed
-        to find, whose power is that of *supported*; 0 asks for the power of *no practical
-        difference* between equal arms.
+        The true effect :math:`\\mu / \\delta`: by default 2, the effect a claim is
+        designed to find, whose power is that of *supported*; 0 asks for the power of
+        *no practical difference* between equal arms.
     alpha : float
         The family's level.
     max_seeds : int
@@ -548,8 +566,8 @@ def seeds_for_power(
     Raises
     ------
     ValueError
-        A standard deviation or ``P`` that is not positive, or ``power`` not reached with
-        ``max_seeds`` seeds.
+        A standard deviation or ``P`` that is not positive, or ``power`` not reached
+        with ``max_seeds`` seeds.
 
     >>> seeds_for_power(0.5, 15)
     5

@@ -1,23 +1,25 @@
-r"""The experiment record: every run the claims need, trained once and kept with the code.
+r"""The experiment record: every run the claims need, trained once and kept with the
+code.
 
 The claims page judges 17 claims on the runs of six experiments, arms × seeds. Training
-them takes most of an hour on two cores, so a docs build does not: ``convs2s-edu experiment
---all`` (``tox -e experiments``) trains them once, on one machine or many, and writes a
-record that is committed beside the code and read by the pages
-(:func:`load_record`, :meth:`Record.result`). Every build checks that the record still
-belongs to the code (:meth:`Record.stale`) and retrains a few of its runs drawn at random
-to compare (:func:`spot_check`).
+them takes most of an hour on two cores, so a docs build does not:
+``convs2s-edu experiment --all`` (``tox -e experiments``) trains them once, on one
+machine or many, and writes a record that is committed beside the code and read by the
+pages (:func:`load_record`, :meth:`Record.result`). Every build checks that the record
+still belongs to the code (:meth:`Record.stale`) and retrains a few of its runs drawn at
+random to compare (:func:`spot_check`).
 
 The format
 ----------
-A folder per budget, ``docs/experiment_record/full`` and ``docs/experiment_record/quick``
-(``$CONVS2S_EDU_RECORD`` names the parent folder), of two text files:
+A folder per budget, ``docs/experiment_record/full`` and
+``docs/experiment_record/quick`` (``$CONVS2S_EDU_RECORD`` names the parent folder), of
+two text files:
 
 ``record.json``
-    ``format`` (1); ``budget`` (the :class:`~convs2s_edu.lab.experiments.Budget` of every
-    run); ``code``: the fingerprint of the code that shapes the numbers and the hash of each
-    of its files (:mod:`convs2s_edu.training.fingerprint`); ``made``: the command, when it
-    started, its wall-clock seconds, the runs and the workers.
+    ``format`` (1); ``budget`` (the :class:`~convs2s_edu.lab.experiments.Budget` of
+    every run); ``code``: the fingerprint of the code that shapes the numbers and the
+    hash of each of its files (:mod:`convs2s_edu.training.fingerprint`); ``made``: the
+    command, when it started, its wall-clock seconds, the runs and the workers.
 ``runs.jsonl``
     One run a line, in the order of the experiments' arms: ``run`` (a hash of the
     configuration but its ``fast``: what the run computes, not the path it took),
@@ -26,8 +28,9 @@ A folder per budget, ``docs/experiment_record/full`` and ``docs/experiment_recor
     :class:`~convs2s_edu.TrainConfig`, ``fast`` as the machine decided it), ``scores``
     (each measure group's numbers, as
     :func:`~convs2s_edu.lab.experiments.runner.measured_run` computes them), ``curve`` (the
-    held-out learning curve: step, exact match, loss) and ``provenance`` (where and how it
-    trained: :func:`~convs2s_edu.training.device.provenance`, with its wall-clock seconds).
+    held-out learning curve: step, exact match, loss) and ``provenance`` (where and how
+    it trained: :func:`~convs2s_edu.training.device.provenance`, with its wall-clock
+    seconds).
 """
 
 from __future__ import annotations
@@ -77,8 +80,9 @@ __all__ = [
     "spot_check",
 ]
 
-#: Environment variable: the folder that holds the record's ``full`` and ``quick`` folders
-#: (``docs/conf.py`` and ``tools/prepare_site.py`` set it to ``docs/experiment_record``).
+#: Environment variable: the folder that holds the record's ``full`` and ``quick``
+#: folders (``docs/conf.py`` and ``tools/prepare_site.py`` set it to
+#: ``docs/experiment_record``).
 RECORD_ENV = "CONVS2S_EDU_RECORD"
 FORMAT = 1
 #: The scores the spot check compares (every run has them).
@@ -86,8 +90,8 @@ SPOT_SCORES = ("test_loss", "exact_match", "sequence_errors")
 
 
 def record_dir(quick: bool | None = None) -> Path | None:
-    """The record's folder of the budget (``$CONVS2S_EDU_RECORD/full`` or ``/quick``), or
-    ``None`` when the variable is not set."""
+    """The record's folder of the budget (``$CONVS2S_EDU_RECORD/full`` or ``/quick``),
+    or ``None`` when the variable is not set."""
     root = os.environ.get(RECORD_ENV)
     quick = is_quick_mode() if quick is None else quick
     return Path(root) / ("quick" if quick else "full") if root else None
@@ -95,15 +99,18 @@ def record_dir(quick: bool | None = None) -> Path | None:
 
 def _run_key(cfg: TrainConfig) -> str:
     # what a run computes, not how: the path it took (fast) is in its provenance
-    blob = json.dumps({k: v for k, v in cfg.to_dict().items() if k != "fast"}, sort_keys=True)
+    blob = json.dumps(
+        {k: v for k, v in cfg.to_dict().items() if k != "fast"}, sort_keys=True
+    )
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
 def distinct_runs(b: Budget, names=None) -> dict[str, dict]:
-    """Every distinct run of the experiments ``names`` (default: every one) at budget ``b``,
-    by its key: ``config``, ``seed``, ``arms`` (the ``[experiment, arm]`` pairs it serves:
-    the same configuration in several experiments is one run), ``measures`` (the union of
-    the measure groups they ask for) and ``label`` (how progress lines name it)."""
+    """Every distinct run of the experiments ``names`` (default: every one) at budget
+    ``b``, by its key: ``config``, ``seed``, ``arms`` (the ``[experiment, arm]`` pairs
+    it serves: the same configuration in several experiments is one run), ``measures``
+    (the union of the measure groups they ask for) and ``label`` (how progress lines
+    name it)."""
     runs: dict[str, dict] = {}
     for name, exp in EXPERIMENTS.items():
         if names is not None and name not in names:
@@ -112,7 +119,13 @@ def distinct_runs(b: Budget, names=None) -> dict[str, dict]:
             label = f"{name}/{arm.name} seed {seed}"
             run = runs.setdefault(
                 _run_key(cfg),
-                {"config": cfg, "seed": seed, "arms": [], "measures": set(), "label": label},
+                {
+                    "config": cfg,
+                    "seed": seed,
+                    "arms": [],
+                    "measures": set(),
+                    "label": label,
+                },
             )
             run["arms"].append([name, arm.name])
             run["measures"].update(exp.measures)
@@ -143,7 +156,8 @@ def make_record(
     command: str = "convs2s-edu experiment --all",
     address: str | None = None,
 ) -> Path:
-    """Train and score every run of every experiment at the budget, and write the record.
+    """Train and score every run of every experiment at the budget, and write the
+    record.
 
     Parameters
     ----------
@@ -162,7 +176,8 @@ def make_record(
         How the record was made, for its header.
     address : str, optional
         A Dask scheduler's address: the runs go to its workers
-        (:func:`~convs2s_edu.training.run_jobs`), which share the training cache ``cache``.
+        (:func:`~convs2s_edu.training.run_jobs`), which share the training cache
+        ``cache``.
 
     Returns
     -------
@@ -179,11 +194,14 @@ def make_record(
         measure_groups_job(r["config"], r["measures"], b.beam_sizes, cache, r["label"])
         for r in runs.values()
     ]
-    code = {"fingerprint": fingerprint(), "files": file_hashes()}  # the code that trains
+    # the code that trains
+    code = {"fingerprint": fingerprint(), "files": file_hashes()}
     started, t0 = datetime.datetime.now(datetime.timezone.utc), time.perf_counter()
     run_jobs(jobs, workers, progress=progress, name="record", address=address)
     if fingerprint() != code["fingerprint"] or file_hashes() != code["files"]:
-        raise RuntimeError("the fingerprinted code changed while the runs trained: record again")
+        raise RuntimeError(
+            "the fingerprinted code changed while the runs trained: record again"
+        )
     wall = time.perf_counter() - t0
     lines = []
     for key, r in runs.items():
@@ -197,8 +215,11 @@ def make_record(
                 f"code in {where}: was it trained by other code (a cluster worker with "
                 "another version)?"
             )
-        curve = [[e["step"], e["exact_match"], e["valid_loss"]] for e in history["evals"]]
-        config = state["config"].to_dict()  # with the path it trained on: a spot check's too
+        curve = [
+            [e["step"], e["exact_match"], e["valid_loss"]] for e in history["evals"]
+        ]
+        # with the path it trained on: a spot check's too
+        config = state["config"].to_dict()
         line = {"run": key, "seed": r["seed"], "arms": r["arms"], "config": config}
         line |= {"scores": groups, "curve": curve, "provenance": history["provenance"]}
         lines.append(json.dumps(_null_nans(line), sort_keys=True, allow_nan=False))
@@ -217,7 +238,9 @@ def make_record(
     }
     directory.mkdir(parents=True, exist_ok=True)
     _write(directory / "runs.jsonl", "\n".join(lines) + "\n")
-    _write(directory / "record.json", json.dumps(header, indent=1, sort_keys=True) + "\n")
+    _write(
+        directory / "record.json", json.dumps(header, indent=1, sort_keys=True) + "\n"
+    )
     return directory
 
 
@@ -242,12 +265,15 @@ class Record:
     @property
     def budget(self) -> Budget:
         return Budget(
-            **{**self.header["budget"], "beam_sizes": tuple(self.header["budget"]["beam_sizes"])}
+            **{
+                **self.header["budget"],
+                "beam_sizes": tuple(self.header["budget"]["beam_sizes"]),
+            }
         )
 
     def stale(self) -> str:
-        """Why the record no longer belongs to this code ("" when it does): the files whose
-        code changed since it was made, or a budget the registry no longer gives."""
+        """Why the record no longer belongs to this code ("" when it does): the files
+        whose code changed since it was made, or a budget the registry no longer gives."""
         problems = []
         if changed := changed_files(self.header["code"]["files"]):
             problems.append(f"code changed since it was made: {', '.join(changed)}")
@@ -270,7 +296,9 @@ class Record:
         made, runs = self.header["made"], self.runs.values()
 
         def each(*keys):
-            seen = {" ".join(str(r["provenance"].get(k, "?")) for k in keys) for r in runs}
+            seen = {
+                " ".join(str(r["provenance"].get(k, "?")) for k in keys) for r in runs
+            }
             return " / ".join(sorted(seen))
 
         line = (
@@ -294,7 +322,8 @@ class Record:
             ) from None
 
     def result(self, name: str) -> ExperimentResult:
-        """Experiment ``name``'s runs, rows and learning curves as the record holds them: what
+        """Experiment ``name``'s runs, rows and learning curves as the record holds
+        them: what
         :func:`~convs2s_edu.lab.experiments.run_experiment` returns, trained nothing."""
         exp, b = EXPERIMENTS[name], self.budget
         runs, curves = [], {}
@@ -302,23 +331,28 @@ class Record:
             run = self.run(cfg)
             groups = [run["scores"][g] for g in group_names(exp.measures, b.beam_sizes)]
             # null: a level never reached (NaN, as run_experiment gives it)
-            scores = {k: math.nan if v is None else v for g in groups for k, v in g.items()}
+            scores = {
+                k: math.nan if v is None else v for g in groups for k, v in g.items()
+            }
             runs.append({"arm": arm.name, "seed": seed, **scores})
             curves[arm.name, seed] = [
-                {"step": s, "exact_match": em, "valid_loss": loss} for s, em, loss in run["curve"]
+                {"step": s, "exact_match": em, "valid_loss": loss}
+                for s, em, loss in run["curve"]
             ]
         return ExperimentResult(exp, b, runs, summarise_runs(runs, exp.arms), curves)
 
 
 def load_record(directory=None, quick: bool | None = None) -> Record | None:
-    """The record in ``directory`` (default :func:`record_dir`), or ``None`` when there is
-    none."""
+    """The record in ``directory`` (default :func:`record_dir`), or ``None`` when there
+    is none."""
     directory = Path(directory) if directory is not None else record_dir(quick)
     if directory is None or not (directory / "record.json").is_file():
         return None
     header = json.loads((directory / "record.json").read_text(encoding="utf-8"))
     if header.get("format") != FORMAT:
-        raise ValueError(f"{directory}: record format {header.get('format')!r}, expected {FORMAT}")
+        raise ValueError(
+            f"{directory}: record format {header.get('format')!r}, expected {FORMAT}"
+        )
     lines = (directory / "runs.jsonl").read_text(encoding="utf-8").splitlines()
     runs = {r["run"]: r for r in map(json.loads, filter(None, lines))}
     return Record(header, runs, directory)
@@ -357,17 +391,17 @@ def spot_check(
     strict: bool = False,
     runs=None,
 ) -> list[dict]:
-    """Retrain ``n`` runs of ``record`` drawn at random and compare their scores with the
-    recorded ones.
+    """Retrain ``n`` runs of ``record`` drawn at random and compare their scores with
+    the recorded ones.
 
-    Each run is trained afresh, in a temporary folder (never a cache that may hold it), with
-    the recorded configuration and scored as the record was. Where the machine, torch, the
-    execution path and the threads are the recorded run's, the scores must be equal (the
-    training is deterministic there). Elsewhere rounding differs from the first step on,
-    and a run may drift as far as another seed would: each score may then differ from the
-    recorded one by 1.2 times the range of the arm's other recorded seeds and the retrained
-    value (the recorded value itself left out, so that a wrong one cannot widen its own
-    tolerance).
+    Each run is trained afresh, in a temporary folder (never a cache that may hold it),
+    with the recorded configuration and scored as the record was. Where the machine,
+    torch, the execution path and the threads are the recorded run's, the scores must be
+    equal (the training is deterministic there). Elsewhere rounding differs from the
+    first step on, and a run may drift as far as another seed would: each score may then
+    differ from the recorded one by 1.2 times the range of the arm's other recorded
+    seeds and the retrained value (the recorded value itself left out, so that a wrong
+    one cannot widen its own tolerance).
 
     Parameters
     ----------
@@ -387,11 +421,15 @@ def spot_check(
     Returns
     -------
     list of dict
-        Per run: ``run``, ``arm``, ``seed``, ``draw``, ``exact`` (same machine), ``scores``:
-        ``{score: (recorded, now, allowed difference)}``, ``ok``.
+        Per run: ``run``, ``arm``, ``seed``, ``draw``, ``exact`` (same machine),
+        ``scores``: ``{score: (recorded, now, allowed difference)}``, ``ok``.
     """
     seed = random.SystemRandom().randrange(2**31) if seed is None else seed
-    drawn = list(runs) if runs is not None else random.Random(seed).sample(sorted(record.runs), n)
+    drawn = (
+        list(runs)
+        if runs is not None
+        else random.Random(seed).sample(sorted(record.runs), n)
+    )
     out = []
     with tempfile.TemporaryDirectory() as tmp:
         for key in drawn:
@@ -404,7 +442,9 @@ def spot_check(
             exact = _same_machine(here, run["provenance"])
             arm = run["arms"][0]
             # the arm's other seeds, as recorded
-            peers = [r for r in record.runs.values() if r["arms"][0] == arm and r is not run]
+            peers = [
+                r for r in record.runs.values() if r["arms"][0] == arm and r is not run
+            ]
             scores = {}
             for s in SPOT_SCORES:
                 values = [r["scores"]["base"][s] for r in peers] + [now[s]]

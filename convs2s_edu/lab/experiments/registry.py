@@ -6,7 +6,8 @@ experiment              arms
 ``encoder_decoder``     ``convs2s``, ``gru``, ``gru+conv``, ``conv+gru`` on sorting (seed
                         article §1-2); ConvS2S and the GRU on copying and reversing
 ``positions``           ConvS2S on reversing with learned positions on both sides, source
-                        only, target only, none; on sorting with and without (paper §5.4)
+                        only, target only, none; on sorting with and without (paper
+                        §5.4)
 ``attention_layers``    attention in every decoder layer, the first only, the last only
                         (paper §5.5)
 ``depth``               the encoder and the decoder made shallower *separately* (paper
@@ -65,9 +66,9 @@ __all__ = [
 
 #: Seeds per arm in the full build: five. A seed fixes the data, the test set and the
 #: initialisation of every arm, so the claims compare arms seed by seed (paired). Five,
-#: not three: with three, three runs that all learnt against three that all failed (a 1 in
-#: 64 event per claim when every run learns with probability 1/2) pass any paired test,
-#: and over the claims table that happens about one time in six
+#: not three: with three, three runs that all learnt against three that all failed (a 1
+#: in 64 event per claim when every run learns with probability 1/2) pass any paired
+#: test, and over the claims table that happens about one time in six
 #: (``tests/test_lab_inference.py`` checks both by simulation).
 FULL_SEEDS = 5
 
@@ -75,20 +76,33 @@ FULL_SEEDS = 5
 #: 100), embeddings and hidden states of 64, 500 held-out examples scored every 50
 #: steps, 2,000 test examples (the claims' loss and sequence errors). The pilot of the
 #: claims issue reached 97% held-out exact match with ConvS2S at this width and budget.
-#: The 17 distinct runs of every experiment's arms x 5 seeds = 85 runs train one per core
-#: before the pages run (``tools/prepare_site.py``).
-FULL_BUDGET = {"steps": 800, "width": 64, "n_valid": 500, "n_test": 2000, "eval_every": 50}
+#: The 17 distinct runs of every experiment's arms x 5 seeds = 85 runs train one per
+#: core before the pages run (``tools/prepare_site.py``).
+FULL_BUDGET = {
+    "steps": 800,
+    "width": 64,
+    "n_valid": 500,
+    "n_test": 2000,
+    "eval_every": 50,
+}
 
 #: Seeds per arm in the quick build: two, the fewest a paired test needs (its verdicts
 #: are all but certain to read "not resolved": the quick site shows how, not what).
 QUICK_SEEDS = 2
 
-#: One run of the quick build: 30 steps at width 32, so that every arm trains in seconds.
-QUICK_BUDGET = {"steps": 30, "width": 32, "n_valid": 100, "n_test": 100, "eval_every": 10}
+#: One run of the quick build: 30 steps at width 32, so that every arm trains in
+#: seconds.
+QUICK_BUDGET = {
+    "steps": 30,
+    "width": 32,
+    "n_valid": 100,
+    "n_test": 100,
+    "eval_every": 10,
+}
 
 #: Beam sizes of the ``beam`` experiment: eight sizes across 1-10 in the full build (the
-#: paper's speed table goes up to 5; 7 and 9 are left out to save decoding time), four of
-#: them in the quick build.
+#: paper's speed table goes up to 5; 7 and 9 are left out to save decoding time), four
+#: of them in the quick build.
 FULL_BEAM_SIZES = (1, 2, 3, 4, 5, 6, 8, 10)
 QUICK_BEAM_SIZES = (1, 2, 5, 10)
 
@@ -99,8 +113,8 @@ GREEDY_EXAMPLES = 500
 #: decodes ten hypotheses per source.
 BEAM_EXAMPLES = 200
 
-#: The longer test lengths of the ``positions`` experiment (trained on 8-20): they need a
-#: position table of at least 41 rows (40 tokens + ``<sos>``); the default has 64.
+#: The longer test lengths of the ``positions`` experiment (trained on 8-20): they need
+#: a position table of at least 41 rows (40 tokens + ``<sos>``); the default has 64.
 LONG_LENGTHS = ((21, 30), (31, 40))
 
 #: Sources decoded together when a test set is decoded (in batches of equal length).
@@ -109,8 +123,8 @@ DECODE_BATCH = 256
 #: Examples per optimiser step of every run (the seed's batch size).
 BATCH_SIZE = 128
 
-#: Steps per round of fresh examples (an "epoch" of the fast recipe): checkpoints and the
-#: per-epoch log come at this rhythm.
+#: Steps per round of fresh examples (an "epoch" of the fast recipe): checkpoints and
+#: the per-epoch log come at this rhythm.
 STEPS_PER_ROUND = 100
 
 
@@ -147,7 +161,8 @@ class Budget:
 
     def _rounds(self) -> tuple[int, int]:
         rounds = -(-self.steps // STEPS_PER_ROUND)
-        return rounds, -(-self.steps // rounds)  # rounds x per_round >= steps, as even as can be
+        # rounds x per_round >= steps, as even as can be
+        return rounds, -(-self.steps // rounds)
 
     @property
     def label(self) -> str:
@@ -172,11 +187,13 @@ class Budget:
             model_options=self.arm_options(arm),
         )
 
-    def config(self, model: str = "convs2s", task: str = "sort", seed: int = 0, **options):
+    def config(
+        self, model: str = "convs2s", task: str = "sort", seed: int = 0, **options
+    ):
         """The :class:`~convs2s_edu.TrainConfig` of one run that a page asks for at this
         budget, outside the experiments: ``model`` on ``task``, ``options`` its
-        ``model_options`` on top of the width. A run equal to an experiment's arm is that
-        arm's run (one cache entry, trained once)."""
+        ``model_options`` on top of the width. A run equal to an experiment's arm is
+        that arm's run (one cache entry, trained once)."""
         return self.train_config(Arm("", "", model, options, task), seed)
 
     def arm_options(self, arm: Arm) -> dict:
@@ -201,8 +218,8 @@ class Budget:
 
 
 def width_options(model: str, width: int) -> dict:
-    """``model_options`` that set every size of ``model`` to ``width`` (the GRU's attention
-    included)."""
+    """``model_options`` that set every size of ``model`` to ``width`` (the GRU's
+    attention included)."""
     options = {"embed_dim": width, "hidden_dim": width}
     if model != "convs2s":
         options["attention_dim"] = width
@@ -248,7 +265,8 @@ def budget(
 
 
 def receptive_field(n_layers: int, kernel_size: int) -> int:
-    r"""Input positions one output of ``n_layers`` stacked convolutions of width ``k`` sees.
+    r"""Input positions one output of ``n_layers`` stacked convolutions of width ``k``
+    sees.
 
     .. math:: r = 1 + L\,(k - 1)
 
@@ -337,9 +355,9 @@ class Experiment:
 
 @cache
 def matched_gru_width(width: int, tolerance: float = 0.10) -> int:
-    """The GRU hidden size (embedding and attention at ``width``) whose parameter count is
-    closest to ConvS2S's at ``width``, within ``tolerance`` of it: the "GRU of the same
-    size" of the generation experiment. ``ValueError`` when no size gets within it."""
+    """The GRU hidden size (embedding and attention at ``width``) whose parameter count
+    is closest to ConvS2S's at ``width``, within ``tolerance`` of it: the "GRU of the
+    same size" of the generation experiment. ``ValueError`` when no size gets within it."""
     target = _n_parameters("convs2s", width_options("convs2s", width))
     best = None
     for hidden in range(8, 8 * width + 1, 4):
@@ -365,7 +383,9 @@ MATCHED = "matched"
 
 
 def _experiments() -> dict:
-    matched = Arm("gru-matched", "GRU, ConvS2S's parameter count", "gru", {"hidden_dim": MATCHED})
+    matched = Arm(
+        "gru-matched", "GRU, ConvS2S's parameter count", "gru", {"hidden_dim": MATCHED}
+    )
     return {
         "encoder_decoder": Experiment(
             "encoder_decoder",
@@ -393,7 +413,9 @@ def _experiments() -> dict:
             "determines the target (reversing) and where it carries no information "
             "(sorting), and which side's positions matter more?",
             (
-                Arm("reverse/both", "reverse: source + target positions", task="reverse"),
+                Arm(
+                    "reverse/both", "reverse: source + target positions", task="reverse"
+                ),
                 Arm(
                     "reverse/source",
                     "reverse: source positions only",
@@ -438,8 +460,18 @@ def _experiments() -> dict:
             "paper found when it varied the encoder and the decoder separately?",
             (
                 Arm("enc4-dec4", "4 encoder + 4 decoder layers", columns=_rf(4, 4)),
-                Arm("enc2-dec4", "2 + 4", options={"n_encoder_layers": 2}, columns=_rf(2, 4)),
-                Arm("enc4-dec2", "4 + 2", options={"n_decoder_layers": 2}, columns=_rf(4, 2)),
+                Arm(
+                    "enc2-dec4",
+                    "2 + 4",
+                    options={"n_encoder_layers": 2},
+                    columns=_rf(2, 4),
+                ),
+                Arm(
+                    "enc4-dec2",
+                    "4 + 2",
+                    options={"n_decoder_layers": 2},
+                    columns=_rf(4, 2),
+                ),
             ),
         ),
         "generation": Experiment(
@@ -458,7 +490,10 @@ def _experiments() -> dict:
             "beam",
             "Beam width",
             "Does a wider beam find better outputs, and what does it cost in decoding time?",
-            (Arm("convs2s", "ConvS2S", "convs2s"), Arm("gru", "GRU + attention", "gru")),
+            (
+                Arm("convs2s", "ConvS2S", "convs2s"),
+                Arm("gru", "GRU + attention", "gru"),
+            ),
             ("beam",),
         ),
     }
@@ -481,5 +516,7 @@ EXPERIMENTS = _experiments()
 def get_experiment(name: str) -> Experiment:
     """The experiment called ``name``; an unknown name raises ``ValueError`` listing them."""
     if name not in EXPERIMENTS:
-        raise ValueError(f"unknown experiment {name!r}; allowed: {', '.join(EXPERIMENTS)}")
+        raise ValueError(
+            f"unknown experiment {name!r}; allowed: {', '.join(EXPERIMENTS)}"
+        )
     return EXPERIMENTS[name]

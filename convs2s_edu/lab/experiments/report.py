@@ -1,5 +1,5 @@
-r"""Experiments as text, HTML and figures: tables of ``mean [min–max]``, conclusions, the
-claims table, bars with a dot per seed, learning curves."""
+r"""Experiments as text, HTML and figures: tables of ``mean [min–max]``, conclusions,
+the claims table, bars with a dot per seed, learning curves."""
 
 from __future__ import annotations
 
@@ -35,28 +35,35 @@ def _cell(row: dict, key: str, fmt: str) -> str:
     return format_spread(row, key, fmt, one_seed="")
 
 
-def format_result(result: ExperimentResult, columns: Sequence[tuple] | None = None) -> str:
+def format_result(
+    result: ExperimentResult, columns: Sequence[tuple] | None = None
+) -> str:
     """The rows as an aligned text table: ``mean [min–max]`` per measured column.
 
-    ``columns`` (default: the arm's task and constant columns, then ``BASE_COLUMNS``) are
-    ``(key, header, format)`` triples. Steps to 90% held-out exact match are over the
-    seeds that got there (the cell says how many when not all did; ``never`` when none).
-    The ``beam`` experiment's columns per beam size are printed by :func:`format_beam`.
+    ``columns`` (default: the arm's task and constant columns, then ``BASE_COLUMNS``)
+    are ``(key, header, format)`` triples. Steps to 90% held-out exact match are over
+    the seeds that got there (the cell says how many when not all did; ``never`` when
+    none). The ``beam`` experiment's columns per beam size are printed by
+    :func:`format_beam`.
     """
     if columns is None:
         columns = [("task", "task", "{}")]
-        columns += [(k, k.replace("_", " "), "{}") for k in result.experiment.arms[0].columns]
+        columns += [
+            (k, k.replace("_", " "), "{}") for k in result.experiment.arms[0].columns
+        ]
         columns += BASE_COLUMNS
     header = ["arm", *(h for _, h, _ in columns)]
-    body = [[row["arm"], *(_cell(row, k, f) for k, _, f in columns)] for row in result.rows]
+    body = [
+        [row["arm"], *(_cell(row, k, f) for k, _, f in columns)] for row in result.rows
+    ]
     widths = [max(len(x) for x in col) for col in zip(header, *body)]
     line = lambda cells: "  ".join(c.rjust(w) for c, w in zip(cells, widths))  # noqa: E731
     return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, body)])
 
 
 def format_beam(result: ExperimentResult) -> str:
-    """The ``beam`` experiment as a long table: one line per (arm, beam size), on the first
-    ``BEAM_EXAMPLES`` test examples."""
+    """The ``beam`` experiment as a long table: one line per (arm, beam size), on the
+    first ``BEAM_EXAMPLES`` test examples."""
     lines = [f"{'arm':>8}  {'beam':>4}  {'exact match':>26}  {'token acc.':>26}"]
     for row in result.rows:
         for k in result.budget.beam_sizes:
@@ -76,8 +83,8 @@ def conclusion(
     higher_is_better: bool = True,
     fmt: str = "{:.1%}",
 ) -> str:
-    """A sentence computed from the rows: the first two arms by mean ``key``, and the paired
-    difference between them over the seeds with its 90% interval.
+    """A sentence computed from the rows: the first two arms by mean ``key``, and the
+    paired difference between them over the seeds with its 90% interval.
 
     The verdicts of the claims (a minimum effect, a correction across claims) are on the
     claims page; this sentence only says where the two leading arms stand and how
@@ -137,8 +144,9 @@ def format_claims(rows: Sequence[dict]) -> str:
 
 
 class ClaimsTable:
-    """The rows of :func:`~convs2s_edu.lab.experiments.check_claims` as a table: HTML in a
-    notebook or a gallery page (``_repr_html_``), plain text otherwise (:func:`format_claims`).
+    """The rows of :func:`~convs2s_edu.lab.experiments.check_claims` as a table: HTML in
+    a notebook or a gallery page (``_repr_html_``), plain text otherwise
+    (:func:`format_claims`).
 
     Parameters
     ----------
@@ -190,7 +198,9 @@ class ClaimsTable:
                 f"<br><small>agrees with the source: {escape(r['agrees'])}</small>",
             ]
             body.append(
-                "<tr>" + "".join(f'<td style="text-align:left">{x}</td>' for x in cells) + "</tr>"
+                "<tr>"
+                + "".join(f'<td style="text-align:left">{x}</td>' for x in cells)
+                + "</tr>"
             )
         table = (
             f'<table class="table claims-table"><thead><tr>{head}</tr></thead>'
@@ -246,8 +256,12 @@ def plot_arms(
     scale = 100.0 if percent else 1.0
     xs = [i + offset for i in range(len(rows))]
     means = [r[key] * scale if math.isfinite(r[key]) else 0.0 for r in rows]
-    lo = [(r[key] - r[f"{key}_min"]) * scale if math.isfinite(r[key]) else 0 for r in rows]
-    hi = [(r[f"{key}_max"] - r[key]) * scale if math.isfinite(r[key]) else 0 for r in rows]
+    lo = [
+        (r[key] - r[f"{key}_min"]) * scale if math.isfinite(r[key]) else 0 for r in rows
+    ]
+    hi = [
+        (r[f"{key}_max"] - r[key]) * scale if math.isfinite(r[key]) else 0 for r in rows
+    ]
     bars = ax.bar(
         xs,
         means,
@@ -268,14 +282,16 @@ def plot_arms(
     return bars
 
 
-def plot_curves(ax, result: ExperimentResult, arms: Sequence[str] | None = None, directory=None):
-    """Held-out exact match against the optimiser step: one line per arm (the mean over its
-    seeds), each seed thin, from the runs' learning curves (the experiment record's, or the
-    training cache's).
+def plot_curves(
+    ax, result: ExperimentResult, arms: Sequence[str] | None = None, directory=None
+):
+    """Held-out exact match against the optimiser step: one line per arm (the mean over
+    its seeds), each seed thin, from the runs' learning curves (the experiment record's,
+    or the training cache's).
 
-    ``arms`` (default: every arm ``result`` holds) must be arms of ``result``: a curve is
-    read from the cache, never trained here (an arm the build left out, or a run missing
-    from the cache, is a ``ValueError``)."""
+    ``arms`` (default: every arm ``result`` holds) must be arms of ``result``: a curve
+    is read from the cache, never trained here (an arm the build left out, or a run
+    missing from the cache, is a ``ValueError``)."""
     from ...training.cache import is_cached, train_or_load
 
     have = [r["arm"] for r in result.rows]
@@ -298,7 +314,9 @@ def plot_curves(ax, result: ExperimentResult, arms: Sequence[str] | None = None,
                         f"the run of arm {arm.name!r} seed {seed} is not in the training "
                         f"cache (run_experiment({result.experiment.name!r}) trains it first)"
                     )
-                evals = train_or_load(cfg, progress=False, directory=directory).history.evals
+                evals = train_or_load(
+                    cfg, progress=False, directory=directory
+                ).history.evals
             curves.append(evals)
             ax.plot(
                 [e["step"] for e in evals],
@@ -309,7 +327,8 @@ def plot_curves(ax, result: ExperimentResult, arms: Sequence[str] | None = None,
             )
         steps = [e["step"] for e in curves[0]]
         mean = [
-            100 * sum(c[j]["exact_match"] for c in curves) / len(curves) for j in range(len(steps))
+            100 * sum(c[j]["exact_match"] for c in curves) / len(curves)
+            for j in range(len(steps))
         ]
         ax.plot(steps, mean, color=f"C{i}", lw=2, label=arm.name)
     ax.set_xlabel("optimiser step")

@@ -87,7 +87,9 @@ def _measure(cfg: TrainConfig, group: str, result) -> dict:
         h = result.history
         # the whole test set in one teacher-forced pass; greedy token accuracy on a part
         tf = teacher_forced_scores(result.model, test, batch_size=DECODE_BATCH)
-        greedy = evaluate(result.model, test.examples[:GREEDY_EXAMPLES], batch_size=DECODE_BATCH)
+        greedy = evaluate(
+            result.model, test.examples[:GREEDY_EXAMPLES], batch_size=DECODE_BATCH
+        )
         return {
             "exact_match": tf["exact_match"],
             "sequence_errors": float(tf["n_examples"] - sum(tf["correct"])),
@@ -144,28 +146,39 @@ def _read(path: Path) -> dict:
 
 #: What the measurements depend on beyond the run (a change measures again).
 _PARAMS = {"beam": BEAM_EXAMPLES, "greedy": GREEDY_EXAMPLES, "long": LONG_LENGTHS}
-_PARAMS = json.loads(json.dumps(_PARAMS))  # as read back from JSON (tuples become lists)
+# as read back from JSON (tuples become lists)
+_PARAMS = json.loads(json.dumps(_PARAMS))
 
 
-def cached_groups(cfg: TrainConfig, measures=(), beam_sizes=(), directory=None) -> dict | None:
-    """The cached measurements of ``cfg``'s run by group (:func:`group_names`), or ``None``
-    when one of the groups asked for is not cached (or was measured by other code)."""
+def cached_groups(
+    cfg: TrainConfig, measures=(), beam_sizes=(), directory=None
+) -> dict | None:
+    """The cached measurements of ``cfg``'s run by group (:func:`group_names`), or
+    ``None`` when one of the groups asked for is not cached (or was measured by other
+    code)."""
     groups = _read(_measure_file(cfg, directory))
     wanted = group_names(measures, beam_sizes)
     return {g: groups[g] for g in wanted} if all(g in groups for g in wanted) else None
 
 
-def cached_measures(cfg: TrainConfig, measures=(), beam_sizes=(), directory=None) -> dict | None:
+def cached_measures(
+    cfg: TrainConfig, measures=(), beam_sizes=(), directory=None
+) -> dict | None:
     """The cached measurements of ``cfg``'s run (every group asked for, in one dict), or
     ``None`` when one of them is not cached."""
     groups = cached_groups(cfg, measures, beam_sizes, directory)
-    return None if groups is None else {k: v for g in groups.values() for k, v in g.items()}
+    return (
+        None
+        if groups is None
+        else {k: v for g in groups.values() for k, v in g.items()}
+    )
 
 
 def measured_run(cfg: TrainConfig, measures=(), beam_sizes=(), directory=None) -> dict:
-    """Train (or load) ``cfg``'s run and measure what is not measured yet; the measurements
-    are kept in one file next to its checkpoint (updated under a lock, written
-    atomically), so that the next call only reads them, whichever experiment asks."""
+    """Train (or load) ``cfg``'s run and measure what is not measured yet; the
+    measurements are kept in one file next to its checkpoint (updated under a lock,
+    written atomically), so that the next call only reads them, whichever experiment
+    asks."""
     cached = cached_measures(cfg, measures, beam_sizes, directory)
     if cached is not None:
         return cached
@@ -177,27 +190,33 @@ def measured_run(cfg: TrainConfig, measures=(), beam_sizes=(), directory=None) -
             if group not in groups:
                 groups[group] = _measure(cfg, group, result)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"code": fingerprint(), "params": _PARAMS, "groups": groups}))
+        tmp.write_text(
+            json.dumps({"code": fingerprint(), "params": _PARAMS, "groups": groups})
+        )
         tmp.replace(path)
     return cached_measures(cfg, measures, beam_sizes, directory)
 
 
 def measure_lock(where: Path):
-    """An exclusive lock on a run's measurements: a ``filelock.FileLock`` on a file of its own
-    (the training holds the cache entry's)."""
+    """An exclusive lock on a run's measurements: a ``filelock.FileLock`` on a file of
+    its own (the training holds the cache entry's)."""
     from filelock import FileLock  # imported here, as in training.cache (the GPU image)
 
     return FileLock(Path(where) / ".measures.lock")
 
 
-def measure_job(cfg: TrainConfig, exp: Experiment, b: Budget, directory=None, label="") -> Job:
+def measure_job(
+    cfg: TrainConfig, exp: Experiment, b: Budget, directory=None, label=""
+) -> Job:
     """The scheduler's job of one run: :func:`measured_run` (skipped when cached)."""
-    return measure_groups_job(cfg, tuple(exp.measures), tuple(b.beam_sizes), directory, label)
+    return measure_groups_job(
+        cfg, tuple(exp.measures), tuple(b.beam_sizes), directory, label
+    )
 
 
 def measure_groups_job(cfg, measures, beam_sizes, directory=None, label="") -> Job:
-    """:func:`measure_job` for explicit ``measures`` (e.g. the union of every experiment's
-    measures of one run)."""
+    """:func:`measure_job` for explicit ``measures`` (e.g. the union of every
+    experiment's measures of one run)."""
     args = (cfg, tuple(sorted(measures)), tuple(beam_sizes), directory)
     return Job(
         "convs2s_edu.lab.experiments.runner:measured_run",
@@ -220,7 +239,8 @@ class ExperimentResult:
     runs : list of dict
         One record per (arm, seed).
     rows : list of dict
-        One row per arm (:func:`~convs2s_edu.lab.experiments.statistics.summarise_runs`).
+        One row per arm
+        (:func:`~convs2s_edu.lab.experiments.statistics.summarise_runs`).
     curves : dict, optional
         ``{(arm, seed): learning curve}`` when the runs come from the experiment record
         (:mod:`~convs2s_edu.lab.experiments.record`); ``None``: the curves are in the
@@ -273,7 +293,9 @@ def experiment_configs(name: str, b: Budget, arms=None, task=None) -> list[tuple
     return out
 
 
-def experiment_jobs(name: str, b: Budget, arms=None, directory=None, task=None) -> list[Job]:
+def experiment_jobs(
+    name: str, b: Budget, arms=None, directory=None, task=None
+) -> list[Job]:
     """The scheduler's jobs of experiment ``name``: every chosen arm x seed, trained and
     measured (:func:`measured_run`)."""
     exp = get_experiment(name)
@@ -315,7 +337,8 @@ def run_experiment(
     directory : str or Path, optional
         The training cache (default :func:`~convs2s_edu.training.cache_dir`).
     workers : int, optional
-        Concurrent runs (default: one per usable core, :func:`~convs2s_edu.training.run_jobs`).
+        Concurrent runs (default: one per usable core,
+        :func:`~convs2s_edu.training.run_jobs`).
     custom_budget : Budget, optional
         Use this budget instead of :func:`budget`'s (``seeds``, ``steps``, ``quick`` are
         then ignored); for tests and explorations.
@@ -329,7 +352,10 @@ def run_experiment(
     if task is not None:  # the rows say the task the runs were trained on
         chosen = [replace(arm, task=task) for arm in chosen]
     jobs = experiment_jobs(name, b, arms, directory, task)
-    done = {r.job.key: r.value for r in run_jobs(jobs, workers, progress=progress, name=name)}
+    done = {
+        r.job.key: r.value
+        for r in run_jobs(jobs, workers, progress=progress, name=name)
+    }
     runs, keys = [], iter(job.key for job in jobs)
     for arm in chosen:
         for seed in range(b.seeds):

@@ -46,7 +46,9 @@ def summarise_runs(runs: Sequence[dict], arms: Sequence[Arm]) -> list[dict]:
     """
     rows = []
     for arm in arms:
-        mine = sorted((r for r in runs if r["arm"] == arm.name), key=lambda r: r["seed"])
+        mine = sorted(
+            (r for r in runs if r["arm"] == arm.name), key=lambda r: r["seed"]
+        )
         if not mine:
             raise ValueError(f"no runs of arm {arm.name!r}")
         row = {
@@ -75,7 +77,9 @@ def summarise_runs(runs: Sequence[dict], arms: Sequence[Arm]) -> list[dict]:
     return rows
 
 
-def format_spread(row: dict, key: str, fmt: str = "{:.1%}", *, one_seed: str = " (1 seed)") -> str:
+def format_spread(
+    row: dict, key: str, fmt: str = "{:.1%}", *, one_seed: str = " (1 seed)"
+) -> str:
     """``mean [min–max]`` of a column of a :func:`summarise_runs` row; the mean alone
     (followed by ``one_seed``) for a single seed, and for a constant column; ``never``
     when no seed has a value (a level no run reached), and the seeds that have one when

@@ -44,15 +44,20 @@ from .registry import GREEDY_EXAMPLES, Budget, budget, get_experiment
 
 __all__ = ["timing_key", "generation_speed", "step_seconds"]
 
-#: Rounds of interleaved windows per beam size and seed (generation) and per thread count
-#: (steps).
+#: Rounds of interleaved windows per beam size and seed (generation) and per thread
+#: count (steps).
 ROUNDS = {"generation": 3, "steps": 6}
 
 
 def timing_key(kind: str, b: Budget, **extra) -> str:
     """The key of a stored timing: what it measured and where."""
     machine = asdict(machine_info(resolve_device("auto")))  # its loads not yet read
-    what = {"kind": kind, "budget": asdict(b), "version": __version__, "machine": machine}
+    what = {
+        "kind": kind,
+        "budget": asdict(b),
+        "version": __version__,
+        "machine": machine,
+    }
     blob = json.dumps(what | extra, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -73,7 +78,8 @@ def _stored(kind: str, b: Budget, directory, measure, **extra) -> dict:
 def generation_speed(
     b: Budget | None = None, beam_sizes=(1, 5), directory=None, batch_size: int = 128
 ) -> dict:
-    """Sentences per second of the ``generation`` experiment's models, per seed and beam size.
+    """Sentences per second of the ``generation`` experiment's models, per seed and beam
+    size.
 
     Returns
     -------
@@ -112,17 +118,19 @@ def generation_speed(
 
 
 def step_seconds(b: Budget | None = None, directory=None) -> dict:
-    """Median seconds per training step of the experiments' ConvS2S and GRU at every thread
-    count (:func:`~convs2s_edu.lab.timing.measure_threads` on seed 0's configuration).
+    """Median seconds per training step of the experiments' ConvS2S and GRU at every
+    thread count (:func:`~convs2s_edu.lab.timing.measure_threads` on seed 0's
+    configuration).
 
     Returns
     -------
     dict
-        ``{"seconds_per_step": {"convs2s": {"1 thread": s, ...}, "gru": {...}},
-        "reliable": {"1 thread": bool, ...}, "verdict": str, "ok": bool, "machine": str}``:
-        ``reliable`` says, per thread count, whether its windows can be trusted
-        (:func:`~convs2s_edu.lab.timing.speed_verdict`'s ``ok``); a learning-speed claim at a
-        thread count whose windows cannot is not judged.
+        ``{"seconds_per_step": {"convs2s": {"1 thread": s, ...},
+        "gru": {...}}, "reliable": {"1 thread": bool, ...},
+        "verdict": str, "ok": bool, "machine": str}``: ``reliable`` says, per thread
+        count, whether its windows can be trusted
+        (:func:`~convs2s_edu.lab.timing.speed_verdict`'s ``ok``); a learning-speed claim
+        at a thread count whose windows cannot is not judged.
     """
     b = b if b is not None else budget()
     arms = {a.name: a for a in get_experiment("encoder_decoder").arms}
@@ -130,7 +138,10 @@ def step_seconds(b: Budget | None = None, directory=None) -> dict:
     def measure() -> dict:
         configs = {n: b.train_config(arms[n], 0) for n in ("convs2s", "gru")}
         scaling = measure_threads(
-            configs["convs2s"], n_rounds=ROUNDS["steps"], steps_per_window=4, configs=configs
+            configs["convs2s"],
+            n_rounds=ROUNDS["steps"],
+            steps_per_window=4,
+            configs=configs,
         )
         v = speed_verdict(scaling)
         return {
