@@ -364,7 +364,7 @@ class Schematic:
         Parameters
         ----------
         path : str or Path
-            ``.svg``: :attr:`svg` with its XML declaration; ``.html`` (or ``.htm``): a
+            ``.svg``: the attribute ``svg`` with its XML declaration; ``.html`` (or ``.htm``): a
             page around it; any other suffix (``.png``, ``.pdf``): matplotlib's
             ``savefig``.
 
