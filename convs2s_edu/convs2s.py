@@ -96,22 +96,12 @@ class ConvS2SConfig:
     scale_context : bool
         Multiply the attention context :math:`c^l_i` by :math:`m\\sqrt{1/m}`,
         :math:`m` the number of real source tokens (§3.4). Paper: on. Seed: off.
-    source_positions, target_positions : bool
-        Add the learned position embeddings :math:`p_j` to the source (encoder) or the
-        target (decoder) token embeddings (§3.1). Paper and seed: both on. Turning one
-        off removes that side's position table (no parameters): the paper's ablation of
-        §5.4. Only the default (both on) matches the paper's model.
-    attention_layers : tuple of int or None
-        The decoder layers (numbered ``1..n_decoder_layers``, bottom to top) that have a
-        :class:`MultiStepAttention`; ``None`` (default) means every layer, as in the paper.
-        A layer without attention passes its ConvBlock's output on unchanged. The
-        paper's ablation of §5.5; the attention output then has
-        ``len(attention_layers)`` layers, and ``scale_encoder_grad`` divides by that
-        number.
-    attention_values : {"z+e", "z", "e"}
-        The values the attention sums: the paper's :math:`z^u_j + e_j` (§3.3), or
-        :math:`z^u_j` or :math:`e_j` alone (keys stay :math:`z^u_j`): an ablation the
-        paper does not run.
+
+    Notes
+    -----
+    The paper's model, nothing else: its ablations (no position embeddings, §5.4;
+    attention in fewer decoder layers, §5.5) and the attention-values ablation are
+    subclasses in :mod:`convs2s_edu.ablations`.
     """
 
     vocab_size: int = 50
@@ -125,44 +115,10 @@ class ConvS2SConfig:
     weight_norm: bool = False  # paper: True
     scale_encoder_grad: bool = False  # paper: True
     scale_context: bool = False  # paper: True
-    source_positions: bool = True  # ablation switch (§5.4); paper: True
-    target_positions: bool = True  # ablation switch (§5.4); paper: True
-    attention_layers: tuple | None = None  # ablation switch (§5.5); None = every layer
-    attention_values: str = "z+e"  # ablation switch (§3.3); paper: "z+e"
 
     def __post_init__(self):
         check_int_fields_positive(self)
         check_probability("dropout", self.dropout)
-        for name in ("source_positions", "target_positions"):
-            if not isinstance(getattr(self, name), bool):
-                raise TypeError(
-                    f"{name} must be True or False, got {getattr(self, name)!r}"
-                )
-        if self.attention_layers is not None:
-            layers = self.attention_layers
-            allowed = f"distinct layer numbers in 1..{self.n_decoder_layers}"
-            if isinstance(layers, (str, bytes)) or not hasattr(layers, "__iter__"):
-                raise TypeError(
-                    f"attention_layers must be None or a sequence of {allowed}, got {layers!r}"
-                )
-            layers, top = tuple(layers), self.n_decoder_layers
-            is_layer = lambda n: (
-                isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= top
-            )
-            if (
-                not layers
-                or len(set(layers)) != len(layers)
-                or not all(map(is_layer, layers))
-            ):
-                raise ValueError(
-                    f"attention_layers must hold at least one of {allowed}, "
-                    f"got {self.attention_layers!r}"
-                )
-            self.attention_layers = tuple(sorted(layers))
-        if self.attention_values not in ("z+e", "z", "e"):
-            raise ValueError(
-                f'attention_values must be "z+e", "z" or "e", got {self.attention_values!r}'
-            )
         if self.kernel_size % 2 == 0:
             raise ValueError(
                 f"kernel_size must be odd (1, 3, 5, ...) so the encoder can pad (k-1)/2 "
@@ -181,13 +137,6 @@ class ConvS2SConfig:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-    @property
-    def attending_layers(self) -> tuple:
-        """The 0-based indices of the decoder layers that attend (all of them by default)."""
-        if self.attention_layers is None:
-            return tuple(range(self.n_decoder_layers))
-        return tuple(n - 1 for n in self.attention_layers)
 
 
 # ---- Helpers: the paper's initialisation (§3.5) and gradient scaling (§3.4) ----
@@ -280,9 +229,6 @@ class TokenPositionEmbedding(nn.Module):
         embeddings it means the paper's initialisation only, both tables from
         :math:`\mathcal{N}(0, 0.1)` (§3.5) instead of PyTorch's
         :math:`\mathcal{N}(0, 1)`; embeddings are not weight-normalised.
-    positions : bool
-        ``False``: no position table, :math:`e_j = w_j` (the ablation of §5.4);
-        ``max_positions`` still bounds the input length.
 
     Returns
     -------
@@ -314,17 +260,14 @@ class TokenPositionEmbedding(nn.Module):
         *,
         dropout: float = 0.0,
         weight_norm: bool = False,
-        positions: bool = True,
     ):
         super().__init__()
         self.max_positions = max_positions
         self.token = nn.Embedding(n_ids, embed_dim, padding_idx=PAD)  # w
-        # p; None without positions (the ablation of §5.4)
-        self.position = nn.Embedding(max_positions, embed_dim) if positions else None
+        self.position = nn.Embedding(max_positions, embed_dim)  # p
         if weight_norm:  # the paper's init: N(0, 0.1)
             nn.init.normal_(self.token.weight, 0.0, 0.1)
-            if self.position is not None:
-                nn.init.normal_(self.position.weight, 0.0, 0.1)
+            nn.init.normal_(self.position.weight, 0.0, 0.1)
             with torch.no_grad():
                 self.token.weight[PAD].zero_()
         self.dropout = nn.Dropout(dropout)
@@ -338,9 +281,6 @@ class TokenPositionEmbedding(nn.Module):
                 f"(0..{self.max_positions - 1}); "
                 f"sequences may hold at most max_positions={self.max_positions} tokens"
             )
-        if self.position is None:
-            # e_j = w_j (no position embedding: the ablation of §5.4)
-            return self.dropout(self.token(x))  # (B, T, f)
         positions = torch.arange(start, start + T, device=x.device)  # (T,)
         # e_j = w_j + p_j
         e = self.token(x) + self.position(positions)  # (B, T, f)
@@ -489,7 +429,6 @@ def _conv_stack(cfg: ConvS2SConfig, *, causal: bool):
         cfg.max_positions,
         dropout=cfg.dropout,
         weight_norm=cfg.weight_norm,
-        positions=cfg.target_positions if causal else cfg.source_positions,
     )
     # f -> d, dropout on the embeddings in front of it: N(0, sqrt(p/n)) under the
     # paper's init
@@ -565,7 +504,7 @@ class ConvMemory(NamedTuple):
         :math:`z^u_j`, the top encoder layer projected to the embedding size
         (attention keys).
     z_plus_e : Tensor, shape (B, S, f)
-        :math:`z^u_j + e_j`, the attention values (``attention_values``: or one alone).
+        :math:`z^u_j + e_j`, the attention values.
     padding_mask : Tensor, shape (B, S)
         True at source padding.
     """
@@ -706,7 +645,7 @@ class ConvDecoder(Decoder):
     -------
     logits : Tensor, shape (B, T, vocab_size + 3)
     attention : Tensor, shape (B, L, T, S)
-        :math:`L` = ``n_decoder_layers`` (or ``len(attention_layers)`` in the ablation).
+        :math:`L` = ``n_decoder_layers``.
 
     Notes
     -----
@@ -751,19 +690,17 @@ class ConvDecoder(Decoder):
         self.in_dim = cfg.embed_dim  # z^u_j has the embedding size f
         f, d = cfg.embed_dim, cfg.hidden_dim  # the paper's f and d
         self.embed, self.in_proj, self.blocks = _conv_stack(cfg, causal=True)
-        # one attention per attending layer (every layer by default, §3.3): attention[i]
-        # and W_c[i] belong to the 0-based decoder layer l with self._slot[l] == i
-        self._slot = {l: i for i, l in enumerate(cfg.attending_layers)}
+        # one attention per layer (§3.3), and W_c, f -> d, to add its context to h;
+        # c is not dropped out before W_c: N(0, sqrt(1/n)) under the paper's init
         self.attention = nn.ModuleList(
             MultiStepAttention(
                 d, f, scale_context=cfg.scale_context, weight_norm=cfg.weight_norm
             )
-            for _ in self._slot
+            for _ in self.blocks
         )
-        # c is not dropped out before W_c: N(0, sqrt(1/n)) under the paper's init
         self.W_c = nn.ModuleList(
-            _linear(f, d, dropout=0.0, weight_norm=cfg.weight_norm) for _ in self._slot
-        )  # f -> d
+            _linear(f, d, dropout=0.0, weight_norm=cfg.weight_norm) for _ in self.blocks
+        )
         self.dropout = nn.Dropout(cfg.dropout)
         # d -> V, dropout in front of the output layer: N(0, sqrt(p/n)) under the
         # paper's init
@@ -771,26 +708,23 @@ class ConvDecoder(Decoder):
         self.W_o = _linear(d, V, dropout=cfg.dropout, weight_norm=cfg.weight_norm)
 
     def memory(self, enc: EncoderOut) -> ConvMemory:
-        """Keys :math:`z^u_j` and values :math:`z^u_j + e_j` from an :class:`EncoderOut`."""
+        """Keys :math:`z^u_j` and values :math:`z^u_j + e_j` from an
+        :class:`EncoderOut`."""
         z = enc.states  # (B, S, f)
         if self.cfg.scale_encoder_grad:
-            # every one of the L decoder attentions sends gradient into z: scale by 1/L
-            # (§3.4)
+            # every one of the L decoder attentions sends gradient into z: scale by
+            # 1/L (§3.4)
             z = scale_gradient(z, 1.0 / len(self.attention))
-        e = enc.embedded  # (B, S, f)
-        # values z_j + e_j (§3.3); z_j or e_j alone: the ablation of attention_values
-        values = {"z+e": z + e, "z": z, "e": e}[self.cfg.attention_values]
-        return ConvMemory(z=z, z_plus_e=values, padding_mask=enc.padding_mask)
+        # values z_j + e_j (§3.3)
+        return ConvMemory(z=z, z_plus_e=z + enc.embedded, padding_mask=enc.padding_mask)
 
-    def _layer(self, l: int, h: torch.Tensor, g: torch.Tensor, memory: ConvMemory):
-        """Attention of layer ``l`` (0-based) added to ``h``; ``(h, None)`` for a layer
-        without attention (``attention_layers``)."""
-        if l not in self._slot:
-            return h, None
-        i = self._slot[l]
-        c, a = self.attention[i](h, g, memory)  # (B, T, f), (B, T, S)
+    def attend(self, l: int, h: torch.Tensor, g: torch.Tensor, memory: ConvMemory):
+        """Layer ``l``'s (0-based) attention, eqs. 1-2, its context added to ``h``:
+        the new ``h`` ``(B, T, d)`` and :math:`a^l_{ij}` ``(B, T, S)``. (A variant of
+        :mod:`convs2s_edu.ablations` returns ``None`` for a layer without attention.)"""
+        c, a = self.attention[l](h, g, memory)  # (B, T, f), (B, T, S)
         # h_i <- sqrt(0.5) (h_i + W_c c_i)
-        return (h + self.W_c[i](c)) * SQRT_HALF, a
+        return (h + self.W_c[l](c)) * SQRT_HALF, a
 
     def forward(self, tgt_in: torch.Tensor, enc: EncoderOut):
         memory = self.memory(enc)
@@ -799,11 +733,11 @@ class ConvDecoder(Decoder):
         attention = []
         for l, block in enumerate(self.blocks):
             h = block(x)  # (B, T, d), causal
-            x, a = self._layer(l, h, g, memory)
-            if a is not None:
-                attention.append(a)
+            x, a = self.attend(l, h, g, memory)
+            attention.append(a)
         # p(y) = softmax(W_o h^L + b_o)
         logits = self.W_o(self.dropout(x))  # (B, T, V)
+        attention = [a for a in attention if a is not None]  # (see attend)
         return logits, torch.stack(attention, dim=1)  # (B, L, T, S)
 
     def start(self, enc: EncoderOut) -> DecoderCache:
@@ -840,11 +774,11 @@ class ConvDecoder(Decoder):
             windows.append(
                 torch.cat([window[:, 1:], x], dim=1) if window.shape[1] else window
             )
-            x, a = self._layer(l, h, g, state.memory)
-            if a is not None:
-                attention.append(a)
+            x, a = self.attend(l, h, g, state.memory)
+            attention.append(a)
         logits = self.W_o(self.dropout(x))[:, 0]  # (B, V)
         new_state = DecoderCache(state.memory, tuple(windows), state.position + 1)
+        attention = [a for a in attention if a is not None]  # (see attend)
         return logits, torch.cat(attention, dim=1), new_state  # (B, V), (B, L, S)
 
     def reorder(self, state: DecoderCache, index: torch.Tensor) -> DecoderCache:
@@ -904,6 +838,12 @@ class ConvS2S(EncoderDecoder):
 
     def __init__(self, cfg: ConvS2SConfig | None = None):
         cfg = cfg if cfg is not None else ConvS2SConfig()
+        unread = sorted(set(asdict(cfg)) - set(asdict(ConvS2SConfig())))
+        if unread:  # a subclass's config, e.g. convs2s_edu.ablations.AblationConfig
+            raise TypeError(
+                f"ConvS2S builds the paper's model and would ignore the fields {unread} "
+                f"of {type(cfg).__name__}: build it with its own model class"
+            )
         super().__init__(
             ConvEncoder(cfg),
             ConvDecoder(cfg),

@@ -25,6 +25,7 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .ablations import ABLATION_FIELDS, AblatedConvS2S, AblationConfig
 from .convs2s import ConvS2S, ConvS2SConfig
 from .hybrid import HYBRID_NAMES, HybridConfig, HybridSeq2Seq
 from .rnn import RNNSeq2Seq, RNNSeq2SeqConfig
@@ -134,7 +135,11 @@ def model_entry(name: str) -> ModelEntry:
 
 
 def _convs2s(paper: bool, **options) -> ConvS2S:
-    return ConvS2S((ConvS2SConfig.paper if paper else ConvS2SConfig)(**options))
+    # an ablation's option makes it the ablated model (convs2s_edu.ablations)
+    ablated = set(options) & set(ABLATION_FIELDS)
+    config = AblationConfig if ablated else ConvS2SConfig
+    config = config.paper if paper else config
+    return (AblatedConvS2S if ablated else ConvS2S)(config(**options))
 
 
 def _gru(paper: bool, **options) -> RNNSeq2Seq:

@@ -148,7 +148,7 @@ assert torch.isfinite(share_e).all()
 # can learn without. The build trains ConvS2S at the Experiments section's
 # budget (seed 0) three times: values :math:`z^u_j + e_j` as in the paper (that
 # section's reference arm), :math:`z^u_j` alone and :math:`e_j` alone
-# (``ConvS2SConfig.attention_values``; the keys stay :math:`z^u_j`). The cell
+# (``AblationConfig.attention_values``; the keys stay :math:`z^u_j`). The cell
 # plots their held-out learning curves, the loss (left) and exact match
 # (right), and prints where each ends. One seed each: a hint of what each part
 # of the values is worth, not a verdict.

@@ -21,6 +21,7 @@ from convs2s_edu import (
     RNNSeq2SeqConfig,
     eos_index,
 )
+from convs2s_edu.ablations import ABLATION_FIELDS, AblatedConvS2S, AblationConfig
 from convs2s_edu.training import TrainConfig
 
 VOCAB = 10
@@ -44,7 +45,7 @@ MODEL_SIZES = {
 }
 
 _FIELDS = {
-    "convs2s": {f.name for f in fields(ConvS2SConfig)},
+    "convs2s": {f.name for f in fields(AblationConfig)},
     "gru": {f.name for f in fields(RNNSeq2SeqConfig)},
 }
 
@@ -61,6 +62,8 @@ def tiny_model_config(kind: str, **overrides):
         raise TypeError(f"no model config has the field(s) {unknown}")
     if kind in _FIELDS:
         config = ConvS2SConfig if kind == "convs2s" else RNNSeq2SeqConfig
+        if kind == "convs2s" and set(overrides) & set(ABLATION_FIELDS):
+            config = AblationConfig  # the paper's ablations (convs2s_edu.ablations)
         return config(**{k: v for k, v in options.items() if k in _FIELDS[kind]})
     return HybridConfig.from_options(kind, **options)
 
@@ -73,7 +76,7 @@ def tiny_model(kind: str, seed: int | None = 0, eos_bias: float = 0.0, **overrid
         torch.manual_seed(seed)
     cfg = tiny_model_config(kind, **overrides)
     if kind == "convs2s":
-        model = ConvS2S(cfg)
+        model = (AblatedConvS2S if isinstance(cfg, AblationConfig) else ConvS2S)(cfg)
     elif kind == "gru":
         model = RNNSeq2Seq(cfg)
     else:

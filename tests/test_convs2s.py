@@ -31,6 +31,7 @@ from convs2s_edu import (
     scale_gradient,
     sos_index,
 )
+from convs2s_edu.ablations import AblatedConvS2S, AblationConfig, NoPositions
 from convs2s_edu.convs2s import ConvMemory
 
 pytestmark = pytest.mark.usefixtures("single_thread")
@@ -409,7 +410,7 @@ def test_receptive_field_is_one_plus_l_times_k_minus_one(causal, kernel_size, n_
 
 def test_attention_layer_errors_say_what_is_allowed():
     with pytest.raises(ValueError, match=r"distinct layer numbers in 1\.\.3, got \(4,\)"):
-        ConvS2SConfig(n_decoder_layers=3, attention_layers=(4,))
+        AblationConfig(n_decoder_layers=3, attention_layers=(4,))
 
 
 # --------------------------------------------------------------------------
@@ -452,7 +453,7 @@ def test_convs2s_parameter_names_are_unchanged():
 def _pair(tiny_convs2s_cfg, **switches):
     """A model with ``switches`` and a default model holding the same parameters."""
     torch.manual_seed(0)
-    ablated = ConvS2S(tiny_convs2s_cfg(**switches)).eval()
+    ablated = AblatedConvS2S(tiny_convs2s_cfg(**switches)).eval()
     full = ConvS2S(tiny_convs2s_cfg()).eval()
     missing, unexpected = full.load_state_dict(ablated.state_dict(), strict=False)
     assert not unexpected
@@ -465,9 +466,8 @@ def test_no_positions_equals_a_zero_position_table(tiny_convs2s_cfg, ragged_batc
     ablated, full, missing = _pair(tiny_convs2s_cfg, **{f"{side}_positions": False})
     part = full.encoder if side == "source" else full.decoder
     assert missing == [f"{'encoder' if side == 'source' else 'decoder'}.embed.position.weight"]
-    assert (part.embed.position is not None) and (
-        (ablated.encoder if side == "source" else ablated.decoder).embed.position is None
-    )
+    ablated_part = ablated.encoder if side == "source" else ablated.decoder
+    assert isinstance(ablated_part.embed.position, NoPositions)
     with torch.no_grad():
         part.embed.position.weight.normal_()
         before = full(batch.src, batch.tgt_in)
@@ -511,7 +511,7 @@ def test_attention_only_where_asked(tiny_convs2s_cfg, ragged_batch, layers):
     attends; the attending layers are the only ones with attention parameters."""
     _, batch = ragged_batch
     torch.manual_seed(0)
-    model = ConvS2S(tiny_convs2s_cfg(n_decoder_layers=4, attention_layers=layers)).eval()
+    model = AblatedConvS2S(tiny_convs2s_cfg(n_decoder_layers=4, attention_layers=layers)).eval()
     attending = layers or (1, 2, 3, 4)
     assert len(model.decoder.attention) == len(model.decoder.W_c) == len(attending)
     _, attn = model(batch.src, batch.tgt_in, return_attention=True)
@@ -538,17 +538,18 @@ def test_ablated_models_decode_incrementally_like_the_full_recompute(
 ):
     _, batch = ragged_batch
     torch.manual_seed(1)
-    model = ConvS2S(tiny_convs2s_cfg(**switches))
+    model = AblatedConvS2S(tiny_convs2s_cfg(**switches))
     assert greedy_decode(model, batch.src, incremental=True) == greedy_decode(
         model, batch.src, incremental=False
     )
 
 
 def test_defaults_keep_the_state_dict(tiny_convs2s_cfg):
+    """An ablated model whose switches all say "the paper's" is the paper's model."""
     torch.manual_seed(0)
     default = ConvS2S(tiny_convs2s_cfg())
     torch.manual_seed(0)
-    explicit = ConvS2S(
+    explicit = AblatedConvS2S(
         tiny_convs2s_cfg(attention_layers=[3, 1, 2], source_positions=True, target_positions=True)
     )
     sd, se = default.state_dict(), explicit.state_dict()
@@ -569,7 +570,7 @@ def test_encoder_gradient_is_divided_by_the_number_of_attentions(
     grads = []
     for scale in (False, True):
         torch.manual_seed(0)
-        model = ConvS2S(tiny_convs2s_cfg(attention_layers=layers, scale_encoder_grad=scale))
+        model = AblatedConvS2S(tiny_convs2s_cfg(attention_layers=layers, scale_encoder_grad=scale))
         model(batch.src, batch.tgt_in).square().sum().backward()
         grads.append(model.encoder.blocks[0].conv.weight.grad)
     torch.testing.assert_close(grads[1], grads[0] / n_attentions)
@@ -672,3 +673,11 @@ def test_attention_values_switch_what_the_context_sums(values):
     assert torch.isfinite(logits).all() and attn.shape[-1] == 4
     with pytest.raises(ValueError, match=r'attention_values must be "z\+e", "z" or "e", got'):
         tiny_model("convs2s", attention_values="e+z")
+
+
+def test_the_papers_model_refuses_a_config_it_would_partly_ignore(tiny_convs2s_cfg):
+    """ConvS2S builds the paper's model: an ablation's config is built by its own class,
+    never silently as the full model."""
+    with pytest.raises(TypeError, match=r"would ignore the fields \['attention_layers'"):
+        ConvS2S(tiny_convs2s_cfg(attention_layers=(1,)))
+    assert isinstance(AblatedConvS2S(tiny_convs2s_cfg(attention_layers=(1,))), ConvS2S)

@@ -89,6 +89,8 @@ def test_convergence_seconds_of_unsteady_windows_are_flagged(tmp_path, monkeypat
     )
     assert steady.verdict.by_hardware["1 thread"].ok
     assert [c["unsteady"] for c in steady.convergence] == [[], []]
+    # the verdict names the models as the site does, by their registry labels
+    assert "ConvS2S" in steady.verdict.text and "GRU + attention" in steady.verdict.text
 
 
 def test_compare_refuses_bad_window_settings_before_training(tmp_path, capsys, monkeypatch):

@@ -690,8 +690,8 @@ def convs2s_schematic(model: ConvS2S, src, tgt_in) -> Schematic:
         )
     src, tgt_in = _example(model, src, tgt_in)
     enc, dec, cfg = model.encoder, model.decoder, model.cfg
-    # the first attending layer's
-    att, layer = dec.attention[0], cfg.attending_layers[0]
+    # the first attending layer's (every layer attends but in convs2s_edu.ablations)
+    att, layer = dec.attention[0], getattr(cfg, "attending_layers", (0,))[0]
     modules = dict(
         enc=enc, e=enc.embed, block_e=enc.blocks[0], out_e=enc.out_proj, d=dec.embed
     )
@@ -717,7 +717,11 @@ def convs2s_schematic(model: ConvS2S, src, tgt_in) -> Schematic:
         d.text(x, 0.12, title, size=_FS + 3, bold=True, ha="center")
 
     # ---- encoder: the keys z_j and the values z_j + e_j ----------------------
-    side = {"k": k, "causal": False, "positions": cfg.source_positions}
+    side = {
+        "k": k,
+        "causal": False,
+        "positions": getattr(cfg, "source_positions", True),
+    }
     proj, scale, e_branch = _conv_side(d, EX, t, src, **side)
     blocks = f"× $L_{{enc}}$ = {cfg.n_encoder_layers}"
     d.frame(EX - 1.6, proj.bottom + 0.12, EX + 1.6, scale.bottom + 0.14, blocks)
@@ -743,7 +747,7 @@ def convs2s_schematic(model: ConvS2S, src, tgt_in) -> Schematic:
     d.arrow(e_branch, (0.16, e_branch[1]), (0.16, zpe.y), zpe, **e_j)
 
     # ---- decoder: the block, then the attention of the layer -----------------
-    side |= {"causal": True, "positions": cfg.target_positions}
+    side |= {"causal": True, "positions": getattr(cfg, "target_positions", True)}
     dproj, dscale, g_branch = _conv_side(d, DX, t, tgt_in, **side)
     y_h = d.dot(DX, dscale.bottom + 0.5)[1]  # h_i branches off to W_d here
     d.text(
@@ -801,9 +805,8 @@ def convs2s_schematic(model: ConvS2S, src, tgt_in) -> Schematic:
     context = {"label": "$W_c c_i$: the context enters", "dims": "T d", "lw": 2.5}
     d.arrow(W_c, enters, tensor=t["W_c"].out, color=_ACCENT, **context)
     last = d.down(enters, "× √0.5 (context)", "× √0.5", gap=0.17, w=0.84, h=0.3)
-    every = (
-        "" if cfg.attention_layers is None else f", attention in {cfg.attention_layers}"
-    )
+    only = getattr(cfg, "attention_layers", None)
+    every = "" if only is None else f", attention in {only}"
     layers = f"× $L_{{dec}}$ = {cfg.n_decoder_layers} layers{every}"
     d.frame(3.72, dproj.bottom + 0.12, 9.86, last.bottom + 0.14, layers)
     first = {"gap": _GAP + 0.2, "at": (DX + 0.08, last.bottom + 0.2)}  # below the frame

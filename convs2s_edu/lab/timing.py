@@ -64,6 +64,7 @@ from ..decode import decode_all, greedy_decode
 from ..fast.paths import ExecutionPath, apply_path, bf16_support
 from ..loss import sequence_loss
 from ..metrics import evaluate
+from ..registry import model_entry
 from ..seq2seq import EncoderDecoder
 from ..training.cache import train_or_load
 from ..training.calibrate import resolve_path
@@ -1506,7 +1507,8 @@ def compare(
             m = scaling.at(now if now in threads else threads[0])
         else:
             m = measure_config(cfg, models, warmup_steps=warmup_steps, **windows)
-        verdict = speed_verdict(scaling or m, max_spread)
+        labels = {name: model_entry(name).label for name in models}
+        verdict = speed_verdict(scaling or m, max_spread, labels)
         by = _by_hardware(scaling or m)
         unsteady = [w for w, x in by.items() if not speed_verdict(x, max_spread).ok]
         per_step = seconds_per_step(scaling or m)

@@ -37,6 +37,7 @@ _PACKAGE = Path(__file__).resolve().parent.parent
 #: data, the loss, the training step and loop, the execution paths.
 TRAINING_FILES = (
     "convs2s.py",
+    "ablations.py",
     "rnn.py",
     "seq2seq.py",
     "hybrid.py",

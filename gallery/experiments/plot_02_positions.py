@@ -28,7 +28,7 @@ scores every arm on longer sequences than any seen in training.
 #   not transfer; a result against it is a finding about the task, not a bug.
 #
 # ``source_positions`` and ``target_positions`` of
-# :class:`~convs2s_edu.ConvS2SConfig` switch the tables off (the model then has
+# :class:`~convs2s_edu.ablations.AblationConfig` switch the tables off (the model then has
 # no position parameters on that side). The position tables have 64 rows;
 # training only ever uses rows 0-20.
 
@@ -162,6 +162,7 @@ import torch
 import torch.nn.functional as F
 
 from convs2s_edu import ConvS2S, ConvS2SConfig, eos_index, sos_index
+from convs2s_edu.ablations import AblatedConvS2S, AblationConfig
 
 S = result.budget.train_config(result.experiment.arms[0], 0).max_len
 conv_cfg = ConvS2SConfig()
@@ -204,7 +205,8 @@ assert (fresh.decoder.embed.position.weight.grad.abs().sum(1) > 0).sum() == S + 
 # bounds the input either way), so all arms accept the same sequences.
 
 long_src = torch.randint(1, V + 1, (1, 70))  # (B, S)
-no_tables = ConvS2S(ConvS2SConfig(source_positions=False, target_positions=False)).eval()
+no_tables = AblatedConvS2S(AblationConfig(source_positions=False, target_positions=False))
+no_tables.eval()
 for name, model in (("both tables", fresh), ("no tables", no_tables)):
     try:
         model.encoder(long_src)

@@ -14,7 +14,7 @@ loss (the logarithm of the perplexity).
 # %%
 # Setup
 # -----
-# ``attention_layers`` of :class:`~convs2s_edu.ConvS2SConfig` lists the decoder
+# ``attention_layers`` of :class:`~convs2s_edu.ablations.AblationConfig` lists the decoder
 # layers (1-4, bottom to top) that attend; the others pass their convolution's
 # output on unchanged and have no attention parameters.
 
@@ -93,6 +93,7 @@ print(experiments.conclusion(result, "exact_match", what="test exact match"))
 # single attention, divided by three.
 
 from convs2s_edu import ConvS2S, ConvS2SConfig
+from convs2s_edu.ablations import AblatedConvS2S, AblationConfig
 
 
 def n_params(model):
@@ -102,7 +103,7 @@ def n_params(model):
 cfg_all = ConvS2SConfig()
 d, f = cfg_all.hidden_dim, cfg_all.embed_dim
 per_attention = (
-    n_params(ConvS2S(cfg_all)) - n_params(ConvS2S(ConvS2SConfig(attention_layers=(1,))))
+    n_params(ConvS2S(cfg_all)) - n_params(AblatedConvS2S(AblationConfig(attention_layers=(1,))))
 ) / 3
 print(
     f"measured: {per_attention:,.0f} parameters per attention; 2df + f + d = {2 * d * f + f + d:,}"
@@ -145,7 +146,7 @@ torch.manual_seed(0)
 src_a, src_b = torch.randint(1, V + 1, (2, 1, 12))  # two sources, (B, S) each
 tgt_in = torch.cat([torch.tensor([[sos_index(V)]]), src_a.sort(dim=1).values], dim=1)
 for layers in ((4,), None):
-    model = ConvS2S(ConvS2SConfig(attention_layers=layers)).eval()
+    model = AblatedConvS2S(AblationConfig(attention_layers=layers)).eval()
     blocks = dict(enumerate(model.decoder.blocks, 1))  # decoder layer l: its block
     with torch.no_grad(), figures.capture(blocks) as outputs:
         logits_a, logits_b = model(src_a, tgt_in), model(src_b, tgt_in)

@@ -15,7 +15,7 @@ machine that built the site: how many training tokens per second does attention 
 # Four models, timed together
 # ---------------------------
 # ConvS2S as the site trains it, and the same model with attention in its last decoder
-# layer only (:class:`~convs2s_edu.ConvS2SConfig`'s ``attention_layers``, the paper's
+# layer only (:class:`~convs2s_edu.ablations.AblationConfig`'s ``attention_layers``, the paper's
 # ablation of Table 5); the GRU with Bahdanau's attention, and the same GRU with one
 # fixed context instead (``attention=False``: RNNencdec, the model Bahdanau et al.
 # compare against). Fresh, untrained models (a step's duration does not depend on the
