@@ -240,7 +240,9 @@ sphinx_gallery_conf = {
     "doc_module": ("convs2s_edu",),
     # names in the pages' code link to their API pages (this site's own reference)
     "reference_url": {"convs2s_edu": None},
-    "image_scrapers": ("matplotlib",),
+    # the matplotlib scraper, after a check that every figure's text is legible at the
+    # page's width (convs2s_site.legible_figures)
+    "image_scrapers": ("convs2s_site.legible_figures",),
     "min_reported_time": 0,
     # the sg_execution_times pages load jQuery and DataTables from CDNs: the site
     # must work offline, and every page already reports its own running time

@@ -129,7 +129,7 @@ def draw_field(ax, fields, title, causal):
 fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(12, 3.8), layout="constrained", sharey=True)
 draw_field(ax0, enc_fields, "Encoder: centred convolutions", causal=False)
 draw_field(ax1, dec_fields, "Decoder: causal convolutions", causal=True)
-ax1.legend(loc="lower right", fontsize=8)
+ax1.legend(loc="lower right", fontsize=9)
 fig.suptitle(r"Inputs $j$ that reach output $i$ after $l$ layers (non-zero gradient)")
 plt.show()
 

@@ -734,3 +734,29 @@ def test_reading_time_counts_the_prose_and_the_code_a_reader_sees(site):
     # 402 words (the title's too) / 200 a minute + 45 lines / 30 a minute = 3.5 -> 4
     assert site.reading_minutes(page) == 4
     assert site.reading_minutes('"""One line."""\n') == 1  # never 0
+
+
+def test_a_figures_smallest_text_is_measured_as_the_page_shows_it(site):
+    """Issue 55: text at >= 9 px as rendered. A figure wider than the article is shown
+    scaled down, its text with it; a narrow one at its pixel size."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    narrow, ax = plt.subplots(figsize=(4, 3))
+    ax.set_title("title", fontsize=12)
+    ax.set_xlabel("small", fontsize=6)
+    ax.text(0.5, 0.5, "   ", fontsize=2)  # blank: nothing to read
+    # 6 pt at 150 dpi: 12.5 px, shown at full size (600 px < the article's width)
+    px, text = site.smallest_text_px(narrow, dpi=150)
+    assert text == "small" and px == pytest.approx(6 / 72 * 150)
+    wide, ax = plt.subplots(figsize=(13, 3))
+    ax.set_xlabel("small", fontsize=6)
+    # 1950 px shown at the article's width: the 12.5 px become 5.9 px
+    px, _ = site.smallest_text_px(wide, dpi=150)
+    assert px == pytest.approx(6 / 72 * 150 * site.CONTENT_WIDTH_PX / 1950)
+    assert px < site.MIN_TEXT_PX
+    empty = plt.figure()
+    assert site.smallest_text_px(empty, dpi=150) is None
+    plt.close("all")

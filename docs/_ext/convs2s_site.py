@@ -702,6 +702,51 @@ def write_redirects(app, exception) -> None:
         _write_if_changed(out / f"{old}.html", redirect_stub(old, new, titles, base))
 
 
+#: The article's width in CSS pixels in a 1280-px-wide window (pydata-sphinx-theme): a
+#: wider image is shown scaled down to it.
+CONTENT_WIDTH_PX = 928
+#: The smallest text a figure may show, in CSS pixels as the page renders it.
+MIN_TEXT_PX = 9
+
+
+def smallest_text_px(fig, dpi: float, content_width: float = CONTENT_WIDTH_PX):
+    """The smallest visible text of the matplotlib figure ``fig`` as the page shows it:
+    ``(pixels, text)``, or ``None`` for a figure without text.
+
+    The image is saved at ``dpi`` and shown at its pixel width, or scaled down to
+    ``content_width`` when wider: a font of ``s`` points renders at
+    ``s / 72 * dpi * min(1, content_width / (width_in * dpi))`` pixels.
+    """
+    import matplotlib.text
+
+    scale = min(1.0, content_width / (fig.get_figwidth() * dpi))
+    texts = [
+        (t.get_fontsize() / 72 * dpi * scale, t.get_text())
+        for t in fig.findobj(matplotlib.text.Text)
+        if t.get_visible() and t.get_text().strip()
+    ]
+    return min(texts) if texts else None
+
+
+def legible_figures(block, block_vars, gallery_conf):
+    """sphinx-gallery's matplotlib scraper, after a warning (an error under ``-W``) for
+    every figure whose smallest text the page would show below :data:`MIN_TEXT_PX`."""
+    import matplotlib.pyplot as plt
+    from sphinx.util import logging
+    from sphinx_gallery.scrapers import matplotlib_scraper
+
+    dpi = plt.rcParams["savefig.dpi"]
+    for number in plt.get_fignums():
+        smallest = smallest_text_px(plt.figure(number), dpi)
+        if smallest is not None and smallest[0] < MIN_TEXT_PX:
+            logging.getLogger(__name__).warning(
+                f"{block_vars['src_file']}: figure {number}'s text {smallest[1]!r} shows at "
+                f"{smallest[0]:.1f} px, below {MIN_TEXT_PX} px at the page's width "
+                f"({CONTENT_WIDTH_PX} px): a larger font or a narrower figure"
+            )
+    return matplotlib_scraper(block, block_vars, gallery_conf)
+
+
 def matplotlib_defaults(gallery_conf, fname):
     """Before every gallery page (after sphinx-gallery's reset): 150 dpi figures on white.
 
