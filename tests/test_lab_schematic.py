@@ -530,3 +530,31 @@ def test_the_readme_figure_is_todays_trace_of_the_seed_model():
     assert drawn(committed.read_text(encoding="utf-8")) == drawn(svg), (
         "regenerate the README's figure: write this test's `svg` to " + str(committed)
     )
+
+
+def test_a_figure_is_a_table_that_the_renderer_lays_out():
+    """Rows name the boxes they sit under and the boxes an arrow joins; an arrow is
+    straight, bends once (down then across, across then down) or runs along a lane."""
+    Box, Arrow = schematic._Box, schematic._Arrow
+    rows = [
+        Box("a", None, 2.0, 0.5),  # top at 0.5 in, 0.38 in high: centre 0.69
+        Box("b", None, 2.0, "a"),  # one labelled arrow (0.62 in) below a
+        Box("c", None, 6.0, None, level="b"),
+        Arrow("a", "b", "x", "S", torch.zeros(1, 5)),
+        Arrow("a", "c", via="vh"),
+        Arrow("a", "c", via="hv"),
+        Arrow("b", "a", via=0.5),
+    ]
+    drawing = schematic._Drawing({"S": 5}).draw(rows)
+    assert drawing.nodes["b"].y == pytest.approx(0.5 + 0.38 + 0.62 + 0.19)
+    assert drawing.nodes["c"].y == drawing.nodes["b"].y
+    expected = [  # in inches, from border to border (a head stops its line ~0.01 short)
+        [(2.0, 0.88), (2.0, 1.5)],
+        [(2.0, 0.88), (2.0, 1.69), (4.75, 1.69)],
+        [(3.25, 0.69), (6.0, 0.69), (6.0, 1.5)],
+        [(0.75, 1.69), (0.5, 1.69), (0.5, 0.69), (0.75, 0.69)],
+    ]
+    for arrow, points in zip(drawing.ax.patches[3:], expected, strict=True):
+        assert polyline(arrow).tolist() == [pytest.approx(p, abs=0.02) for p in points]
+    assert drawing.shapes == {"x": (5,)}
+    assert gids(drawing.done(3, "t", None), "arrow")[0] == "x:5"

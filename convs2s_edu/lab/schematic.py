@@ -19,6 +19,11 @@ the tensor that flowed there, e.g. :math:`e_j = w_j + p_j` ``(S, f) = (6, 128)``
 batch of one left out). Beside each diagram, :func:`critical_path`: how many operations
 of that example must run one after another, in training and in generation.
 
+Each of the two figures is a table, not a drawing program: one row per box, point, text,
+arrow or frame, in the order they are drawn (a box: its name, its text, its column, the
+box it sits under, its colour; an arrow: from, to, the paper's symbol, the size symbols
+and the traced tensor it carries), which one small renderer lays out in inches and draws.
+
 The figure is a matplotlib :class:`~matplotlib.figure.Figure` (``Schematic.figure``) on
 a white background, so that it stays readable in the site's dark theme;
 ``Schematic.svg`` is its SVG, with a ``<title>`` and ``<desc>`` for screen readers.
@@ -68,13 +73,14 @@ __all__ = [
 
 _W = 10.0  # the site shows it about 900 px wide: 1 pt ≈ 1.25 px
 _GAP = 0.62  # a labelled arrow from one box to the next
-_BOX = (2.5, 0.38)  # the usual box: width, height
 _R = 0.15  # an operator circle's radius
 _FS = 9  # pt: the labels (11 px at 900 px wide); boxes 1 pt more, headings 3
 _INK, _MUTED, _ACCENT = "#1a1a1a", "#555555", "#b34700"  # accent: context, recurrence
 _FILL = dict(io="#f2f2f2", enc="#e6effa", dec="#e8f4e1", att="#fdefd9", op="#ffffff")
 # under a label, over a line it crosses
 _HALO = {"fc": "white", "ec": "none", "pad": 0.5}
+_HEADING = dict(size=_FS + 3, bold=True, ha="center")
+_INNER_TITLE = dict(size=_FS + 1, bold=True, ha="center")  # of a box that holds more
 
 
 def _plain(label: str) -> str:
@@ -82,13 +88,108 @@ def _plain(label: str) -> str:
     return "".join(ch for ch in label if ch not in "${}\\")
 
 
+def _math(formula: str) -> str:
+    """The layer counts of a formula in mathtext: ``L_enc`` -> ``$L_{enc}$``."""
+    return formula.replace("L_enc", "$L_{enc}$").replace("L_dec", "$L_{dec}$")
+
+
+# ---- A figure is a table of rows: boxes, points, texts, arrows, frames ----
+
+
+class _Box(NamedTuple):
+    """A box centred on ``x``, its top ``gap`` below the bottom of the box or point
+    ``after`` (or at ``after`` inches), or level with the centre of ``level``, or
+    ``gap`` below the top of ``inside``. ``name``: its id ``box:<name>``, the name the arrows
+    use and its text unless ``text``; an operator circle where ``text`` is ⊕ or ⊗, no
+    outline where ``fill`` is None."""
+
+    name: str
+    text: str | None
+    x: float
+    after: str | float | None = None
+    fill: str | None = "op"
+    w: float = 2.5
+    h: float = 0.38
+    gap: float | None = None  # default: one labelled arrow below ``after``
+    level: str | None = None
+    inside: str | None = None
+    size: float = _FS + 1
+    ec: str = _INK
+
+
+class _Point(NamedTuple):
+    """A point on ``x``, ``gap`` below ``after``, where arrows branch off, start or
+    bend: a dot of ``color``."""
+
+    name: str
+    x: float
+    after: str
+    gap: float
+    color: str | None = _INK
+
+
+class _Text(NamedTuple):
+    """A text from ``x`` (mathtext between ``$``), placed as a :class:`_Box`."""
+
+    text: str
+    x: float
+    after: str | float | None = None
+    gap: float = 0.0
+    level: str | None = None
+    inside: str | None = None
+    size: float = _FS
+    color: str = _INK
+    bold: bool = False
+    ha: str = "left"
+    va: str = "top"
+
+
+class _Arrow(NamedTuple):
+    """An arrow from the box or point ``src`` to ``dst``: straight, with one bend
+    (``via="vh"``: down then across, ``"hv"``: across then down) or along the lane
+    ``x = via``. Where it carries ``tensor``, its ``label`` (the paper's symbol) and
+    ``(dims) = (the tensor's sizes)`` stand ``side`` (right or left) of its first
+    vertical segment, at its top (its bottom where ``low``), or above the middle of a
+    horizontal arrow."""
+
+    src: str
+    dst: str
+    label: str | None = None
+    dims: str = ""
+    tensor: torch.Tensor | None = None
+    via: str | float | None = None
+    side: str = "right"
+    low: bool = False
+    one_line: bool = False
+    color: str = _INK
+    lw: float = 1.2
+    head: bool = True
+    bold: bool = False
+    id: str | None = None  # the SVG id, where not arrow:<label>:<sizes>
+
+
+class _Frame(NamedTuple):
+    """A dashed frame around what repeats, from ``gap`` below the box ``top`` to
+    ``gap`` below the box ``bottom`` (``(name, gap)`` each), ``label`` in a corner."""
+
+    label: str
+    x0: float
+    x1: float
+    top: tuple
+    bottom: tuple
+
+
 class _Node(NamedTuple):
-    """A drawn box or operator circle (or a point: no size): its centre and half sizes."""
+    """A drawn box (or a point: no size): its centre and half sizes."""
 
     x: float
     y: float
     hw: float = 0.0
     hh: float = 0.0
+
+    @property
+    def top(self) -> float:
+        return self.y - self.hh
 
     @property
     def bottom(self) -> float:
@@ -103,13 +204,34 @@ class _Node(NamedTuple):
 
 
 class _Drawing:
-    """Boxes, operators and labelled arrows on one matplotlib Axes, in inches."""
+    """The renderer: draws the rows of a figure in order on one matplotlib Axes, in
+    inches, and records the shape of every tensor it labels."""
 
     def __init__(self, env: dict):
         self.fig = Figure(figsize=(_W, 1.0), facecolor="white")
         self.ax = self.fig.add_axes((0, 0, 1, 1))
         self.ax.set_axis_off()
-        self.env, self.shapes, self.boxes, self._ids = env, {}, [], Counter()
+        self.env, self.shapes, self.boxes, self.nodes = env, {}, [], {}
+        self._ids = Counter()
+
+    def draw(self, rows: list) -> _Drawing:
+        """Draw ``rows`` (:class:`_Box`, :class:`_Point`, :class:`_Text`,
+        :class:`_Arrow`, :class:`_Frame`) in order; a name means its latest row."""
+        kinds = {_Box: self._box, _Point: self._point, _Text: self._text}
+        for row in rows:
+            (kinds | {_Arrow: self._arrow, _Frame: self._frame})[type(row)](row)
+        return self
+
+    def _y(self, row) -> float:
+        """Where ``row`` goes down the page (a box's top, its centre where ``level``)."""
+        gap = row.gap or 0.0
+        if getattr(row, "level", None) is not None:
+            return self.nodes[row.level].y + gap
+        if getattr(row, "inside", None) is not None:
+            return self.nodes[row.inside].top + gap
+        if isinstance(row.after, str):
+            return self.nodes[row.after].bottom + (_GAP if row.gap is None else gap)
+        return row.after
 
     def _gid(self, artist, gid: str):
         self._ids[gid] += 1
@@ -118,184 +240,124 @@ class _Drawing:
 
     def text(self, x, y, s, *, size=_FS, color=_INK, bold=False, **kw):
         """Text (mathtext between ``$``), by default right of and below ``(x, y)``."""
-        kw = {
-            "ha": "left",
-            "va": "top",
-            "fontweight": "bold" if bold else "normal",
-        } | kw
+        weight = "bold" if bold else "normal"
+        kw = {"ha": "left", "va": "top", "fontweight": weight} | kw
         kw |= {"fontsize": size, "color": color, "math_fontfamily": "dejavusans"}
         return self.ax.text(x, y, s, family="DejaVu Sans", **kw)
 
-    def box(self, name, x, y, text=None, *, fill="op", w=_BOX[0], h=_BOX[1], **kw):
-        """A box centred on ``x`` from ``y`` down, ``text`` (default ``name``) inside;
-        an operator circle where ``text`` is ⊕ or ⊗."""
-        op, size = text in ("⊕", "⊗"), kw.pop("size", _FS + 1)
-        w, h, size = (2 * _R, 2 * _R, _FS + 6) if op else (w, h, size)
-        shape = "round,pad=0,rounding_size=0.06"
-        patch = (
-            Circle((x, y + _R), _R)
-            if op
-            else FancyBboxPatch((x - w / 2, y), w, h, shape)
-        )
-        patch.set(fc=_FILL[fill], ec=kw.pop("ec", _INK), lw=1.2)
-        self.ax.add_patch(self._gid(patch, f"box:{name}"))
-        self.boxes.append(name)
+    def _box(self, b: _Box):
+        op = b.text in ("⊕", "⊗")
+        w, h, size = (2 * _R, 2 * _R, _FS + 6) if op else (b.w, b.h, b.size)
+        top = self._y(b) - (h / 2 if b.level else 0)
+        if b.fill:
+            shape = "round,pad=0,rounding_size=0.06"
+            patch = FancyBboxPatch((b.x - w / 2, top), w, h, shape)
+            patch = Circle((b.x, top + _R), _R) if op else patch
+            patch.set(fc=_FILL[b.fill], ec=b.ec, lw=1.2)
+            self.ax.add_patch(self._gid(patch, f"box:{b.name}"))
+            self.boxes.append(b.name)
         va = "center_baseline" if op else "center"
-        self.text(
-            x, y + h / 2, name if text is None else text, size=size, ha="center", va=va
-        )
-        return _Node(x, y + h / 2, w / 2, h / 2)
+        text = b.name if b.text is None else b.text
+        self.text(b.x, top + h / 2, text, size=size, ha="center", va=va)
+        self.nodes[b.name] = _Node(b.x, top + h / 2, w / 2, h / 2)
 
-    def down(
-        self, node, name, text=None, label=None, dims=(), tensor=None, *, gap=_GAP, **kw
-    ):
-        """A box ``gap`` below ``node`` (or a point) on its axis and the arrow into it
-        for ``tensor``; ``kw``: the box's options (``fill``, ``w``, ``h``, ``size``,
-        ``ec``) and the arrow's. Returns the new box."""
-        node = node if isinstance(node, _Node) else _Node(*node)
-        box = {k: kw.pop(k) for k in ("fill", "w", "h", "size", "ec") if k in kw}
-        below = self.box(name, node.x, node.bottom + gap, text, **box)
-        self.arrow(node, below, label=label, dims=dims, tensor=tensor, **kw)
-        return below
+    def _point(self, p: _Point):
+        self.nodes[p.name] = _Node(p.x, self._y(p))
+        if p.color:
+            self.ax.add_patch(Circle(self.nodes[p.name][:2], 0.035, color=p.color))
 
-    def chain(self, node, steps, **kw):
-        """:meth:`down` from ``node`` for each step
-        ``(name, text, label, dims, tensor)`` in turn (a step may end with a dict of its
-        own options); returns the boxes."""
-        boxes = []
-        for name, text, *arrow in steps:
-            options = kw | (
-                arrow.pop() if arrow and isinstance(arrow[-1], dict) else {}
-            )
-            boxes.append(node := self.down(node, name, text, *arrow, **options))
-        return boxes
+    def _text(self, t: _Text):
+        style = dict(size=t.size, color=t.color, bold=t.bold, ha=t.ha, va=t.va)
+        self.text(t.x, self._y(t), t.text, **style)
 
-    def dot(self, x, y, color=_INK):
-        self.ax.add_patch(Circle((x, y), 0.035, color=color))
-        return (x, y)
-
-    def frame(self, x0, y0, x1, y1, label):
-        """A dashed frame around what repeats, ``label`` in its bottom left corner."""
-        patch = FancyBboxPatch(
-            (x0, y0), x1 - x0, y1 - y0, "round,pad=0,rounding_size=0.1"
-        )
-        self.ax.add_patch(patch).set(fc="none", ec=_MUTED, ls=(0, (6, 4)), lw=1.1)
-        self.text(
-            x0 + 0.12,
-            y1 - 0.08,
-            label,
-            size=_FS + 1,
-            color=_MUTED,
-            bold=True,
-            va="bottom",
-        )
-
-    def arrow(
-        self, *stops, label=None, dims=(), tensor=None, at=None, side="right", **kw
-    ):
-        """An arrow through ``stops`` (nodes or points; an end at a node stops at its
-        border) for ``tensor``. ``label`` (its symbol) and ``(dims) = (its shape)``
-        stand by the first segment, on its ``side`` (or at ``at``). Returns the arrow."""
-        pts = [(s.x, s.y) if isinstance(s, _Node) else s for s in stops]
-        if isinstance(stops[0], _Node):
-            pts[0] = stops[0].border(pts[1])
-        if isinstance(stops[-1], _Node):
-            pts[-1] = stops[-1].border(pts[-2])
-        color, lw, one_line = (
-            kw.pop("color", _INK),
-            kw.pop("lw", 1.2),
-            kw.pop("one_line", 0),
-        )
-        style = "-|>,head_length=0.7,head_width=0.32" if kw.pop("head", True) else "-"
+    def _arrow(self, a: _Arrow):
+        src, dst = self.nodes[a.src], self.nodes[a.dst]
+        lane = [(a.via, src.y), (a.via, dst.y)]
+        bends = {None: [], "vh": [(src.x, dst.y)], "hv": [(dst.x, src.y)]}
+        pts = [src[:2], *bends.get(a.via, lane), dst[:2]]
+        pts[0], pts[-1] = src.border(pts[1]), dst.border(pts[-2])
+        style = "-|>,head_length=0.7,head_width=0.32" if a.head else "-"
         patch = FancyArrowPatch(path=Polyline(pts), arrowstyle=style, mutation_scale=10)
-        patch.set(color=color, lw=lw, joinstyle="miter", capstyle="butt")
-        shape = "" if tensor is None else self.shape(label, dims, tensor)
-        sizes = ",".join(str(n) for n in self.shapes[_plain(label)]) if shape else ""
-        self.ax.add_patch(self._gid(patch, f"arrow:{_plain(label or '')}:{sizes}"))
-        (x0, y0), (x1, y1) = pts[:2]
-        if at is None and x0 == x1:  # beside a vertical segment, just below its start
-            at = (x0 + (0.08 if side == "right" else -0.08), y0 + 0.07)
-        elif at is None:  # above a horizontal one, in its middle
-            at, kw = ((x0 + x1) / 2, y0 - 0.05), {"ha": "center", "va": "bottom"} | kw
-        kw = {"ha": "left" if side == "right" else "right", "bbox": _HALO} | kw
-        text = f"{label}{'  ' if one_line else chr(10)}{shape}" if shape else label
-        if label:
-            self.text(*at, text, color=color, **kw)
-        return patch
+        patch.set(color=a.color, lw=a.lw, joinstyle="miter", capstyle="butt")
+        shape = "" if a.tensor is None else self.shape(a.label, a.dims, a.tensor)
+        sizes = ",".join(str(n) for n in a.tensor.shape[1:]) if shape else ""
+        gid = a.id or f"arrow:{_plain(a.label or '')}:{sizes}"
+        self.ax.add_patch(self._gid(patch, gid))
+        if not a.label:
+            return
+        vertical = [(p, q) for p, q in zip(pts, pts[1:]) if p[0] == q[0]]
+        if vertical:  # beside its first vertical segment, at the top or the bottom
+            (x, y0), (_, y1) = vertical[0]
+            y = max(y0, y1) - 0.07 if a.low else min(y0, y1) + 0.07
+            at = (x + 0.08 if a.side == "right" else x - 0.08, y)
+            kw = {"ha": "left" if a.side == "right" else "right"}
+            kw["va"] = "bottom" if a.low else "top"
+        else:  # above a horizontal arrow, in its middle
+            at = ((pts[0][0] + pts[-1][0]) / 2, pts[0][1] - 0.05)
+            kw = {"ha": "center", "va": "bottom"}
+        text = f"{a.label}{'  ' if a.one_line else chr(10)}{shape}".strip()
+        self.text(*at, text, color=a.color, bold=a.bold, bbox=_HALO, **kw)
+
+    def _frame(self, f: _Frame):
+        y0 = self.nodes[f.top[0]].bottom + f.top[1]
+        y1 = self.nodes[f.bottom[0]].bottom + f.bottom[1]
+        shape = "round,pad=0,rounding_size=0.1"
+        patch = FancyBboxPatch((f.x0, y0), f.x1 - f.x0, y1 - y0, shape)
+        self.ax.add_patch(patch).set(fc="none", ec=_MUTED, ls=(0, (6, 4)), lw=1.1)
+        style = dict(size=_FS + 1, color=_MUTED, bold=True, va="bottom")
+        self.text(f.x0 + 0.12, y1 - 0.08, f.label, **style)
 
     def shape(self, symbol, dims, tensor) -> str:
         """``"(S, f) = (6, 128)"`` for ``tensor`` (batch of one left out), recorded
-        under ``symbol``. ``RuntimeError`` where a size symbol disagrees with the
-        forward pass."""
-        # "S f" or ("S+k−1", "d")
+        under ``symbol``; ``dims``: ``"S f"`` or ``("S+k−1", "d")``. ``RuntimeError``
+        where a size symbol disagrees with the forward pass."""
         dims = dims.split() if isinstance(dims, str) else dims
-        shape, sizes = (
-            tuple(int(n) for n in tensor.shape[1:]),
-            tuple(self.env[s] for s in dims),
-        )
+        shape = tuple(int(n) for n in tensor.shape[1:])
+        sizes = tuple(self.env[s] for s in dims)
         if shape != sizes:
             raise RuntimeError(
-                f"{_plain(symbol)}: ({', '.join(map(_plain, dims))}) = {sizes} expected, the "
-                f"forward pass gave {shape}: the schematic would be wrong"
+                f"{_plain(symbol)}: ({', '.join(map(_plain, dims))}) = {sizes} "
+                f"expected, the forward pass gave {shape}: the schematic would be wrong"
             )
         self.shapes[_plain(symbol)] = shape
         return f"({', '.join(dims)}) = ({', '.join(str(n) for n in shape)})"
 
-    def finish(self, y, path, notes, title, one_step="") -> Schematic:
-        """The critical-path panel from ``y`` on the left (``notes``: a line under each
-        phase's count), the caption under everything, and the :class:`Schematic`."""
+    def finish(self, below, path, notes, title, one_step="") -> Schematic:
+        """The critical-path panel on the left, ``(name, gap)`` below a box (``notes``:
+        a line under each phase's count), the caption under everything, and the
+        :class:`Schematic`."""
         S, T = path["S"], path["T"]
-        rows = [("Critical path on this example", _INK, "bold")]
-        rows += [
-            (
-                f"(S = {S}, T = {T}): operations that\nmust run one after another",
-                _MUTED,
-                "",
-            )
-        ]
+        y = self.nodes[below[0]].bottom + below[1]
+        intro = f"(S = {S}, T = {T}): operations that\nmust run one after another"
+        rows = [("Critical path on this example", _INK, True), (intro, _MUTED, False)]
         for phase, note in zip(("training", "generation"), notes):
-            name = "training (teacher forcing)" if phase == "training" else phase
             formula = f"{path[phase]['formula']} = {path[phase]['worked']}"
-            rows += [
-                (name, _INK, "bold"),
-                (_math(formula), _ACCENT, ""),
-                (_math(note), _MUTED, ""),
-            ]
+            name = "training (teacher forcing)" if phase == "training" else phase
+            rows += [(name, _INK, True), (_math(formula), _ACCENT, False)]
+            rows += [(_math(note), _MUTED, False)]
         bottom = y + 0.1
-        for text, color, weight in rows:
-            self.text(
-                0.32,
-                bottom,
-                text,
-                size=_FS + 1,
-                color=color,
-                fontweight=weight or "normal",
-            )
+        for text, color, bold in rows:
+            self.text(0.32, bottom, text, size=_FS + 1, color=color, bold=bold)
             bottom += 0.22 * (1 + text.count("\n"))
         panel = FancyBboxPatch((0.2, y), 3.3, bottom - y + 0.1, "round,pad=0")
-        self.ax.add_patch(self._gid(panel, "box:critical path")).set(
-            fc="#fafafa", ec=_MUTED
-        )
+        self.ax.add_patch(self._gid(panel, "box:critical path"))
+        panel.set(fc="#fafafa", ec=_MUTED)
         bottom = max(bottom, max(t.get_position()[1] for t in self.ax.texts)) + 0.45
-        caption = f"(S = {S}, T = {T}{one_step}); the batch of 1 is left out."
         caption = (
             "Arrows: tensors, (symbols) = (sizes) of one forward pass on this example "
-            + caption
+            f"(S = {S}, T = {T}{one_step}); the batch of 1 is left out."
         )
         self.text(_W / 2, bottom, caption, color=_MUTED, ha="center")
         return self.done(bottom + 0.35, title, path)
 
     def done(self, height, title, path) -> Schematic:
+        """The figure cut to ``height`` inches, as a :class:`Schematic`."""
         self.fig.set_size_inches(_W, height)
         self.ax.set(xlim=(0, _W), ylim=(height, 0))
         arrows = "; ".join(f"{name} {shape}" for name, shape in self.shapes.items())
-        desc = f"{title}. Boxes: {', '.join(self.boxes)}. Arrows, with their shapes: {arrows}."
+        boxes = ", ".join(self.boxes)
+        desc = f"{title}. Boxes: {boxes}. Arrows, with their shapes: {arrows}."
         return Schematic(self.fig, title, self.shapes, path, desc)
-
-
-def _math(formula: str) -> str:
-    """The layer counts of a formula in mathtext: ``L_enc`` -> ``$L_{enc}$``."""
-    return formula.replace("L_enc", "$L_{enc}$").replace("L_dec", "$L_{dec}$")
 
 
 # ---- The object a page shows ---------------------------------------------
@@ -333,12 +395,10 @@ class Schematic:
         self.figure, self.title, self.shapes = figure, title, dict(shapes)
         self.critical_path, self.desc = critical_path, desc
         buffer = io.StringIO()
-        with matplotlib.rc_context(
-            {"svg.hashsalt": "convs2s-edu", "svg.fonttype": "path"}
-        ):
-            figure.savefig(
-                buffer, format="svg", facecolor="white", metadata={"Date": None}
-            )
+        style = {"svg.hashsalt": "convs2s-edu", "svg.fonttype": "path"}
+        options = dict(format="svg", facecolor="white", metadata={"Date": None})
+        with matplotlib.rc_context(style):
+            figure.savefig(buffer, **options)
         svg = buffer.getvalue()
         svg = svg[svg.index("<svg") :].replace("<svg ", '<svg role="img" ', 1)
         head = f"<title>{html.escape(title)}</title><desc>{html.escape(desc)}</desc>"
@@ -454,16 +514,15 @@ def critical_path(model, S: int, T: int) -> dict:
     L_enc, L_dec = enc.cfg.n_encoder_layers, dec.cfg.n_decoder_layers
 
     def steps(L, n, layers, length):  # L GRU layers of n steps each: "S" or "L_enc·S"
-        return (
-            (length, f"{n}", n) if L == 1 else (f"{layers}·{length}", f"{L}·{n}", L * n)
-        )
+        if L == 1:
+            return (length, f"{n}", n)
+        return (f"{layers}·{length}", f"{L}·{n}", L * n)
 
     # (formula, worked, count) of each part; a convolutional stack computes a layer at
     # once
     conv_enc, conv_dec = isinstance(enc, ConvEncoder), isinstance(dec, ConvDecoder)
-    encoder = (
-        ("L_enc", f"{L_enc}", L_enc) if conv_enc else steps(L_enc, S, "L_enc", "S")
-    )
+    encoder = steps(L_enc, S, "L_enc", "S")
+    encoder = ("L_enc", f"{L_enc}", L_enc) if conv_enc else encoder
     decoder = dict.fromkeys(("training", "generation"), steps(L_dec, T, "L_dec", "T"))
     # training: the whole prefix at once; generation: T steps of L_dec layers
     if conv_dec:
@@ -472,12 +531,8 @@ def critical_path(model, S: int, T: int) -> dict:
     phases = {}
     for phase, (formula, worked, count) in decoder.items():
         count += encoder[2]
-        worked = f"{encoder[1]} + {worked} = {count}"
-        phases[phase] = {
-            "count": count,
-            "formula": f"{encoder[0]} + {formula}",
-            "worked": worked,
-        }
+        formula, worked = f"{encoder[0]} + {formula}", f"{encoder[1]} + {worked}"
+        phases[phase] = dict(count=count, formula=formula, worked=f"{worked} = {count}")
     unit = "dependent operations: a layer of a convolutional stack, or a GRU step"
     return {**phases, "S": S, "T": T, "unit": unit}
 
@@ -495,12 +550,8 @@ class _Trace(TorchFunctionMode):
 
     def __init__(self, modules: dict):
         super().__init__()
-        self.modules, self.calls, self.order = (
-            modules,
-            {name: [] for name in modules},
-            [],
-        )
-        self._open, self._hooks = [], []
+        self.modules, self.calls = modules, {name: [] for name in modules}
+        self.order, self._open, self._hooks = [], [], []
 
     def __getitem__(self, name):
         return self.calls[name][0]  # the first call: the one a figure draws
@@ -517,15 +568,14 @@ class _Trace(TorchFunctionMode):
         self.calls[name].append(self._open[-1])
         self.order.append(name)
 
+    def _post(self, module, args, out):
+        self._open.pop().out = out
+
     def __enter__(self):
         for name, m in self.modules.items():
-            self._hooks.append(
-                m.register_forward_pre_hook(lambda *a, n=name: self._pre(n, *a))
-            )
-            post = m.register_forward_hook(
-                lambda m, args, out: setattr(self._open.pop(), "out", out)
-            )
-            self._hooks.append(post)
+            pre = m.register_forward_pre_hook(lambda *a, n=name: self._pre(n, *a))
+            post = m.register_forward_hook(self._post)
+            self._hooks += [pre, post]
         return super().__enter__()
 
     def __exit__(self, *exc):
@@ -534,9 +584,11 @@ class _Trace(TorchFunctionMode):
         return super().__exit__(*exc)
 
 
-def _example(model, src, tgt_in):
-    """Check the model and the example; returns ``(src, tgt_in)`` as ``(1, S)``,
-    ``(1, T)`` on the model's device."""
+def _example(model, kind: type, src, tgt_in):
+    """Check the model (a ``kind``) and the example; returns ``(src, tgt_in)`` as
+    ``(1, S)``, ``(1, T)`` on the model's device."""
+    if not isinstance(model, kind):
+        raise TypeError(f"{kind.__name__} expected, got {type(model).__name__}")
     src, tgt_in = model.check_inputs(src, tgt_in)
     if src.shape[0] != 1:
         raise ValueError(
@@ -549,91 +601,52 @@ def _example(model, src, tgt_in):
 # ---- ConvS2S -------------------------------------------------------------
 
 
-def _conv_side(d, x, t, tokens, *, causal, k, positions):
-    """One side of the ConvS2S figure on the axis ``x``: the tokens, the embeddings, the
-    input projection and the first block, from the trace ``t``. Returns the input
-    projection, the block's last box and the point where the embeddings branch off."""
-    n, i, tok, e, side = (
-        ("T", "i", "y", "g", "d") if causal else ("S", "j", "x", "e", "e")
-    )
+def _conv_side(d, X, tokens, embedded, block, *, causal, k, positions) -> list:
+    """The rows of one side of the ConvS2S figure on the axis ``X``: the tokens, the
+    embeddings, the input projection and the first block (``block``: its trace)."""
+    if causal:  # the decoder's side: the target prefix, causal convolutions
+        n, i, tok, e, side, fill, zeros = "T", "i", "y", "g", "d", "dec", k - 1
+        top, emb, proj = "target tokens", "target embedding", "decoder input projection"
+        conv, tokens_text = "causal convolution", "<sos>, $y_1$ … $y_{T−1}$"
+        pad = f"k−1 = {zeros} zero{'s' * (zeros != 1)} on the left only"
+    else:
+        n, i, tok, e, side, fill, zeros = "S", "j", "x", "e", "e", "enc", (k - 1) // 2
+        top, emb, proj = "source tokens", "embedding", "input projection"
+        conv, tokens_text = "convolution", "source tokens $x_1$ … $x_S$"
+        pad = f"(k−1)/2 = {zeros} zero{'s' * (zeros != 1)} on each side"
     pos = f"w_{i} + p_{i}$" if positions else f"w_{i}$ (no positions)"
-    text = "<sos>, $y_1$ … $y_{T−1}$" if causal else "source tokens $x_1$ … $x_S$"
-    top = d.box("target tokens" if causal else "source tokens", x, 0.5, text, fill="io")
-    block = t[f"block_{side}"]
-    # [A B] = W * X + b_w, v = A ⊗ σ(B): (1, n, 2d), (1, n, d)
-    (Y,), v = block.ops["glu"][0]
-    padded = d.shape(
-        f"{side} convolution input, padded", (f"{n}+k−1", "d"), block.ops["pad"][0][1]
-    )
-    conv, zeros = (
-        f"{'causal ' * causal}convolution",
-        (k - 1) if causal else (k - 1) // 2,
-    )
-    pad = f"{'k−1' if causal else '(k−1)/2'} = {zeros} zero{'s' * (zeros != 1)}"
-    pad += " on the left only" if causal else " on each side"
-    at = (x + 0.08, top.bottom + 2 * _GAP + 2 * _BOX[1] + 0.17)  # below the frame's top
-    box = {"gap": _GAP + 0.25, "w": 2.7, "h": 0.62, "size": _FS, "at": at}
-    steps = [  # (box, its text, the arrow into it: symbol, sizes, tensor)
-        (
-            "target embedding" if causal else "embedding",
-            "embeddings $" + pos,
-            tok,
-            n,
-            tokens,
-        ),
-        (
-            f"{'decoder ' * causal}input projection",
-            "input projection f → d",
-            f"${e}_{i} = {pos}",
-            f"{n} f",
-            t[side].out,
-        ),
-        (
-            conv,
-            f"{conv}, k = {k}\n{pad}\ninput padded to {padded}",
-            "block input",
-            f"{n} d",
-            block.args[0],
-            box,
-        ),
+    x_pad = block.ops["pad"][0][1]  # the convolution's input, padded
+    padded = d.shape(f"{side} convolution input, padded", (f"{n}+k−1", "d"), x_pad)
+    (Y,), v = block.ops["glu"][0]  # [A B] = W * X + b_w and v = A ⊗ σ(B)
+    A, B = Y.chunk(2, dim=-1)  # views of the two halves of the channels
+    conv_text = f"{conv}, k = {k}\n{pad}\ninput padded to {padded}"
+    gate, add, dims = "⊗ (gated linear unit)", "⊕ residual", f"{n} d"
+    return [
+        # _Box(name, text, x, after, fill, w, h); _Arrow(src, dst, label, dims, tensor)
+        _Box(top, tokens_text, X, 0.5, "io"),
+        _Box(emb, f"embeddings ${pos}", X, top, fill),
+        _Arrow(top, emb, tok, n, tokens),
+        _Box(proj, "input projection f → d", X, emb, fill),
+        _Arrow(emb, proj, f"${e}_{i} = {pos}", f"{n} f", embedded),
+        _Box(conv, conv_text, X, proj, fill, 2.7, 0.62, gap=0.87, size=_FS),
+        _Arrow(proj, conv, "block input", dims, block.args[0], low=True),
+        _Point(f"{e}_{i} branch", X, emb, 0.5),
+        _Point("residual", X, proj, 0.65),
+        _Point("Y", X, conv, 0.48),
+        _Arrow(conv, "Y", "Y = [A B]", f"{n} 2d", Y, head=False),
+        _Box("σ(B)", None, X + 0.95, "Y", "op", 0.7, 0.32, gap=0.55),
+        _Arrow("Y", "σ(B)", "B", dims, B, "hv", side="left", low=True, one_line=True),
+        _Box(gate, "⊗", X, "σ(B)", gap=0.5 - _R),
+        _Arrow("Y", gate, "A", dims, A, via=X - 0.95, one_line=True),
+        # σ(B) is computed inside F.glu and never kept: its arrow carries B's shape
+        _Arrow("σ(B)", gate, "σ(B)", dims, B, via="vh", side="left", one_line=True),
+        _Box(add, "⊕", X, gate, gap=0.5),
+        _Arrow(gate, add, "v = A ⊗ σ(B)", dims, v),
+        _Arrow("residual", add, via=X - 1.45),
+        _Text("residual", X - 1.39, "residual", -0.04, color=_MUTED, va="bottom"),
+        _Box("× √0.5", None, X, add, "op", 0.84, 0.3, gap=0.17),
+        _Arrow(add, "× √0.5"),
     ]
-    emb, proj, box = d.chain(top, steps, fill="dec" if causal else "enc")
-    branch = d.dot(x, proj.y - 0.31)
-    res, rx, y = d.dot(x, box.y - 0.53), x - 1.45, box.bottom + 0.48  # y: A and B split
-    d.arrow(box, (x, y), label="Y = [A B]", dims=f"{n} 2d", tensor=Y, head=False)
-    d.arrow((x - 0.95, d.dot(x, y)[1]), (x + 0.95, y), head=False)
-    A, B = Y.chunk(2, dim=-1)  # views of the two halves of the channels, (1, n, d) each
-    half = {"dims": f"{n} d", "one_line": True}
-    at = (x + 0.87, y + 0.3)
-    sig = d.down(
-        (x + 0.95, y),
-        "σ(B)",
-        None,
-        "B",
-        tensor=B,
-        gap=0.55,
-        w=0.7,
-        h=0.32,
-        side="left",
-        at=at,
-        **half,
-    )
-    mul = d.box("⊗ (gated linear unit)", x, sig.bottom + 0.5 - _R, "⊗")
-    d.arrow(
-        (x - 0.95, y),
-        (x - 0.95, mul.y),
-        mul,
-        label="A",
-        tensor=A,
-        at=(x - 0.87, y + 0.1),
-        **half,
-    )
-    # σ(B) is computed inside F.glu and never kept: its arrow carries B's shape
-    d.arrow(sig, (x + 0.95, mul.y), mul, label="σ(B)", tensor=B, side="left", **half)
-    add = d.down(mul, "⊕ residual", "⊕", "v = A ⊗ σ(B)", f"{n} d", v, gap=0.5)
-    d.arrow(res, (rx, res[1]), (rx, add.y), add)
-    d.text(rx + 0.06, res[1] - 0.04, "residual", color=_MUTED, va="bottom")
-    return proj, d.down(add, "× √0.5", gap=0.17, w=0.84, h=0.3), branch
 
 
 def convs2s_schematic(model: ConvS2S, src, tgt_in) -> Schematic:
@@ -684,175 +697,120 @@ def convs2s_schematic(model: ConvS2S, src, tgt_in) -> Schematic:
     ----------
     Gehring et al. (2017), §3, eqs. 1-2, Figure 1.
     """
-    if not isinstance(model, ConvS2S):
-        raise TypeError(
-            f"convs2s_schematic draws a ConvS2S, got {type(model).__name__}"
-        )
-    src, tgt_in = _example(model, src, tgt_in)
+    src, tgt_in = _example(model, ConvS2S, src, tgt_in)
     enc, dec, cfg = model.encoder, model.decoder, model.cfg
     # the first attending layer's (every layer attends but in convs2s_edu.ablations)
     att, layer = dec.attention[0], getattr(cfg, "attending_layers", (0,))[0]
-    modules = dict(
-        enc=enc, e=enc.embed, block_e=enc.blocks[0], out_e=enc.out_proj, d=dec.embed
-    )
-    modules |= dict(
-        block_d=dec.blocks[layer], att=att, W_d=att.W_d, W_c=dec.W_c[0], W_o=dec.W_o
-    )
+    modules = dict(enc=enc, e=enc.embed, block_e=enc.blocks[0], out_e=enc.out_proj)
+    modules |= dict(d=dec.embed, block_d=dec.blocks[layer], att=att, W_d=att.W_d)
+    modules |= dict(W_c=dec.W_c[0], W_o=dec.W_o)
     with _inference(model), _Trace(modules) as t:  # eval mode (no dropout), no autograd
         model(src, tgt_in)
-    S, T, k, f, dim = (
-        src.shape[1],
-        tgt_in.shape[1],
-        cfg.kernel_size,
-        cfg.embed_dim,
-        cfg.hidden_dim,
-    )
-    env = {"S": S, "T": T, "f": f, "d": dim, "2d": 2 * dim, "V": t["W_o"].out.shape[-1]}
+    S, T, k = src.shape[1], tgt_in.shape[1], cfg.kernel_size
+    f, dim, V = cfg.embed_dim, cfg.hidden_dim, t["W_o"].out.shape[-1]
+    env = {"S": S, "T": T, "f": f, "d": dim, "2d": 2 * dim, "V": V}
     d = _Drawing(env | {"S+k−1": S + k - 1, "T+k−1": T + k - 1})
-    EX, AX, DX = 1.9, 5.0, 8.0  # the encoder's, the attention's and the decoder's axes
-    for x, title in (
-        (EX, "Encoder: all S positions at once"),
-        (DX, "Decoder: all T at once"),
-    ):
-        d.text(x, 0.12, title, size=_FS + 3, bold=True, ha="center")
-
-    # ---- encoder: the keys z_j and the values z_j + e_j ----------------------
-    side = {
-        "k": k,
-        "causal": False,
-        "positions": getattr(cfg, "source_positions", True),
-    }
-    proj, scale, e_branch = _conv_side(d, EX, t, src, **side)
-    blocks = f"× $L_{{enc}}$ = {cfg.n_encoder_layers}"
-    d.frame(EX - 1.6, proj.bottom + 0.12, EX + 1.6, scale.bottom + 0.14, blocks)
-    # below the frame
-    first = {"gap": _GAP + 0.2, "at": (EX + 0.08, scale.bottom + 0.2)}
-    keys = {"gap": 0.95, "color": _ACCENT}
-    steps = [
-        (
-            "output projection",
-            "output projection d → f",
-            "$z^l_j$",
-            "S d",
-            t["out_e"].args[0],
-            first,
-        ),
-        ("z + e", "⊕", "keys $z_j = z^u_j$", "S f", t["enc"].out.states, keys),
-    ]
-    out, zpe = d.chain(scale, steps, fill="enc")
-    # where the keys branch off to the scores
-    keys = d.dot(EX, out.bottom + 0.6, _ACCENT)
-    d.text(EX - 0.22, zpe.y - 0.18, "z + e", color=_MUTED, ha="right", va="bottom")
-    e_j = {"label": "$e_j$", "at": (0.22, zpe.y - 0.05), "va": "bottom"}
-    d.arrow(e_branch, (0.16, e_branch[1]), (0.16, zpe.y), zpe, **e_j)
-
-    # ---- decoder: the block, then the attention of the layer -----------------
-    side |= {"causal": True, "positions": getattr(cfg, "target_positions", True)}
-    dproj, dscale, g_branch = _conv_side(d, DX, t, tgt_in, **side)
-    y_h = d.dot(DX, dscale.bottom + 0.5)[1]  # h_i branches off to W_d here
-    d.text(
-        AX, y_h - 0.5, "Attention of the layer", size=_FS + 2, bold=True, ha="center"
-    )
-    W_d = d.box("W_d", AX, y_h - 0.19, "$W_d$   (d → f)", fill="att", w=1.8)
-    d.arrow((DX, y_h), W_d)
     (query, _), scores = t["att"].ops["bmm"][0]  # d_i · z_j: (1, T, f) times (1, f, S)
-    # Σ_j a_ij (z_j + e_j): (1, T, S) times (1, S, f)
-    (_, values), _ = t["att"].ops["bmm"][1]
-    c_i, a = t["att"].out  # (1, T, f), (1, T, S)
-    text, c = (
-        "$c_i = Σ_j a_{ij} (z_j + e_j)$",
-        "$c_i × √m$" if cfg.scale_context else "$c_i$",
-    )
-    steps = [  # (box, its text, the arrow into it: symbol, sizes, tensor)
-        (
-            "d_i = W_d h_i + b_d + g_i",
-            "⊕",
-            "$W_d h_i$",
-            "T f",
-            t["W_d"].out,
-            {"gap": 0.65},
-        ),
-        (
-            "scores d_i · z_j",
-            "scores $d_i · z_j$",
-            "$d_i = W_d h_i + b_d + g_i$",
-            "T f",
-            query,
-        ),
-        ("softmax over j", None, "$d_i · z_j$", "T S", scores),
-        (_plain(text), text, "$a_{ij}$", "T S", a, {"w": 2.3}),
-        (
-            "W_c",
-            "$W_c$   (f → d)",
-            c,
-            "T f",
-            t["W_c"].args[0],
-            {"w": 1.8, "color": _ACCENT},
-        ),
-    ]
-    q, score, _, ctx, W_c = d.chain(W_d, steps, fill="att", w=2.0)
-    d.text(AX + 0.22, q.y, "+ $b_d$", size=_FS + 1, va="center")
-    g_i = {"label": "$g_i$", "at": (4.0, q.y - 0.05), "va": "bottom"}
-    d.arrow(g_branch, (3.92, g_branch[1]), (3.92, q.y), q, **g_i)
-    d.arrow(keys, (3.6, keys[1]), (3.6, score.y), score, color=_ACCENT)
-    values = {"label": "values $z_j + e_j$", "dims": "S f", "tensor": values}
-    d.arrow(
-        zpe, (EX, ctx.y), ctx, color=_ACCENT, at=(EX + 0.1, zpe.bottom + 0.3), **values
-    )
-    enters = d.box("⊕ W_c c_i", DX, W_c.y - _R, "⊕", fill="att")
-    h_i = {"label": "$h_i$", "dims": "T d", "at": (DX + 0.08, y_h + 0.08)}
-    d.arrow(dscale, enters, tensor=t["block_d"].out, **h_i)
-    context = {"label": "$W_c c_i$: the context enters", "dims": "T d", "lw": 2.5}
-    d.arrow(W_c, enters, tensor=t["W_c"].out, color=_ACCENT, **context)
-    last = d.down(enters, "× √0.5 (context)", "× √0.5", gap=0.17, w=0.84, h=0.3)
+    (_, values), _ = t["att"].ops["bmm"][1]  # Σ_j a_ij (z_j + e_j): times (1, S, f)
+    a, z = t["att"].out[1], t["enc"].out.states  # (1, T, S), the keys (1, S, f)
+    EX, AX, DX = 1.9, 5.0, 8.0  # the encoder's, the attention's and the decoder's axes
+    side = dict(k=k, causal=False, positions=getattr(cfg, "source_positions", True))
+    encoder = _conv_side(d, EX, src, t["e"].out, t["block_e"], **side)
+    side |= dict(causal=True, positions=getattr(cfg, "target_positions", True))
+    decoder = _conv_side(d, DX, tgt_in, t["d"].out, t["block_d"], **side)
     only = getattr(cfg, "attention_layers", None)
     every = "" if only is None else f", attention in {only}"
-    layers = f"× $L_{{dec}}$ = {cfg.n_decoder_layers} layers{every}"
-    d.frame(3.72, dproj.bottom + 0.12, 9.86, last.bottom + 0.14, layers)
-    first = {"gap": _GAP + 0.2, "at": (DX + 0.08, last.bottom + 0.2)}  # below the frame
-    p = "softmax: $p(y_{i+1} | y_{≤i}, x)$"
-    steps = [
-        (
-            "W_o",
-            "output layer $W_o$  (d → V)",
-            "$h^L_i$",
-            "T d",
-            t["W_o"].args[0],
-            first,
-        ),
-        ("softmax p(y_i+1)", p, "logits", "T V", t["W_o"].out, {"fill": "io"}),
+    layers_e = f"× $L_{{enc}}$ = {cfg.n_encoder_layers}"
+    layers_d = f"× $L_{{dec}}$ = {cfg.n_decoder_layers} layers{every}"
+    context = "$W_c c_i$: the context enters"
+    c = "$c_i × √m$" if cfg.scale_context else "$c_i$"
+    q, ctx = "d_i = W_d h_i + b_d + g_i", "c_i = Σ_j a_ij (z_j + e_j)"
+    out, scale, last = "output projection", "× √0.5", "× √0.5 (context)"
+    score, enters = "scores d_i · z_j", "⊕ W_c c_i"
+    rows = [
+        # _Box(name, text, x, after, fill, w, h); _Arrow(src, dst, label, dims, tensor)
+        _Text("Encoder: all S positions at once", EX, 0.12, **_HEADING),
+        _Text("Decoder: all T at once", DX, 0.12, **_HEADING),
+        # ---- the encoder; the keys z_j and the values z_j + e_j
+        *encoder,
+        _Frame(layers_e, EX - 1.6, EX + 1.6, ("input projection", 0.12), (scale, 0.14)),
+        _Box(out, "output projection d → f", EX, scale, "enc", gap=_GAP + 0.2),
+        _Arrow(scale, out, "$z^l_j$", "S d", t["out_e"].args[0], low=True),
+        _Box("z + e", "⊕", EX, out, "enc", gap=0.95),
+        _Arrow(out, "z + e", "keys $z_j = z^u_j$", "S f", z, color=_ACCENT),
+        _Point("keys", EX, out, 0.6, _ACCENT),
+        _Text("z + e", EX - 0.22, level="z + e", gap=-0.33, color=_MUTED, ha="right"),
+        _Arrow("e_j branch", "z + e", "$e_j$", via=0.16, low=True),
+        # ---- the decoder's block, then the attention of its layer
+        *decoder,
+        _Point("h_i", DX, scale, 0.5),
+        _Text("Attention of the layer", AX, level="h_i", gap=-0.5, **_HEADING),
+        _Box("W_d", "$W_d$   (d → f)", AX, None, "att", 1.8, level="h_i"),
+        _Arrow("h_i", "W_d"),
+        _Box(q, "⊕", AX, "W_d", "att", gap=0.65),
+        _Arrow("W_d", q, "$W_d h_i$", "T f", t["W_d"].out),
+        _Box(score, "scores $d_i · z_j$", AX, q, "att", 2),
+        _Arrow(q, score, f"${q}$", "T f", query),
+        _Box("softmax over j", None, AX, score, "att", 2),
+        _Arrow(score, "softmax over j", "$d_i · z_j$", "T S", scores),
+        _Box(ctx, "$c_i = Σ_j a_{ij} (z_j + e_j)$", AX, "softmax over j", "att", 2.3),
+        _Arrow("softmax over j", ctx, "$a_{ij}$", "T S", a),
+        _Box("W_c", "$W_c$   (f → d)", AX, ctx, "att", 1.8),
+        _Arrow(ctx, "W_c", c, "T f", t["W_c"].args[0], color=_ACCENT),
+        _Text("+ $b_d$", AX + 0.22, level=q, size=_FS + 1, va="center"),
+        _Arrow("g_i branch", q, "$g_i$", via=3.92, low=True),
+        _Arrow("keys", score, via=3.6, color=_ACCENT),
+        _Arrow("z + e", ctx, "values $z_j + e_j$", "S f", values, "vh", color=_ACCENT),
+        _Box(enters, "⊕", DX, None, "att", level="W_c"),
+        _Arrow(scale, enters, "$h_i$", "T d", t["block_d"].out),
+        _Arrow("W_c", enters, context, "T d", t["W_c"].out, color=_ACCENT, lw=2.5),
+        _Box(last, "× √0.5", DX, enters, "op", 0.84, 0.3, gap=0.17),
+        _Arrow(enters, last),
+        _Frame(layers_d, 3.72, 9.86, ("decoder input projection", 0.12), (last, 0.14)),
+        _Box("W_o", "output layer $W_o$  (d → V)", DX, last, "dec", gap=_GAP + 0.2),
+        _Arrow(last, "W_o", "$h^L_i$", "T d", t["W_o"].args[0], low=True),
+        _Box("softmax p(y_i+1)", "softmax: $p(y_{i+1} | y_{≤i}, x)$", DX, "W_o", "io"),
+        _Arrow("W_o", "softmax p(y_i+1)", "logits", "T V", t["W_o"].out),
     ]
-    d.chain(last, steps, fill="dec")
     notes = (
         "layers; each computes all positions",
         "one token per step, L_dec layers each",
     )
     title = (
-        f"ConvS2S (Gehring et al., 2017, Figure 1): {cfg.n_encoder_layers} encoder blocks, "
-        f"{cfg.n_decoder_layers} decoder layers with attention, f = {f}, d = {dim}, k = {k}"
+        f"ConvS2S (Gehring et al., 2017, Figure 1): {cfg.n_encoder_layers} encoder "
+        f"blocks, {cfg.n_decoder_layers} decoder layers with attention, f = {f}, "
+        f"d = {dim}, k = {k}"
     )
-    return d.finish(ctx.bottom + 0.8, critical_path(model, S, T), notes, title)
+    path = critical_path(model, S, T)
+    return d.draw(rows).finish((ctx, 0.8), path, notes, title)
 
 
 # ---- The GRU baseline ----------------------------------------------------
 
 
-def _cells(d, x, y, S, *, forward: bool):
-    """One direction of the bidirectional GRU across ``x ± 1.4`` from ``y``: a cell per
-    position (at most 7 drawn) and the arrows that chain them, in the order it reads."""
+def _cells(d, x, S, gap, half, *, forward: bool) -> list:
+    """The rows of one direction of the bidirectional GRU, ``gap`` below the top of
+    its box: what it computes (``half``: its states) above a cell per position (at
+    most 7 drawn) across ``x ± 1.4``, and the arrows that chain the cells in the
+    order it reads."""
+    way, symbol = ("forward", "$→h_j$") if forward else ("backward", "$←h_j$")
     labels = [str(j) for j in range(1, S + 1)]
     labels = labels[:5] + ["…"] + labels[-1:] if S > 7 else labels
     n, w = len(labels), 0.28
     step = w + min(0.24, (2.8 - n * w) / max(n - 1, 1))
     xs = [x + (j - (n - 1) / 2) * step for j in range(n)]
-    for cx, label in zip(xs, labels):
-        name = f"{'forward' if forward else 'backward'} cell {label}"
-        d.box(name, cx, y, label, w=w, h=0.26) if label != "…" else d.text(
-            cx, y, "…", ha="center"
-        )
-    for a, b in zip(xs, xs[1:]):
-        ends = [(a + w / 2, y + 0.13), (b - w / 2, y + 0.13)]
-        d.arrow(*(ends if forward else ends[::-1]), color=_ACCENT)
+    names = [f"{way} cell {label}" for label in labels]
+    fills = [None if label == "…" else "op" for label in labels]  # "…": no box
+    pairs = zip(names, names[1:]) if forward else zip(names[1:], names)
+    text, gru = f"{way} {symbol}  {d.shape(symbol, 'S n', half)}", "bidirectional GRU"
+    return [
+        _Text(text, x - 1.4, inside=gru, gap=gap, color=_MUTED),
+        *(
+            _Box(name, label, cx, None, fill, w, 0.26, gap=gap + 0.2, inside=gru)
+            for name, label, cx, fill in zip(names, labels, xs, fills)
+        ),
+        *(_Arrow(a, b, color=_ACCENT) for a, b in pairs),
+    ]
 
 
 def gru_schematic(model: RNNSeq2Seq, src, tgt_in) -> Schematic:
@@ -898,16 +856,10 @@ def gru_schematic(model: RNNSeq2Seq, src, tgt_in) -> Schematic:
     ----------
     Bahdanau, Cho & Bengio (2015), §3, appendix A.1.2; Gehring et al. (2017), §1.
     """
-    if not isinstance(model, RNNSeq2Seq):
-        raise TypeError(
-            f"gru_schematic draws an RNNSeq2Seq, got {type(model).__name__}"
-        )
-    src, tgt_in = _example(model, src, tgt_in)
+    src, tgt_in = _example(model, RNNSeq2Seq, src, tgt_in)
     enc, dec, cfg = model.encoder, model.decoder, model.cfg
-    modules = dict(
-        enc=enc, x=enc.embed, W_init=dec.W_init, att=dec.attention, y=dec.embed
-    )
-    modules |= dict(U_a=dec.attention.U_a, gru=dec.gru, W_s=dec.W_s)
+    modules = dict(enc=enc, x=enc.embed, W_init=dec.W_init, att=dec.attention)
+    modules |= dict(y=dec.embed, U_a=dec.attention.U_a, gru=dec.gru, W_s=dec.W_s)
     with _inference(model), _Trace(modules) as t:  # eval mode (no dropout), no autograd
         state = dec.start(model.encode(src))
         for i in range(tgt_in.shape[1]):  # teacher forcing, one step after another
@@ -915,218 +867,91 @@ def gru_schematic(model: RNNSeq2Seq, src, tgt_in) -> Schematic:
     h, h_back_1 = t["enc"].out.states, t["enc"].out.summary  # (1, S, 2n), (1, n)
     s_prev, keys, values = t["att"].args[:3]  # (1, n), (1, S, n'), (1, S, 2n)
     c_t, a_t = t["att"].out  # (1, 2n), (1, S)
-    S, T, m, n, A = (
-        src.shape[1],
-        tgt_in.shape[1],
-        cfg.embed_dim,
-        cfg.hidden_dim,
-        cfg.attention_dim,
-    )
-    L_enc, L_dec, V = cfg.n_encoder_layers, cfg.n_decoder_layers, t["W_s"].out.shape[-1]
-    env = {
-        "S": S,
-        "T": T,
-        "m": m,
-        "n": n,
-        "2n": 2 * n,
-        "n'": A,
-        "V": V,
-        "m+2n": m + 2 * n,
-    }
-    d = _Drawing(env | {"$L_{dec}$·n": L_dec * n})
-    # encoder, attention, decoder, decoder-input axes
-    EX, AX, DX, YX = 1.8, 5.0, 7.4, 9.2
-    d.text(
-        EX, 0.12, "Encoder: a bidirectional GRU", size=_FS + 3, bold=True, ha="center"
-    )
-    d.text(
-        DX + 0.4,
-        0.12,
-        "Decoder: one step after another",
-        size=_FS + 3,
-        bold=True,
-        ha="center",
-    )
-
-    # ---- encoder -----------------------------------------------------------
-    tokens = d.box("source tokens", EX, 0.5, "source tokens $x_1$ … $x_S$", fill="io")
-    W_a = {"w": 1.5, "fill": "att", "gap": _GAP + 0.1}
-    steps = [  # (box, its text, the arrow into it: symbol, sizes, tensor)
-        ("embedding", None, "x", "S", src),
-        ("bidirectional GRU", "", "E $x_j$", "S m", t["x"].out, {"w": 3.1, "h": 1.42}),
-        ("W_a", "$W_a$  (2n → n')", "$h_j = [→h_j; ←h_j]$", "S 2n", h, W_a),
-    ]
-    _, gru, W_a = d.chain(tokens, steps, fill="enc")
-    layers = f"bidirectional GRU, {L_enc} layer{'s' * (L_enc > 1)}"
-    d.text(EX, gru.y - 0.61, layers, size=_FS + 1, bold=True, ha="center")
-    for row, (name, symbol) in enumerate(
-        (("forward", "$→h_j$"), ("backward", "$←h_j$"))
-    ):
-        half = h[..., n:] if row else h[..., :n]  # (1, S, n): one direction's states
-        text = f"{name} {symbol}  {d.shape(symbol, 'S n', half)}"
-        d.text(EX - 1.4, gru.y - 0.35 + 0.58 * row, text, color=_MUTED)
-        _cells(d, EX, gru.y - 0.15 + 0.58 * row, S, forward=row == 0)
-    split = d.dot(EX, gru.bottom + 0.3)
-
-    # ---- s_0 from ←h_1, the attention, one decoder step ----------------------
-    W_init = d.box(
-        "W_init", DX, 0.8, "$s_0 = \\tanh(W_{init}\\ ←h_1)$", fill="dec", w=2.2
-    )
-    y = gru.bottom - 0.21  # ←h_1 leaves the GRU at the backward row
-    last = {
-        "label": "$←h_1$ (the backward GRU's last state)",
-        "dims": "n",
-        "at": (3.65, 0.5),
-    }
-    d.arrow(
-        (EX + 1.55, y), (3.55, y), (3.55, W_init.y), W_init, tensor=h_back_1, **last
-    )
-    s_0 = (
-        "$s_0$",
-        ("$L_{dec}$·n",),
-        t["W_init"].out,
-        {"one_line": True, "ec": _ACCENT},
-    )
-    s = d.down(
-        W_init,
-        "decoder state s_t−1",
-        "decoder state $s_{t−1}$",
-        *s_0[:3],
-        **s_0[3],
-        fill="dec",
-        w=2,
-    )
-    U_a = d.box("U_a", AX, s.bottom + 0.45, "$U_a$   (n → n')", fill="att", w=1.6)
-    s_1 = {
-        "label": "$s_{t−1}$",
-        "dims": "n",
-        "tensor": s_prev,
-        "at": (6.08, s.y + 0.25),
-    }
-    d.arrow(s, (6.0, s.y), (6.0, U_a.y), U_a, **s_1)
-    lines = "$e_{tj} = v_a^T \\tanh(W_a h_j$\n$+\\ U_a s_{t−1} + b_a)$"
-    energy = d.box(
-        _plain(lines.replace("\n", " ")),
-        AX,
-        W_a.y - 0.28,
-        lines,
-        fill="att",
-        w=2.1,
-        h=0.56,
-    )
-    d.arrow(U_a, energy, label="$U_a s_{t−1}$", dims="n'", tensor=t["U_a"].out)
-    d.arrow(W_a, energy, label="keys $W_a h_j$", dims="S n'", tensor=keys)
     (e_tj,), _ = t["att"].ops["softmax"][0]  # (1, S)
-    text = "$c_t = Σ_j a_{tj} h_j$"
-    steps = [
-        ("softmax over j", None, "$e_{tj}$", "S", e_tj),
-        (_plain(text), text, "$a_{tj}$", "S", a_t),
-    ]
-    _, ctx = d.chain(energy, steps, fill="att", w=2)
-    vals = {"label": "values $h_j$", "dims": "S 2n", "one_line": True, "va": "bottom"}
-    d.arrow(
-        split,
-        (0.24, split[1]),
-        (0.24, ctx.y),
-        ctx,
-        tensor=values,
-        at=(0.32, ctx.y - 0.05),
-        **vals,
-    )
-    gru_in = d.shape("[E y_t−1; c_t]", ("m+2n",), t["gru"].args[0][:, 0])
-    lines = (
-        "$s_t$ = GRU($s_{t−1}$, [E $y_{t−1}$; $c_t$])\n"
-        f"input [E $y_{{t−1}}$; $c_t$] {gru_in}"
-    )
-    step = d.box("decoder GRU", DX, ctx.bottom + 0.6, lines, fill="dec", h=0.7)
-    d.arrow(ctx, (AX, step.y), step, label="$c_t$", dims="2n", tensor=c_t, lw=2.5)
-    prev = d.box(
-        "previous token y_t−1",
-        YX,
-        U_a.y - 0.19,
-        "$y_{t−1}$\n<sos> first",
-        fill="io",
-        w=0.9,
-        h=0.46,
-    )
-    E = d.down(
-        prev,
-        "decoder embedding E",
-        "E",
-        "y",
-        "T",
-        tgt_in,
-        side="left",
-        fill="dec",
-        w=0.9,
-        h=0.36,
-    )
-    d.arrow(
-        E,
-        (YX, step.y),
-        step,
-        label="E $y_{t−1}$",
-        dims="m",
-        tensor=t["y"].out,
-        side="left",
-    )
-    d.arrow(
-        s,
-        step,
-        label="$s_{t−1}$",
-        dims="n",
-        tensor=s_prev,
-        side="left",
-        at=(DX - 0.08, ctx.y),
-    )
     s_t = t["gru"].out[0][:, 0]  # (1, n): the top layer's new state
-    steps = [
-        (
-            "W_s",
-            "output layer $W_s$  (n → V)",
-            "$s_t$",
-            "n",
-            s_t,
-            {"gap": 1.0, "side": "left"},
-        ),
-        (
-            "softmax p(y_t)",
-            "softmax: $p(y_t | y_{<t}, x)$",
-            "logits",
-            "V",
-            t["W_s"].out,
-            {"fill": "io"},
-        ),
-    ]
-    d.chain(step, steps, fill="dec")
-    y = d.dot(DX, step.bottom + 0.3, _ACCENT)[1]  # s_t goes back to s_{t-1} from here
-    loop = {
-        "label": "next step: $s_t$ becomes $s_{t−1}$",
-        "color": _ACCENT,
-        "lw": 2.5,
-        "fontweight": "bold",
-    }
-    d.arrow((DX, y), (9.82, y), (9.82, s.y), s, at=(DX + 0.14, y + 0.06), **loop)
-    d.text(
-        DX + 0.14,
-        y + 0.26,
-        f"T = {T} steps, one after another",
-        color=_ACCENT,
-        size=_FS + 1,
+    S, T, m, n = src.shape[1], tgt_in.shape[1], cfg.embed_dim, cfg.hidden_dim
+    A, L_enc, L_dec = cfg.attention_dim, cfg.n_encoder_layers, cfg.n_decoder_layers
+    env = {"S": S, "T": T, "m": m, "n": n, "2n": 2 * n, "n'": A, "m+2n": m + 2 * n}
+    d = _Drawing(env | {"V": t["W_s"].out.shape[-1], "$L_{dec}$·n": L_dec * n})
+    EX, AX, DX, YX = 1.8, 5.0, 7.4, 9.2  # encoder, attention, decoder, decoder input
+    gru_in = d.shape("[E y_t−1; c_t]", ("m+2n",), t["gru"].args[0][:, 0])
+    gru = "bidirectional GRU"
+    energy = "e_tj = v_a^T tanh(W_a h_j + U_a s_t−1 + b_a)"
+    ctx, s, step = "c_t = Σ_j a_tj h_j", "decoder state s_t−1", "decoder GRU"
+    prev, E = "previous token y_t−1", "decoder embedding E"
+    texts = dict(  # the longer texts of the boxes and labels below
+        layers=f"bidirectional GRU, {L_enc} layer{'s' * (L_enc > 1)}",
+        h_1="$←h_1$ (the backward GRU's last state)",
+        energy="$e_{tj} = v_a^T \\tanh(W_a h_j$\n$+\\ U_a s_{t−1} + b_a)$",
+        step=f"$s_t$ = GRU($s_{{t−1}}$, [E $y_{{t−1}}$; $c_t$])\n"
+        f"input [E $y_{{t−1}}$; $c_t$] {gru_in}",
+        loop="next step: $s_t$ becomes $s_{t−1}$",
+        steps=f"T = {T} steps, one after another",
+        frame=f"one decoder step, × T = {T}",
     )
-    d.frame(3.65, s.y - 0.33, 9.97, step.bottom + 0.8, f"one decoder step, × T = {T}")
+    recurrence = dict(color=_ACCENT, lw=2.5, bold=True)
+    rows = [
+        # _Box(name, text, x, after, fill, w, h); _Arrow(src, dst, label, dims, tensor)
+        _Text("Encoder: a bidirectional GRU", EX, 0.12, **_HEADING),
+        _Text("Decoder: one step after another", DX + 0.4, 0.12, **_HEADING),
+        # ---- the encoder
+        _Box("source tokens", "source tokens $x_1$ … $x_S$", EX, 0.5, "io"),
+        _Box("embedding", None, EX, "source tokens", "enc"),
+        _Arrow("source tokens", "embedding", "x", "S", src),
+        _Box(gru, "", EX, "embedding", "enc", 3.1, 1.42),
+        _Arrow("embedding", gru, "E $x_j$", "S m", t["x"].out),
+        _Box("W_a", "$W_a$  (2n → n')", EX, gru, "att", 1.5, gap=_GAP + 0.1),
+        _Arrow(gru, "W_a", "$h_j = [→h_j; ←h_j]$", "S 2n", h),
+        _Text(texts["layers"], EX, inside=gru, gap=0.1, **_INNER_TITLE),
+        *_cells(d, EX, S, 0.36, h[..., :n], forward=True),
+        *_cells(d, EX, S, 0.94, h[..., n:], forward=False),
+        _Point("h_j", EX, gru, 0.3),
+        # ---- s_0 from ←h_1, the attention, one decoder step
+        _Box("W_init", "$s_0 = \\tanh(W_{init}\\ ←h_1)$", DX, 0.8, "dec", 2.2),
+        _Point("←h_1", EX + 1.55, gru, -0.21, None),  # the backward row's end
+        _Arrow("←h_1", "W_init", texts["h_1"], "n", h_back_1, via=3.55),
+        _Box(s, "decoder state $s_{t−1}$", DX, "W_init", "dec", 2, ec=_ACCENT),
+        _Arrow("W_init", s, "$s_0$", "$L_{dec}$·n", t["W_init"].out, one_line=True),
+        _Box("U_a", "$U_a$   (n → n')", AX, s, "att", 1.6, gap=0.45),
+        _Arrow(s, "U_a", "$s_{t−1}$", "n", s_prev, via=6.0, low=True),
+        _Box(energy, texts["energy"], AX, None, "att", 2.1, 0.56, level="W_a"),
+        _Arrow("U_a", energy, "$U_a s_{t−1}$", "n'", t["U_a"].out),
+        _Arrow("W_a", energy, "keys $W_a h_j$", "S n'", keys),
+        _Box("softmax over j", None, AX, energy, "att", 2),
+        _Arrow(energy, "softmax over j", "$e_{tj}$", "S", e_tj),
+        _Box(ctx, "$c_t = Σ_j a_{tj} h_j$", AX, "softmax over j", "att", 2),
+        _Arrow("softmax over j", ctx, "$a_{tj}$", "S", a_t),
+        _Arrow(
+            "h_j", ctx, "values $h_j$", "S 2n", values, 0.24, low=True, one_line=True
+        ),
+        _Box(step, texts["step"], DX, ctx, "dec", h=0.7, gap=0.6),
+        _Arrow(ctx, step, "$c_t$", "2n", c_t, via="vh", lw=2.5),
+        _Box(prev, "$y_{t−1}$\n<sos> first", YX, None, "io", 0.9, 0.46, level="U_a"),
+        _Box(E, "E", YX, prev, "dec", 0.9, 0.36),
+        _Arrow(prev, E, "y", "T", tgt_in, side="left"),
+        _Arrow(E, step, "E $y_{t−1}$", "m", t["y"].out, via="vh", side="left"),
+        _Arrow(s, step, "$s_{t−1}$", "n", s_prev, side="left", low=True),
+        _Box("W_s", "output layer $W_s$  (n → V)", DX, step, "dec", gap=1.0),
+        _Arrow(step, "W_s", "$s_t$", "n", s_t, side="left"),
+        _Box("softmax p(y_t)", "softmax: $p(y_t | y_{<t}, x)$", DX, "W_s", "io"),
+        _Arrow("W_s", "softmax p(y_t)", "logits", "V", t["W_s"].out),
+        _Point("s_t", DX, step, 0.3, _ACCENT),  # s_t goes back to s_{t-1} from here
+        _Arrow("s_t", s, texts["loop"], via=9.82, side="left", low=True, **recurrence),
+        _Text(texts["steps"], 9.74, "s_t", 0.06, color=_ACCENT, ha="right"),
+        _Frame(texts["frame"], 3.65, 9.97, ("W_init", 0.48), (step, 0.8)),
+    ]
     notes = (
         "GRU steps; teacher forcing does not help",
         "the same steps: one token per step",
     )
     title = (
-        f"GRU + Bahdanau attention: bidirectional GRU encoder ({L_enc} layer(s)), GRU decoder "
-        f"({L_dec} layer(s)), embeddings m = {m}, states n = {n}, attention n' = {A}"
+        f"GRU + Bahdanau attention: bidirectional GRU encoder ({L_enc} layer(s)), GRU "
+        f"decoder ({L_dec} layer(s)), embeddings m = {m}, states n = {n}, attention "
+        f"n' = {A}"
     )
     path = critical_path(model, S, T)
-    return d.finish(
-        ctx.bottom + 0.6, path, notes, title, one_step="; one decoder step's"
-    )
+    d.draw(rows)
+    return d.finish((ctx, 0.6), path, notes, title, one_step="; one decoder step's")
 
 
 # ---- Any encoder-decoder ---------------------------------------------------
@@ -1174,11 +999,7 @@ def module_schematic(model: EncoderDecoder, src, tgt_in) -> Schematic:
     :func:`convs2s_schematic` and :func:`gru_schematic` draw the inside of the two
     models of the paper.
     """
-    if not isinstance(model, EncoderDecoder):
-        raise TypeError(
-            f"module_schematic draws an EncoderDecoder, got {type(model).__name__}"
-        )
-    src, tgt_in = _example(model, src, tgt_in)
+    src, tgt_in = _example(model, EncoderDecoder, src, tgt_in)
     with _inference(model), _Trace(dict(model.named_children())) as t:
         model(src, tgt_in)
     runs = []  # [name, number of consecutive calls]
@@ -1187,17 +1008,15 @@ def module_schematic(model: EncoderDecoder, src, tgt_in) -> Schematic:
         runs[-1][1] += 1
     d, source = _Drawing({}), "input"
     leaves = _leaves(src, "src") + _leaves(tgt_in, "tgt_in")
-    node = d.box(source, _W / 2, 0.5, "src, tgt_in", fill="io")
+    rows = [_Box(source, "src, tgt_in", _W / 2, 0.5, "io")]
     for name, count in [*runs, ("output", 0)]:
         kind = type(getattr(model, name, None)).__name__
         text = f"{name}: {kind}{f'  × {count}' * (count > 1)}" if count else name
         label = "\n".join(f"{k} ({', '.join(map(str, v))})" for k, v in leaves)
-        gap = 0.3 + 0.19 * len(leaves)
-        node = d.down(
-            node, name, text, label, gap=gap, fill="enc" if count else "io", w=3.2
-        )
         sizes = ";".join(",".join(map(str, v)) for _, v in leaves)
-        d.ax.patches[-1].set_gid(f"arrow:{source}:{sizes}")  # the arrow just drawn
+        fill, gap = "enc" if count else "io", 0.3 + 0.19 * len(leaves)
+        rows += [_Box(name, text, _W / 2, source, fill, 3.2, gap=gap)]
+        rows += [_Arrow(source, name, label, id=f"arrow:{source}:{sizes}")]
         d.shapes |= dict(leaves)
         source, leaves = name, _leaves(t.calls[name][-1].out, name) if count else []
     try:
@@ -1207,4 +1026,4 @@ def module_schematic(model: EncoderDecoder, src, tgt_in) -> Schematic:
     title = (
         f"{type(model).__name__}: its parts in the order the forward pass called them"
     )
-    return d.done(node.bottom + 0.3, title, path)
+    return d.draw(rows).done(d.nodes["output"].bottom + 0.3, title, path)
