@@ -233,6 +233,16 @@ torch.testing.assert_close(out_b, big_seen["out"][0][0, i])
 # sphinx_gallery_end_ignore
 
 # %%
+# What you saw
+# ------------
+# * One decoder position through one layer, in numbers: the causal window, the two
+#   halves :math:`A` and :math:`B` of the gated linear unit, the scaled residual, the
+#   query :math:`d_i`, the weights :math:`a_{ij}` over the keys :math:`z_j`, the context
+#   over the values :math:`z_j + e_j`, and the context added to the state; every number
+#   equal to what the module computes, at these sizes and at the seed's.
+# * Where :math:`\sqrt{0.5}` and the values :math:`z_j + e_j` come from: :ref:`Four
+#   questions learners ask <sphx_glr_auto_examples_plot_15_questions.py>`.
+#
 # Try it
 # ------
 # **1. Causal padding.** The decoder input grows to four positions. Which of
@@ -272,27 +282,6 @@ with torch.no_grad(), figures.capture({"a": att}) as seen2:
     decoder(tgt_in, enc._replace(states=z2[None]))
 print(f"old score {scores[1]:.4f}, new score {(d_i * z2[1]).sum():.4f}")
 print(f"old a_i1 {a[1]:.4f}, new a_i1 {seen2['a'][0][1][0, i, 1]:.4f}")
-
-# %%
-# .. raw:: html
-#
-#    </details>
-#
-# **3. The last** :math:`\sqrt{0.5}`. If the components of :math:`h_i` and of
-# :math:`W_c c_i` are independent, each with variance :math:`\sigma^2`, what is the
-# variance of :math:`h_i + W_c c_i`, and of :math:`\sqrt{0.5}\,(h_i + W_c c_i)`?
-#
-# .. raw:: html
-#
-#    <details class="solution"><summary>Solution</summary>
-#
-# Variances of independent terms add, to :math:`2\sigma^2`; the factor :math:`\sqrt{0.5}`
-# halves the variance, back to :math:`\sigma^2` (§3.4). Sampled with :math:`\sigma = 1`:
-
-gen = torch.Generator().manual_seed(0)
-h_s, wc_s = torch.randn(2, 100_000, generator=gen)
-print(f"Var(h + W_c c) = {(h_s + wc_s).var():.3f}")
-print(f"Var(sqrt(0.5) (h + W_c c)) = {(math.sqrt(0.5) * (h_s + wc_s)).var():.3f}")
 
 # %%
 # .. raw:: html

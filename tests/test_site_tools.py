@@ -760,3 +760,16 @@ def test_a_figures_smallest_text_is_measured_as_the_page_shows_it(site):
     empty = plt.figure()
     assert site.smallest_text_px(empty, dpi=150) is None
     plt.close("all")
+
+
+def test_every_page_ends_with_the_next_page_of_the_reading_path(site):
+    """Issue 54: every page says what the next page asks; the last one where to go."""
+    facts = site.page_facts()
+    footers = site.next_pages(facts)
+    assert list(footers) == [page["path"] for page in facts]
+    first, second = facts[0], facts[1]
+    assert footers[first["path"]] == (
+        f".. rubric:: Next\n\n:ref:`{second['title']} "
+        f"<{site.gallery_label(second['path'])}>`: {second['teaches'].rstrip('.')}."
+    )
+    assert "the end of the reading path" in footers[facts[-1]["path"]]

@@ -43,6 +43,8 @@ GENERATED = DOCS / "_generated"  # include files of the landing page (not in git
 TEST_PAGES = DOCS / "tests"  # generated test pages (not in git)
 AUTO = DOCS / "auto_examples"
 MARK = ".. convs2s-site-note"
+#: Brackets the "Next" footer the build adds to every page.
+NEXT_MARK = ".. convs2s-site-next"
 
 #: The reading path's chapters in order: a folder of ``gallery/`` ("" for the lesson)
 #: and its heading.
@@ -519,6 +521,34 @@ def after_gallery(app) -> None:
             f"the full experiment.\n\n{MARK} end\n"
         )
         _write_if_changed(rst, text[: m.end()] + note + text[m.end() :])
+
+    # where the reading path goes next, at the end of every page
+    for path, footer in next_pages(facts).items():
+        rst = AUTO / f"{path}.rst"
+        if not rst.is_file():
+            continue
+        old = rf"\n{re.escape(NEXT_MARK)}.*?{re.escape(NEXT_MARK)} end\n"
+        text = re.sub(old, "\n", rst.read_text(encoding="utf-8"), flags=re.DOTALL)
+        at = text.find("\n.. _sphx_glr_download_")  # before the download buttons
+        at = len(text) if at < 0 else at
+        _write_if_changed(
+            rst, text[:at] + f"\n{NEXT_MARK}\n\n{footer}\n\n{NEXT_MARK} end\n" + text[at:]
+        )
+
+
+def next_pages(facts: list[dict]) -> dict[str, str]:
+    """Per page of the reading path, the rst of its last words: the page that follows
+    it, with the question it asks (what it teaches), or the end of the path."""
+    footers = {}
+    for page, following in zip(facts, [*facts[1:], None]):
+        if following is None:
+            to = "the end of the reading path: the :doc:`paper map </paper_map>` lists "
+            to += "every equation with its class, test and page"
+        else:
+            link = f":ref:`{following['title']} <{gallery_label(following['path'])}>`"
+            to = f"{link}: {following['teaches'].rstrip('.')}"
+        footers[page["path"]] = f".. rubric:: Next\n\n{to}."
+    return footers
 
 
 # -- 3. The downloadable notebooks -----------------------------------------------------

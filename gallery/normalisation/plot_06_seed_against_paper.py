@@ -146,6 +146,15 @@ ax.legend(fontsize=9)
 plt.show()
 
 # %%
+# What you saw
+# ------------
+# * The seed's configuration and the paper's, each trained a few epochs with three
+#   seeds on a slice of the task: their held-out losses, batch by batch and epoch by
+#   epoch, and a verdict by the claims page's rule on whether they end apart by more
+#   than the seeds make them vary.
+# * What each flag does is on the chapter's earlier pages; a few epochs on a slice of
+#   the task say nothing about a full run's end.
+#
 # Try it
 # ------
 # * Turn on one flag at a time: train ``short.replace(model_options={"scale_context":
