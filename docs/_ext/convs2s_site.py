@@ -84,8 +84,8 @@ TEACHES = {
     "plot_13_decoding": "greedy and beam search; ConvS2S's incremental decoding",
     "plot_14_decoder_window": "what the causal decoder sees of its own output: runs of "
     "equal values against its window",
-    "plot_15_questions": "four questions learners ask (the values, the residual's place, "
-    "m·√(1/m) and √0.5), each checked on the model",
+    "plot_15_questions": "the attention's values, the residual's place, m·√(1/m) and "
+    "√0.5, each answered from the paper and checked on the model",
     "normalisation/plot_01_encoder_gradient_scaling": "the encoder gradient scaling under Adam",
     "normalisation/plot_02_weight_normalisation": "a length and a direction per output unit",
     "normalisation/plot_03_initialisation": "the paper's initialisation against PyTorch's",
