@@ -40,7 +40,6 @@ from .convs2s import (
     ConvS2SConfig,
     MultiStepAttention,
     _linear,
-    scale_gradient,
 )
 from .seq2seq import EncoderDecoder, EncoderOut
 
@@ -194,13 +193,12 @@ class AblatedDecoder(ConvDecoder):
             )
 
     def memory(self, enc: EncoderOut) -> ConvMemory:
-        """Keys :math:`z^u_j`; values as ``attention_values`` says."""
-        z = enc.states  # (B, S, f)
-        if self.cfg.scale_encoder_grad:
-            z = scale_gradient(z, 1.0 / len(self.attention))  # 1/L of its attentions
-        e = enc.embedded  # (B, S, f)
-        values = {"z+e": z + e, "z": z, "e": e}[self.cfg.attention_values]
-        return ConvMemory(z=z, z_plus_e=values, padding_mask=enc.padding_mask)
+        """The reference's keys :math:`z^u_j` (their gradient scaled by the attentions
+        this decoder has); values as ``attention_values`` says."""
+        memory = super().memory(enc)
+        z, e = memory.z, enc.embedded  # (B, S, f) each
+        values = {"z+e": memory.z_plus_e, "z": z, "e": e}[self.cfg.attention_values]
+        return memory._replace(z_plus_e=values)
 
     def attend(self, l: int, h: torch.Tensor, g: torch.Tensor, memory: ConvMemory):
         """Layer ``l``'s attention as in the reference, or ``(h, None)`` for a layer
