@@ -238,16 +238,16 @@ for n in MODELS:
         print(f"{LABELS[n]:16s} {t:>7d} {p['ops']:>9,.0f} {kflop:>9,.0f} {us:>7.1f}")
 
 # %%
-# The first columns are facts about the models (the same on every machine); the time
-# per operation is this machine's, measured once, without the interleaving of the
-# speed page: a picture of where the time goes, not a speed measurement.
+# The first columns are facts about the models (the same on every machine); the
+# time per operation is this machine's, measured once, without the interleaving
+# of the speed page, so read it as a picture of where the time goes, not as a
+# speed measurement.
 #
 # What you saw
 # ------------
 # * Each model's arithmetic per token, its chain of dependent operations and the path
-#   between two positions, counted from the models; what an operation costs here.
-# * Which model is faster on a machine is measured on :ref:`the training speed page
-#   <sphx_glr_auto_examples_speed_plot_01_training_speed.py>`.
+#   between two positions, counted from the models; what an operation costs here
+#   (which model is faster, the interleaved measurement of the introduction says).
 #
 # Try it
 # ------
