@@ -80,7 +80,7 @@ for (task, name), r in results.items():
 # ----------------------------
 # Each model decodes its task's test set greedily. An output is right or
 # wrong, so exact match is the measure (the
-# :ref:`evaluation page <sphx_glr_auto_examples_plot_10_evaluation.py>` adds
+# :ref:`evaluation page <sphx_glr_auto_examples_plot_11_evaluation.py>` adds
 # token accuracy); it is split by the length of the source, as Bahdanau et al.
 # split BLEU by sentence length. The band is one standard error of a share,
 # :math:`\sqrt{p(1-p)/n}`.

@@ -11,9 +11,11 @@ once per decoder step, and step :math:`t` waits for the decoder state of step
 <sphx_glr_auto_examples_plot_07_multistep_attention.py>`, scores with a dot
 product in every decoder layer, for all target positions at once.
 
-This page computes the additive attention with tiny dimensions by hand next to
-:class:`~convs2s_edu.BahdanauAttention`, repeats one GRU decoder step by hand,
-and compares what the two models return and what their queries know.
+This page asks how one step of the GRU decoder reads the source: it computes the
+additive attention with tiny dimensions by hand next to
+:class:`~convs2s_edu.BahdanauAttention`, then repeats one whole decoder step by hand.
+:ref:`What each query knows <sphx_glr_auto_examples_plot_08_two_queries.py>` compares
+the two models' queries once ConvS2S is taught.
 """
 
 # %%
@@ -43,7 +45,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from convs2s_edu import BahdanauAttention, ConvS2S, ConvS2SConfig, RNNSeq2Seq, RNNSeq2SeqConfig
+from convs2s_edu import BahdanauAttention, RNNSeq2Seq, RNNSeq2SeqConfig
 from convs2s_edu.data import collate_batch, generate_dataset
 from convs2s_edu.lab import figures
 
@@ -185,114 +187,73 @@ with torch.no_grad():
 # sphinx_gallery_end_ignore
 
 # %%
-# Side by side: what the two models return
-# ----------------------------------------
-# On the same padded batch, an untrained ConvS2S returns one attention map per
-# decoder layer, ``(B, L, T, S)``, from one parallel pass; the GRU one map,
-# ``(B, T, S)``, built one row (one decoder step) at a time. Both compute the
-# padded target positions too (the loss reads none of them).
+# The forward pass is this step, repeated
+# ---------------------------------------
+# Teacher-forced, the decoder runs the step at every target position in turn, and row
+# :math:`t` of the attention map is step :math:`t`'s :math:`a_{tj}`, read with
+# :math:`s_{t-1}`: the map is built one row at a time. The cell runs the steps one by
+# one, checks them against the model's forward pass, and draws the two examples' maps
+# (padded source columns hatched: their weight is zero). Untrained, the weights are
+# nearly uniform; the GRU's :math:`v_a` starts in :math:`[-0.1, 0.1]`.
 
-conv = ConvS2S(ConvS2SConfig(vocab_size=50)).eval()
 with torch.no_grad():
-    _, a_conv = conv(batch.src, batch.tgt_in, return_attention=True)
-    _, a_rnn = rnn(batch.src, batch.tgt_in, return_attention=True)
-shapes = f"ConvS2S {tuple(a_conv.shape)} (B, L, T, S);  GRU {tuple(a_rnn.shape)} (B, T, S)"
-print(f"src {tuple(batch.src.shape)} (B, S);  {shapes}")
+    state_t, rows_a = enc_rnn, []
+    for t in range(batch.tgt_in.shape[1]):
+        _, a_t, state_t = rnn.decoder.step(batch.tgt_in[:, t], state_t)  # a_t: (B, 1, S)
+        rows_a.append(a_t)
+    a_steps = torch.cat(rows_a, dim=1)  # (B, T, S)
+    a_forward = rnn(batch.src, batch.tgt_in, return_attention=True)[1]
+print(f"max |map of the steps - map of forward()| = {(a_steps - a_forward).abs().max():.1e}")
 
-# sphinx_gallery_start_ignore
-assert torch.allclose(a_conv.sum(-1), torch.ones(a_conv.shape[:-1]), atol=1e-5)
-assert torch.allclose(a_rnn.sum(-1), torch.ones(a_rnn.shape[:-1]), atol=1e-5)
-pad = batch.src_padding_mask
-assert (a_conv * pad[:, None, None]).sum() == 0 and (a_rnn * pad[:, None]).sum() == 0
-# sphinx_gallery_end_ignore
-
-# %%
-# The maps of the shorter example: every row sums to 1, and the padded source
-# columns (hatched) get weight zero. Untrained, the maps mean nothing yet; how
-# peaked they start depends on the initialisation (here ``ConvS2SConfig()``,
-# embeddings from :math:`\mathcal{N}(0, 1)`; the site trains
-# ``ConvS2SConfig.paper()``, :math:`\mathcal{N}(0, 0.1)`, and :ref:`the trained
-# attention page <sphx_glr_auto_examples_plot_12_trained_attention.py>` measures
-# both; the GRU's ``v_a`` starts in :math:`[-0.1, 0.1]`). Printed: every map's
-# mean largest weight and :math:`1/m` (uniform). A trained model should look, at
-# every step, at the source token that comes next in sorted order.
-
-real_rows = ~batch.tgt_padding_mask
-peaks = [f"{a_conv[:, l].amax(-1)[real_rows].mean():.3f}" for l in range(a_conv.shape[1])]
-print(f"mean largest weight, ConvS2S layers 1-{len(peaks)}: {', '.join(peaks)}")
-gru_peak = a_rnn.amax(-1)[real_rows].mean()
-print(f"GRU: {gru_peak:.3f}; mean 1/m: {(1 / batch.src_lengths).mean():.3f}")
-row = int(batch.src_lengths.argmin())
-t_real = int((~batch.tgt_padding_mask[row]).sum())
-maps = [(f"ConvS2S layer {l + 1}", a_conv[row, l]) for l in range(a_conv.shape[1])]
-maps.append(("GRU + Bahdanau", a_rnn[row]))
-vmax = max(float(a[:t_real].max()) for _, a in maps)
-cols, rows = [str(j) for j in range(batch.src.shape[1])], [str(i) for i in range(t_real)]
-fig, axes = plt.subplot_mosaic("ABC;DE.", figsize=(9.3, 6.2), layout="constrained", sharey=True)
-for ax, (title, a) in zip(axes.values(), maps):
-    ylabel = "decoder position $i$" if ax in (axes["A"], axes["D"]) else ""
-    kw = dict(title=title, cmap="viridis", vmax=vmax, ylabel=ylabel)
-    im = figures.attention_heatmap(ax, a, cols, rows, **kw)
-    for j in np.flatnonzero(batch.src_padding_mask[row].numpy()):
+fig, axes = plt.subplots(1, 2, figsize=(8, 3.6), layout="constrained")
+for b, ax in enumerate(axes):
+    t_real = int((~batch.tgt_padding_mask[b]).sum())
+    cols = [str(j) for j in range(batch.src.shape[1])]
+    im = figures.attention_heatmap(
+        ax,
+        a_steps[b, :t_real],
+        cols,
+        [str(t) for t in range(t_real)],
+        title=f"example {b}: {batch.src_lengths[b]} source tokens",
+        vmax=None,
+        ylabel="decoder step $t$",
+    )
+    for j in np.flatnonzero(batch.src_padding_mask[b].numpy()):
         hatch = plt.Rectangle((j - 0.5, -0.5), 1, t_real, fill=False, hatch="//", lw=0)
-        ax.add_patch(hatch).set_edgecolor("white")
-fig.colorbar(im, ax=list(axes.values()), shrink=0.6, label="attention weight")
-source = batch.src[row, : batch.src_lengths[row]].tolist()
-fig.suptitle(f"Attention maps of untrained models, source {source}")
+        ax.add_patch(hatch).set_edgecolor("gray")
+fig.colorbar(im, ax=list(axes), shrink=0.8, label="$a_{tj}$")
+fig.suptitle("The untrained GRU's attention, one row per decoder step")
 plt.show()
 
-# %%
-# What the query knows: :math:`y_{t-1}` or not
-# --------------------------------------------
-# :math:`s_t` needs :math:`s_{t-1}` (through the GRU and :math:`c_t`), so even with
-# teacher forcing :class:`~convs2s_edu.RNNSeq2Seq` loops over the target positions. The
-# queries differ too: ConvS2S's :math:`d^l_i = W^l_d h^l_i + b^l_d + g_i` holds
-# :math:`g_i`, the embedding of the previous target token (the decoder input at
-# :math:`i`). The GRU's energy reads only :math:`s_{t-1}`; :math:`y_{t-1}` enters
-# :math:`s_t` after :math:`c_t`, so step :math:`t` attends knowing :math:`y_{t-2}` but
-# not the token just written, which, on sorting, says which source token comes next. The
-# cell changes the decoder input at position 3 and lists the rows that move.
-
-moved = lambda new, old: (new - old).abs().amax(dim=(0, -1)).nonzero().flatten().tolist()
-t3 = 3
-tgt_other = batch.tgt_in.clone()
-tgt_other[:, t3] = tgt_other[:, t3] % 50 + 1  # another ordinary token
-with torch.no_grad():
-    a_rnn2 = rnn(batch.src, tgt_other, return_attention=True)[1]
-    a_conv2 = conv(batch.src, tgt_other, return_attention=True)[1]
-print(f"decoder input {t3} changed; rows that move:")
-print(f"  GRU map            : {moved(a_rnn2, a_rnn)}")
-print(f"  ConvS2S layer 1 map: {moved(a_conv2[:, 0], a_conv[:, 0])}")
-
 # sphinx_gallery_start_ignore
-assert moved(a_rnn2, a_rnn) == list(range(t3 + 1, batch.tgt_in.shape[1]))
-assert moved(a_conv2[:, 0], a_conv[:, 0]) == list(range(t3, t3 + conv.cfg.kernel_size))
+assert torch.allclose(a_steps, a_forward, atol=1e-6)
 # sphinx_gallery_end_ignore
 
 # %%
 # What you saw
 # ------------
 # * The GRU scores :math:`e_{tj} = v_a^\top \tanh(W_a h_j + U_a s_{t-1} + b_a)`
-#   once per decoder step, with :math:`W_a h_j` computed once per source.
-# * Step :math:`t` waits for :math:`s_{t-1}`, and its query lacks the token
-#   :math:`y_{t-1}`; ConvS2S's query holds it in :math:`g_i`.
-# * The GRU returns one map, ConvS2S one per layer; how peaked an untrained
-#   map is depends on the initialisation.
+#   once per decoder step, with :math:`W_a h_j + b_a` computed once per source.
+# * One step reads the context with :math:`s_{t-1}`, then updates the state with
+#   :math:`[E y_{t-1}; c_t]` and scores the next token; the forward pass is this step
+#   repeated, so step :math:`t` waits for step :math:`t-1`.
 #
 # Try it
 # ------
-# **1. Layer 2.** With the decoder input at position 3 changed, which rows of
-# ConvS2S's *second* layer's map move (:math:`k = 3`)?
+# **1. A sharper softmax.** Multiply :math:`v_a` of the worked example by 10. Predict
+# what happens to the weights :math:`a_{tj}`, then compute them.
 #
 # .. raw:: html
 #
 #    <details class="solution"><summary>Solution</summary>
 #
-# Rows 3 to 7: two causal layers of width :math:`k` carry the change
-# :math:`2(k-1) = 4` positions to the right (:ref:`receptive fields
-# <sphx_glr_auto_examples_plot_06_encoder_decoder.py>`).
+# Every score :math:`e_{tj}` is 10 times larger, so the softmax moves its weight onto
+# the largest score: the position that had the most weight gets nearly all of it.
+# The scale of :math:`v_a` sets how peaked the attention can be, and training learns it.
 
-print(moved(a_conv2[:, 1], a_conv[:, 1]))
+with torch.no_grad():
+    sharp = torch.softmax(10 * bahdanau.energy(s_prev, keys), dim=-1)
+print(f"a with v_a: {a_b[0]}\na with 10 v_a: {sharp[0]}")
 
 # %%
 # .. raw:: html

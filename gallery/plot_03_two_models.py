@@ -21,7 +21,7 @@ critical path: how many operations must run one after another.
 # ------------------
 # :func:`~convs2s_edu.train_or_load` loads both models from the cache when an
 # earlier page (or an earlier build) trained them, and trains them otherwise
-# (:ref:`the training page <sphx_glr_auto_examples_plot_09_training.py>` says
+# (:ref:`the training page <sphx_glr_auto_examples_plot_10_training.py>` says
 # how long that takes).
 
 import matplotlib.pyplot as plt

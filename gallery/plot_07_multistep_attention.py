@@ -234,7 +234,7 @@ plt.show()
 # The trained model
 # -----------------
 # The same question of the trained ConvS2S (:ref:`trained on the training page
-# <sphx_glr_auto_examples_plot_09_training.py>`), on the test set: switch layer 1's
+# <sphx_glr_auto_examples_plot_10_training.py>`), on the test set: switch layer 1's
 # context off (:math:`c^1_i = 0`), and see how far the later layers' weights move
 # and what the token accuracy of teacher-forced prediction becomes.
 
@@ -271,10 +271,8 @@ quick_caveat("this printout")
 #   layer 1 read at one position moves layer 2's weights there and at the :math:`k-1`
 #   positions after it, and nowhere else. The printout above gives what switching layer
 #   1's context off does to the trained model.
-# * Next, :ref:`every number of one decoder step by hand
-#   <sphx_glr_auto_examples_plot_08_convs2s_by_hand.py>`; what each trained layer
-#   attends to is :ref:`a page after training
-#   <sphx_glr_auto_examples_plot_12_trained_attention.py>`.
+# * What each trained layer attends to is :ref:`a page after training
+#   <sphx_glr_auto_examples_plot_13_trained_attention.py>`.
 #
 # Try it
 # ------

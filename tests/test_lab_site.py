@@ -107,7 +107,7 @@ def test_a_quick_build_says_where_its_numbers_cannot_show_the_finding(monkeypatc
     monkeypatch.setenv("CONVS2S_EDU_QUICK", "1")
     quick_caveat("the figure above")
     said = capsys.readouterr().out
-    assert "the figure above shows how this page works, not what it finds" in said
+    assert "read the figure above for how this page works, not for what it finds" in said
     monkeypatch.setenv("CONVS2S_EDU_QUICK", "0")
     quick_caveat("the figure above")
     assert capsys.readouterr().out == ""  # the full build says nothing

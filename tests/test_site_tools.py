@@ -37,8 +37,8 @@ INVENTORY = {
         (":meth:`~convs2s_edu.ConvDecoder.step`", "`step`"),
         (":func:`the metric <convs2s_edu.exact_match>`", "`the metric`"),
         (
-            "the `decoding page <sphx_glr_auto_examples_plot_13_decoding.py>` shows",
-            "the [decoding page](plot_13_decoding.ipynb) shows",
+            "the `decoding page <sphx_glr_auto_examples_plot_15_decoding.py>` shows",
+            "the [decoding page](plot_15_decoding.ipynb) shows",
         ),
         # a page of a subfolder: its notebook lies in that folder of the zip
         (
@@ -69,8 +69,8 @@ def test_markdown_without_a_site_address(site, text, expected):
         # an object the inventory does not know stays code, never a broken link
         (":func:`~convs2s_edu.nowhere`", "`nowhere`"),
         (
-            "`decoding <sphx_glr_auto_examples_plot_13_decoding.py>`",
-            f"[decoding]({BASE}/auto_examples/plot_13_decoding.html)",
+            "`decoding <sphx_glr_auto_examples_plot_15_decoding.py>`",
+            f"[decoding]({BASE}/auto_examples/plot_15_decoding.html)",
         ),
         (
             "`the bench <sphx_glr_auto_examples_speed_plot_04_bench.py>`",
@@ -86,14 +86,14 @@ def test_markdown_with_a_site_address(site, text, expected):
 @pytest.mark.parametrize(
     "here, expected",
     [
-        ("", "[a](plot_13_decoding.ipynb) [b](speed/plot_04_bench.ipynb)"),
-        ("speed", "[a](../plot_13_decoding.ipynb) [b](plot_04_bench.ipynb)"),
-        ("appendix", "[a](../plot_13_decoding.ipynb) [b](../speed/plot_04_bench.ipynb)"),
+        ("", "[a](plot_15_decoding.ipynb) [b](speed/plot_04_bench.ipynb)"),
+        ("speed", "[a](../plot_15_decoding.ipynb) [b](plot_04_bench.ipynb)"),
+        ("appendix", "[a](../plot_15_decoding.ipynb) [b](../speed/plot_04_bench.ipynb)"),
     ],
 )
 def test_links_between_notebooks_follow_their_folders(site, here, expected):
     text = (
-        "`a <sphx_glr_auto_examples_plot_13_decoding.py>` "
+        "`a <sphx_glr_auto_examples_plot_15_decoding.py>` "
         "`b <sphx_glr_auto_examples_speed_plot_04_bench.py>`"
     )
     assert site.convert_markdown(text, None, {}, here) == expected
@@ -356,7 +356,7 @@ def test_every_old_address_sends_to_pages_that_exist_and_is_no_page_itself(site)
 
 
 def test_redirect_stub_refreshes_links_and_names_the_canonical_page(site):
-    titles = {"speed/plot_04_bench": "Speed & the bench", "plot_09_training": "Training"}
+    titles = {"speed/plot_04_bench": "Speed & the bench", "plot_10_training": "Training"}
     stub = site.redirect_stub("plot_12_speed", ("speed/plot_04_bench",), titles)
     assert '<meta http-equiv="refresh" content="0; url=speed/plot_04_bench.html">' in stub
     assert '<link rel="canonical" href="speed/plot_04_bench.html">' in stub
@@ -367,15 +367,15 @@ def test_redirect_stub_refreshes_links_and_names_the_canonical_page(site):
     assert f'<link rel="canonical" href="{BASE}/auto_examples/speed/plot_04_bench.html">' in stub
     # a page that was split lists where its other parts went
     stub = site.redirect_stub(
-        "plot_05_training", ("plot_09_training", "speed/plot_04_bench"), titles
+        "plot_05_training", ("plot_10_training", "speed/plot_04_bench"), titles
     )
-    assert "url=plot_09_training.html" in stub
+    assert "url=plot_10_training.html" in stub
     assert '<li><a href="speed/plot_04_bench.html">Speed &amp; the bench</a></li>' in stub
     # from an old address in a subfolder, every link climbs out of it first
     stub = site.redirect_stub(
-        "speed/plot_09_old", ("plot_09_training", "speed/plot_04_bench"), titles
+        "speed/plot_09_old", ("plot_10_training", "speed/plot_04_bench"), titles
     )
-    assert 'url=../plot_09_training.html"' in stub and 'href="../plot_09_training.html"' in stub
+    assert 'url=../plot_10_training.html"' in stub and 'href="../plot_10_training.html"' in stub
     assert '<li><a href="../speed/plot_04_bench.html">' in stub
 
 

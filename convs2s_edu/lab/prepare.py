@@ -68,7 +68,7 @@ def site_jobs(quick: bool | None = None, directory=None) -> list[Job]:
                 r["config"], r["measures"], b.beam_sizes, directory, r["label"]
             )
         )
-    # the runs besides experiment arms that the bottleneck and trained-attention pages
+    # the runs besides experiment arms that the bottleneck and attention-values pages
     # load
     for task in ("sort", "reverse"):
         cfg = b.config("gru", task, attention=False)

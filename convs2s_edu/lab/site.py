@@ -53,9 +53,9 @@ def quick_caveat(what: str) -> None:
     above") cannot show the page's finding: its models trained a few steps only."""
     if is_quick_mode():
         print(
-            f"Quick build ({QUICK_ENV}=1): the models trained a few steps only, so {what} "
-            "shows how this page works, not what it finds; the full site (tox -e docs) "
-            "has the finding."
+            f"Quick build ({QUICK_ENV}=1): the models trained a few steps only; read "
+            f"{what} for how this page works, not for what it finds; the full site "
+            "(tox -e docs) has the finding."
         )
 
 

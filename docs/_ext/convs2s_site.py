@@ -9,7 +9,7 @@ What it adds to a build (each step is a function below):
    a page into such a link (``doctree-resolved``).
 2. :func:`after_gallery` (``builder-inited``, after sphinx-gallery ran the pages):
    the landing page's include files, from what the build measured: the headline
-   numbers (``headline.json`` of ``gallery/plot_09_training``, ``speed.json`` of
+   numbers (``headline.json`` of ``gallery/plot_10_training``, ``speed.json`` of
    ``gallery/speed/plot_01_training_speed``) and the reading path (every page by
    chapter: title, what it teaches, running time from ``*.cost.json``); and a
    note atop every page that trains models: what it trains, how long it took.
@@ -74,18 +74,22 @@ TEACHES = {
     "why nothing leaks from the future",
     "plot_07_multistep_attention": "ConvS2S's multi-step attention (eq. 1) by hand, and "
     "layer 1's context in layer 2's query, before training and after",
-    "plot_08_convs2s_by_hand": "one forward step of ConvS2S with tiny sizes, every number "
+    "plot_08_two_queries": "what each model's query knows when it scores the source: "
+    "the token just written, or not",
+    "plot_09_convs2s_by_hand": "one forward step of ConvS2S with tiny sizes, every number "
     "written out and checked against the module",
-    "plot_09_training": "both models trained on the same data: parameters and loss curves",
-    "plot_10_evaluation": "exact match and token accuracy, per length; sample outputs",
-    "plot_11_attention_heatmaps": "what the trained attentions look at, against the ideal",
-    "plot_12_trained_attention": "how the trained ConvS2S sorts with its attention: scores "
-    "against source values, where each layer points, keys z and values z + e, the scores' scale",
-    "plot_13_decoding": "greedy and beam search; ConvS2S's incremental decoding",
-    "plot_14_decoder_window": "what the causal decoder sees of its own output: runs of "
+    "plot_10_training": "both models trained on the same data: parameters and loss curves",
+    "plot_11_evaluation": "exact match and token accuracy, per length; sample outputs",
+    "plot_12_attention_heatmaps": "what the trained attentions look at, against the ideal",
+    "plot_13_trained_attention": "how the trained ConvS2S sorts with its attention: its "
+    "weights against source values, and where each layer points",
+    "plot_14_attention_values": "what the embeddings e_j in the values z + e add: a "
+    "knock-out on the trained model, and models retrained without them",
+    "plot_15_decoding": "greedy and beam search; ConvS2S's incremental decoding",
+    "plot_16_decoder_window": "what the causal decoder sees of its own output: runs of "
     "equal values against its window",
-    "plot_15_questions": "the attention's values, the residual's place, m·√(1/m) and "
-    "√0.5, each answered from the paper and checked on the model",
+    "plot_17_questions": "the attention's values, the residual's place, m·√(1/m), √0.5 "
+    "and the missing 1/√d, each answered from the paper and checked on the model",
     "normalisation/plot_01_encoder_gradient_scaling": "the encoder gradient scaling under Adam",
     "normalisation/plot_02_weight_normalisation": "a length and a direction per output unit",
     "normalisation/plot_03_initialisation": "the paper's initialisation against PyTorch's",
@@ -123,13 +127,13 @@ REDIRECTS = {
     "plot_01_sorting_task": ("plot_00_sorting_task",),
     "plot_04_attention": ("plot_07_multistep_attention", "plot_02_bahdanau_attention"),
     "plot_05_training": (
-        "plot_09_training",
+        "plot_10_training",
         "speed/plot_01_training_speed",
         "speed/plot_02_what_makes_one_faster",
     ),
-    "plot_06_evaluation": ("plot_10_evaluation",),
-    "plot_07_attention_heatmaps": ("plot_11_attention_heatmaps",),
-    "plot_08_decoding": ("plot_13_decoding",),
+    "plot_06_evaluation": ("plot_11_evaluation",),
+    "plot_07_attention_heatmaps": ("plot_12_attention_heatmaps",),
+    "plot_08_decoding": ("plot_15_decoding",),
     "plot_09_length_scaling": ("speed/plot_03_length_scaling",),
     "plot_10_paper_normalisation": (
         "normalisation/plot_02_weight_normalisation",
@@ -147,7 +151,7 @@ REDIRECTS = {
     "plot_02_glu_block": ("plot_04_glu_block", "plot_05_deep_stack"),
     "plot_03_encoder_decoder": ("plot_06_encoder_decoder",),
     "plot_04_multistep_attention": ("plot_07_multistep_attention",),
-    "plot_05_convs2s_by_hand": ("plot_08_convs2s_by_hand",),
+    "plot_05_convs2s_by_hand": ("plot_09_convs2s_by_hand",),
     "plot_06_bahdanau_attention": ("plot_02_bahdanau_attention",),
     "plot_07_weight_normalisation": ("normalisation/plot_02_weight_normalisation",),
     "plot_08_initialisation": ("normalisation/plot_03_initialisation",),
@@ -155,17 +159,29 @@ REDIRECTS = {
     "plot_10_encoder_gradient_scaling": ("normalisation/plot_01_encoder_gradient_scaling",),
     "plot_11_context_scaling": ("normalisation/plot_05_context_scaling",),
     "plot_12_seed_against_paper": ("normalisation/plot_06_seed_against_paper",),
-    "plot_13_training": ("plot_09_training",),
-    "plot_14_evaluation": ("plot_10_evaluation",),
-    "plot_15_attention_heatmaps": ("plot_11_attention_heatmaps",),
-    "plot_16_decoding": ("plot_13_decoding",),
+    "plot_13_training": ("plot_10_training",),
+    "plot_14_evaluation": ("plot_11_evaluation",),
+    "plot_15_attention_heatmaps": ("plot_12_attention_heatmaps",),
+    "plot_16_decoding": ("plot_15_decoding",),
     "plot_05_encoder_decoder": ("plot_06_encoder_decoder",),
-    "plot_06_multistep_attention": ("plot_07_multistep_attention", "plot_12_trained_attention"),
-    "plot_07_convs2s_by_hand": ("plot_08_convs2s_by_hand",),
-    "plot_08_training": ("plot_09_training",),
-    "plot_09_evaluation": ("plot_10_evaluation",),
-    "plot_10_attention_heatmaps": ("plot_11_attention_heatmaps",),
-    "plot_11_decoding": ("plot_13_decoding",),
+    "plot_06_multistep_attention": ("plot_07_multistep_attention", "plot_13_trained_attention"),
+    "plot_07_convs2s_by_hand": ("plot_09_convs2s_by_hand",),
+    "plot_08_training": ("plot_10_training",),
+    "plot_09_evaluation": ("plot_11_evaluation",),
+    "plot_10_attention_heatmaps": ("plot_12_attention_heatmaps",),
+    "plot_11_decoding": ("plot_15_decoding",),
+    "plot_08_convs2s_by_hand": ("plot_09_convs2s_by_hand",),
+    "plot_09_training": ("plot_10_training",),
+    "plot_10_evaluation": ("plot_11_evaluation",),
+    "plot_11_attention_heatmaps": ("plot_12_attention_heatmaps",),
+    "plot_12_trained_attention": (
+        "plot_13_trained_attention",
+        "plot_14_attention_values",
+        "plot_17_questions",
+    ),
+    "plot_13_decoding": ("plot_15_decoding",),
+    "plot_14_decoder_window": ("plot_16_decoder_window",),
+    "plot_15_questions": ("plot_17_questions",),
 }
 
 
@@ -473,7 +489,7 @@ def after_gallery(app) -> None:
         rows += [chapter, "~" * len(chapter), "", *list_table(options, table), ""]
     _write_if_changed(GENERATED / "reading_path.inc", "\n".join(rows))
 
-    # headline numbers: accuracy from plot_09_training; speed and convergence from
+    # headline numbers: accuracy from plot_10_training; speed and convergence from
     # speed/plot_01_training_speed's interleaved measurement (never from the training
     # runs' own clocks)
     if training:

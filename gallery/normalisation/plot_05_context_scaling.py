@@ -134,11 +134,11 @@ plt.show()
 # tokens), measured with and without ``scale_context`` on the same weights.
 # The model has the paper's initialisation (``weight_norm=True``, embeddings
 # from :math:`\mathcal{N}(0, 0.1)`), the one the site trains; the untrained
-# maps of :ref:`the Bahdanau page
-# <sphx_glr_auto_examples_plot_02_bahdanau_attention.py>` use the seed's
+# models of :ref:`What each query knows
+# <sphx_glr_auto_examples_plot_08_two_queries.py>` use the seed's
 # PyTorch initialisation (embeddings from :math:`\mathcal{N}(0, 1)`), and
-# :ref:`the trained attention page
-# <sphx_glr_auto_examples_plot_12_trained_attention.py>` measures both.
+# :ref:`the questions page <sphx_glr_auto_examples_plot_17_questions.py>`
+# measures the scores' spread under both.
 #
 # Both runs share their weights, so the scaled context is exactly
 # :math:`\sqrt{m}` times the unscaled one whatever the attention does: the
@@ -189,8 +189,8 @@ assert 0.5 < ratio < 2  # near 1: the prose below says so
 # scale, as §3.4 intends. Peaked attention would push the ratio towards
 # :math:`m`, the scaled context then larger than the values. How peaked the
 # trained model's layer 1 is, its mean largest weight next to :math:`1/m`, is
-# printed on :ref:`the trained attention page
-# <sphx_glr_auto_examples_plot_12_trained_attention.py>`; of uniform attention
+# printed on :ref:`What the values carry
+# <sphx_glr_auto_examples_plot_14_attention_values.py>`; of uniform attention
 # §3.4 itself says "This is generally not the case but we found it to work well
 # in practice."
 

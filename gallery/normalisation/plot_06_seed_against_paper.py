@@ -115,7 +115,7 @@ for results in runs.values():
 # epoch (dropout off), one line per seed; both against epochs. The verdict
 # above says whether the ends of these curves differ by more than the seeds
 # make them vary. :ref:`The training page
-# <sphx_glr_auto_examples_plot_09_training.py>` trains the paper's ConvS2S
+# <sphx_glr_auto_examples_plot_10_training.py>` trains the paper's ConvS2S
 # against the GRU over the full schedule, and ``convs2s-edu compare
 # --seed-convs2s`` does the same with the seed's ConvS2S.
 

@@ -11,7 +11,7 @@ of training give their own model's speed alone: 3624 target words per second wit
 attention in all five decoder layers, 3772 with one (§5.5), and days per model (§5.1).
 
 The seed notebook asks for time per epoch *and* convergence speed of the two
-models of :ref:`the training page <sphx_glr_auto_examples_plot_09_training.py>`.
+models of :ref:`the training page <sphx_glr_auto_examples_plot_10_training.py>`.
 This page measures both, for both recipes: throughput at every thread count
 from one to this machine's cores, timed *interleaved*, with its spread (the
 verdict says which hardware each ranking holds for), and the steps, examples
@@ -24,7 +24,7 @@ warning replaces a comparison the machine was too busy for.
 # --------------------------
 # :func:`~convs2s_edu.lab.timing.compare` does for each recipe what
 # ``convs2s-edu compare --recipe seed`` (or ``fast``) does: loads both models
-# from the cache of :ref:`the training page <sphx_glr_auto_examples_plot_09_training.py>`,
+# from the cache of :ref:`the training page <sphx_glr_auto_examples_plot_10_training.py>`,
 # scores them on the test set and times them. On a CPU,
 # :func:`~convs2s_edu.lab.timing.measure_threads` runs, after warm-up, every
 # round one *window* of a few training steps (:func:`~convs2s_edu.train`'s
@@ -191,7 +191,7 @@ for name in MODELS:
 # Loss against the clock
 # ----------------------
 # The seed recipe's loss curves of :ref:`the training page
-# <sphx_glr_auto_examples_plot_09_training.py>` (training loss, a running mean
+# <sphx_glr_auto_examples_plot_10_training.py>` (training loss, a running mean
 # over a quarter epoch, thin; held-out loss per epoch, dots), epoch :math:`k`
 # at :math:`k` times the model's seconds per epoch *from the windows*, not the
 # run's own clock, which measured the machine as much as the model. A model that
@@ -217,7 +217,7 @@ plt.show()
 # the windows' median tokens/s at this process's thread count (``<eos>``
 # included) with their range, seconds per epoch at that median, final training
 # and held-out losses, and the two test-set scores of greedy decoding
-# (:ref:`the evaluation page <sphx_glr_auto_examples_plot_10_evaluation.py>`).
+# (:ref:`the evaluation page <sphx_glr_auto_examples_plot_11_evaluation.py>`).
 
 for recipe, run in runs.items():
     print(f"{recipe} recipe, timed with {run.rows[0]['timed_on']}:")

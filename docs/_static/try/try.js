@@ -600,9 +600,9 @@
         [
           "This browser has no WebAssembly (or it is switched off), so it cannot run the " +
             "models. Any current Firefox, Chrome, Edge or Safari can; the pages on ",
-          { tag: "a", href: "auto_examples/plot_13_decoding.html", text: "decoding" },
+          { tag: "a", href: "auto_examples/plot_15_decoding.html", text: "decoding" },
           " and ",
-          { tag: "a", href: "auto_examples/plot_11_attention_heatmaps.html", text: "attention" },
+          { tag: "a", href: "auto_examples/plot_12_attention_heatmaps.html", text: "attention" },
           " show the same models' outputs as figures.",
         ],
       ];

@@ -33,7 +33,7 @@ breaks the scores down by sequence length and prints a few outputs side by side.
 # early on shifts, and usually spoils, every later position).
 #
 # Both models are loaded from the cache that the :ref:`training page
-# <sphx_glr_auto_examples_plot_09_training.py>` filled (run on its own, this page
+# <sphx_glr_auto_examples_plot_10_training.py>` filled (run on its own, this page
 # trains them first), and decode greedily: at every step the most probable next token,
 # until ``<eos>`` (:func:`~convs2s_edu.decode_all` decodes the whole test set, in
 # batches).
@@ -209,7 +209,7 @@ for name in MODELS:
 # --------------
 # :func:`~convs2s_edu.lab.samples.predict_samples` decodes the same sources with every
 # model, greedily and with a beam of five hypotheses (beam search is the subject of the
-# :ref:`decoding page <sphx_glr_auto_examples_plot_13_decoding.py>`), and
+# :ref:`decoding page <sphx_glr_auto_examples_plot_15_decoding.py>`), and
 # :func:`~convs2s_edu.lab.samples.format_samples` prints them one block per example; a
 # ``*`` marks an output that differs from the reference. The examples are the first
 # test example of the shortest length, of a middle one and of the longest one, whatever

@@ -223,7 +223,7 @@ for n in MODELS:
 # <sphx_glr_auto_examples_speed_plot_01_training_speed.py>` (a training run's own clock
 # also measures whatever else the machine was doing, and when the site is built the
 # runs share the machine on purpose). :ref:`The evaluation page
-# <sphx_glr_auto_examples_plot_10_evaluation.py>` takes the scores apart.
+# <sphx_glr_auto_examples_plot_11_evaluation.py>` takes the scores apart.
 
 from convs2s_edu import evaluate, make_datasets
 
@@ -269,9 +269,9 @@ _ = record("headline", headline)  # the path written: not shown
 #   dropout, for the number of steps printed above), trains the same two models; the
 #   learning curves show what each step teaches under each recipe.
 # * The next pages look at how well each sorts after the same number of epochs:
-#   :ref:`evaluation <sphx_glr_auto_examples_plot_10_evaluation.py>`,
-#   :ref:`attention <sphx_glr_auto_examples_plot_11_attention_heatmaps.py>` and
-#   :ref:`decoding <sphx_glr_auto_examples_plot_13_decoding.py>`;
+#   :ref:`evaluation <sphx_glr_auto_examples_plot_11_evaluation.py>`,
+#   :ref:`attention <sphx_glr_auto_examples_plot_12_attention_heatmaps.py>` and
+#   :ref:`decoding <sphx_glr_auto_examples_plot_15_decoding.py>`;
 #   :ref:`the speed chapter <sphx_glr_auto_examples_speed_plot_01_training_speed.py>`
 #   times them.
 #

@@ -21,7 +21,7 @@ Both models also decode greedily, in your browser, any sequence you type on
 # Greedy search against beam search
 # ---------------------------------
 # Both trained models are loaded from the cache filled by the
-# :ref:`training page <sphx_glr_auto_examples_plot_09_training.py>` (run on its
+# :ref:`training page <sphx_glr_auto_examples_plot_10_training.py>` (run on its
 # own, this page trains them first). Each decodes the whole test set with
 # :func:`~convs2s_edu.greedy_decode` and with :func:`~convs2s_edu.beam_search`
 # (``beam_size=5``, the paper's "beam of width 5", §4.3), in batches
@@ -249,7 +249,7 @@ print(comparison(time_T, at_longest, fmt="{:.3f} s", higher="longer", lower="sho
 #   encoder keeps the parallelism of training. The paper does not separate
 #   what its measured generation speed (§5.3) comes from.
 # * Next, :ref:`what the decoder sees of its own output
-#   <sphx_glr_auto_examples_plot_14_decoder_window.py>` while it writes it.
+#   <sphx_glr_auto_examples_plot_16_decoder_window.py>` while it writes it.
 #
 # Try it
 # ------

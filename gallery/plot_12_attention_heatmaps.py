@@ -18,7 +18,7 @@ they decode it, :doc:`try the models in your browser </try>`.
 # One test example
 # ----------------
 # Both models come from the cache filled by the
-# :ref:`training page <sphx_glr_auto_examples_plot_09_training.py>` (run on its
+# :ref:`training page <sphx_glr_auto_examples_plot_10_training.py>` (run on its
 # own, this page trains them first). The example is the first test example of
 # length 10, short enough for every cell to be read.
 #

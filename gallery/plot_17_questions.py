@@ -1,15 +1,17 @@
 r"""
-Four questions learners ask
+Five questions learners ask
 ===========================
 
-The public tutorials' issue trackers keep asking the same four questions about
-ConvS2S. Each is answered here from the paper's own words and checked on the package's
-model, with a link to the page that teaches it:
+The public tutorials' issue trackers keep asking the first four of these questions
+about ConvS2S; the fifth is the one a reader who knows the Transformer asks. Each is
+answered here from the paper's own words and checked on the package's model, with a
+link to the page that teaches it:
 
 1. Are the attention's values :math:`z_j + e_j`, or :math:`z_j` alone?
 2. Does the decoder add its residual before or after the attention?
 3. Why does the paper write :math:`m\sqrt{1/m}` for what is :math:`\sqrt{m}`?
 4. Where does :math:`\sqrt{0.5}` come from?
+5. Why are the scores not divided by :math:`\sqrt{d}`, as in the Transformer?
 
 Every check runs on a freshly initialised ConvS2S with the paper's normalisation: the
 questions are about what the model computes, not what it learns.
@@ -60,8 +62,8 @@ print(f"c_i against sum_j a_ij (z_j + e_j) * m sqrt(1/m): {(c - by_hand).abs().m
 
 # %%
 # What the values are worth on this task, :math:`z_j` or :math:`e_j` alone against
-# their sum, is measured after training on :ref:`the trained attention page
-# <sphx_glr_auto_examples_plot_12_trained_attention.py>` (the ablation lives in
+# their sum, is measured after training on :ref:`What the values carry
+# <sphx_glr_auto_examples_plot_14_attention_values.py>` (the ablation lives in
 # :mod:`convs2s_edu.ablations`). One implementation detail a reader of fairseq's
 # ``fconv.py`` meets: there the values are :math:`(z_j + e_j)\sqrt{0.5}`, a departure
 # from equation 2 that this package does not make.
@@ -194,6 +196,35 @@ right.legend()
 plt.show()
 
 # %%
+# 5. No :math:`1/\sqrt{d}`: the scale of the scores
+# -------------------------------------------------
+# The scores :math:`d^l_i \cdot z^u_j` are plain dot products; the Transformer, which
+# came later, divides them by :math:`\sqrt{d_k}`, since a dot product of :math:`f`
+# independent entries of variance :math:`\sigma^2` has standard deviation
+# :math:`\sigma^2\sqrt{f}`, and a large spread makes the softmax nearly one-hot. The
+# ConvS2S paper says nothing about the scale of its scores. The cell measures layer 1's
+# scores on a batch of 64 sorting examples under the paper's initialisation and the
+# seed's (PyTorch's), with the mean largest weight next to :math:`1/m` (uniform).
+
+src64 = torch.randint(1, cfg.vocab_size + 1, (64, 12), generator=gen)  # (B, S)
+sos = torch.full((64, 1), sos_index(cfg.vocab_size))
+tgt64 = torch.cat([sos, src64.sort(1).values], 1)  # (B, T)
+print(f"1/m = {1 / src64.shape[1]:.3f} (uniform attention over m = {src64.shape[1]})")
+for name, init in (("paper's init", ConvS2SConfig.paper()), ("seed's init", ConvS2SConfig())):
+    torch.manual_seed(0)
+    net = ConvS2S(init).eval()
+    dec0, att0 = net.decoder, net.decoder.attention[0]
+    with torch.no_grad():
+        g0 = dec0.embed(tgt64)  # (B, T, f)
+        d_1 = att0.W_d(dec0.blocks[0](dec0.in_proj(g0))) + att0.b_d + g0  # (B, T, f)
+        scores = d_1 @ dec0.memory(net.encode(src64)).z.mT  # (B, T, S)
+        _, a0 = net(src64, tgt64, return_attention=True)  # (B, L, T, S)
+    sd, peak = scores.std(), a0[:, 0].amax(-1).mean()
+    f_net = init.embed_dim
+    print(f"{name:13s}: std(d.z) {sd:6.3f}, / sqrt(f) {sd / math.sqrt(f_net):.3f}, ", end="")
+    print(f"mean largest weight {peak:.3f}")
+
+# %%
 # What you saw
 # ------------
 # * The decoder attends with keys :math:`z^u_j` and values :math:`z^u_j + e_j`, as
@@ -207,6 +238,9 @@ plt.show()
 #   input in variance (the summands' variances are not equal here, as the paper warns).
 #   :ref:`The deep stack page <sphx_glr_auto_examples_plot_05_deep_stack.py>` shows
 #   what that does to training.
+# * The scores have no :math:`1/\sqrt{d}`, and the paper does not discuss their scale;
+#   the printout gives their spread and the mean largest weight under both
+#   initialisations.
 #
 # Try it
 # ------
@@ -225,6 +259,30 @@ plt.show()
 weights = torch.softmax(10 * torch.randn(20_000, 16, generator=gen), dim=1)
 peaked = (weights * torch.randn(20_000, 16, generator=gen)).sum(1) * math.sqrt(16)
 print(f"peaked attention over m = 16: variance of the scaled context {peaked.var():.2f}")
+
+# %%
+# .. raw:: html
+#
+#    </details>
+#
+# **2. The Transformer's** :math:`1/\sqrt{d_k}`. Two vectors of :math:`f = 128`
+# independent entries with variance 1: predict the standard deviation of
+# their dot product, and after dividing it by :math:`\sqrt{f}`.
+#
+# .. raw:: html
+#
+#    <details class="solution"><summary>Solution</summary>
+#
+# A sum of :math:`f` independent products of variance 1 has variance
+# :math:`f`: standard deviation :math:`\sqrt{128} \approx 11.3`, and 1 after the
+# division. Without it, scores 11 apart already give a softmax weight ratio of
+# :math:`e^{11}`.
+
+q, k_ = torch.randn(10_000, 128), torch.randn(10_000, 128)
+dots = (q * k_).sum(-1)
+print(
+    f"std {dots.std():.2f}, sqrt(f) = {128**0.5:.2f}, after / sqrt(f): {dots.std() / 128**0.5:.3f}"
+)
 
 # %%
 # .. raw:: html
