@@ -22,18 +22,26 @@ clipping at 1.0 (the seed's), the tutorial's ConvS2S its clipping at 0.1 and no 
 normalisation; the GRU clipping at 1.0 on both sides; the tutorial's GRU with teacher forcing
 at every step (``teacher_forcing_ratio=1``), as this package's. This package trains on its
 reference path, on its fast paths, and on the path its calibration chooses
-(``convs2s_edu.training.resolve_path``). Every round times one window of ``--steps`` steps of
-each, the order reversed every other round (``convs2s_edu.lab.timing.time_interleaved``);
-throughput counts real target tokens. Prints, per thread count and model, tokens per second
-of each and the per-round ratios to the tutorial with their range.
+(``convs2s_edu.training.resolve_path``); with ``--compiled``, also compiled
+(``torch.compile`` of the reference, the package's ``compile`` path) and compiled with
+the fast paths inside (a lever measured here, not a path of the package), each after
+a warm-up whose seconds (the compilation included) are printed: from the on-disk
+inductor cache as it is, or from an empty one with ``--cold-cache``. Every round times
+one window of ``--steps`` steps of each, the order reversed every other round
+(``convs2s_edu.lab.timing.time_interleaved``); throughput counts real target tokens.
+Prints, per thread count and model, tokens per second of each and the per-round ratios to
+the tutorial with their range.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import subprocess
+import tempfile
+import time
 from pathlib import Path
 
 import convs2s_edu  # noqa: F401  (the OpenMP defaults, before torch)
@@ -103,17 +111,21 @@ def tutorial_step(checkout: Path, model: str, vocab: int):
     return step
 
 
-def package_step(model: str, fast: bool):
-    """A training step of this package's ``model`` on the reference or the fast paths."""
+def package_step(model: str, fast: bool, compiled: bool = False):
+    """A training step of this package's ``model`` on the reference or the fast paths,
+    eager or compiled (:func:`~convs2s_edu.fast.paths.apply_compile`)."""
     import torch
 
     from convs2s_edu import TrainConfig, build_model
     from convs2s_edu.fast import use_fast_paths
+    from convs2s_edu.fast.paths import apply_compile
     from convs2s_edu.training.step import make_train_step
 
     cfg = TrainConfig(model=model, device="cpu")
     torch.manual_seed(0)
     net = use_fast_paths(build_model(cfg).train(), fast)
+    if compiled:
+        apply_compile(net)
     optimizer = torch.optim.Adam(net.parameters(), lr=cfg.lr)
     return make_train_step(net, optimizer, cfg.clip_norm)
 
@@ -126,7 +138,13 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=4, help="training steps per window")
     parser.add_argument("--models", nargs="+", default=["convs2s", "gru"])
     parser.add_argument("--any-commit", action="store_true")
+    parser.add_argument("--compiled", action="store_true", help="time the compiled levers")
+    parser.add_argument(
+        "--cold-cache", action="store_true", help="compile into an empty inductor cache"
+    )
     args = parser.parse_args(argv)
+    if args.cold_cache:  # read by inductor when it first compiles
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="inductor-cold-")
 
     head = subprocess.run(
         ["git", "-C", str(args.tutorial), "rev-parse", "HEAD"], capture_output=True, text=True
@@ -134,6 +152,7 @@ def main(argv=None) -> int:
     if head != TUTORIAL_COMMIT and not args.any_commit:
         parser.error(f"the tutorial checkout is at {head or '?'}, not {TUTORIAL_COMMIT}")
 
+    import torch
     from torch.utils.benchmark import set_torch_threads
 
     from convs2s_edu import TrainConfig
@@ -154,6 +173,14 @@ def main(argv=None) -> int:
                     "reference": package_step(model, False),
                     "fast": package_step(model, True),
                 }
+                compile_seconds = {}
+                if args.compiled:
+                    torch._dynamo.reset()  # each thread count compiles afresh
+                    for name, fast in (("compiled", False), ("fast+comp", True)):
+                        steps[name] = package_step(model, fast, compiled=True)
+                        start = time.perf_counter()  # compiles, for every batch length
+                        window_runner(steps[name], batches, len(batches))()
+                        compile_seconds[name] = time.perf_counter() - start
                 windows = {k: window_runner(s, batches, args.steps) for k, s in steps.items()}
                 warm = {k: window_runner(s, batches, 2) for k, s in steps.items()}
                 m = time_interleaved(windows, args.rounds, "cpu", warmup=warm)
@@ -161,6 +188,8 @@ def main(argv=None) -> int:
                     f"\n{model}, {threads} thread(s); chosen path here: "
                     f"{'fast' if chosen else 'reference'}"
                 )
+                for name, seconds in compile_seconds.items():
+                    print(f"  {name}: the first {len(batches)} steps took {seconds:.1f} s")
                 for name in steps:
                     r = m.round_ratios(name, "tutorial")
                     print(

@@ -14,10 +14,13 @@ fast path                           instead of                               mod
 :class:`FastGRUDecoder`             :meth:`GRUDecoder.step` on every row:    :mod:`.gru`
                                     the packed target, input-only products
                                     hoisted out of the loop
+:class:`FastDropout`                :class:`torch.nn.Dropout`'s mask, one    :mod:`.dropout`
+                                    random number an element: four 16-bit
+                                    numbers from each 64-bit draw
 compiled, bf16, CUDA-graph paths    eager fp32                               :mod:`.paths`
 ==================================  =======================================  =================
 
-One switch turns the first three on: :func:`use_fast_paths` (in place, reversible), or
+One switch turns the first four on: :func:`use_fast_paths` (in place, reversible), or
 the field ``TrainConfig.fast``, with which :func:`~convs2s_edu.train` trains through
 them and returns the model switched back to the reference classes. By default
 (``fast=None``) the machine decides: a short timing of the configuration's training step
@@ -28,12 +31,14 @@ against the reference's with :func:`torch.testing.assert_close`.
 """
 
 from .conv import FastConvBlock
+from .dropout import FastDropout
 from .gru import FastGRUDecoder, FastGRUEncoder
 from .paths import FAST_CLASSES, use_fast_paths
 
 __all__ = [
     "FAST_CLASSES",
     "FastConvBlock",
+    "FastDropout",
     "FastGRUDecoder",
     "FastGRUEncoder",
     "use_fast_paths",

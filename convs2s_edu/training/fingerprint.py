@@ -51,6 +51,7 @@ TRAINING_FILES = (
     "training/device.py",
     "training/parallel.py",
     "fast/conv.py",
+    "fast/dropout.py",
     "fast/gru.py",
     "fast/paths.py",
 )

@@ -10,7 +10,7 @@ computing the Bahdanau energy with its :math:`\tanh`. That is the code to read.
 
 The site and the command line train through :mod:`convs2s_edu.fast` instead
 wherever a short timing on the machine finds it faster (``TrainConfig.fast=None``, the
-default: :mod:`convs2s_edu.training.calibrate`). It holds three subclasses that change *how* a
+default: :mod:`convs2s_edu.training.calibrate`). It holds four subclasses that change *how* a
 module computes, never *what*:
 
 * :class:`~convs2s_edu.fast.FastConvBlock` computes :math:`[A\ B] = W * X + b_w` in
@@ -24,6 +24,10 @@ module computes, never *what*:
   computes what depends only on the known inputs :math:`y_{t-1}` once for every step,
   and evaluates :math:`v_a^\top \tanh(x)` as :math:`2 v_a^\top \sigma(2x) - \sum v_a`,
   whose constant the softmax ignores.
+* :class:`~convs2s_edu.fast.FastDropout` draws dropout's masks from 16-bit random
+  numbers, four from each 64-bit draw, where :class:`torch.nn.Dropout` draws one random
+  number per element: the same function in distribution, :math:`p` rounded to a
+  multiple of 1/65536 (:doc:`/departures`).
 
 :func:`~convs2s_edu.fast.use_fast_paths` switches a model's modules to these classes in
 place (and back); the parameters do not change. This page asks two questions: do the
@@ -33,11 +37,12 @@ fast paths compute the same numbers, and what do they buy on this machine?
 # %%
 # The same numbers
 # ----------------
-# Both models with the sizes the site trains, one batch of the site's data, the
-# reference and the fast path on the same weights: the largest difference of the
-# logits (at the positions the loss reads) and of any parameter's gradient. Float32
-# sums in another order differ in the last bits; the tests check the same in float64
-# with :func:`torch.testing.assert_close`.
+# Both models as the site trains them, one batch of the site's data, the reference and
+# the fast path on the same weights: the largest difference of the logits (at the
+# positions the loss reads) and of any parameter's gradient, with dropout off (the two
+# paths draw different masks; ``tests/test_fast_dropout.py`` checks the fast masks'
+# distribution). Float32 sums in another order differ in the last bits; the tests check
+# the same in float64 with :func:`torch.testing.assert_close`.
 
 import copy
 
@@ -56,7 +61,7 @@ from convs2s_edu.training.step import make_train_step
 MODELS = ("convs2s", "gru")
 LABELS = {"convs2s": "ConvS2S", "gru": "GRU + attention"}
 torch.set_num_threads(1)  # the site's timings: one thread (the Speed chapter varies it)
-configs = {name: site_config(name, "fast") for name in MODELS}
+configs = {name: site_config(name) for name in MODELS}  # dropout 0.1, as trained
 batches = {name: training_batches(configs[name], 4) for name in MODELS}
 
 
@@ -70,7 +75,7 @@ def logits_and_grads(model, batch):
 print("fast classes:", ", ".join(f"{r.__name__} -> {f.__name__}" for r, f in FAST_CLASSES.items()))
 for name in MODELS:
     torch.manual_seed(0)
-    model = build_model(configs[name])
+    model = build_model(configs[name]).eval()  # dropout off: the same function
     b = batches[name][0]
     ref_logits, ref_grads = logits_and_grads(model, b)
     fast_logits, fast_grads = logits_and_grads(use_fast_paths(model), b)
