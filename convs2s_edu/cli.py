@@ -111,8 +111,8 @@ _CONFIG_FIELDS = [flag[2:].replace("-", "_") for flag in _CONFIG_OPTIONS] + ["fa
 
 
 def _config(args, model: str):
-    # torch.compile compiles the reference model: no fast paths (an explicit --fast is
-    # refused)
+    # a compiled model is not on the eager fast paths (an explicit --fast is refused):
+    # apply_compile picks the fast paths that compile
     changes = (
         {"compile": True, "fast": False} if args.compile or args.compile_mode else {}
     )

@@ -21,6 +21,7 @@ from convs2s_edu.fast.paths import (
     bf16_support,
     check_precision,
     cpu_bf16_support,
+    use_compiled_fast_paths,
 )
 from convs2s_edu.training import build_model, train
 from convs2s_edu.training.calibrate import default_path
@@ -35,10 +36,9 @@ def _batches(n=3, seed=0, fixed=False):
 @pytest.mark.parametrize("kind", ["convs2s", "gru"])
 def test_compiled_logits_and_training_match_eager(kind, device, single_thread):
     """Compiled logits == eager logits (1e-5), then the same training steps, dropout
-    included: from the same seed the compiled model draws eager mode's dropout masks
-    (``apply_compile`` keeps PyTorch's random kernels, inductor's ``fallback_random``;
-    inductor's own generator draws other masks, and the losses then differ by far more
-    than the tolerance).
+    included: on a CPU the model compiles through its fast paths that compile
+    (``use_compiled_fast_paths``), the eager twin runs the same classes, and from the
+    same seed both draw the same dropout masks.
 
     One compilation per model (cost on the 2-core CI machine: the compile dominates the
     test): training mode, batches of one length, so the forward and backward graphs are
@@ -53,6 +53,9 @@ def test_compiled_logits_and_training_match_eager(kind, device, single_thread):
     compiled = tiny_model(kind, dropout=0.3).to(device)
     compiled.load_state_dict(eager.state_dict())
     apply_compile(compiled)
+    if device.type == "cpu":  # compiled through these classes (a GPU compiles the reference)
+        use_compiled_fast_paths(eager)
+        assert [type(m) for m in compiled.modules()] == [type(m) for m in eager.modules()]
     batches = [b.to(device) for b in _batches(fixed=True)]
     b = batches[0]
     logits = {}

@@ -22,13 +22,13 @@ clipping at 1.0 (the seed's), the tutorial's ConvS2S its clipping at 0.1 and no 
 normalisation; the GRU clipping at 1.0 on both sides; the tutorial's GRU with teacher forcing
 at every step (``teacher_forcing_ratio=1``), as this package's. This package trains on its
 reference path, on its fast paths, and on the path its calibration chooses
-(``convs2s_edu.training.resolve_path``); with ``--compiled``, also compiled
-(``torch.compile`` of the reference, the package's ``compile`` path) and compiled with
-the fast paths inside (a lever measured here, not a path of the package), each after
-a warm-up whose seconds (the compilation included) are printed: from the on-disk
-inductor cache as it is, or from an empty one with ``--cold-cache``. Every round times
-one window of ``--steps`` steps of each, the order reversed every other round
-(``convs2s_edu.lab.timing.time_interleaved``); throughput counts real target tokens.
+(``convs2s_edu.training.resolve_path``); with ``--compiled``, also on its compiled path
+(``TrainConfig(compile=True)``: :func:`torch.compile` through the fast paths that
+compile), after a warm-up whose seconds (the compilation included) are printed: from
+the on-disk inductor cache as it is, or from an empty one with ``--cold-cache``. Every
+round times one window of ``--steps`` steps of each, the order reversed every other
+round (``convs2s_edu.lab.timing.time_interleaved``); throughput counts real target
+tokens.
 Prints, per thread count and model, tokens per second of each and the per-round ratios to
 the tutorial with their range.
 """
@@ -176,11 +176,10 @@ def main(argv=None) -> int:
                 compile_seconds = {}
                 if args.compiled:
                     torch._dynamo.reset()  # each thread count compiles afresh
-                    for name, fast in (("compiled", False), ("fast+comp", True)):
-                        steps[name] = package_step(model, fast, compiled=True)
-                        start = time.perf_counter()  # compiles, for every batch length
-                        window_runner(steps[name], batches, len(batches))()
-                        compile_seconds[name] = time.perf_counter() - start
+                    steps["compiled"] = package_step(model, False, compiled=True)
+                    start = time.perf_counter()  # compiles, for every batch length
+                    window_runner(steps["compiled"], batches, len(batches))()
+                    compile_seconds["compiled"] = time.perf_counter() - start
                 windows = {k: window_runner(s, batches, args.steps) for k, s in steps.items()}
                 warm = {k: window_runner(s, batches, 2) for k, s in steps.items()}
                 m = time_interleaved(windows, args.rounds, "cpu", warmup=warm)

@@ -14,8 +14,8 @@ multiple of :math:`1/65536` (``0.1`` becomes :math:`6554/65536 = 0.100006`), and
 masks differ from :class:`torch.nn.Dropout`'s for the same seed, so a run on the fast
 paths follows another random path than one on the reference (as runs on two
 machines do). PyTorch offers no cheaper mask on a CPU: :func:`torch.rand_like` costs
-half of ``bernoulli_``, and the kernels :func:`torch.compile` generates for random
-numbers cost more (:func:`~convs2s_edu.fast.paths.apply_compile`).
+half of ``bernoulli_``, and the kernels :func:`torch.compile` generates to draw random
+numbers cost more than ``bernoulli_`` (measured on a Xeon, the site's sizes).
 
 The random numbers are drawn by one custom operator, ``convs2s_edu::random_bits16``,
 so that :func:`torch.compile` treats the draw as opaque: it does not break the compiled

@@ -10,12 +10,15 @@ and flags of ``convs2s-edu train``:
     switches the model's modules, in place, to subclasses that compute the same function
     faster on a CPU (:data:`FAST_CLASSES`); :func:`~convs2s_edu.train` switches them
     back to the reference before it returns the model. Eager only: ``compile`` compiles
-    the reference model, so the two are exclusive.
+    the model with the fast paths that compile (:func:`apply_compile`), so the two
+    are exclusive.
 ``compile`` (bool)
     :func:`torch.compile` the encoder and the decoder of the model, in place
     (:meth:`torch.nn.Module.compile`), so the checkpoint's parameter names do
-    not change. Batches of different lengths make the compiler trace once more with
-    symbolic lengths (``dynamic=None``, PyTorch's default), then reuse it.
+    not change; on a CPU through the fast paths that compile
+    (:data:`COMPILED_FAST_CLASSES`). Batches of different lengths make the compiler
+    trace once more with symbolic lengths (``dynamic=None``, PyTorch's default), then
+    reuse it.
 ``compile_mode`` (str or None)
     :func:`torch.compile`'s ``mode``: ``None`` (default), ``"reduce-overhead"``
     (CUDA graphs: one launch replays a whole captured step, which removes the
@@ -51,6 +54,7 @@ from .gru import FastGRUDecoder, FastGRUEncoder
 
 __all__ = [
     "FAST_CLASSES",
+    "COMPILED_FAST_CLASSES",
     "has_fast_path",
     "use_fast_paths",
     "apply_path",
@@ -64,6 +68,7 @@ __all__ = [
     "check_compile_mode",
     "MEASURED_FASTEST",
     "apply_compile",
+    "use_compiled_fast_paths",
     "autocast",
     "available_paths",
 ]
@@ -87,6 +92,9 @@ FAST_CLASSES = {
     GRUEncoder: FastGRUEncoder,
     GRUDecoder: FastGRUDecoder,
 }
+#: The fast classes :func:`apply_compile` compiles a model through on a CPU: those that
+#: :func:`torch.compile` traces without a graph break.
+COMPILED_FAST_CLASSES = (FastConvBlock, FastDropout)
 
 
 def _has_fast_path(module: nn.Module) -> bool:
@@ -133,7 +141,8 @@ class ExecutionPath(tuple):
     ):
         if compile and fast:
             raise ValueError(
-                "a path is compiled (the reference model) or fast, not both"
+                "a path is compiled (through the fast paths that compile) or fast, "
+                "not both"
             )
         return super().__new__(
             cls, (bool(compile), compile_mode, precision, bool(fast))
@@ -264,6 +273,16 @@ def check_compile_mode(compile_mode, device: torch.device | str | None = None) -
         )
 
 
+def use_compiled_fast_paths(model: nn.Module) -> nn.Module:
+    """Switch every module of ``model`` whose fast path compiles
+    (:data:`COMPILED_FAST_CLASSES`) to it, in place; returns ``model``."""
+    for module in model.modules():
+        fast = FAST_CLASSES.get(type(module))
+        if fast in COMPILED_FAST_CLASSES:
+            module.__class__ = fast
+    return model
+
+
 def apply_compile(model: nn.Module, mode: str | None = None) -> nn.Module:
     """Compile ``model.encoder`` and ``model.decoder`` in place; returns ``model``.
 
@@ -272,20 +291,18 @@ def apply_compile(model: nn.Module, mode: str | None = None) -> nn.Module:
     stays eager) are unchanged. The bridge of a hybrid is one linear map and
     stays eager.
 
-    On a CPU, dropout's random numbers come from PyTorch's own kernel
-    (inductor's ``fallback_random``), as in eager mode: the kernels inductor
-    generates to draw them were several times slower than
-    :func:`torch.bernoulli` at these sizes on a Xeon (about 8.5 ms against 2.3 ms per
-    dropout of a batch, one thread), which made the compiled step slower than the
-    eager one. The compiled model then also draws eager mode's dropout masks from
-    the same seed.
+    On a CPU the model is compiled through its fast paths that compile
+    (:func:`use_compiled_fast_paths`): the convolution as one matrix product over the
+    windows, and dropout's masks from 16-bit numbers. Compiled from the reference
+    classes, the step ran no faster than eager on a Xeon: its convolutions stay oneDNN's
+    kernels, and the kernels inductor generates to draw dropout's random numbers were
+    slower than PyTorch's own. :func:`~convs2s_edu.train` switches the classes back
+    before it returns the model. The GRU's fast paths do not compile (their packed
+    sequences); on a GPU the reference is compiled.
     """
-    if mode in (None, "default"):
-        # torch.compile takes a mode or inductor options, not both
-        cpu = next(model.parameters()).device.type == "cpu"
-        kwargs = {"options": {"fallback_random": True}} if cpu else {}
-    else:
-        kwargs = {"mode": mode}
+    if next(model.parameters()).device.type == "cpu":
+        use_compiled_fast_paths(model)
+    kwargs = {} if mode in (None, "default") else {"mode": mode}
     model.encoder.compile(**kwargs)
     model.decoder.compile(**kwargs)
     return model

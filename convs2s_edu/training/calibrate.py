@@ -193,8 +193,11 @@ def default_path(
     -----
     * CPU: eager fp32, through the fast paths only where a timing of ``cfg``'s training
       step on this machine chose them (:func:`resolve_path`: no rule fixed from some
-      CPUs held on every CPU). :func:`torch.compile` of these small models did not pay
-      for its compile time within a run where measured. bf16 stays off so that the site
+      CPUs held on every CPU). :func:`torch.compile` is not the default: a compiled
+      ConvS2S step is faster than the eager fast paths on the CPUs measured, but the
+      compilation costs tens of seconds from an empty inductor cache, more than a short
+      run saves; ``compile=True`` (``convs2s-edu train --compile``) is the choice for
+      long runs. bf16 stays off so that the site
       trains the same arithmetic on every CPU, with or without bf16 instructions;
       ``precision="bf16"`` (``convs2s-edu train --precision bf16``) is the choice to
       make on a CPU that has them.

@@ -195,7 +195,9 @@ class TrainConfig:
         ``True``: train through the fast paths of :mod:`convs2s_edu.fast`, the same
         function, values and gradients as the reference model, computed another way;
         the trained model is returned as the reference. ``False`` trains the model
-        files' code as written (what ``compile`` compiles: the two exclude each other).
+        files' code as written. With ``compile``, ``fast`` is ``False``: the compiled
+        model runs the fast paths that compile
+        (:func:`~convs2s_edu.fast.paths.apply_compile`), not the eager ones.
         ``None`` (default): whichever of the two a short timing on this machine found
         faster (:func:`~convs2s_edu.training.calibrate.resolve_path`); :func:`train`
         writes the choice into the config it returns and checkpoints.
@@ -260,8 +262,8 @@ class TrainConfig:
             )
         if self.compile and self.fast:
             raise ValueError(
-                "compile=True needs fast=False: torch.compile compiles the reference model "
-                "(the fast paths are hand-written eager code)"
+                "compile=True needs fast=False: the compiled model runs the fast paths "
+                "that compile (apply_compile), not the eager fast paths"
             )
         resolve_device(self.device)  # the name of a device this machine has
         check_compile_mode(self.compile_mode)
