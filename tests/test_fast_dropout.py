@@ -86,7 +86,7 @@ def test_a_compiled_model_draws_the_eager_masks_without_a_graph_break():
     torch._dynamo.reset()
     counters.clear()
     model = nn.Sequential(FastDropout(0.3), nn.Linear(16, 16), FastDropout(0.3), nn.Tanh())
-    compiled = torch.compile(model, options={"fallback_random": True})
+    compiled = torch.compile(model)
     x = torch.rand(4, 7, 16) + 0.5
     outputs, grads = {}, {}
     for name, m in (("eager", model), ("compiled", compiled)):
