@@ -83,8 +83,8 @@ TEACHES = {
     "plot_12_attention_heatmaps": "what the trained attentions look at, against the ideal",
     "plot_13_trained_attention": "how the trained ConvS2S sorts with its attention: its "
     "weights against source values, and where each layer points",
-    "plot_14_attention_values": "what the embeddings e_j in the values z + e add: a "
-    "knock-out on the trained model, and models retrained without them",
+    "plot_14_attention_values": "what the input embeddings e add to the attention's "
+    "values z + e: a knock-out on the trained model, and models retrained without them",
     "plot_15_decoding": "greedy and beam search; ConvS2S's incremental decoding",
     "plot_16_decoder_window": "what the causal decoder sees of its own output: runs of "
     "equal values against its window",
