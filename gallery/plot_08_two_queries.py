@@ -80,9 +80,9 @@ assert moved(a_conv2[:, 0], a_conv[:, 0]) == list(range(t3, t3 + conv.cfg.kernel
 # The change as a figure: for every decoder position :math:`i` of the longer example,
 # the largest change of a weight in row :math:`i`, on a log axis (rows that did not
 # move at all sit on the bottom line), with position 3 dashed. ConvS2S's row 3 moves
-# (its query holds the new :math:`g_3`); the GRU's row 3 does not (its query
-# :math:`s_2` was computed before that input was read), and every later GRU row
-# moves, since the change stays in the recurrent state.
+# (its query holds the new :math:`g_3`); the GRU's row 3 does not (its query is the
+# state from before that input was read), and every later GRU row moves, since the
+# change stays in the recurrent state.
 
 row = int(batch.src_lengths.argmax())
 t_real = int((~batch.tgt_padding_mask[row]).sum())
