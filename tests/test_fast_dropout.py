@@ -98,4 +98,3 @@ def test_a_compiled_model_draws_the_eager_masks_without_a_graph_break():
     assert counters["stats"]["unique_graphs"] == 1 and not counters["graph_break"]
     assert_close(outputs["compiled"], outputs["eager"])
     assert_close(grads["compiled"], grads["eager"])
-
