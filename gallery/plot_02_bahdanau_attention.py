@@ -206,6 +206,7 @@ with torch.no_grad():
 print(f"max |map of the steps - map of forward()| = {(a_steps - a_forward).abs().max():.1e}")
 
 fig, axes = plt.subplots(1, 2, figsize=(8, 3.6), layout="constrained")
+vmax = float(a_steps.max())  # one colour scale for both panels
 for b, ax in enumerate(axes):
     t_real = int((~batch.tgt_padding_mask[b]).sum())
     cols = [str(j) for j in range(batch.src.shape[1])]
@@ -213,9 +214,9 @@ for b, ax in enumerate(axes):
         ax,
         a_steps[b, :t_real],
         cols,
-        [str(t) for t in range(t_real)],
+        [str(t) for t in range(1, t_real + 1)],  # step 1 reads s_0, as above
         title=f"example {b}: {batch.src_lengths[b]} source tokens",
-        vmax=None,
+        vmax=vmax,
         ylabel="decoder step $t$",
     )
     for j in np.flatnonzero(batch.src_padding_mask[b].numpy()):

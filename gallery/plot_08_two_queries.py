@@ -50,9 +50,11 @@ assert (a_conv * pad[:, None, None]).sum() == 0 and (a_rnn * pad[:, None]).sum()
 # %%
 # One decoder input changed
 # -------------------------
-# The decoder input at position :math:`i` is :math:`y_{i-1}`. ConvS2S's query holds
-# it in :math:`g_i`, and its causal convolution passes it to the queries of the
-# :math:`k - 1` next positions. The GRU's energy
+# Positions count from 0 here, as the rows of the maps do: the decoder input at
+# position :math:`i` is the token written just before output :math:`i` (``<sos>`` at
+# position 0). ConvS2S's query for output :math:`i` holds that token in :math:`g_i`,
+# and its causal convolution passes it to the queries of the :math:`k - 1` next
+# positions. The GRU's energy
 # :math:`e_{tj} = v_a^\top \tanh(W_a h_j + U_a s_{t-1} + b_a)` reads only
 # :math:`s_{t-1}`; :math:`y_{t-1}` enters :math:`s_t` after :math:`c_t` is read, so
 # step :math:`t` attends knowing :math:`y_{t-2}` but not the token just written.

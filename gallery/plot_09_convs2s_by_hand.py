@@ -240,7 +240,7 @@ torch.testing.assert_close(out_b, big_seen["out"][0][0, i])
 #   query :math:`d_i`, the weights :math:`a_{ij}` over the keys :math:`z_j`, the context
 #   over the values :math:`z_j + e_j`, and the context added to the state; every number
 #   equal to what the module computes, at these sizes and at the seed's.
-# * Where :math:`\sqrt{0.5}` and the values :math:`z_j + e_j` come from: :ref:`Four
+# * Where :math:`\sqrt{0.5}` and the values :math:`z_j + e_j` come from: :ref:`Five
 #   questions learners ask <sphx_glr_auto_examples_plot_17_questions.py>`.
 #
 # Try it

@@ -133,7 +133,7 @@ for one in ("values z", "values e"):
 #    <details class="solution"><summary>Solution</summary>
 #
 # The weights change: the trained queries were learnt against :math:`z^u_j`, and
-# adding :math:`e_j` adds :math:`d \cdot e_j` to every score. How much is what the
+# adding :math:`e_j` adds :math:`d^1_i \cdot e_j` to every score. How much is what the
 # printout says; a model trained with such keys would learn other queries.
 
 with torch.no_grad():

@@ -11,7 +11,8 @@ link to the page that teaches it:
 2. Does the decoder add its residual before or after the attention?
 3. Why does the paper write :math:`m\sqrt{1/m}` for what is :math:`\sqrt{m}`?
 4. Where does :math:`\sqrt{0.5}` come from?
-5. Why are the scores not divided by :math:`\sqrt{d}`, as in the Transformer?
+5. Why are the scores not divided by :math:`\sqrt{f}`, as the Transformer's are by
+   :math:`\sqrt{d_k}`?
 
 Every check runs on a freshly initialised ConvS2S with the paper's normalisation: the
 questions are about what the model computes, not what it learns.
@@ -196,7 +197,7 @@ right.legend()
 plt.show()
 
 # %%
-# 5. No :math:`1/\sqrt{d}`: the scale of the scores
+# 5. No :math:`1/\sqrt{f}`: the scale of the scores
 # -------------------------------------------------
 # The scores :math:`d^l_i \cdot z^u_j` are plain dot products; the Transformer, which
 # came later, divides them by :math:`\sqrt{d_k}`, since a dot product of :math:`f`
@@ -204,7 +205,9 @@ plt.show()
 # :math:`\sigma^2\sqrt{f}`, and a large spread makes the softmax nearly one-hot. The
 # ConvS2S paper says nothing about the scale of its scores. The cell measures layer 1's
 # scores on a batch of 64 sorting examples under the paper's initialisation and the
-# seed's (PyTorch's), with the mean largest weight next to :math:`1/m` (uniform).
+# seed's (PyTorch's): their standard deviation within a row (the spread the softmax
+# sees; an offset common to a row does not change the weights), and the mean largest
+# weight next to :math:`1/m` (uniform).
 
 src64 = torch.randint(1, cfg.vocab_size + 1, (64, 12), generator=gen)  # (B, S)
 sos = torch.full((64, 1), sos_index(cfg.vocab_size))
@@ -219,9 +222,9 @@ for name, init in (("paper's init", ConvS2SConfig.paper()), ("seed's init", Conv
         d_1 = att0.W_d(dec0.blocks[0](dec0.in_proj(g0))) + att0.b_d + g0  # (B, T, f)
         scores = d_1 @ dec0.memory(net.encode(src64)).z.mT  # (B, T, S)
         _, a0 = net(src64, tgt64, return_attention=True)  # (B, L, T, S)
-    sd, peak = scores.std(), a0[:, 0].amax(-1).mean()
+    sd, peak = scores.std(-1).mean(), a0[:, 0].amax(-1).mean()  # spread within a row
     f_net = init.embed_dim
-    print(f"{name:13s}: std(d.z) {sd:6.3f}, / sqrt(f) {sd / math.sqrt(f_net):.3f}, ", end="")
+    print(f"{name:13s}: row std(d.z) {sd:6.3f}, / sqrt(f) {sd / math.sqrt(f_net):.3f}, ", end="")
     print(f"mean largest weight {peak:.3f}")
 
 # %%
@@ -238,7 +241,7 @@ for name, init in (("paper's init", ConvS2SConfig.paper()), ("seed's init", Conv
 #   input in variance (the summands' variances are not equal here, as the paper warns).
 #   :ref:`The deep stack page <sphx_glr_auto_examples_plot_05_deep_stack.py>` shows
 #   what that does to training.
-# * The scores have no :math:`1/\sqrt{d}`, and the paper does not discuss their scale;
+# * The scores have no :math:`1/\sqrt{f}`, and the paper does not discuss their scale;
 #   the printout gives their spread and the mean largest weight under both
 #   initialisations.
 #

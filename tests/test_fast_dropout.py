@@ -17,6 +17,7 @@ from torch import nn
 from torch.testing import assert_close
 
 from convs2s_edu.fast import FastDropout
+from convs2s_edu.fast import dropout as dropout_module
 from convs2s_edu.fast.dropout import keep_mask, random_bits16
 
 pytestmark = pytest.mark.usefixtures("single_thread")
@@ -32,31 +33,44 @@ def test_each_element_is_dropped_with_probability_p_and_the_rest_scaled(p):
     # the binomial count: within 5 standard deviations of n p
     assert abs(dropped - n * p) < 5 * math.sqrt(n * p * (1 - p)), dropped / n
     kept = y != 0
-    assert_close(y[kept], x[kept] / (1 - p))
+    p_rounded = round(p * 65536) / 65536  # what is dropped; the rest scaled to keep E[y] = x
+    assert_close(y[kept], x[kept] / (1 - p_rounded))
 
 
 def test_the_16_bit_numbers_are_uniform_over_all_16_bits():
-    """A draw that lost a bit (e.g. ``random_()``'s non-negative range) would leave half
-    of the values, or the sign, never drawn."""
+    """A draw that lost a bit (e.g. ``random_()``'s non-negative range), or favoured some
+    values, would fail the counts of the 65536 values or of one of the 16 bits."""
     torch.manual_seed(0)
-    bits = random_bits16(torch.empty(2**20)).long()
-    counts = torch.bincount(bits + 2**15, minlength=2**16)
+    n = 2**20
+    bits = random_bits16(torch.empty(n)).long()
     assert bits.min() == -(2**15) and bits.max() == 2**15 - 1
-    # every 1/16 of the range holds 1/16 of the draws, within 5 standard deviations
-    sixteenths = counts.view(16, -1).sum(1).double()
-    mean, sd = 2**20 / 16, math.sqrt(2**20 * (1 / 16) * (15 / 16))
-    assert (sixteenths - mean).abs().max() < 5 * sd, sixteenths
-    assert (bits < 0).double().mean().sub(0.5).abs() < 0.005
+    counts = torch.bincount(bits + 2**15, minlength=2**16).double()
+    expected = n / 2**16
+    chi2 = ((counts - expected) ** 2 / expected).sum().item()
+    dof = 2**16 - 1  # chi-square: mean dof, standard deviation sqrt(2 dof)
+    assert abs(chi2 - dof) < 5 * math.sqrt(2 * dof), chi2
+    for b in range(16):  # each bit set half of the time, within 5 standard deviations
+        share = ((bits + 2**15) >> b & 1).double().mean().item()
+        assert abs(share - 0.5) < 5 * math.sqrt(0.25 / n), (b, share)
 
 
-def test_p_rounds_to_the_nearest_multiple_of_1_over_65536():
-    x = torch.empty(2**16)
-    for p in (0.1, 1 / 3, 0.5):
-        torch.manual_seed(3)
-        bits = random_bits16(x)
-        torch.manual_seed(3)  # the same numbers
-        threshold = round(p * 2**16) - 2**15  # dropped: the round(p 65536) lowest values
-        assert torch.equal(keep_mask(x, p), bits >= threshold)
+def test_p_rounds_to_the_nearest_multiple_of_1_over_65536(monkeypatch):
+    """With every 16-bit value once, a mask drops exactly round(65536 p) of them (by
+    hand: 6553.6 -> 6554 for p = 0.1), and the kept ones are scaled by 1/(1 - p~)."""
+    every_value = torch.arange(-(2**15), 2**15, dtype=torch.int16)
+    monkeypatch.setattr(dropout_module, "random_bits16", lambda x: every_value)
+    x = torch.ones(2**16)
+    for p, dropped in ((0.1, 6554), (1 / 3, 21845), (0.5, 32768), (0.99999, 65535)):
+        assert (~keep_mask(x, p)).sum().item() == dropped, p
+        y = FastDropout(p).train()(x)
+        assert (y == 0).sum().item() == dropped, p
+        assert_close(y.sum(), torch.tensor(2.0**16))  # E[y] = x: the scale of the rounded p
+
+
+def test_any_number_of_elements():
+    for shape in ((0,), (7,), (3, 5), (2, 3, 5)):  # none, and not a multiple of 4
+        assert random_bits16(torch.empty(shape)).shape == shape
+        assert FastDropout(0.5).train()(torch.ones(shape)).shape == shape
 
 
 def test_evaluation_and_p_0_are_the_identity_and_p_1_drops_everything():
@@ -73,7 +87,8 @@ def test_the_gradient_is_masked_by_the_forward_mask():
     y = FastDropout(0.4).train()(x)
     y.backward(torch.ones_like(y))
     assert torch.equal(x.grad != 0, y != 0)
-    assert_close(x.grad[y != 0], torch.full_like(x.grad[y != 0], 1 / 0.6))
+    scale = 65536 / (65536 - round(0.4 * 65536))  # 1 / (1 - p~)
+    assert_close(x.grad[y != 0], torch.full_like(x.grad[y != 0], scale))
 
 
 def test_a_compiled_model_draws_the_eager_masks_without_a_graph_break():
@@ -87,7 +102,7 @@ def test_a_compiled_model_draws_the_eager_masks_without_a_graph_break():
     counters.clear()
     model = nn.Sequential(FastDropout(0.3), nn.Linear(16, 16), FastDropout(0.3), nn.Tanh())
     compiled = torch.compile(model)
-    x = torch.rand(4, 7, 16) + 0.5
+    x = (torch.rand(7, 4, 16) + 0.5).transpose(0, 1)  # (4, 7, 16), not contiguous
     outputs, grads = {}, {}
     for name, m in (("eager", model), ("compiled", compiled)):
         xi = x.clone().requires_grad_()

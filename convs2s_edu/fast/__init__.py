@@ -1,4 +1,5 @@
-r"""Every speed-up of the package, apart from the models, each proven equal to them.
+r"""Every speed-up of the package, apart from the models, each proven equal to them (or,
+for dropout's random masks, equal in distribution).
 
 The model files (:mod:`convs2s_edu.convs2s`, :mod:`convs2s_edu.rnn`) compute each
 equation as the papers write it. What makes training faster lives here, and only here:
@@ -27,7 +28,10 @@ them and returns the model switched back to the reference classes. By default
 chooses the fast paths only where they clear the reference by a margin in every round
 (:mod:`convs2s_edu.training.calibrate`); ``convs2s-edu train --fast`` or ``--no-fast``
 decides instead. ``tests/test_fast_*.py`` check every fast path's outputs and gradients
-against the reference's with :func:`torch.testing.assert_close`.
+against the reference's with :func:`torch.testing.assert_close`, and the fast dropout's
+masks against the distribution of :class:`torch.nn.Dropout`'s: a run on the fast paths
+draws other masks than one on the reference, so its trained numbers differ as a run on
+another machine's path would.
 """
 
 from .conv import FastConvBlock

@@ -30,7 +30,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-__all__ = ["FastDropout", "keep_mask", "random_bits16"]
+__all__ = ["FastDropout", "dropped_levels", "keep_mask", "random_bits16"]
 
 #: The random integers a mask compares: 16 bits, so :math:`p` is kept to 1/65536.
 LEVELS = 2**16
@@ -41,39 +41,54 @@ LEVELS = 2**16
     mutates_args=(),
     tags=(torch.Tag.nondeterministic_seeded,),
 )
-def random_bits16(x: torch.Tensor) -> torch.Tensor:
-    """Uniform random 16-bit integers (``torch.int16``, -32768 to 32767) of ``x``'s
-    shape, drawn from PyTorch's default generator: four from each 64-bit draw."""
+def _random_bits16(x: torch.Tensor) -> torch.Tensor:
     n = x.numel()
     words = torch.empty((n + 3) // 4, dtype=torch.int64, device=x.device)
     words.random_(-(2**63), None)  # the full 64-bit range
-    return words.view(torch.int16)[:n].view(x.shape)
+    return words.view(torch.int16)[:n].view(x.shape)  # contiguous
 
 
-@random_bits16.register_fake
+@_random_bits16.register_fake
 def _(x: torch.Tensor) -> torch.Tensor:
-    return torch.empty_like(x, dtype=torch.int16)
+    return x.new_empty(x.shape, dtype=torch.int16)  # contiguous, as the operator's
+
+
+def random_bits16(x: torch.Tensor) -> torch.Tensor:
+    """Uniform random 16-bit integers (``torch.int16``, -32768 to 32767) of ``x``'s
+    shape, contiguous, drawn from PyTorch's default generator: four from each 64-bit
+    draw (the custom operator ``convs2s_edu::random_bits16``)."""
+    return _random_bits16(x)
+
+
+def dropped_levels(p: float) -> int:
+    r"""How many of the 65536 values of a 16-bit number drop an element: ``round(p *
+    65536)``, so that the probability of dropping is :math:`\tilde p` =
+    ``dropped_levels(p) / 65536``, :math:`p` rounded to a multiple of 1/65536."""
+    return round(p * LEVELS)
 
 
 def keep_mask(x: torch.Tensor, p: float) -> torch.Tensor:
-    """A boolean tensor of ``x``'s shape, each entry ``True`` (keep) with probability
-    :math:`1 - p`, :math:`p` rounded to a multiple of 1/65536."""
-    # P(bits < threshold) = round(p * 65536) / 65536: those are dropped
-    threshold = round(p * LEVELS) - LEVELS // 2
+    r"""A boolean tensor of ``x``'s shape, each entry ``True`` (keep) with probability
+    :math:`1 - \tilde p` (:func:`dropped_levels`)."""
+    # the dropped_levels(p) lowest of the 65536 values drop
+    threshold = dropped_levels(p) - LEVELS // 2
     # the comparison outside the operator: a compiled model fuses it with the product
     return random_bits16(x) >= threshold
 
 
 class FastDropout(nn.Dropout):
-    """:class:`torch.nn.Dropout` with its mask from :func:`keep_mask` (the module
-    docstring): in training, each element is zeroed with probability :math:`p` and the
-    others are scaled by :math:`1/(1-p)`; in evaluation, the identity. Same parameters
-    (none), same function in distribution."""
+    r""":class:`torch.nn.Dropout` with its mask from :func:`keep_mask` (the module
+    docstring): in training, each element is zeroed with probability :math:`\tilde p`,
+    :math:`p` rounded to a multiple of 1/65536 (:func:`dropped_levels`), and the others
+    are scaled by :math:`1/(1-\tilde p)`, so that the expectation is the input; in
+    evaluation, the identity. Same parameters (none); the same function in distribution
+    up to that rounding."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not self.training or self.p == 0.0:
+        dropped = dropped_levels(self.p)
+        if not self.training or dropped == 0:
             return x
-        if self.p == 1.0:
+        if dropped == LEVELS:
             return x * 0.0
         keep = keep_mask(x.detach(), self.p)  # (x's shape), no gradient of its own
-        return x * keep * (1.0 / (1.0 - self.p))
+        return x * keep * (LEVELS / (LEVELS - dropped))  # 1 / (1 - p~)

@@ -85,7 +85,8 @@ _BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
 
 
 #: Every module class with a fast path, and the subclass :func:`use_fast_paths` puts in
-#: its place (same parameters, same function; ``tests/test_fast_*.py`` prove it).
+#: its place (same parameters, same function; ``tests/test_fast_*.py`` prove it: values
+#: and gradients, and for dropout the masks' distribution).
 FAST_CLASSES = {
     ConvBlock: FastConvBlock,
     nn.Dropout: FastDropout,

@@ -4,7 +4,8 @@ reference.
 :class:`~convs2s_edu.TrainConfig`'s ``fast=None`` (the default) asks this module which
 path a configuration trains on, the way ``torch.backends.cudnn.benchmark`` lets cuDNN
 pick a convolution algorithm by timing the candidates. A fast path of
-:mod:`convs2s_edu.fast` computes the same function as the reference model; whether it
+:mod:`convs2s_edu.fast` computes the same function as the reference model (dropout: in
+distribution); whether it
 is *faster* depends on the CPU's kernels, the thread count and the shapes: the fast
 ConvS2S block was faster than the reference on two CPUs and slower on a third.
 

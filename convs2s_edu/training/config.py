@@ -193,7 +193,8 @@ class TrainConfig:
         learning curve. ``None``: only the held-out loss after every epoch.
     fast : bool or None
         ``True``: train through the fast paths of :mod:`convs2s_edu.fast`, the same
-        function, values and gradients as the reference model, computed another way;
+        function as the reference model, computed another way (the same values and
+        gradients; dropout's masks drawn otherwise, the same in distribution);
         the trained model is returned as the reference. ``False`` trains the model
         files' code as written. With ``compile``, ``fast`` is ``False``: the compiled
         model runs the fast paths that compile

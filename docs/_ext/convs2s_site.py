@@ -89,7 +89,7 @@ TEACHES = {
     "plot_16_decoder_window": "what the causal decoder sees of its own output: runs of "
     "equal values against its window",
     "plot_17_questions": "the attention's values, the residual's place, m·√(1/m), √0.5 "
-    "and the missing 1/√d, each answered from the paper and checked on the model",
+    "and the missing 1/√f, each answered from the paper and checked on the model",
     "normalisation/plot_01_encoder_gradient_scaling": "the encoder gradient scaling under Adam",
     "normalisation/plot_02_weight_normalisation": "a length and a direction per output unit",
     "normalisation/plot_03_initialisation": "the paper's initialisation against PyTorch's",

@@ -11,7 +11,7 @@ computing the Bahdanau energy with its :math:`\tanh`. That is the code to read.
 The site and the command line train through :mod:`convs2s_edu.fast` instead
 wherever a short timing on the machine finds it faster (``TrainConfig.fast=None``, the
 default: :mod:`convs2s_edu.training.calibrate`). It holds four subclasses that change *how* a
-module computes, never *what*:
+module computes, never *what* (dropout's masks: the same in distribution):
 
 * :class:`~convs2s_edu.fast.FastConvBlock` computes :math:`[A\ B] = W * X + b_w` in
   the shape §3.2 gives the kernel, :math:`W \in \mathbb{R}^{2d \times kd}`: one matrix
@@ -146,14 +146,15 @@ plt.show()
 # %%
 # What you saw
 # ------------
-# * The first cell: the fast paths give the reference's logits and gradients up to
-#   float32 rounding, on the site's own sizes.
+# * The first cell: with dropout off, the fast paths give the reference's logits and
+#   gradients up to float32 rounding, on the site's own sizes.
 # * The ratios above say what each model's fast path buys on this machine, with the
 #   range of the rounds beside them: a range that crosses 1 means no resolved
 #   difference. The GRU's fast paths remove work (padding, a module call per step,
-#   one small weight-gradient product per step); ConvS2S's only change which kernel
-#   multiplies, a matrix product instead of the CPU's convolution, so what it buys
-#   depends on how fast this CPU's convolution kernels are against its matrix products.
+#   one small weight-gradient product per step); ConvS2S's change which kernel
+#   multiplies, a matrix product instead of the CPU's convolution, so what they buy
+#   depends on how fast this CPU's convolution kernels are against its matrix products,
+#   and draw dropout's masks from a quarter of the random numbers (both models).
 # * The models the site shows are always the reference classes:
 #   :func:`~convs2s_edu.train` switches back before it returns the model.
 #
