@@ -32,7 +32,7 @@ from .lab.timing import (
 )
 from .metrics import evaluate
 from .registry import MODELS
-from .training.checkpoint import load_checkpoint
+from .training.checkpoint import load_checkpoint, prepare_out_dir
 from .training.config import BATCHINGS, RECIPES, TrainConfig, make_datasets
 from .training.loop import TrainingDivergedError, train
 from .training.parallel import is_launched
@@ -43,6 +43,38 @@ __all__ = ["main", "build_parser"]
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, not the usage block
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _int_in(low: int, high: int | None = None):
+    """An argparse ``type``: an integer in ``low..high`` (``>= low`` without ``high``);
+    argparse's error names the option, the value and the range."""
+    allowed = f">= {low}" if high is None else f"in {low}..{high}"
+
+    def parse(text: str) -> int:
+        value = int(text)  # argparse: "invalid parse value" when not an integer
+        if value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"must be {allowed}, got {value}")
+        return value
+
+    return parse
+
+
+def _json_path(path: str) -> str:
+    """An argparse ``type``: ``--json``, a file in an existing, writable directory
+    (checked before any work)."""
+    p = Path(path)
+    if p.is_dir():
+        raise argparse.ArgumentTypeError(f"{path} is a directory; give a file name")
+    parent = p.parent  # "." for a bare file name
+    if not parent.is_dir():
+        raise argparse.ArgumentTypeError(f"{path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise argparse.ArgumentTypeError(f"{path} is not writable")
+    return path
+
+
+#: Largest ``evaluate --beam`` (B x K hypotheses are decoded together).
+MAX_BEAM = 100
 
 
 #: Options that set the :class:`TrainConfig` field of their name; one not given keeps
@@ -175,14 +207,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dir", help="directory (or file) of a checkpoint written by `train`")
     p.add_argument(
         "--beam",
-        type=int,
+        type=_int_in(1, MAX_BEAM),
         default=1,
         help="beam size (default 1: greedy); > 1 adds a beam column",
     )
     p.add_argument("--device", help="where to run (default: the checkpoint's)")
     p.add_argument(
         "--samples",
-        type=int,
+        type=_int_in(0),
         default=5,
         help="sample predictions to print (default 5; 0: none)",
     )
@@ -204,7 +236,9 @@ def build_parser() -> argparse.ArgumentParser:
         "$CONVS2S_EDU_CACHE, else ~/.cache/convs2s_edu)",
     )
     p.add_argument(
-        "--json", help="also write the rows and the speed measurement to this file"
+        "--json",
+        type=_json_path,
+        help="also write the rows and the speed measurement to this file",
     )
     p.add_argument(
         "--rounds",
@@ -267,7 +301,9 @@ def build_parser() -> argparse.ArgumentParser:
         "started with --nthreads 1, sharing $CONVS2S_EDU_CACHE)",
     )
     p.add_argument(
-        "--claim", type=int, help="with --verify: the claim's row number, from 1"
+        "--claim",
+        type=_int_in(1, len(CLAIMS)),
+        help="with --verify: the claim's row number, from 1",
     )
     p.add_argument(
         "--spot", type=int, default=2, help="with --verify: runs to draw (2)"
@@ -280,11 +316,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--task", choices=TASKS, help="run every arm on this task instead of its own"
     )
     p.add_argument(
-        "--workers", type=int, help="runs at a time (default: the usable cores)"
+        "--workers", type=_int_in(1), help="runs at a time (default: the usable cores)"
     )
     p.add_argument("--arms", nargs="+", help="run only these arms (default: all)")
     p.add_argument("--quick", action="store_true", help="the quick build's tiny budget")
-    p.add_argument("--json", help="also write the runs and rows to this file")
+    p.add_argument(
+        "--json", type=_json_path, help="also write the runs and rows to this file"
+    )
     p.add_argument("--quiet", action="store_true", help="no progress output")
 
     p = sub.add_parser(
@@ -314,45 +352,18 @@ def build_parser() -> argparse.ArgumentParser:
         choices=list(MODELS),
         help="models to measure (default: convs2s gru)",
     )
-    p.add_argument("--json", help="also write the measurement to this file")
+    p.add_argument(
+        "--json", type=_json_path, help="also write the measurement to this file"
+    )
     p.add_argument(
         "--no-profile", action="store_true", help="leave out the profiler tables"
     )
     return parser
 
 
-#: Largest ``evaluate --beam`` (B x K hypotheses are decoded together).
-MAX_BEAM = 100
-
-
-def _check_out_dir(path: str) -> None:
-    """``--out``: a directory, or a path where one can be created (checked before training)."""
-    p = Path(path)
-    if p.exists() and not p.is_dir():
-        raise ValueError(f"--out {path} is an existing file; give a directory")
-    # the nearest existing ancestor ("/" or "." at worst, so there always is one)
-    parent = next(a for a in (p, *p.parents) if a.exists())
-    if not parent.is_dir():
-        raise ValueError(f"--out {path}: {parent} is a file, not a directory")
-    if not os.access(parent, os.W_OK):
-        raise ValueError(f"--out {path}: {parent} is not writable")
-
-
-def _check_json_path(path: str) -> None:
-    """``--json``: a file in an existing, writable directory (checked before any work)."""
-    p = Path(path)
-    if p.is_dir():
-        raise ValueError(f"--json {path} is a directory; give a file name")
-    parent = p.parent  # "." for a bare file name
-    if not parent.is_dir():
-        raise ValueError(f"--json {path}: directory {parent} does not exist")
-    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise ValueError(f"--json {path} is not writable")
-
-
 def _cmd_train(args) -> None:
     cfg = _config(args, args.model)
-    _check_out_dir(args.out)
+    prepare_out_dir(args.out)  # created and checked before any training
     result = train(
         cfg,
         out_dir=args.out,
@@ -366,10 +377,6 @@ def _cmd_train(args) -> None:
 
 
 def _cmd_evaluate(args) -> None:
-    if not 1 <= args.beam <= MAX_BEAM:
-        raise ValueError(f"--beam must be in 1..{MAX_BEAM}, got {args.beam}")
-    if args.samples < 0:
-        raise ValueError(f"--samples must be >= 0, got {args.samples}")
     result = load_checkpoint(args.dir, device=args.device)
     test_set = make_datasets(result.config)[2]
     scores = evaluate(result.model, test_set, beam_size=args.beam)
@@ -396,7 +403,7 @@ def _cmd_evaluate(args) -> None:
 COMPARE_EVAL_EVERY = {"seed": 50, "fast": 20}
 
 
-def _cmd_compare(args) -> None:
+def _cmd_compare(args):
     if args.eval_every is None:
         args.eval_every = COMPARE_EVAL_EVERY[args.recipe]
     cfg = _config(args, "convs2s")
@@ -415,11 +422,10 @@ def _cmd_compare(args) -> None:
             "\nconvergence speed (seconds: steps x median s/step of the interleaved windows):"
         )
         print(format_convergence(result.convergence))
-    if args.json:  # checked before any work, in main
-        Path(args.json).write_text(json.dumps(result.to_dict(), indent=2))
+    return result
 
 
-def _cmd_experiment(args) -> None:
+def _cmd_experiment(args):
     # options of one mode given to another would be ignored: say so instead
     for option, needs in (("address", "all"), ("claim", "verify"), ("record", None)):
         given = getattr(args, option) is not None
@@ -429,11 +435,9 @@ def _cmd_experiment(args) -> None:
     if args.all and args.verify:
         raise ValueError("--all records, --verify checks a record: one at a time")
     if args.all:
-        _cmd_record(args)
-        return
+        return _cmd_record(args)
     if args.verify:
-        _cmd_verify(args)
-        return
+        return _cmd_verify(args)
     if args.name is None:
         raise ValueError("name an experiment, or --all for every one")
     runs = {k: getattr(args, k) for k in ("seeds", "steps", "arms", "task", "workers")}
@@ -444,8 +448,7 @@ def _cmd_experiment(args) -> None:
     print(result.budget.describe())
     print(format_beam(result) if args.name == "beam" else format_result(result))
     print(conclusion(result))
-    if args.json:  # checked before any work, in main
-        Path(args.json).write_text(json.dumps(result.to_dict(), indent=2))
+    return result
 
 
 def _cmd_record(args) -> None:
@@ -481,8 +484,6 @@ def _cmd_verify(args) -> None:
         raise ValueError(stale)
     runs = None
     if args.claim is not None:
-        if not 1 <= args.claim <= len(CLAIMS):
-            raise ValueError(f"--claim must be 1 to {len(CLAIMS)}, got {args.claim}")
         claim = CLAIMS[args.claim - 1]
         arms = {claim.claimed[0], *(other[0] for other in claim.others)}
         runs = claim_runs(record, claim.experiment, sorted(arms))
@@ -509,10 +510,9 @@ def main(argv=None) -> int:
         "bench": _cmd_bench,
     }
     try:
-        # compare, experiment, bench: checked before any work
-        if getattr(args, "json", None):
-            _check_json_path(args.json)
-        command[args.command](args)
+        result = command[args.command](args)
+        if result is not None and args.json:  # compare's, experiment's (checked first)
+            Path(args.json).write_text(json.dumps(result.to_dict(), indent=2))
         return 0
     except (ValueError, OSError, TrainingDivergedError) as err:
         # OSError: a file that vanished, a full disk, a permission refused mid-run

@@ -65,14 +65,14 @@ def test_bad_arguments_get_one_line_and_status_2(argv, expected, capsys):
         ),
         (["train", "--model", "gru", "--out", "{tmp}", "--device", "tpu"], "'tpu'"),
         (["evaluate", "{tmp}/nothing-here"], "no checkpoint at"),
-        (["evaluate", "{tmp}", "--beam", "0"], "--beam must be in 1..100, got 0"),
+        (["evaluate", "{tmp}", "--beam", "0"], "argument --beam: must be in 1..100, got 0"),
         (["evaluate", "{tmp}/garbage.pt"], "not a readable convs2s_edu checkpoint"),
     ],
 )
 def test_bad_values_get_one_line_and_status_2(argv, expected, tmp_path, capsys):
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
     (tmp_path / "garbage.pt").write_bytes(b"\x00 not a checkpoint")
-    assert main(argv) == 2
+    assert _status(argv) == 2
     err = capsys.readouterr().err
     assert expected in err
     assert len(err.strip().splitlines()) == 1, err
@@ -136,8 +136,17 @@ def _damage(good_run, tmp_path, how):
     return path
 
 
+def _status(argv) -> int:
+    """``main``'s exit status: returned (a bad value found by a command), or argparse's
+    ``SystemExit`` (a value outside an option's range)."""
+    try:
+        return main(argv)
+    except SystemExit as done:
+        return done.code
+
+
 def _one_line_status_2(argv, expected, capsys):
-    assert main(argv) == 2
+    assert _status(argv) == 2
     err = capsys.readouterr().err
     assert expected in err, err
     assert len(err.strip().splitlines()) == 1, err
@@ -148,7 +157,7 @@ def _one_line_status_2(argv, expected, capsys):
     "argv, expected",
     [
         (["train", "--model", "gru", "--out", "{tmp}/f.txt"], "is an existing file"),
-        (["train", "--model", "gru", "--out", "{tmp}/f.txt/sub"], "is a file, not a directory"),
+        (["train", "--model", "gru", "--out", "{tmp}/f.txt/sub"], "cannot create output"),
         (
             ["train", "--model", "gru", "--out", "{tmp}/r", "--max-len", "100000"],
             "max_len must be an integer in 1..512, got 100000",
@@ -161,11 +170,13 @@ def _one_line_status_2(argv, expected, capsys):
         (["train", "--model", "gru", "--out", "{tmp}/r", "--lr", "0"], "lr must be a positive"),
         (["train", "--model", "gru", "--out", "{tmp}/r", "--lr", "nan"], "got nan"),
         (["train", "--model", "gru", "--out", "{tmp}/r", "--seed", "-1"], "seed must be"),
-        (["compare", "--json", "{tmp}"], "is a directory"),
+        (["compare", "--json", "{tmp}"], "argument --json: {tmp} is a directory"),
         (["compare", "--json", "{tmp}/missing/rows.json"], "does not exist"),
         (["compare", "--max-len", "100000"], "max_len must be an integer in 1..512"),
-        (["evaluate", "{run}", "--beam", "1000"], "--beam must be in 1..100, got 1000"),
-        (["evaluate", "{run}", "--samples", "-1"], "--samples must be >= 0, got -1"),
+        (["evaluate", "{run}", "--beam", "1000"], "argument --beam: must be in 1..100, got 1000"),
+        (["evaluate", "{run}", "--samples", "-1"], "argument --samples: must be >= 0, got -1"),
+        (["experiment", "--verify", "--claim", "0"], "argument --claim: must be in 1.."),
+        (["experiment", "x", "--workers", "0"], "argument --workers: must be >= 1, got 0"),
         (["evaluate", "{run}", "--device", "tpu"], "'tpu'"),
         (["evaluate", "{tmp}/nan.pt"], "NaN or infinite"),
         (["evaluate", "{tmp}/no-history.pt"], "missing key(s) history"),
@@ -181,7 +192,7 @@ def test_every_expected_error_is_one_line_before_any_training(
     for how in ("nan", "no-history", "config-list", "convs2s-config", "foreign"):
         _damage(good_run, tmp_path, how)
     argv = [a.replace("{tmp}", str(tmp_path)).replace("{run}", str(good_run)) for a in argv]
-    _one_line_status_2(argv, expected, capsys)
+    _one_line_status_2(argv, expected.replace("{tmp}", str(tmp_path)), capsys)
 
 
 def test_resume_with_a_changed_config_is_one_line(good_run, tmp_path, capsys):

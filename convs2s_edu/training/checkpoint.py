@@ -148,10 +148,6 @@ class CheckpointWriteError(OSError):
     """Writing a checkpoint failed; the last good one is kept (see the module's docstring)."""
 
 
-def _megabytes(n: int) -> str:
-    return f"{n / 1e6:.1f} MB"
-
-
 def _atomic_write(data, path: Path, kept: str) -> None:
     """Write ``data`` to a temporary file next to ``path``, then rename it over ``path``."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -165,12 +161,12 @@ def _atomic_write(data, path: Path, kept: str) -> None:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
         try:
-            free = f"; {_megabytes(shutil.disk_usage(path.parent).free)} free there"
+            free = f"; {shutil.disk_usage(path.parent).free / 1e6:.1f} MB free there"
         except OSError:
             free = ""
         raise CheckpointWriteError(
             f"cannot write the checkpoint {path}: {err.strerror or err} (a checkpoint of "
-            f"this run needs {_megabytes(len(data))}{free}); {kept}"
+            f"this run needs {len(data) / 1e6:.1f} MB{free}); {kept}"
         ) from None
     finally:
         # a file system gone read-only: nothing to clean

@@ -312,10 +312,6 @@ class TrainConfig:
     @classmethod
     def from_dict(cls, d: dict) -> TrainConfig:
         """The inverse of ``to_dict()``; unknown field names are a ``ValueError``."""
-        if not isinstance(d, dict):
-            raise ValueError(
-                f"a TrainConfig is read from a dict, got {type(d).__name__}"
-            )
         names = [f.name for f in fields(cls)]
         unknown = sorted(str(k) for k in d if k not in names)
         if unknown:

@@ -71,10 +71,8 @@ def lr_factor(
     >>> [round(lr_factor(s, 10, "warmup-linear", 0.2), 3) for s in range(10)]
     [0.5, 1.0, 1.0, 0.875, 0.75, 0.625, 0.5, 0.375, 0.25, 0.125]
     """
-    if schedule == "constant":
+    if schedule == "constant":  # TrainConfig allows only the two
         return 1.0
-    if schedule != "warmup-linear":
-        raise ValueError(f"unknown lr_schedule {schedule!r}")
     warm = max(1, round(warmup * total))
     if step < warm:
         return (step + 1) / warm

@@ -56,7 +56,6 @@ import torch.distributed as dist
 from torch import nn
 from torch.utils.data import DataLoader, DistributedSampler
 
-from ..data import length_batches
 from .device import resolve_device
 from .step import RunContext
 
@@ -114,6 +113,7 @@ class DataParallelContext(RunContext):
     owns_group: bool = False
 
     def local_batch_size(self, batch_size: int) -> int:
+        """``batch_size / world_size``: this rank's share of every random batch."""
         if batch_size % self.world_size:
             raise ValueError(
                 f"batch_size must be divisible by the number of processes "
@@ -132,37 +132,20 @@ class DataParallelContext(RunContext):
         ids = [self.device.index] if self.device.type == "cuda" else None
         return nn.parallel.DistributedDataParallel(model, device_ids=ids)
 
-    def loader(
-        self,
-        dataset,
-        batch_size: int,
-        generator: torch.Generator,
-        batching: str = "random",
-    ) -> DataLoader:
-        """This rank's share of the batches of
-        :meth:`~convs2s_edu.training.step.RunContext.loader` (see the module's docstring):
-        :class:`ShardedBatches` of ``"bucket"`` or ``"pooled"`` batches, else the random
-        batches of a :class:`~torch.utils.data.DistributedSampler` seeded from
-        ``generator``."""
-        self.local_batch_size(batch_size)  # checks that it divides
-        global_batches = length_batches(
-            dataset.lengths, batch_size, batching, generator
-        )
-        if global_batches is not None:
-            shards = ShardedBatches(global_batches, self.rank, self.world_size)
-            return DataLoader(dataset, batch_sampler=shards, collate_fn=dataset.collate)
-        sampler = DistributedSampler(  # shuffled, every example used (drop_last=False)
+    def share(self, batches) -> ShardedBatches:
+        """This rank's share of the equal-length ``batches`` (:class:`ShardedBatches`)."""
+        return ShardedBatches(batches, self.rank, self.world_size)
+
+    def order(self, dataset, generator: torch.Generator) -> dict:
+        """The random batches' order: a :class:`~torch.utils.data.DistributedSampler`
+        seeded from ``generator``, shuffled, every example used (``drop_last=False``)."""
+        sampler = DistributedSampler(
             dataset,
             num_replicas=self.world_size,
             rank=self.rank,
             seed=generator.initial_seed(),
         )
-        return DataLoader(
-            dataset,
-            self.local_batch_size(batch_size),
-            sampler=sampler,
-            collate_fn=dataset.collate,
-        )
+        return {"sampler": sampler}
 
     def start_epoch(self, loader: DataLoader, epoch: int) -> None:
         """A new permutation every epoch, the same on every rank (equal-length batches
@@ -193,12 +176,7 @@ def setup(device: str = "auto") -> RunContext:
         return RunContext(want)
     owns = False
     if not dist.is_initialized():
-        for var in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
-            if var not in os.environ:
-                raise ValueError(
-                    f"data-parallel training needs the environment variable {var} "
-                    "(start the processes with torchrun)"
-                )
+        # torch's env:// rendezvous names a variable torchrun sets that is missing
         dist.init_process_group(backend="nccl" if want.type == "cuda" else "gloo")
         owns = True
     rank, world = dist.get_rank(), dist.get_world_size()

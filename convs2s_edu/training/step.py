@@ -76,19 +76,29 @@ class RunContext:
         in checkpoints, so a resumed run draws the same batches as an uninterrupted
         one): random batches, or batches of (nearly) equal length with
         ``batching="bucket"`` or ``"pooled"``
-        (:func:`~convs2s_edu.data.length_batches`)."""
-        sampler = length_batches(dataset.lengths, batch_size, batching, generator)
-        if sampler is not None:
+        (:func:`~convs2s_edu.data.length_batches`); this process's share of them
+        (:meth:`local_batch_size`, :meth:`share`, :meth:`order`)."""
+        local = self.local_batch_size(batch_size)
+        batches = length_batches(dataset.lengths, batch_size, batching, generator)
+        if batches is not None:
             return DataLoader(
-                dataset, batch_sampler=sampler, collate_fn=dataset.collate
+                dataset, batch_sampler=self.share(batches), collate_fn=dataset.collate
             )
-        return DataLoader(
-            dataset,
-            batch_size,
-            shuffle=True,
-            collate_fn=dataset.collate,
-            generator=generator,
-        )
+        order = self.order(dataset, generator)
+        return DataLoader(dataset, local, collate_fn=dataset.collate, **order)
+
+    def local_batch_size(self, batch_size: int) -> int:
+        """The examples of a random batch this process takes: all of them."""
+        return batch_size
+
+    def share(self, batches):
+        """This process's share of the equal-length ``batches``: all of them."""
+        return batches
+
+    def order(self, dataset, generator: torch.Generator) -> dict:
+        """The ``DataLoader`` arguments that order the random batches: shuffled with
+        ``generator`` (the loader draws its base seed from it too)."""
+        return {"shuffle": True, "generator": generator}
 
     def start_epoch(self, loader: DataLoader, epoch: int) -> None:
         """Called before every epoch (nothing to do in one process)."""
