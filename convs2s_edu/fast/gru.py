@@ -239,19 +239,15 @@ def packed_bigru(
 
 
 class FastGRUEncoder(GRUEncoder):
-    """:class:`~convs2s_edu.GRUEncoder` whose GRU runs through :func:`packed_bigru`
-    where
-    :func:`fused_applies` (a gradient wanted, on a CPU, eagerly); elsewhere the reference's
-    own forward pass. Same parameters, same function."""
+    """:class:`~convs2s_edu.GRUEncoder` whose GRU
+    (:meth:`~convs2s_edu.GRUEncoder.recur`) runs through :func:`packed_bigru` where
+    :func:`fused_applies` (a gradient wanted, on a CPU, eagerly); elsewhere the
+    reference's own. Same parameters, same function."""
 
-    def forward(self, src: torch.Tensor) -> EncoderOut:
+    def recur(self, x: torch.Tensor, lengths: torch.Tensor):
         if not fused_applies(self.embed.weight):
-            return super().forward(src)
-        pad = src.eq(PAD)  # (B, S)
-        lengths = (~pad).sum(dim=1).cpu()  # (B,)
-        x = self.dropout(self.embed(src))  # (B, S, E)
-        h, h_n = packed_bigru(x, lengths, self.gru)  # (B, S, 2n), (2 L_enc, B, n)
-        return EncoderOut(states=h, embedded=x, padding_mask=pad, summary=h_n[-1])
+            return super().recur(x, lengths)
+        return packed_bigru(x, lengths, self.gru)  # (B, S, 2n), (2 L_enc, B, n)
 
 
 def _gru_update(
