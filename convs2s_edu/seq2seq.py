@@ -12,7 +12,7 @@ only ever call the methods below, so any encoder works with any decoder::
                              |
                              v
     EncoderOut(states (B, S, D), embedded (B, S, f) or None,
-               padding_mask (B, S), summary (B, D0))
+               padding_mask (B, S), summary (B, D0) or None)
                              |
             bridge: states <- W_b states + b_b   (only where D differs)
                              |
