@@ -87,8 +87,8 @@ class AblationConfig(ConvS2SConfig):
     def __post_init__(self):
         super().__post_init__()
         for name in ("source_positions", "target_positions"):
-            if not isinstance(getattr(self, name), bool):
-                value = getattr(self, name)
+            value = getattr(self, name)
+            if not isinstance(value, bool):
                 raise TypeError(f"{name} must be True or False, got {value!r}")
         if self.attention_layers is not None:
             layers, top = self.attention_layers, self.n_decoder_layers

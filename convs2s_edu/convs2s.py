@@ -28,7 +28,7 @@ References
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import NamedTuple
 
 import torch
@@ -36,9 +36,9 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.parametrizations import weight_norm as _weight_norm
 
-from ._checks import check_int, check_int_fields_positive, check_probability
+from ._checks import check_int
 from .data import PAD, n_token_ids
-from .seq2seq import Decoder, Encoder, EncoderDecoder, EncoderOut
+from .seq2seq import Decoder, Encoder, EncoderDecoder, EncoderOut, ModelConfig
 
 __all__ = [
     "ConvS2SConfig",
@@ -60,7 +60,7 @@ SQRT_HALF = math.sqrt(0.5)
 
 
 @dataclass
-class ConvS2SConfig:
+class ConvS2SConfig(ModelConfig):
     """Hyperparameters of :class:`ConvS2S`. Defaults are the seed notebook's.
 
     Parameters
@@ -117,8 +117,7 @@ class ConvS2SConfig:
     scale_context: bool = False  # paper: True
 
     def __post_init__(self):
-        check_int_fields_positive(self)
-        check_probability("dropout", self.dropout)
+        super().__post_init__()  # sizes >= 1, dropout in [0, 1)
         if self.kernel_size % 2 == 0:
             raise ValueError(
                 f"kernel_size must be odd (1, 3, 5, ...) so the encoder can pad (k-1)/2 "
@@ -130,13 +129,6 @@ class ConvS2SConfig:
         """The seed's sizes with all three of the paper's normalisation tricks on."""
         tricks = dict(weight_norm=True, scale_encoder_grad=True, scale_context=True)
         return cls(**{**tricks, **overrides})
-
-    def replace(self, **changes) -> ConvS2SConfig:
-        """A copy with some fields changed (validated again)."""
-        return replace(self, **changes)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 # ---- Helpers: the paper's initialisation (§3.5) and gradient scaling (§3.4) ----
@@ -453,9 +445,9 @@ class ConvEncoder(Encoder):
     -------
     EncoderOut
         ``states`` :math:`z^u` ``(B, S, f)`` (zero at padding), ``embedded``
-        :math:`e` ``(B, S, f)``, the padding mask, and ``summary`` ``(B, f)``,
-        the mean of :math:`z^u_j` over the real tokens (used only by a GRU
-        decoder, for its :math:`s_0`).
+        :math:`e` ``(B, S, f)`` and the padding mask (no ``summary``: the convolutional
+        decoder starts from none; the ``conv+gru`` hybrid's encoder adds the one a GRU
+        decoder needs, :class:`~convs2s_edu.hybrid.SummarisingConvEncoder`).
 
     Notes
     -----
@@ -475,7 +467,7 @@ class ConvEncoder(Encoder):
     def __init__(self, cfg: ConvS2SConfig):
         super().__init__()
         self.cfg = cfg
-        self.out_dim = self.embed_dim = self.summary_dim = cfg.embed_dim
+        self.out_dim = self.embed_dim = cfg.embed_dim
         self.embed, self.in_proj, self.blocks = _conv_stack(cfg, causal=False)
         # no dropout on its input: N(0, sqrt(1/n)) under the paper's init
         self.out_proj = _linear(
@@ -489,10 +481,7 @@ class ConvEncoder(Encoder):
         for block in self.blocks:
             x = block(x, padding_mask=pad)  # (B, S, d)
         z = self.out_proj(x).masked_fill(pad.unsqueeze(-1), 0.0)  # (B, S, f)
-        m = (~pad).sum(dim=1, keepdim=True).to(z.dtype)  # (B, 1) real tokens
-        return EncoderOut(
-            states=z, embedded=e, padding_mask=pad, summary=z.sum(dim=1) / m
-        )
+        return EncoderOut(states=z, embedded=e, padding_mask=pad)
 
 
 class ConvMemory(NamedTuple):

@@ -134,10 +134,8 @@ def generate_sorting_example(
     >>> y == sorted(x)
     True
     """
-    seq_len, vocab_size = (
-        check_int("seq_len", seq_len),
-        check_int("vocab_size", vocab_size),
-    )
+    seq_len = check_int("seq_len", seq_len)
+    vocab_size = check_int("vocab_size", vocab_size)
     rng = np.random.default_rng() if rng is None else rng
     input_seq = rng.integers(1, vocab_size + 1, size=seq_len).tolist()
     return input_seq, sorted(input_seq)
@@ -289,12 +287,10 @@ def as_token_batch(x, name: str = "src") -> torch.Tensor:
                 f"1-D sequence holding {row!r}"
             )
         for tok in row:
-            if (
-                isinstance(tok, torch.Tensor)
-                and tok.dim() == 0
-                and tok.dtype in TOKEN_DTYPES
-            ):
-                continue  # a 0-d integer tensor
+            if isinstance(tok, torch.Tensor):  # a 0-d integer tensor holds a token id
+                tok = (
+                    tok.item() if tok.dim() == 0 and tok.dtype in TOKEN_DTYPES else tok
+                )
             if isinstance(tok, (bool, np.bool_)) or not isinstance(
                 tok, int | np.integer
             ):

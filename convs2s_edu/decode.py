@@ -42,6 +42,7 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils.data import BatchSampler
 
 from ._checks import check_int
 from .data import PAD, LengthBucketSampler, eos_index, sos_index
@@ -427,14 +428,10 @@ def decode_all(
     batch_size = check_int("batch_size", batch_size)
     sources = list(sources)
     if bucket and sources:
-        batches = list(
-            LengthBucketSampler([len(x) for x in sources], batch_size, shuffle=False)
-        )
-    else:
-        order = list(range(len(sources)))
-        batches = [
-            order[i : i + batch_size] for i in range(0, len(sources), batch_size)
-        ]
+        lengths = [len(x) for x in sources]
+        batches = LengthBucketSampler(lengths, batch_size, shuffle=False)
+    else:  # in the order given
+        batches = BatchSampler(range(len(sources)), batch_size, drop_last=False)
     outputs: list = [None] * len(sources)
     for idx in batches:
         chunk = [sources[i] for i in idx]  # padded by as_token_batch inside the search

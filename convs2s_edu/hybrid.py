@@ -25,18 +25,22 @@ The two parts share ``vocab_size``, ``embed_dim`` and ``max_positions`` (the
 convolutional decoder adds the encoder's embeddings to its keys to make its values, so
 the sizes must agree). ``scale_encoder_grad`` of a convolutional decoder divides the
 gradient into the keys by its number of attentions whatever the encoder is; after a GRU
-decoder (one attention) nothing is scaled.
+decoder (one attention) nothing is scaled. The ``conv+gru`` encoder is a
+:class:`SummarisingConvEncoder`: the ConvEncoder (same parameters) with the
+:math:`\bar z` the GRU decoder starts from, which ConvS2S does not need.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 
+import torch
+
 from .convs2s import ConvDecoder, ConvEncoder, ConvS2SConfig
 from .rnn import GRUDecoder, GRUEncoder, RNNSeq2SeqConfig
-from .seq2seq import EncoderDecoder
+from .seq2seq import EncoderDecoder, EncoderOut
 
-__all__ = ["HYBRID_NAMES", "HybridConfig", "HybridSeq2Seq"]
+__all__ = ["HYBRID_NAMES", "HybridConfig", "SummarisingConvEncoder", "HybridSeq2Seq"]
 
 #: Hybrid model names: ``"<encoder>+<decoder>"``.
 HYBRID_NAMES = ("gru+conv", "conv+gru")
@@ -108,6 +112,35 @@ class HybridConfig:
         return {"name": self.name, "conv": asdict(self.conv), "rnn": asdict(self.rnn)}
 
 
+class SummarisingConvEncoder(ConvEncoder):
+    r""":class:`~convs2s_edu.ConvEncoder` with the ``summary`` a GRU decoder starts from
+    (the ``conv+gru`` hybrid's encoder).
+
+    Parameters
+    ----------
+    cfg : ConvS2SConfig
+
+    Returns
+    -------
+    EncoderOut
+        The :class:`~convs2s_edu.ConvEncoder`'s, with ``summary`` ``(B, f)``: the mean
+        of :math:`z^u_j` over the :math:`m` real tokens of each source,
+
+        .. math:: \bar z = \frac{1}{m} \sum_{j=1}^{m} z^u_j ,
+
+        from which :class:`~convs2s_edu.GRUDecoder` computes
+        :math:`s_0 = \tanh(W_{init}\, \bar z)` in place of the GRU encoder's
+        :math:`\overleftarrow{h}_1`. Same parameters as the ConvEncoder.
+    """
+
+    def forward(self, src: torch.Tensor) -> EncoderOut:
+        enc = super().forward(src)
+        z = enc.states  # (B, S, f), zero at padding
+        m = (~enc.padding_mask).sum(dim=1, keepdim=True).to(z.dtype)  # (B, 1)
+        # z̄ = (1/m) Σ_j z^u_j
+        return enc._replace(summary=z.sum(dim=1) / m)  # (B, f)
+
+
 class HybridSeq2Seq(EncoderDecoder):
     """A GRU encoder with the convolutional decoder, or the reverse (see the module
     notes).
@@ -136,8 +169,8 @@ class HybridSeq2Seq(EncoderDecoder):
         if cfg.name == "gru+conv":
             encoder, decoder = GRUEncoder(cfg.rnn), ConvDecoder(cfg.conv)
         else:
-            encoder = ConvEncoder(cfg.conv)
-            decoder = GRUDecoder(cfg.rnn, summary_dim=encoder.summary_dim)
+            encoder = SummarisingConvEncoder(cfg.conv)
+            decoder = GRUDecoder(cfg.rnn, summary_dim=cfg.conv.embed_dim)  # z̄: f
         super().__init__(
             encoder, decoder, vocab_size=cfg.vocab_size, max_positions=cfg.max_positions
         )

@@ -46,24 +46,19 @@ def _token(name: str, i: int, t) -> int:
 
 
 def _as_lists(name: str, seqs) -> list[list[int]]:
-    """Token lists from a list of lists or a 2-D integer tensor (``ValueError`` otherwise)."""
-    if isinstance(seqs, torch.Tensor):
-        if seqs.dim() != 2:
-            raise ValueError(
-                f"{name} must be a 2-D (batch, length) tensor, got shape {tuple(seqs.shape)}"
-            )
-        if seqs.is_floating_point() or seqs.is_complex() or seqs.dtype == torch.bool:
-            raise ValueError(
-                f"{name} must hold integer token ids, got dtype {seqs.dtype}"
-            )
-        seqs = seqs.tolist()
+    """Token lists from a list of lists or a 2-D integer tensor (``ValueError`` otherwise;
+    a tensor's rows are checked as rows of a list)."""
+    if isinstance(seqs, torch.Tensor) and seqs.dim() != 2:
+        raise ValueError(
+            f"{name} must be a 2-D (batch, length) tensor, got shape {tuple(seqs.shape)}"
+        )
     need = f"{name} must be a sequence of token sequences (lists of int)"
     if isinstance(seqs, (str, bytes)) or not isinstance(seqs, Iterable):
         raise ValueError(f"{need}, got {type(seqs).__name__}")
     out = []
     for i, s in enumerate(seqs):
         if isinstance(s, torch.Tensor):
-            if s.is_floating_point() or s.dtype == torch.bool:
+            if s.is_floating_point() or s.is_complex() or s.dtype == torch.bool:
                 raise ValueError(
                     f"{name}[{i}] must hold integer token ids, got dtype {s.dtype}"
                 )

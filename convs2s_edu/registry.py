@@ -79,6 +79,10 @@ class ModelEntry:
     export: str = "prefix"
     ignores: tuple[str, ...] = ()
 
+    def __post_init__(self):
+        if self.export not in EXPORTS:
+            raise ValueError(f"export must be one of {EXPORTS}, got {self.export!r}")
+
     def draw(self, model: EncoderDecoder, src, tgt_in):
         """The model's schematic figure of one example (see ``schematic``)."""
         draw = self.schematic
@@ -93,15 +97,19 @@ MODELS: dict[str, ModelEntry] = {}
 
 
 def register_model(
-    name: str,
-    build: Callable[..., EncoderDecoder],
-    *,
-    label: str,
-    schematic: str | Callable = _DRAWN + "module_schematic",
-    export: str = "prefix",
-    ignores: tuple[str, ...] = (),
+    name: str, build: Callable[..., EncoderDecoder], **entry
 ) -> ModelEntry:
-    """Register a model under ``name`` (see :class:`ModelEntry` for the arguments).
+    """Register a model under ``name``.
+
+    Parameters
+    ----------
+    name : str
+        A non-empty name not registered yet.
+    build : callable
+        ``build(paper, **options) -> EncoderDecoder``.
+    **entry
+        The other fields of :class:`ModelEntry`, by keyword: ``label`` (required),
+        ``schematic``, ``export``, ``ignores`` (a tuple).
 
     Returns
     -------
@@ -120,11 +128,8 @@ def register_model(
         raise ValueError(
             f"a model named {name!r} is registered already: {list(MODELS)}"
         )
-    if export not in EXPORTS:
-        raise ValueError(f"export must be one of {EXPORTS}, got {export!r}")
-    entry = ModelEntry(name, build, label, schematic, export, tuple(ignores))
-    MODELS[name] = entry
-    return entry
+    MODELS[name] = ModelEntry(name, build, **entry)  # ValueError for a bad export
+    return MODELS[name]
 
 
 def model_entry(name: str) -> ModelEntry:

@@ -35,16 +35,15 @@ References
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from ._checks import check_int_fields_positive, check_probability
 from .data import PAD, n_token_ids
-from .seq2seq import Decoder, Encoder, EncoderDecoder, EncoderOut
+from .seq2seq import Decoder, Encoder, EncoderDecoder, EncoderOut, ModelConfig
 
 __all__ = [
     "RNNSeq2SeqConfig",
@@ -58,7 +57,7 @@ __all__ = [
 
 
 @dataclass
-class RNNSeq2SeqConfig:
+class RNNSeq2SeqConfig(ModelConfig):
     """Hyperparameters of :class:`RNNSeq2Seq`; sizes match
     :class:`~convs2s_edu.ConvS2SConfig`.
 
@@ -99,17 +98,9 @@ class RNNSeq2SeqConfig:
     attention: bool = True
 
     def __post_init__(self):
-        check_int_fields_positive(self)
-        check_probability("dropout", self.dropout)
+        super().__post_init__()  # sizes >= 1, dropout in [0, 1)
         if not isinstance(self.attention, bool):
             raise ValueError(f"attention must be True or False, got {self.attention!r}")
-
-    def replace(self, **changes) -> RNNSeq2SeqConfig:
-        """A copy with some fields changed (validated again)."""
-        return replace(self, **changes)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 class BahdanauAttention(nn.Module):
@@ -287,7 +278,7 @@ class GRUEncoder(Encoder):
         super().__init__()
         self.cfg = cfg
         n = cfg.hidden_dim
-        self.out_dim, self.embed_dim, self.summary_dim = 2 * n, cfg.embed_dim, n
+        self.out_dim, self.embed_dim = 2 * n, cfg.embed_dim
         self.embed = nn.Embedding(
             n_token_ids(cfg.vocab_size), cfg.embed_dim, padding_idx=PAD
         )
@@ -305,15 +296,22 @@ class GRUEncoder(Encoder):
         pad = src.eq(PAD)  # (B, S)
         lengths = (~pad).sum(dim=1).cpu()  # (B,)
         x = self.dropout(self.embed(src))  # (B, S, E)
+        # h_j = [forward h_j; backward h_j]
+        h, h_n = self.recur(x, lengths)  # (B, S, 2n), zero at padding; (2 L_enc, B, n)
+        # h_n[-1]: the backward GRU's last state of the top layer, the first position's
+        return EncoderOut(states=h, embedded=x, padding_mask=pad, summary=h_n[-1])
+
+    def recur(self, x: torch.Tensor, lengths: torch.Tensor):
+        """The bidirectional GRU over the packed ``x`` ``(B, S, E)`` (``lengths``
+        ``(B,)``, on the CPU): the annotations ``(B, S, 2n)``, zero at padding, and
+        every layer's and direction's last state ``(2 L_enc, B, n)``, as
+        :class:`torch.nn.GRU` returns them."""
         packed = pack_padded_sequence(
             x, lengths, batch_first=True, enforce_sorted=False
         )
-        # h_j = [forward h_j; backward h_j]
-        out, h_n = self.gru(packed)  # h_n: (2 L_enc, B, n)
-        h, _ = pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])
-        # h: (B, S, 2n), zero at padding
-        # h_n[-1]: the backward GRU's last state of the top layer, the first position's
-        return EncoderOut(states=h, embedded=x, padding_mask=pad, summary=h_n[-1])
+        out, h_n = self.gru(packed)
+        h, _ = pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])
+        return h, h_n
 
 
 class GRUDecoderState(NamedTuple):
@@ -343,9 +341,9 @@ class GRUDecoder(Decoder):
     ----------
     cfg : RNNSeq2SeqConfig
     summary_dim : int, optional
-        Size of ``EncoderOut.summary``, the input of
-        :math:`W_{init}`; default ``hidden_dim`` (:class:`GRUEncoder`'s
-        :math:`\overleftarrow{h}_1`).
+        Size of ``EncoderOut.summary``, the input of :math:`W_{init}`; default
+        ``hidden_dim`` (:class:`GRUEncoder`'s :math:`\overleftarrow{h}_1`); ``embed_dim``
+        after the ``conv+gru`` hybrid's convolutional encoder.
 
     Returns
     -------

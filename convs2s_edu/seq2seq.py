@@ -12,7 +12,7 @@ only ever call the methods below, so any encoder works with any decoder::
                              |
                              v
     EncoderOut(states (B, S, D), embedded (B, S, f) or None,
-               padding_mask (B, S), summary (B, D0))
+               padding_mask (B, S), summary (B, D0) or None)
                              |
             bridge: states <- W_b states + b_b   (only where D differs)
                              |
@@ -44,15 +44,40 @@ Conventions
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass, replace
 from typing import Any, NamedTuple
 
 import torch
 from torch import nn
 
-from ._checks import check_model_inputs
+from ._checks import check_int_fields_positive, check_model_inputs, check_probability
 from .data import PAD, as_token_batch, n_token_ids
 
-__all__ = ["EncoderOut", "Encoder", "Decoder", "EncoderDecoder"]
+__all__ = ["ModelConfig", "EncoderOut", "Encoder", "Decoder", "EncoderDecoder"]
+
+
+@dataclass
+class ModelConfig:
+    """What the models' hyperparameter dataclasses share
+    (:class:`~convs2s_edu.ConvS2SConfig`, :class:`~convs2s_edu.RNNSeq2SeqConfig`).
+
+    A subclass declares its fields; this base checks them when the config is made (every
+    ``int`` field ``>= 1``: sizes, counts and lengths; ``dropout`` in ``[0, 1)``), each
+    ``ValueError`` naming the field, the bad value and the allowed range. A subclass
+    with more to check calls ``super().__post_init__()`` first.
+    """
+
+    def __post_init__(self):
+        check_int_fields_positive(self)
+        check_probability("dropout", self.dropout)
+
+    def replace(self, **changes):
+        """A copy with some fields changed (validated again)."""
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        """The fields as a plain ``dict`` (:func:`dataclasses.asdict`)."""
+        return asdict(self)
 
 
 class EncoderOut(NamedTuple):
@@ -71,17 +96,19 @@ class EncoderOut(NamedTuple):
         to its attention values, :math:`z^u_j + e_j`).
     padding_mask : Tensor, shape (B, S)
         True at source padding.
-    summary : Tensor, shape (B, D0)
+    summary : Tensor, shape (B, D0), or None
         One vector per source, from which a recurrent decoder computes its
         initial state :math:`s_0`: the backward GRU's last state
-        :math:`\overleftarrow{h}_1` (:math:`D_0 = n`), or the mean of
-        :math:`z^u_j` over the real tokens (:math:`D_0 = f`).
+        :math:`\overleftarrow{h}_1` (:math:`D_0 = n`), or, from the convolutional
+        encoder of the ``conv+gru`` hybrid (:mod:`convs2s_edu.hybrid`), the mean of
+        :math:`z^u_j` over the real tokens (:math:`D_0 = f`). ``None`` (the default)
+        from an encoder that feeds no recurrent decoder: ConvS2S's.
     """
 
     states: torch.Tensor
     embedded: torch.Tensor | None
     padding_mask: torch.Tensor
-    summary: torch.Tensor
+    summary: torch.Tensor | None = None
 
 
 class Encoder(nn.Module):
@@ -93,13 +120,10 @@ class Encoder(nn.Module):
         :math:`D`, the size of ``EncoderOut.states``.
     embed_dim : int
         :math:`f`, the size of ``EncoderOut.embedded``.
-    summary_dim : int
-        :math:`D_0`, the size of ``EncoderOut.summary``.
     """
 
     out_dim: int
     embed_dim: int
-    summary_dim: int
 
     def forward(self, src: torch.Tensor) -> EncoderOut:  # pragma: no cover - interface
         raise NotImplementedError

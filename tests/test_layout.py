@@ -174,6 +174,7 @@ def test_every_fast_path_replaces_a_model_class_and_lives_in_the_fast_package():
             "__qualname__",
             "forward",
             "convolve",
+            "recur",
             "__firstlineno__",
             "__static_attributes__",
         }

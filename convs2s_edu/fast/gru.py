@@ -220,14 +220,12 @@ def packed_bigru(
     for layer in range(gru.num_layers):
         if layer:
             data = nn.functional.dropout(data, gru.dropout, gru.training)
+        names = [
+            f"{w}_l{layer}" for w in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
+        ]
+        # each stacked over the two directions, forward first: (2, ...)
         weights = [
-            torch.stack(
-                [
-                    getattr(gru, f"{name}_l{layer}"),
-                    getattr(gru, f"{name}_l{layer}_reverse"),
-                ]
-            )
-            for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
+            torch.stack([getattr(gru, n), getattr(gru, n + "_reverse")]) for n in names
         ]
         data, last = _BiGRULayer.apply(data, *weights, batch_sizes, reverse, previous)
         h_n.append(last)
@@ -239,19 +237,15 @@ def packed_bigru(
 
 
 class FastGRUEncoder(GRUEncoder):
-    """:class:`~convs2s_edu.GRUEncoder` whose GRU runs through :func:`packed_bigru`
-    where
-    :func:`fused_applies` (a gradient wanted, on a CPU, eagerly); elsewhere the reference's
-    own forward pass. Same parameters, same function."""
+    """:class:`~convs2s_edu.GRUEncoder` whose GRU
+    (:meth:`~convs2s_edu.GRUEncoder.recur`) runs through :func:`packed_bigru` where
+    :func:`fused_applies` (a gradient wanted, on a CPU, eagerly); elsewhere the
+    reference's own. Same parameters, same function."""
 
-    def forward(self, src: torch.Tensor) -> EncoderOut:
+    def recur(self, x: torch.Tensor, lengths: torch.Tensor):
         if not fused_applies(self.embed.weight):
-            return super().forward(src)
-        pad = src.eq(PAD)  # (B, S)
-        lengths = (~pad).sum(dim=1).cpu()  # (B,)
-        x = self.dropout(self.embed(src))  # (B, S, E)
-        h, h_n = packed_bigru(x, lengths, self.gru)  # (B, S, 2n), (2 L_enc, B, n)
-        return EncoderOut(states=h, embedded=x, padding_mask=pad, summary=h_n[-1])
+            return super().recur(x, lengths)
+        return packed_bigru(x, lengths, self.gru)  # (B, S, 2n), (2 L_enc, B, n)
 
 
 def _gru_update(
@@ -328,12 +322,8 @@ class FastGRUDecoder(GRUDecoder):
         for t, n_t in enumerate(sizes):  # inherently sequential: s_t needs s_{t-1}
             # the rows whose target has ended leave (the last ones)
             if n_t < h.shape[0]:
-                h, keys2, mask, s = (
-                    h[:n_t],
-                    keys2[:n_t],
-                    mask[:n_t],
-                    [s_l[:n_t] for s_l in s],
-                )
+                h, keys2, mask = h[:n_t], keys2[:n_t], mask[:n_t]
+                s = [s_l[:n_t] for s_l in s]
             # a_tj = softmax_j(v_a^T tanh(W_a h_j + b_a + U_a s_{t-1}))
             #      = softmax_j(2 v_a^T σ(2 (W_a h_j + b_a) + 2 U_a s_{t-1}))
             x = keys2 + F.linear(s[-1], U2).unsqueeze(1)  # (n_t, S, A)

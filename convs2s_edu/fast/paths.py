@@ -41,6 +41,7 @@ the fast paths, whichever a short timing on that machine chose
 from __future__ import annotations
 
 import contextlib
+from dataclasses import asdict, dataclass
 
 import torch
 from torch import nn
@@ -130,29 +131,29 @@ def use_fast_paths(model: nn.Module, enabled: bool = True) -> nn.Module:
     return model
 
 
-class ExecutionPath(tuple):
-    """An execution path ``(compile, compile_mode, precision, fast)`` with a short name."""
+@dataclass(frozen=True, repr=False)
+class ExecutionPath:
+    """An execution path ``(compile, compile_mode, precision, fast)`` with a short name.
 
-    def __new__(
-        cls,
-        compile: bool = False,
-        compile_mode: str | None = None,
-        precision: str = "fp32",
-        fast: bool = False,
-    ):
-        if compile and fast:
+    Parameters
+    ----------
+    compile, compile_mode, precision, fast
+        The four :class:`~convs2s_edu.TrainConfig` fields of the module's notes; a path
+        is compiled or fast, not both (``ValueError``). Frozen, so that paths compare
+        and hash by their fields (:data:`PATHS` holds them).
+    """
+
+    compile: bool = False
+    compile_mode: str | None = None
+    precision: str = "fp32"
+    fast: bool = False
+
+    def __post_init__(self):
+        if self.compile and self.fast:
             raise ValueError(
                 "a path is compiled (through the fast paths that compile) or fast, "
                 "not both"
             )
-        return super().__new__(
-            cls, (bool(compile), compile_mode, precision, bool(fast))
-        )
-
-    compile = property(lambda self: self[0])
-    compile_mode = property(lambda self: self[1])
-    precision = property(lambda self: self[2])
-    fast = property(lambda self: self[3])
 
     @property
     def name(self) -> str:
@@ -181,12 +182,7 @@ class ExecutionPath(tuple):
 
     def config_fields(self) -> dict:
         """The :class:`~convs2s_edu.TrainConfig` fields of this path."""
-        return {
-            "compile": self.compile,
-            "compile_mode": self.compile_mode,
-            "precision": self.precision,
-            "fast": self.fast,
-        }
+        return asdict(self)
 
     def __repr__(self) -> str:
         return f"ExecutionPath({self.name})"
@@ -212,10 +208,7 @@ def cpu_bf16_support() -> tuple[bool, str]:
     ``"AMX..."`` mean yes; ``"AVX2"`` means no).
     """
     flags = cpu_flags() & set(_BF16_CPU_FLAGS)
-    try:
-        capability = torch.backends.cpu.get_cpu_capability()
-    except (AttributeError, RuntimeError):  # pragma: no cover - old torch
-        capability = "unknown"
+    capability = torch.backends.cpu.get_cpu_capability()
     if flags:
         return (
             True,
