@@ -601,9 +601,8 @@ def _conv_side(d, X, tokens, embedded, block, *, causal, k, positions):
     d.arrow("σ(B)", gate, "σ(B)", dims, B, via="vh", side="left", one_line=True)
     d.box(add, "⊕", X, gap=0.5, into=("v = A ⊗ σ(B)", dims, v))
     d.arrow("residual", add, via=X - 1.45)
-    d.text(
-        X - 1.39, d.nodes["residual"].y - 0.04, "residual", color=_MUTED, va="bottom"
-    )
+    above = d.nodes["residual"].y - 0.04  # the lane's name, above its start
+    d.text(X - 1.39, above, "residual", color=_MUTED, va="bottom")
     d.box("× √0.5", None, X, gap=0.17, into=())
 
 
