@@ -11,7 +11,7 @@ import pytest
 import torch
 from _tiny import VOCAB, tiny_model
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.patches import Circle, FancyArrowPatch
+from matplotlib.patches import BoxStyle, FancyArrowPatch
 from torch import nn
 
 from convs2s_edu import collate_batch
@@ -57,10 +57,17 @@ def draw(kind: str, sizes: dict):
     return model, gru_schematic(model, *example(S))
 
 
+def patches(fig: Schematic) -> list:
+    """The figure's patches: arrows, frames, dots, and the boxes drawn around texts (a box is
+    its text's ``bbox``) in the order they were made."""
+    ax = fig.figure.axes[0]
+    return ax.patches + [t.get_bbox_patch() for t in ax.texts if t.get_bbox_patch()]
+
+
 def gids(fig: Schematic, kind: str) -> list[str]:
     """The ids (``gid``) of the figure's boxes or arrows, without ``box:`` / ``arrow:`` and a
     repeat's ``#n``."""
-    found = [a.get_gid() for a in fig.figure.axes[0].patches if a.get_gid()]
+    found = [a.get_gid() for a in patches(fig) if a.get_gid()]
     return [g.split(":", 1)[1].split("#")[0] for g in found if g.startswith(kind + ":")]
 
 
@@ -111,13 +118,13 @@ def test_the_svg_is_white_titled_and_has_the_ids_of_boxes_and_arrows(kind):
     assert root.find(f".//{NS}image") is None  # nothing external
     # every box and every arrow of the figure is an element with its id
     ids = {g.get("id") for g in root.iter(f"{NS}g")}
-    drawn = [a.get_gid() for a in fig.figure.axes[0].patches if a.get_gid()]
+    drawn = [a.get_gid() for a in patches(fig) if a.get_gid()]
     assert len(drawn) >= 40 and set(drawn) <= ids and len(set(drawn)) == len(drawn)
 
 
 def _box_outlines(fig):
     """The boxes (rectangles, circles) of the figure in display coordinates."""
-    for p in fig.figure.axes[0].patches:
+    for p in patches(fig):
         if (p.get_gid() or "").startswith("box:"):
             yield p, p.get_window_extent()
 
@@ -135,7 +142,7 @@ def test_every_arrow_ends_at_a_box(kind, sizes):
     assert len(ends) >= 20
 
     def on_border(x, y, patch, box, tol=5.0):  # px; matplotlib stops a line 2-4 px short
-        if isinstance(patch, Circle):
+        if isinstance(patch.get_boxstyle(), BoxStyle.Circle):
             cx, cy = box.x0 + box.width / 2, box.y0 + box.height / 2
             return abs(((x - cx) ** 2 + (y - cy) ** 2) ** 0.5 - box.width / 2) < tol
         inside = box.x0 - tol <= x <= box.x1 + tol and box.y0 - tol <= y <= box.y1 + tol
@@ -239,10 +246,11 @@ def test_gru_labels_carry_the_shapes_of_the_forward_pass(sizes):
 
 def test_each_residual_comes_down_to_its_sum():
     _, fig = draw("convs2s", SIZES[0])
-    patches = fig.figure.axes[0].patches
-    sums = [p.center for p in patches if (p.get_gid() or "").startswith("box:⊕ residual")]
+    boxes = {t.get_bbox_patch(): t for t in fig.figure.axes[0].texts if t.get_bbox_patch()}
+    residual = "box:⊕ residual"
+    sums = [t.get_position() for p, t in boxes.items() if str(p.get_gid()).startswith(residual)]
     assert len(sums) == 2  # the encoder's block and the decoder's
-    arrows = [polyline(p) for p in patches if isinstance(p, FancyArrowPatch)]
+    arrows = [polyline(p) for p in patches(fig) if isinstance(p, FancyArrowPatch)]
     for cx, cy in sums:  # an arrow down a line left of the ⊕, then into it from the left
         assert any(
             len(v) == 4
@@ -532,29 +540,34 @@ def test_the_readme_figure_is_todays_trace_of_the_seed_model():
     )
 
 
-def test_a_figure_is_a_table_that_the_renderer_lays_out():
-    """Rows name the boxes they sit under and the boxes an arrow joins; an arrow is
-    straight, bends once (down then across, across then down) or runs along a lane."""
-    Box, Arrow = schematic._Box, schematic._Arrow
-    rows = [
-        Box("a", None, 2.0, 0.5),  # top at 0.5 in, 0.38 in high: centre 0.69
-        Box("b", None, 2.0, "a"),  # one labelled arrow (0.62 in) below a
-        Box("c", None, 6.0, None, level="b"),
-        Arrow("a", "b", "x", "S", torch.zeros(1, 5)),
-        Arrow("a", "c", via="vh"),
-        Arrow("a", "c", via="hv"),
-        Arrow("b", "a", via=0.5),
-    ]
-    drawing = schematic._Drawing({"S": 5}).draw(rows)
-    assert drawing.nodes["b"].y == pytest.approx(0.5 + 0.38 + 0.62 + 0.19)
-    assert drawing.nodes["c"].y == drawing.nodes["b"].y
+def test_boxes_stand_in_columns_sized_to_their_text_and_arrows_join_them():
+    """A box goes one labelled arrow below the box drawn last on its axis (or level with
+    another), as wide as its text; an arrow is straight, bends once (down then across, across
+    then down) or runs along a lane, from border to border."""
+    drawing = schematic._Drawing({"S": 5})
+    drawing.box("a", None, 2.0)  # a column's first box: its top 0.5 in from the top
+    drawing.box("b", "a longer text", 2.0, into=("x", "S", torch.zeros(1, 5)))
+    drawing.box("c", None, 6.0, level="b")
+    drawing.arrow("a", "c", via="vh")
+    drawing.arrow("a", "c", via="hv")
+    drawing.arrow("b", "a", via=0.5)
+    a, b, c = (drawing.nodes[name] for name in "abc")
+    assert a.y - a.hh == pytest.approx(0.5) and b.hw > 2 * a.hw
+    assert b.y - b.hh == pytest.approx(a.bottom + 0.62) and c.y == b.y
     expected = [  # in inches, from border to border (a head stops its line ~0.01 short)
-        [(2.0, 0.88), (2.0, 1.5)],
-        [(2.0, 0.88), (2.0, 1.69), (4.75, 1.69)],
-        [(3.25, 0.69), (6.0, 0.69), (6.0, 1.5)],
-        [(0.75, 1.69), (0.5, 1.69), (0.5, 0.69), (0.75, 0.69)],
+        [(2.0, a.bottom), (2.0, b.y - b.hh)],
+        [(2.0, a.bottom), (2.0, c.y), (6.0 - c.hw, c.y)],
+        [(2.0 + a.hw, a.y), (6.0, a.y), (6.0, c.y - c.hh)],
+        [(2.0 - b.hw, b.y), (0.5, b.y), (0.5, a.y), (2.0 - a.hw, a.y)],
     ]
-    for arrow, points in zip(drawing.ax.patches[3:], expected, strict=True):
+    for arrow, points in zip(drawing.ax.patches, expected, strict=True):
         assert polyline(arrow).tolist() == [pytest.approx(p, abs=0.02) for p in points]
     assert drawing.shapes == {"x": (5,)}
-    assert gids(drawing.done(3, "t", None), "arrow")[0] == "x:5"
+    fig = drawing.done(3, "t", None)
+    assert gids(fig, "arrow")[0] == "x:5" and gids(fig, "box") == ["a", "b", "c"]
+    # each box drawn is where the layout put it: the size of its node
+    FigureCanvasAgg(fig.figure).draw()
+    boxes = [p for p in patches(fig) if (p.get_gid() or "").startswith("box:")]
+    for box, node in zip(boxes, (a, b, c), strict=True):
+        extent = box.get_window_extent().size / fig.figure.dpi / 2
+        assert extent.tolist() == [pytest.approx(n, abs=0.01) for n in (node.hw, node.hh)]

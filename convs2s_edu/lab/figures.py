@@ -76,12 +76,6 @@ def token_labels(ids: Sequence[int] | torch.Tensor, vocab_size: int) -> list[str
     return [names.get(int(t), str(int(t))) for t in ids]
 
 
-def _as_array(x) -> np.ndarray:
-    if isinstance(x, torch.Tensor):
-        return x.detach().float().cpu().numpy()
-    return np.asarray(x, dtype=float)
-
-
 def attention_heatmap(
     ax,
     weights,
@@ -102,7 +96,8 @@ def attention_heatmap(
     ``weights`` is a ``(T, S)`` tensor or array; only its first ``len(target_labels)``
     rows and ``len(source_labels)`` columns are drawn (padding left out).
     """
-    a = _as_array(weights)[: len(target_labels), : len(source_labels)]  # (T, S)
+    a = torch.as_tensor(weights).detach().float().cpu().numpy()
+    a = a[: len(target_labels), : len(source_labels)]  # (T, S)
     im = ax.imshow(
         a, cmap=cmap, vmin=0, vmax=a.max() if vmax is None else vmax, aspect="auto"
     )

@@ -16,13 +16,18 @@ with forward hooks on its modules (and a :class:`~torch.overrides.TorchFunctionM
 that sees the few tensors computed inside a module, such as the scores
 :math:`d_i \cdot z_j`), and labels every arrow with the paper's symbol and the shape of
 the tensor that flowed there, e.g. :math:`e_j = w_j + p_j` ``(S, f) = (6, 128)`` (the
-batch of one left out). Beside each diagram, :func:`critical_path`: how many operations
-of that example must run one after another, in training and in generation.
+batch of one left out). No tensor of a figure is computed again outside the model:
+each is one the pass produced (or a view of one, such as the halves :math:`A` and
+:math:`B` of the convolution's output). Beside each diagram, :func:`critical_path`: how
+many operations of that example must run one after another, in training and in
+generation.
 
-Each of the two figures is a table, not a drawing program: one row per box, point, text,
-arrow or frame, in the order they are drawn (a box: its name, its text, its column, the
-box it sits under, its colour; an arrow: from, to, the paper's symbol, the size symbols
-and the traced tensor it carries), which one small renderer lays out in inches and draws.
+The three figures share one small layout, ``_Drawing``: a box is its text in a frame
+(matplotlib's text ``bbox``), as large as the text; boxes stand in columns, each one
+labelled arrow below the box drawn before it on the same axis (or level with another
+box), so that a figure lists its boxes in the order the data flows through them, each
+with the arrow that comes into it, and the arrows between columns name the boxes they
+join.
 
 The figure is a matplotlib :class:`~matplotlib.figure.Figure` (``Schematic.figure``) on
 a white background, so that it stays readable in the site's dark theme;
@@ -50,6 +55,7 @@ from typing import NamedTuple
 
 import matplotlib
 import torch
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
 from matplotlib.path import Path as Polyline
@@ -80,103 +86,11 @@ _FILL = dict(io="#f2f2f2", enc="#e6effa", dec="#e8f4e1", att="#fdefd9", op="#fff
 # under a label, over a line it crosses
 _HALO = {"fc": "white", "ec": "none", "pad": 0.5}
 _HEADING = dict(size=_FS + 3, bold=True, ha="center")
-_INNER_TITLE = dict(size=_FS + 1, bold=True, ha="center")  # of a box that holds more
 
 
 def _plain(label: str) -> str:
     """A label without its mathtext: ``"$a_{ij}$"`` -> ``"a_ij"``."""
     return "".join(ch for ch in label if ch not in "${}\\")
-
-
-def _math(formula: str) -> str:
-    """The layer counts of a formula in mathtext: ``L_enc`` -> ``$L_{enc}$``."""
-    return formula.replace("L_enc", "$L_{enc}$").replace("L_dec", "$L_{dec}$")
-
-
-# ---- A figure is a table of rows: boxes, points, texts, arrows, frames ----
-
-
-class _Box(NamedTuple):
-    """A box centred on ``x``, its top ``gap`` below the bottom of the box or point
-    ``after`` (or at ``after`` inches), or level with the centre of ``level``, or
-    ``gap`` below the top of ``inside``. ``name``: its id ``box:<name>``, the name the arrows
-    use and its text unless ``text``; an operator circle where ``text`` is ⊕ or ⊗, no
-    outline where ``fill`` is None."""
-
-    name: str
-    text: str | None
-    x: float
-    after: str | float | None = None
-    fill: str | None = "op"
-    w: float = 2.5
-    h: float = 0.38
-    gap: float | None = None  # default: one labelled arrow below ``after``
-    level: str | None = None
-    inside: str | None = None
-    size: float = _FS + 1
-    ec: str = _INK
-
-
-class _Point(NamedTuple):
-    """A point on ``x``, ``gap`` below ``after``, where arrows branch off, start or
-    bend: a dot of ``color``."""
-
-    name: str
-    x: float
-    after: str
-    gap: float
-    color: str | None = _INK
-
-
-class _Text(NamedTuple):
-    """A text from ``x`` (mathtext between ``$``), placed as a :class:`_Box`."""
-
-    text: str
-    x: float
-    after: str | float | None = None
-    gap: float = 0.0
-    level: str | None = None
-    inside: str | None = None
-    size: float = _FS
-    color: str = _INK
-    bold: bool = False
-    ha: str = "left"
-    va: str = "top"
-
-
-class _Arrow(NamedTuple):
-    """An arrow from the box or point ``src`` to ``dst``: straight, with one bend
-    (``via="vh"``: down then across, ``"hv"``: across then down) or along the lane
-    ``x = via``. Where it carries ``tensor``, its ``label`` (the paper's symbol) and
-    ``(dims) = (the tensor's sizes)`` stand ``side`` (right or left) of its first
-    vertical segment, at its top (its bottom where ``low``), or above the middle of a
-    horizontal arrow."""
-
-    src: str
-    dst: str
-    label: str | None = None
-    dims: str = ""
-    tensor: torch.Tensor | None = None
-    via: str | float | None = None
-    side: str = "right"
-    low: bool = False
-    one_line: bool = False
-    color: str = _INK
-    lw: float = 1.2
-    head: bool = True
-    bold: bool = False
-    id: str | None = None  # the SVG id, where not arrow:<label>:<sizes>
-
-
-class _Frame(NamedTuple):
-    """A dashed frame around what repeats, from ``gap`` below the box ``top`` to
-    ``gap`` below the box ``bottom`` (``(name, gap)`` each), ``label`` in a corner."""
-
-    label: str
-    x0: float
-    x1: float
-    top: tuple
-    bottom: tuple
 
 
 class _Node(NamedTuple):
@@ -186,10 +100,6 @@ class _Node(NamedTuple):
     y: float
     hw: float = 0.0
     hh: float = 0.0
-
-    @property
-    def top(self) -> float:
-        return self.y - self.hh
 
     @property
     def bottom(self) -> float:
@@ -204,34 +114,21 @@ class _Node(NamedTuple):
 
 
 class _Drawing:
-    """The renderer: draws the rows of a figure in order on one matplotlib Axes, in
-    inches, and records the shape of every tensor it labels."""
+    """The layout of a figure: boxes in columns, points, arrows, frames and texts on one
+    matplotlib Axes, in inches, y down; records the shape of every tensor it labels.
+
+    A box goes one labelled arrow (:data:`_GAP`) below the box drawn last on its axis
+    ``x`` unless told where, so that a column is written in the order the data flows
+    down it; an arrow joins two boxes or points by name."""
 
     def __init__(self, env: dict):
         self.fig = Figure(figsize=(_W, 1.0), facecolor="white")
         self.ax = self.fig.add_axes((0, 0, 1, 1))
         self.ax.set_axis_off()
+        self.renderer = FigureCanvasAgg(self.fig).get_renderer()
         self.env, self.shapes, self.boxes, self.nodes = env, {}, [], {}
+        self.last = {}  # the axis x of a column -> the name of its lowest box
         self._ids = Counter()
-
-    def draw(self, rows: list) -> _Drawing:
-        """Draw ``rows`` (:class:`_Box`, :class:`_Point`, :class:`_Text`,
-        :class:`_Arrow`, :class:`_Frame`) in order; a name means its latest row."""
-        kinds = {_Box: self._box, _Point: self._point, _Text: self._text}
-        for row in rows:
-            (kinds | {_Arrow: self._arrow, _Frame: self._frame})[type(row)](row)
-        return self
-
-    def _y(self, row) -> float:
-        """Where ``row`` goes down the page (a box's top, its centre where ``level``)."""
-        gap = row.gap or 0.0
-        if getattr(row, "level", None) is not None:
-            return self.nodes[row.level].y + gap
-        if getattr(row, "inside", None) is not None:
-            return self.nodes[row.inside].top + gap
-        if isinstance(row.after, str):
-            return self.nodes[row.after].bottom + (_GAP if row.gap is None else gap)
-        return row.after
 
     def _gid(self, artist, gid: str):
         self._ids[gid] += 1
@@ -245,67 +142,128 @@ class _Drawing:
         kw |= {"fontsize": size, "color": color, "math_fontfamily": "dejavusans"}
         return self.ax.text(x, y, s, family="DejaVu Sans", **kw)
 
-    def _box(self, b: _Box):
-        op = b.text in ("⊕", "⊗")
-        w, h, size = (2 * _R, 2 * _R, _FS + 6) if op else (b.w, b.h, b.size)
-        top = self._y(b) - (h / 2 if b.level else 0)
-        if b.fill:
-            shape = "round,pad=0,rounding_size=0.06"
-            patch = FancyBboxPatch((b.x - w / 2, top), w, h, shape)
-            patch = Circle((b.x, top + _R), _R) if op else patch
-            patch.set(fc=_FILL[b.fill], ec=b.ec, lw=1.2)
-            self.ax.add_patch(self._gid(patch, f"box:{b.name}"))
-            self.boxes.append(b.name)
-        va = "center_baseline" if op else "center"
-        text = b.name if b.text is None else b.text
-        self.text(b.x, top + h / 2, text, size=size, ha="center", va=va)
-        self.nodes[b.name] = _Node(b.x, top + h / 2, w / 2, h / 2)
+    def box(
+        self,
+        name: str,
+        text: str | None,
+        x: float,
+        after: str | float | None = None,
+        gap: float = _GAP,
+        *,
+        into: tuple | None = None,
+        fill: str | None = "op",
+        level: str | None = None,
+        ec: str = _INK,
+        size: float = _FS + 1,
+    ):
+        """The box ``name`` (its id ``box:<name>``; its text ``text``, or its name where
+        ``text`` is None) centred on ``x`` and sized to its text: its top ``gap`` below
+        the box or point ``after`` (by default the box drawn last on ``x``; a column's
+        first box 0.5 inches from the top) or at ``after`` inches, or its centre level
+        with the box ``level``. An operator circle where ``text`` is ⊕ or ⊗, no outline
+        where ``fill`` is None. ``into``: the label, size symbols and tensor of an
+        :meth:`arrow` from ``after`` down into it (``()``: an arrow without a label)."""
+        after = self.last.get(x, 0.5) if after is None else after
+        op = text in ("⊕", "⊗")
+        pad = 0.1 if op else 0.55  # of the font size
+        style = "circle" if op else "round,rounding_size=0.45"
+        bbox = dict(
+            boxstyle=f"{style},pad={pad}", fc=_FILL[fill or "op"], ec=ec, lw=1.2
+        )
+        text = name if text is None else text
+        size = _FS + 6 if op else size
+        t = self.text(x, 0, text, size=size, ha="center", va="center", bbox=bbox)
+        # the box's half sizes in inches: the text's, padded; a circle's radius
+        extent = t.get_window_extent(self.renderer).size / self.fig.dpi
+        hw, hh = (float(n) / 2 + pad * size / 72 for n in extent)
+        if op:
+            hw = hh = max(hw, hh)
+        if level is not None:
+            y = self.nodes[level].y
+        else:
+            top = self.nodes[after].bottom + gap if isinstance(after, str) else after
+            y = top + hh
+        t.set_y(y)
+        if fill:
+            self._gid(t.get_bbox_patch(), f"box:{name}")
+            self.boxes.append(name)
+        else:
+            t.set_bbox(None)
+        self.nodes[name] = _Node(x, y, hw, hh)
+        self.last[x] = name
+        if into is not None:
+            self.arrow(after, name, *into)
 
-    def _point(self, p: _Point):
-        self.nodes[p.name] = _Node(p.x, self._y(p))
-        if p.color:
-            self.ax.add_patch(Circle(self.nodes[p.name][:2], 0.035, color=p.color))
+    def point(self, name: str, x: float, after: str, gap: float, color=_INK):
+        """A point on ``x``, ``gap`` below ``after``, where arrows branch off, start or
+        bend: a dot of ``color`` (None: no dot)."""
+        self.nodes[name] = _Node(x, self.nodes[after].bottom + gap)
+        if color:
+            self.ax.add_patch(Circle(self.nodes[name][:2], 0.035, color=color))
 
-    def _text(self, t: _Text):
-        style = dict(size=t.size, color=t.color, bold=t.bold, ha=t.ha, va=t.va)
-        self.text(t.x, self._y(t), t.text, **style)
-
-    def _arrow(self, a: _Arrow):
-        src, dst = self.nodes[a.src], self.nodes[a.dst]
-        lane = [(a.via, src.y), (a.via, dst.y)]
-        bends = {None: [], "vh": [(src.x, dst.y)], "hv": [(dst.x, src.y)]}
-        pts = [src[:2], *bends.get(a.via, lane), dst[:2]]
-        pts[0], pts[-1] = src.border(pts[1]), dst.border(pts[-2])
-        style = "-|>,head_length=0.7,head_width=0.32" if a.head else "-"
+    def arrow(
+        self,
+        src: str,
+        dst: str,
+        label: str | None = None,
+        dims: str | tuple = "",
+        tensor: torch.Tensor | None = None,
+        via: str | float | None = None,
+        *,
+        side: str = "right",
+        low: bool = False,
+        one_line: bool = False,
+        color: str = _INK,
+        lw: float = 1.2,
+        bold: bool = False,
+        id: str | None = None,
+    ):
+        """An arrow from the box or point ``src`` to ``dst``: straight, with one bend
+        (``via="vh"``: down then across, ``"hv"``: across then down) or along the lane
+        ``x = via``. Where it carries ``tensor``, its ``label`` (the paper's symbol) and
+        ``(dims) = (the tensor's sizes)`` (:meth:`shape`) stand ``side`` (right or left)
+        of its first vertical segment, at its top (its bottom where ``low``), or above
+        the middle of a horizontal arrow. No head where it ends at a point. Its SVG id
+        is ``id``, by default ``arrow:<label>:<sizes>``."""
+        a, b = self.nodes[src], self.nodes[dst]
+        lane = [(via, a.y), (via, b.y)]
+        bends = {None: [], "vh": [(a.x, b.y)], "hv": [(b.x, a.y)]}
+        pts = [a[:2], *bends.get(via, lane), b[:2]]
+        pts[0], pts[-1] = a.border(pts[1]), b.border(pts[-2])
+        # a head where it ends at a box, none at a point
+        style = "-|>,head_length=0.7,head_width=0.32" if b.hw else "-"
         patch = FancyArrowPatch(path=Polyline(pts), arrowstyle=style, mutation_scale=10)
-        patch.set(color=a.color, lw=a.lw, joinstyle="miter", capstyle="butt")
-        shape = "" if a.tensor is None else self.shape(a.label, a.dims, a.tensor)
-        sizes = ",".join(str(n) for n in a.tensor.shape[1:]) if shape else ""
-        gid = a.id or f"arrow:{_plain(a.label or '')}:{sizes}"
+        patch.set(color=color, lw=lw, joinstyle="miter", capstyle="butt")
+        shape = "" if tensor is None else self.shape(label, dims, tensor)
+        sizes = ",".join(str(n) for n in tensor.shape[1:]) if shape else ""
+        gid = id or f"arrow:{_plain(label or '')}:{sizes}"
         self.ax.add_patch(self._gid(patch, gid))
-        if not a.label:
+        if not label:
             return
         vertical = [(p, q) for p, q in zip(pts, pts[1:]) if p[0] == q[0]]
         if vertical:  # beside its first vertical segment, at the top or the bottom
             (x, y0), (_, y1) = vertical[0]
-            y = max(y0, y1) - 0.07 if a.low else min(y0, y1) + 0.07
-            at = (x + 0.08 if a.side == "right" else x - 0.08, y)
-            kw = {"ha": "left" if a.side == "right" else "right"}
-            kw["va"] = "bottom" if a.low else "top"
+            y = max(y0, y1) - 0.07 if low else min(y0, y1) + 0.07
+            at = (x + 0.08 if side == "right" else x - 0.08, y)
+            kw = {"ha": "left" if side == "right" else "right"}
+            kw["va"] = "bottom" if low else "top"
         else:  # above a horizontal arrow, in its middle
             at = ((pts[0][0] + pts[-1][0]) / 2, pts[0][1] - 0.05)
             kw = {"ha": "center", "va": "bottom"}
-        text = f"{a.label}{'  ' if a.one_line else chr(10)}{shape}".strip()
-        self.text(*at, text, color=a.color, bold=a.bold, bbox=_HALO, **kw)
+        text = f"{label}{'  ' if one_line else chr(10)}{shape}".strip()
+        self.text(*at, text, color=color, bold=bold, bbox=_HALO, **kw)
 
-    def _frame(self, f: _Frame):
-        y0 = self.nodes[f.top[0]].bottom + f.top[1]
-        y1 = self.nodes[f.bottom[0]].bottom + f.bottom[1]
+    def frame(self, label: str, x0: float, x1: float, top: tuple, bottom: tuple):
+        """A dashed frame around what repeats, from ``gap`` below the box ``top`` to
+        ``gap`` below the box ``bottom`` (``(name, gap)`` each), ``label`` in a
+        corner."""
+        y0 = self.nodes[top[0]].bottom + top[1]
+        y1 = self.nodes[bottom[0]].bottom + bottom[1]
         shape = "round,pad=0,rounding_size=0.1"
-        patch = FancyBboxPatch((f.x0, y0), f.x1 - f.x0, y1 - y0, shape)
+        patch = FancyBboxPatch((x0, y0), x1 - x0, y1 - y0, shape)
         self.ax.add_patch(patch).set(fc="none", ec=_MUTED, ls=(0, (6, 4)), lw=1.1)
         style = dict(size=_FS + 1, color=_MUTED, bold=True, va="bottom")
-        self.text(f.x0 + 0.12, y1 - 0.08, f.label, **style)
+        self.text(x0 + 0.12, y1 - 0.08, label, **style)
 
     def shape(self, symbol, dims, tensor) -> str:
         """``"(S, f) = (6, 128)"`` for ``tensor`` (batch of one left out), recorded
@@ -333,10 +291,14 @@ class _Drawing:
         for phase, note in zip(("training", "generation"), notes):
             formula = f"{path[phase]['formula']} = {path[phase]['worked']}"
             name = "training (teacher forcing)" if phase == "training" else phase
-            rows += [(name, _INK, True), (_math(formula), _ACCENT, False)]
-            rows += [(_math(note), _MUTED, False)]
+            rows += [
+                (name, _INK, True),
+                (formula, _ACCENT, False),
+                (note, _MUTED, False),
+            ]
         bottom = y + 0.1
         for text, color, bold in rows:
+            text = text.replace("L_enc", "$L_{enc}$").replace("L_dec", "$L_{dec}$")
             self.text(0.32, bottom, text, size=_FS + 1, color=color, bold=bold)
             bottom += 0.22 * (1 + text.count("\n"))
         panel = FancyBboxPatch((0.2, y), 3.3, bottom - y + 0.1, "round,pad=0")
@@ -601,9 +563,9 @@ def _example(model, kind: type, src, tgt_in):
 # ---- ConvS2S -------------------------------------------------------------
 
 
-def _conv_side(d, X, tokens, embedded, block, *, causal, k, positions) -> list:
-    """The rows of one side of the ConvS2S figure on the axis ``X``: the tokens, the
-    embeddings, the input projection and the first block (``block``: its trace)."""
+def _conv_side(d, X, tokens, embedded, block, *, causal, k, positions):
+    """One side of the ConvS2S figure down the axis ``X``: the tokens, the embeddings,
+    the input projection and the first block (``block``: its trace)."""
     if causal:  # the decoder's side: the target prefix, causal convolutions
         n, i, tok, e, side, fill, zeros = "T", "i", "y", "g", "d", "dec", k - 1
         top, emb, proj = "target tokens", "target embedding", "decoder input projection"
@@ -621,32 +583,27 @@ def _conv_side(d, X, tokens, embedded, block, *, causal, k, positions) -> list:
     A, B = Y.chunk(2, dim=-1)  # views of the two halves of the channels
     conv_text = f"{conv}, k = {k}\n{pad}\ninput padded to {padded}"
     gate, add, dims = "⊗ (gated linear unit)", "⊕ residual", f"{n} d"
-    return [
-        # _Box(name, text, x, after, fill, w, h); _Arrow(src, dst, label, dims, tensor)
-        _Box(top, tokens_text, X, 0.5, "io"),
-        _Box(emb, f"embeddings ${pos}", X, top, fill),
-        _Arrow(top, emb, tok, n, tokens),
-        _Box(proj, "input projection f → d", X, emb, fill),
-        _Arrow(emb, proj, f"${e}_{i} = {pos}", f"{n} f", embedded),
-        _Box(conv, conv_text, X, proj, fill, 2.7, 0.62, gap=0.87, size=_FS),
-        _Arrow(proj, conv, "block input", dims, block.args[0], low=True),
-        _Point(f"{e}_{i} branch", X, emb, 0.5),
-        _Point("residual", X, proj, 0.65),
-        _Point("Y", X, conv, 0.48),
-        _Arrow(conv, "Y", "Y = [A B]", f"{n} 2d", Y, head=False),
-        _Box("σ(B)", None, X + 0.95, "Y", "op", 0.7, 0.32, gap=0.55),
-        _Arrow("Y", "σ(B)", "B", dims, B, "hv", side="left", low=True, one_line=True),
-        _Box(gate, "⊗", X, "σ(B)", gap=0.5 - _R),
-        _Arrow("Y", gate, "A", dims, A, via=X - 0.95, one_line=True),
-        # σ(B) is computed inside F.glu and never kept: its arrow carries B's shape
-        _Arrow("σ(B)", gate, "σ(B)", dims, B, via="vh", side="left", one_line=True),
-        _Box(add, "⊕", X, gate, gap=0.5),
-        _Arrow(gate, add, "v = A ⊗ σ(B)", dims, v),
-        _Arrow("residual", add, via=X - 1.45),
-        _Text("residual", X - 1.39, "residual", -0.04, color=_MUTED, va="bottom"),
-        _Box("× √0.5", None, X, add, "op", 0.84, 0.3, gap=0.17),
-        _Arrow(add, "× √0.5"),
-    ]
+    d.box(top, tokens_text, X, fill="io")
+    d.box(emb, f"embeddings ${pos}", X, into=(tok, n, tokens), fill=fill)
+    d.box(proj, "input projection f → d", X, fill=fill)
+    d.arrow(emb, proj, f"${e}_{i} = {pos}", f"{n} f", embedded)
+    d.box(conv, conv_text, X, gap=0.87, fill=fill, size=_FS)
+    d.arrow(proj, conv, "block input", dims, block.args[0], low=True)
+    d.point(f"{e}_{i} branch", X, emb, 0.5)
+    d.point("residual", X, proj, 0.65)
+    d.point("Y", X, conv, 0.48)
+    d.arrow(conv, "Y", "Y = [A B]", f"{n} 2d", Y)
+    d.box("σ(B)", None, X + 0.95, "Y", 0.55)
+    d.arrow("Y", "σ(B)", "B", dims, B, "hv", side="left", low=True, one_line=True)
+    d.box(gate, "⊗", X, "σ(B)", 0.5 - _R)
+    d.arrow("Y", gate, "A", dims, A, via=X - 0.95, one_line=True)
+    # σ(B) is computed inside F.glu and never kept: its arrow carries B's shape
+    d.arrow("σ(B)", gate, "σ(B)", dims, B, via="vh", side="left", one_line=True)
+    d.box(add, "⊕", X, gap=0.5, into=("v = A ⊗ σ(B)", dims, v))
+    d.arrow("residual", add, via=X - 1.45)
+    above = d.nodes["residual"].y - 0.04  # the lane's name, above its start
+    d.text(X - 1.39, above, "residual", color=_MUTED, va="bottom")
+    d.box("× √0.5", None, X, gap=0.17, into=())
 
 
 def convs2s_schematic(model: ConvS2S, src, tgt_in) -> Schematic:
@@ -714,64 +671,56 @@ def convs2s_schematic(model: ConvS2S, src, tgt_in) -> Schematic:
     (_, values), _ = t["att"].ops["bmm"][1]  # Σ_j a_ij (z_j + e_j): times (1, S, f)
     a, z = t["att"].out[1], t["enc"].out.states  # (1, T, S), the keys (1, S, f)
     EX, AX, DX = 1.9, 5.0, 8.0  # the encoder's, the attention's and the decoder's axes
-    side = dict(k=k, causal=False, positions=getattr(cfg, "source_positions", True))
-    encoder = _conv_side(d, EX, src, t["e"].out, t["block_e"], **side)
-    side |= dict(causal=True, positions=getattr(cfg, "target_positions", True))
-    decoder = _conv_side(d, DX, tgt_in, t["d"].out, t["block_d"], **side)
     only = getattr(cfg, "attention_layers", None)
     every = "" if only is None else f", attention in {only}"
-    layers_e = f"× $L_{{enc}}$ = {cfg.n_encoder_layers}"
-    layers_d = f"× $L_{{dec}}$ = {cfg.n_decoder_layers} layers{every}"
-    context = "$W_c c_i$: the context enters"
     c = "$c_i × √m$" if cfg.scale_context else "$c_i$"
     q, ctx = "d_i = W_d h_i + b_d + g_i", "c_i = Σ_j a_ij (z_j + e_j)"
     out, scale, last = "output projection", "× √0.5", "× √0.5 (context)"
     score, enters = "scores d_i · z_j", "⊕ W_c c_i"
-    rows = [
-        # _Box(name, text, x, after, fill, w, h); _Arrow(src, dst, label, dims, tensor)
-        _Text("Encoder: all S positions at once", EX, 0.12, **_HEADING),
-        _Text("Decoder: all T at once", DX, 0.12, **_HEADING),
-        # ---- the encoder; the keys z_j and the values z_j + e_j
-        *encoder,
-        _Frame(layers_e, EX - 1.6, EX + 1.6, ("input projection", 0.12), (scale, 0.14)),
-        _Box(out, "output projection d → f", EX, scale, "enc", gap=_GAP + 0.2),
-        _Arrow(scale, out, "$z^l_j$", "S d", t["out_e"].args[0], low=True),
-        _Box("z + e", "⊕", EX, out, "enc", gap=0.95),
-        _Arrow(out, "z + e", "keys $z_j = z^u_j$", "S f", z, color=_ACCENT),
-        _Point("keys", EX, out, 0.6, _ACCENT),
-        _Text("z + e", EX - 0.22, level="z + e", gap=-0.33, color=_MUTED, ha="right"),
-        _Arrow("e_j branch", "z + e", "$e_j$", via=0.16, low=True),
-        # ---- the decoder's block, then the attention of its layer
-        *decoder,
-        _Point("h_i", DX, scale, 0.5),
-        _Text("Attention of the layer", AX, level="h_i", gap=-0.5, **_HEADING),
-        _Box("W_d", "$W_d$   (d → f)", AX, None, "att", 1.8, level="h_i"),
-        _Arrow("h_i", "W_d"),
-        _Box(q, "⊕", AX, "W_d", "att", gap=0.65),
-        _Arrow("W_d", q, "$W_d h_i$", "T f", t["W_d"].out),
-        _Box(score, "scores $d_i · z_j$", AX, q, "att", 2),
-        _Arrow(q, score, f"${q}$", "T f", query),
-        _Box("softmax over j", None, AX, score, "att", 2),
-        _Arrow(score, "softmax over j", "$d_i · z_j$", "T S", scores),
-        _Box(ctx, "$c_i = Σ_j a_{ij} (z_j + e_j)$", AX, "softmax over j", "att", 2.3),
-        _Arrow("softmax over j", ctx, "$a_{ij}$", "T S", a),
-        _Box("W_c", "$W_c$   (f → d)", AX, ctx, "att", 1.8),
-        _Arrow(ctx, "W_c", c, "T f", t["W_c"].args[0], color=_ACCENT),
-        _Text("+ $b_d$", AX + 0.22, level=q, size=_FS + 1, va="center"),
-        _Arrow("g_i branch", q, "$g_i$", via=3.92, low=True),
-        _Arrow("keys", score, via=3.6, color=_ACCENT),
-        _Arrow("z + e", ctx, "values $z_j + e_j$", "S f", values, "vh", color=_ACCENT),
-        _Box(enters, "⊕", DX, None, "att", level="W_c"),
-        _Arrow(scale, enters, "$h_i$", "T d", t["block_d"].out),
-        _Arrow("W_c", enters, context, "T d", t["W_c"].out, color=_ACCENT, lw=2.5),
-        _Box(last, "× √0.5", DX, enters, "op", 0.84, 0.3, gap=0.17),
-        _Arrow(enters, last),
-        _Frame(layers_d, 3.72, 9.86, ("decoder input projection", 0.12), (last, 0.14)),
-        _Box("W_o", "output layer $W_o$  (d → V)", DX, last, "dec", gap=_GAP + 0.2),
-        _Arrow(last, "W_o", "$h^L_i$", "T d", t["W_o"].args[0], low=True),
-        _Box("softmax p(y_i+1)", "softmax: $p(y_{i+1} | y_{≤i}, x)$", DX, "W_o", "io"),
-        _Arrow("W_o", "softmax p(y_i+1)", "logits", "T V", t["W_o"].out),
-    ]
+    d.text(EX, 0.12, "Encoder: all S positions at once", **_HEADING)
+    d.text(DX, 0.12, "Decoder: all T at once", **_HEADING)
+    # ---- the encoder; the keys z_j and the values z_j + e_j
+    side = dict(k=k, causal=False, positions=getattr(cfg, "source_positions", True))
+    _conv_side(d, EX, src, t["e"].out, t["block_e"], **side)
+    layers = f"× $L_{{enc}}$ = {cfg.n_encoder_layers}"
+    d.frame(layers, EX - 1.6, EX + 1.6, ("input projection", 0.12), (scale, 0.14))
+    d.box(out, "output projection d → f", EX, gap=_GAP + 0.2, fill="enc")
+    d.arrow(scale, out, "$z^l_j$", "S d", t["out_e"].args[0], low=True)
+    d.box("z + e", "⊕", EX, gap=0.95, fill="enc")
+    d.arrow(out, "z + e", "keys $z_j = z^u_j$", "S f", z, color=_ACCENT)
+    d.point("keys", EX, out, 0.6, _ACCENT)
+    d.text(EX - 0.22, d.nodes["z + e"].y - 0.33, "z + e", color=_MUTED, ha="right")
+    d.arrow("e_j branch", "z + e", "$e_j$", via=0.16, low=True)
+    # ---- the decoder's block, then the attention of its layer
+    side |= dict(causal=True, positions=getattr(cfg, "target_positions", True))
+    _conv_side(d, DX, tgt_in, t["d"].out, t["block_d"], **side)
+    d.point("h_i", DX, scale, 0.5)
+    d.text(AX, d.nodes["h_i"].y - 0.5, "Attention of the layer", **_HEADING)
+    d.box("W_d", "$W_d$   (d → f)", AX, fill="att", level="h_i")
+    d.arrow("h_i", "W_d")
+    d.box(q, "⊕", AX, gap=0.65, into=("$W_d h_i$", "T f", t["W_d"].out), fill="att")
+    d.box(score, "scores $d_i · z_j$", AX, into=(f"${q}$", "T f", query), fill="att")
+    d.box("softmax over j", None, AX, into=("$d_i · z_j$", "T S", scores), fill="att")
+    c_i = "$c_i = Σ_j a_{ij} (z_j + e_j)$"
+    d.box(ctx, c_i, AX, into=("$a_{ij}$", "T S", a), fill="att")
+    d.box("W_c", "$W_c$   (f → d)", AX, fill="att")
+    d.arrow(ctx, "W_c", c, "T f", t["W_c"].args[0], color=_ACCENT)
+    d.text(AX + 0.22, d.nodes[q].y, "+ $b_d$", size=_FS + 1, va="center")
+    d.arrow("g_i branch", q, "$g_i$", via=3.92, low=True)
+    d.arrow("keys", score, via=3.6, color=_ACCENT)
+    d.arrow("z + e", ctx, "values $z_j + e_j$", "S f", values, "vh", color=_ACCENT)
+    # ---- the context enters the decoder layer; the output layer
+    d.box(enters, "⊕", DX, fill="att", level="W_c")
+    d.arrow(scale, enters, "$h_i$", "T d", t["block_d"].out)
+    context = ("$W_c c_i$: the context enters", "T d", t["W_c"].out)
+    d.arrow("W_c", enters, *context, color=_ACCENT, lw=2.5)
+    d.box(last, "× √0.5", DX, gap=0.17, into=())
+    layers = f"× $L_{{dec}}$ = {cfg.n_decoder_layers} layers{every}"
+    d.frame(layers, 3.72, 9.86, ("decoder input projection", 0.12), (last, 0.14))
+    d.box("W_o", "output layer $W_o$  (d → V)", DX, gap=_GAP + 0.2, fill="dec")
+    d.arrow(last, "W_o", "$h^L_i$", "T d", t["W_o"].args[0], low=True)
+    p = "softmax: $p(y_{i+1} | y_{≤i}, x)$"
+    d.box("softmax p(y_i+1)", p, DX, into=("logits", "T V", t["W_o"].out), fill="io")
     notes = (
         "layers; each computes all positions",
         "one token per step, L_dec layers each",
@@ -781,36 +730,28 @@ def convs2s_schematic(model: ConvS2S, src, tgt_in) -> Schematic:
         f"blocks, {cfg.n_decoder_layers} decoder layers with attention, f = {f}, "
         f"d = {dim}, k = {k}"
     )
-    path = critical_path(model, S, T)
-    return d.draw(rows).finish((ctx, 0.8), path, notes, title)
+    return d.finish((ctx, 0.8), critical_path(model, S, T), notes, title)
 
 
 # ---- The GRU baseline ----------------------------------------------------
 
 
-def _cells(d, x, S, gap, half, *, forward: bool) -> list:
-    """The rows of one direction of the bidirectional GRU, ``gap`` below the top of
-    its box: what it computes (``half``: its states) above a cell per position (at
-    most 7 drawn) across ``x ± 1.4``, and the arrows that chain the cells in the
-    order it reads."""
+def _cells(d, x, S, y, half, *, forward: bool):
+    """One direction of the bidirectional GRU from ``y`` inches down: what it computes
+    (``half``: its states) above a cell per position (at most 7 drawn) across
+    ``x ± 1.4``, and the arrows that chain the cells in the order it reads."""
     way, symbol = ("forward", "$→h_j$") if forward else ("backward", "$←h_j$")
     labels = [str(j) for j in range(1, S + 1)]
     labels = labels[:5] + ["…"] + labels[-1:] if S > 7 else labels
-    n, w = len(labels), 0.28
-    step = w + min(0.24, (2.8 - n * w) / max(n - 1, 1))
-    xs = [x + (j - (n - 1) / 2) * step for j in range(n)]
+    step = min(0.52, 2.6 / max(len(labels) - 1, 1))
+    text = f"{way} {symbol}  {d.shape(symbol, 'S n', half)}"
+    d.text(x - 1.4, y, text, color=_MUTED)
     names = [f"{way} cell {label}" for label in labels]
-    fills = [None if label == "…" else "op" for label in labels]  # "…": no box
-    pairs = zip(names, names[1:]) if forward else zip(names[1:], names)
-    text, gru = f"{way} {symbol}  {d.shape(symbol, 'S n', half)}", "bidirectional GRU"
-    return [
-        _Text(text, x - 1.4, inside=gru, gap=gap, color=_MUTED),
-        *(
-            _Box(name, label, cx, None, fill, w, 0.26, gap=gap + 0.2, inside=gru)
-            for name, label, cx, fill in zip(names, labels, xs, fills)
-        ),
-        *(_Arrow(a, b, color=_ACCENT) for a, b in pairs),
-    ]
+    for j, (name, label) in enumerate(zip(names, labels)):
+        at = x + (j - (len(labels) - 1) / 2) * step
+        d.box(name, label, at, y + 0.2, fill=None if label == "…" else "op")
+    for a, b in zip(names, names[1:]) if forward else zip(names[1:], names):
+        d.arrow(a, b, color=_ACCENT)
 
 
 def gru_schematic(model: RNNSeq2Seq, src, tgt_in) -> Schematic:
@@ -889,57 +830,53 @@ def gru_schematic(model: RNNSeq2Seq, src, tgt_in) -> Schematic:
         steps=f"T = {T} steps, one after another",
         frame=f"one decoder step, × T = {T}",
     )
+    d.text(EX, 0.12, "Encoder: a bidirectional GRU", **_HEADING)
+    d.text(DX + 0.4, 0.12, "Decoder: one step after another", **_HEADING)
+    # ---- the encoder
+    d.box("source tokens", "source tokens $x_1$ … $x_S$", EX, fill="io")
+    d.box("embedding", None, EX, into=("x", "S", src), fill="enc")
+    top = d.nodes["embedding"].bottom + _GAP  # the GRU's box, around its cells
+    box = FancyBboxPatch((EX - 1.55, top), 3.1, 1.42, "round,pad=0,rounding_size=0.06")
+    d.ax.add_patch(d._gid(box, f"box:{gru}")).set(fc=_FILL["enc"], ec=_INK, lw=1.2)
+    d.nodes[gru] = _Node(EX, top + 0.71, 1.55, 0.71)
+    d.boxes.append(gru)
+    d.arrow("embedding", gru, "E $x_j$", "S m", t["x"].out)
+    d.text(EX, top + 0.1, texts["layers"], size=_FS + 1, bold=True, ha="center")
+    _cells(d, EX, S, top + 0.36, h[..., :n], forward=True)
+    _cells(d, EX, S, top + 0.94, h[..., n:], forward=False)
+    d.box("W_a", "$W_a$  (2n → n')", EX, gru, _GAP + 0.1, fill="att")
+    d.arrow(gru, "W_a", "$h_j = [→h_j; ←h_j]$", "S 2n", h)
+    d.point("h_j", EX, gru, 0.3)
+    # ---- s_0 from ←h_1, the attention, one decoder step
+    d.box("W_init", "$s_0 = \\tanh(W_{init}\\ ←h_1)$", DX, 0.8, fill="dec")
+    d.point("←h_1", EX + 1.55, gru, -0.21, None)  # the backward row's end
+    d.arrow("←h_1", "W_init", texts["h_1"], "n", h_back_1, via=3.55)
+    d.box(s, "decoder state $s_{t−1}$", DX, fill="dec", ec=_ACCENT)
+    d.arrow("W_init", s, "$s_0$", "$L_{dec}$·n", t["W_init"].out, one_line=True)
+    d.box("U_a", "$U_a$   (n → n')", AX, s, 0.45, fill="att")
+    d.arrow(s, "U_a", "$s_{t−1}$", "n", s_prev, via=6.0, low=True)
+    d.box(energy, texts["energy"], AX, fill="att", level="W_a")
+    d.arrow("U_a", energy, "$U_a s_{t−1}$", "n'", t["U_a"].out)
+    d.arrow("W_a", energy, "keys $W_a h_j$", "S n'", keys)
+    d.box("softmax over j", None, AX, into=("$e_{tj}$", "S", e_tj), fill="att")
+    d.box(ctx, "$c_t = Σ_j a_{tj} h_j$", AX, into=("$a_{tj}$", "S", a_t), fill="att")
+    d.arrow("h_j", ctx, "values $h_j$", "S 2n", values, 0.24, low=True, one_line=True)
+    d.box(step, texts["step"], DX, ctx, 0.6, fill="dec")
+    d.arrow(ctx, step, "$c_t$", "2n", c_t, via="vh", lw=2.5)
+    d.box(prev, "$y_{t−1}$\n<sos> first", YX, fill="io", level="U_a")
+    d.box(E, "E", YX, fill="dec")
+    d.arrow(prev, E, "y", "T", tgt_in, side="left")
+    d.arrow(E, step, "E $y_{t−1}$", "m", t["y"].out, via="vh", side="left")
+    d.arrow(s, step, "$s_{t−1}$", "n", s_prev, side="left", low=True)
+    d.box("W_s", "output layer $W_s$  (n → V)", DX, step, 1.0, fill="dec")
+    d.arrow(step, "W_s", "$s_t$", "n", s_t, side="left")
+    p = "softmax: $p(y_t | y_{<t}, x)$"
+    d.box("softmax p(y_t)", p, DX, into=("logits", "V", t["W_s"].out), fill="io")
+    d.point("s_t", DX, step, 0.3, _ACCENT)  # s_t goes back to s_{t-1} from here
     recurrence = dict(color=_ACCENT, lw=2.5, bold=True)
-    rows = [
-        # _Box(name, text, x, after, fill, w, h); _Arrow(src, dst, label, dims, tensor)
-        _Text("Encoder: a bidirectional GRU", EX, 0.12, **_HEADING),
-        _Text("Decoder: one step after another", DX + 0.4, 0.12, **_HEADING),
-        # ---- the encoder
-        _Box("source tokens", "source tokens $x_1$ … $x_S$", EX, 0.5, "io"),
-        _Box("embedding", None, EX, "source tokens", "enc"),
-        _Arrow("source tokens", "embedding", "x", "S", src),
-        _Box(gru, "", EX, "embedding", "enc", 3.1, 1.42),
-        _Arrow("embedding", gru, "E $x_j$", "S m", t["x"].out),
-        _Box("W_a", "$W_a$  (2n → n')", EX, gru, "att", 1.5, gap=_GAP + 0.1),
-        _Arrow(gru, "W_a", "$h_j = [→h_j; ←h_j]$", "S 2n", h),
-        _Text(texts["layers"], EX, inside=gru, gap=0.1, **_INNER_TITLE),
-        *_cells(d, EX, S, 0.36, h[..., :n], forward=True),
-        *_cells(d, EX, S, 0.94, h[..., n:], forward=False),
-        _Point("h_j", EX, gru, 0.3),
-        # ---- s_0 from ←h_1, the attention, one decoder step
-        _Box("W_init", "$s_0 = \\tanh(W_{init}\\ ←h_1)$", DX, 0.8, "dec", 2.2),
-        _Point("←h_1", EX + 1.55, gru, -0.21, None),  # the backward row's end
-        _Arrow("←h_1", "W_init", texts["h_1"], "n", h_back_1, via=3.55),
-        _Box(s, "decoder state $s_{t−1}$", DX, "W_init", "dec", 2, ec=_ACCENT),
-        _Arrow("W_init", s, "$s_0$", "$L_{dec}$·n", t["W_init"].out, one_line=True),
-        _Box("U_a", "$U_a$   (n → n')", AX, s, "att", 1.6, gap=0.45),
-        _Arrow(s, "U_a", "$s_{t−1}$", "n", s_prev, via=6.0, low=True),
-        _Box(energy, texts["energy"], AX, None, "att", 2.1, 0.56, level="W_a"),
-        _Arrow("U_a", energy, "$U_a s_{t−1}$", "n'", t["U_a"].out),
-        _Arrow("W_a", energy, "keys $W_a h_j$", "S n'", keys),
-        _Box("softmax over j", None, AX, energy, "att", 2),
-        _Arrow(energy, "softmax over j", "$e_{tj}$", "S", e_tj),
-        _Box(ctx, "$c_t = Σ_j a_{tj} h_j$", AX, "softmax over j", "att", 2),
-        _Arrow("softmax over j", ctx, "$a_{tj}$", "S", a_t),
-        _Arrow(
-            "h_j", ctx, "values $h_j$", "S 2n", values, 0.24, low=True, one_line=True
-        ),
-        _Box(step, texts["step"], DX, ctx, "dec", h=0.7, gap=0.6),
-        _Arrow(ctx, step, "$c_t$", "2n", c_t, via="vh", lw=2.5),
-        _Box(prev, "$y_{t−1}$\n<sos> first", YX, None, "io", 0.9, 0.46, level="U_a"),
-        _Box(E, "E", YX, prev, "dec", 0.9, 0.36),
-        _Arrow(prev, E, "y", "T", tgt_in, side="left"),
-        _Arrow(E, step, "E $y_{t−1}$", "m", t["y"].out, via="vh", side="left"),
-        _Arrow(s, step, "$s_{t−1}$", "n", s_prev, side="left", low=True),
-        _Box("W_s", "output layer $W_s$  (n → V)", DX, step, "dec", gap=1.0),
-        _Arrow(step, "W_s", "$s_t$", "n", s_t, side="left"),
-        _Box("softmax p(y_t)", "softmax: $p(y_t | y_{<t}, x)$", DX, "W_s", "io"),
-        _Arrow("W_s", "softmax p(y_t)", "logits", "V", t["W_s"].out),
-        _Point("s_t", DX, step, 0.3, _ACCENT),  # s_t goes back to s_{t-1} from here
-        _Arrow("s_t", s, texts["loop"], via=9.82, side="left", low=True, **recurrence),
-        _Text(texts["steps"], 9.74, "s_t", 0.06, color=_ACCENT, ha="right"),
-        _Frame(texts["frame"], 3.65, 9.97, ("W_init", 0.48), (step, 0.8)),
-    ]
+    d.arrow("s_t", s, texts["loop"], via=9.82, side="left", low=True, **recurrence)
+    d.text(9.74, d.nodes["s_t"].y + 0.06, texts["steps"], color=_ACCENT, ha="right")
+    d.frame(texts["frame"], 3.65, 9.97, ("W_init", 0.48), (step, 0.8))
     notes = (
         "GRU steps; teacher forcing does not help",
         "the same steps: one token per step",
@@ -950,7 +887,6 @@ def gru_schematic(model: RNNSeq2Seq, src, tgt_in) -> Schematic:
         f"n' = {A}"
     )
     path = critical_path(model, S, T)
-    d.draw(rows)
     return d.finish((ctx, 0.6), path, notes, title, one_step="; one decoder step's")
 
 
@@ -1008,15 +944,15 @@ def module_schematic(model: EncoderDecoder, src, tgt_in) -> Schematic:
         runs[-1][1] += 1
     d, source = _Drawing({}), "input"
     leaves = _leaves(src, "src") + _leaves(tgt_in, "tgt_in")
-    rows = [_Box(source, "src, tgt_in", _W / 2, 0.5, "io")]
+    d.box(source, "src, tgt_in", _W / 2, fill="io")
     for name, count in [*runs, ("output", 0)]:
         kind = type(getattr(model, name, None)).__name__
         text = f"{name}: {kind}{f'  × {count}' * (count > 1)}" if count else name
         label = "\n".join(f"{k} ({', '.join(map(str, v))})" for k, v in leaves)
         sizes = ";".join(",".join(map(str, v)) for _, v in leaves)
         fill, gap = "enc" if count else "io", 0.3 + 0.19 * len(leaves)
-        rows += [_Box(name, text, _W / 2, source, fill, 3.2, gap=gap)]
-        rows += [_Arrow(source, name, label, id=f"arrow:{source}:{sizes}")]
+        d.box(name, text, _W / 2, gap=gap, fill=fill)
+        d.arrow(source, name, label, id=f"arrow:{source}:{sizes}")
         d.shapes |= dict(leaves)
         source, leaves = name, _leaves(t.calls[name][-1].out, name) if count else []
     try:
@@ -1026,4 +962,4 @@ def module_schematic(model: EncoderDecoder, src, tgt_in) -> Schematic:
     title = (
         f"{type(model).__name__}: its parts in the order the forward pass called them"
     )
-    return d.draw(rows).done(d.nodes["output"].bottom + 0.3, title, path)
+    return d.done(d.nodes["output"].bottom + 0.3, title, path)
