@@ -113,8 +113,8 @@ def test_bad_budgets_and_names_are_refused():
         run_experiment("nope")
     with pytest.raises(ValueError, match="unknown arm.*allowed: convs2s, gru"):
         run_experiment("beam", arms=["lstm"])
-    with pytest.raises(ValueError, match="task must be one of"):
-        Arm("x", "x", task="rotate")
+    with pytest.raises(ValueError, match="task must be one of.*got 'rotate'"):
+        ex.budget(quick=True).train_config(Arm("x", "x", task="rotate"), 0)
 
 
 # --------------------------------------------------------------------------

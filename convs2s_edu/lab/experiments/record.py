@@ -59,6 +59,7 @@ from ..site import is_quick_mode
 from .registry import EXPERIMENTS, Budget, budget
 from .runner import (
     ExperimentResult,
+    _write,
     cached_groups,
     experiment_configs,
     group_names,
@@ -139,12 +140,6 @@ def _null_nans(x):
     if isinstance(x, list):
         return [_null_nans(v) for v in x]
     return None if isinstance(x, float) and x != x else x
-
-
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
 
 
 def make_record(
@@ -430,7 +425,7 @@ def spot_check(
         if runs is not None
         else random.Random(seed).sample(sorted(record.runs), n)
     )
-    out = []
+    out, bad = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for key in drawn:
             run = record.runs[key]
@@ -445,24 +440,23 @@ def spot_check(
             peers = [
                 r for r in record.runs.values() if r["arms"][0] == arm and r is not run
             ]
-            scores = {}
+            scores, ok = {}, True
             for s in SPOT_SCORES:
                 values = [r["scores"]["base"][s] for r in peers] + [now[s]]
                 allowed = 0.0 if exact else 1.2 * (max(values) - min(values))
                 recorded = run["scores"]["base"][s]
                 scores[s] = (recorded, now[s], allowed)
-            ok = all(abs(a - b) <= tol for a, b, tol in scores.values())
+                if abs(recorded - now[s]) > allowed:
+                    ok = False
+                    bad.append(
+                        f"{'/'.join(arm)} seed {run['seed']} (run {key}): {s} recorded "
+                        f"{recorded!r}, retrained {now[s]!r} (allowed difference "
+                        f"{allowed:.3g})"
+                    )
             out.append(
                 {"run": key, "arm": "/".join(arm), "seed": run["seed"], "draw": seed}
                 | {"exact": exact, "scores": scores, "ok": ok}
             )
-    bad = [
-        f"{c['arm']} seed {c['seed']} (run {c['run']}): {s} recorded {a!r}, retrained {b!r}"
-        f" (allowed difference {tol:.3g})"
-        for c in out
-        for s, (a, b, tol) in c["scores"].items()
-        if abs(a - b) > tol
-    ]
     if strict and bad:
         raise ValueError(
             f"the spot check of the experiment record in {record.path} failed (draw {seed}): "
