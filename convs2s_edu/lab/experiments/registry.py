@@ -373,13 +373,26 @@ def matched_gru_width(width: int, tolerance: float = 0.10) -> int:
 MATCHED = "matched"
 
 
-def _rf(enc: int, dec: int, k: int = 3) -> dict:
-    return {
+def _positions(task: str, kept: str, label: str) -> Arm:
+    """ConvS2S on ``task`` with the learned positions ``kept``: on ``"both"`` sides, the
+    ``"source"``'s or the ``"target"``'s only, or ``"none"``."""
+    dropped = [side for side in ("source", "target") if kept not in (side, "both")]
+    options = {f"{side}_positions": False for side in dropped}
+    return Arm(f"{task}/{kept}", f"{task}: {label}", options=options, task=task)
+
+
+def _depth(enc: int, dec: int, label: str, k: int = 3) -> Arm:
+    """ConvS2S with ``enc`` encoder and ``dec`` decoder layers (4 each by default), its
+    depths and receptive fields as the row's columns."""
+    layers = {"n_encoder_layers": enc, "n_decoder_layers": dec}
+    columns = {
         "encoder_layers": enc,
         "decoder_layers": dec,
         "encoder_receptive_field": receptive_field(enc, k),
         "decoder_receptive_field": receptive_field(dec, k),
     }
+    options = {name: n for name, n in layers.items() if n != 4}
+    return Arm(f"enc{enc}-dec{dec}", label, options=options, columns=columns)
 
 
 #: Every experiment, by name. Arms that are the same run (e.g. the default ConvS2S on
@@ -411,31 +424,12 @@ EXPERIMENTS = {
         "determines the target (reversing) and where it carries no information "
         "(sorting), and which side's positions matter more?",
         (
-            Arm("reverse/both", "reverse: source + target positions", task="reverse"),
-            Arm(
-                "reverse/source",
-                "reverse: source positions only",
-                options={"target_positions": False},
-                task="reverse",
-            ),
-            Arm(
-                "reverse/target",
-                "reverse: target positions only",
-                options={"source_positions": False},
-                task="reverse",
-            ),
-            Arm(
-                "reverse/none",
-                "reverse: no positions",
-                options={"source_positions": False, "target_positions": False},
-                task="reverse",
-            ),
-            Arm("sort/both", "sort: source + target positions"),
-            Arm(
-                "sort/none",
-                "sort: no positions",
-                options={"source_positions": False, "target_positions": False},
-            ),
+            _positions("reverse", "both", "source + target positions"),
+            _positions("reverse", "source", "source positions only"),
+            _positions("reverse", "target", "target positions only"),
+            _positions("reverse", "none", "no positions"),
+            _positions("sort", "both", "source + target positions"),
+            _positions("sort", "none", "no positions"),
         ),
         ("long",),
     ),
@@ -455,19 +449,9 @@ EXPERIMENTS = {
         "Does a deeper encoder help, and do two decoder layers already do well, as the "
         "paper found when it varied the encoder and the decoder separately?",
         (
-            Arm("enc4-dec4", "4 encoder + 4 decoder layers", columns=_rf(4, 4)),
-            Arm(
-                "enc2-dec4",
-                "2 + 4",
-                options={"n_encoder_layers": 2},
-                columns=_rf(2, 4),
-            ),
-            Arm(
-                "enc4-dec2",
-                "4 + 2",
-                options={"n_decoder_layers": 2},
-                columns=_rf(4, 2),
-            ),
+            _depth(4, 4, "4 encoder + 4 decoder layers"),
+            _depth(2, 4, "2 + 4"),
+            _depth(4, 2, "4 + 2"),
         ),
     ),
     "generation": Experiment(
