@@ -368,10 +368,6 @@ def experiment_result(name: str, record: Record | None = None, say: bool = True)
     return record.result(name)
 
 
-def _same_machine(p: dict, q: dict) -> bool:
-    return all(p.get(k) == q.get(k) for k in (*MACHINE_KEYS, "path"))
-
-
 def claim_runs(record: Record, experiment: str, arms) -> list[str]:
     """The record's keys of every seed's run of ``arms`` of ``experiment`` (what a claim
     compares), for :func:`spot_check`."""
@@ -434,7 +430,9 @@ def spot_check(
             with set_torch_threads(threads):  # as recorded
                 now = measured_run(cfg, directory=tmp)  # the base scores
             here = read_checkpoint(run_dir(cfg, tmp))["history"]["provenance"]
-            exact = _same_machine(here, run["provenance"])
+            # the same machine, torch, threads and path: the same numbers
+            same = (*MACHINE_KEYS, "path")
+            exact = all(here.get(k) == run["provenance"].get(k) for k in same)
             arm = run["arms"][0]
             # the arm's other seeds, as recorded
             peers = [
