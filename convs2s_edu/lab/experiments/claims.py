@@ -102,7 +102,7 @@ LOG_METRICS = (*LOWER_IS_BETTER, "sentences_per_second")
 #: Learning-speed metrics: a run that never reached the level counts at the budget.
 CENSORED = ("steps_to_0.9", "seconds_to_0.9")
 
-_SER, _LOSS = "sequence_errors", "test_loss"
+_SER, _LOSS, _SPEED = "sequence_errors", "test_loss", "sentences_per_second"
 _NO_NUMBERS = "the source gives no number: the smallest difference a user would act on"
 _LOSS_WHY = (
     "a loss ratio of 1.25: a quarter more test loss is the smallest difference a user "
@@ -126,12 +126,7 @@ _MEASURES = {
     _SER: ("final quality", ERROR_RATIO, _ERRORS_WHY, "error ratio"),
     "steps_to_0.9": ("learning speed", TEN_PERCENT, _STEPS_WHY, "steps ratio"),
     "seconds_to_0.9": ("learning speed", TEN_PERCENT, _DERIVED_WHY, "time ratio"),
-    "sentences_per_second": (
-        "generation speed",
-        TEN_PERCENT,
-        _MACHINE_WHY,
-        "speed ratio",
-    ),
+    _SPEED: ("generation speed", TEN_PERCENT, _MACHINE_WHY, "speed ratio"),
 }
 _RATIOS = {base: measure[3] for base, measure in _MEASURES.items()}
 
@@ -204,6 +199,8 @@ class Claim:
         object.__setattr__(self, "why", self.why or why)
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+        if self.min_effect is None:
+            raise ValueError(f"min_effect is needed: {metric!r} has no default one")
         if self.expects not in ("better", "equivalent"):
             raise ValueError(
                 f"expects must be 'better' or 'equivalent', got {self.expects!r}"

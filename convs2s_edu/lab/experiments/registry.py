@@ -349,16 +349,11 @@ def matched_gru_width(width: int, tolerance: float = 0.10) -> int:
     """The GRU hidden size (embedding and attention at ``width``) whose parameter count
     is closest to ConvS2S's at ``width``, within ``tolerance`` of it: the "GRU of the
     same size" of the generation experiment. ``ValueError`` when no size gets within it."""
-
-    def n_parameters(model: str, options: dict) -> int:
-        cfg = TrainConfig(model=model, model_options=options, device="cpu")
-        return sum(p.numel() for p in build_model(cfg).parameters())
-
-    target = n_parameters("convs2s", width_options("convs2s", width))
+    target = _n_parameters("convs2s", width_options("convs2s", width))
     best = None
     for hidden in range(8, 8 * width + 1, 4):
         options = {"embed_dim": width, "attention_dim": width, "hidden_dim": hidden}
-        n = n_parameters("gru", options)
+        n = _n_parameters("gru", options)
         if best is None or abs(n - target) < abs(best[1] - target):
             best = (hidden, n)
         if n > target * (1 + tolerance):
@@ -366,6 +361,11 @@ def matched_gru_width(width: int, tolerance: float = 0.10) -> int:
     if best is None or abs(best[1] - target) > tolerance * target:
         raise ValueError(f"no GRU width within {tolerance:.0%} of ConvS2S's parameters")
     return best[0]
+
+
+def _n_parameters(model: str, options: dict) -> int:
+    cfg = TrainConfig(model=model, model_options=options, device="cpu")
+    return sum(p.numel() for p in build_model(cfg).parameters())
 
 
 #: ``Arm.options["hidden_dim"]`` of the GRU of ConvS2S's parameter count: resolved by
