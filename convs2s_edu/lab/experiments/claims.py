@@ -640,16 +640,19 @@ def _measure(
         d = _difference(a_values, b_values, metric)  # oriented per seed
         test = paired_test(d, [0.0] * len(d), claim.min_effect, step)
         lo, hi = (_number(metric, x) for x in test.interval(0.90))
-        arm, its_metric = other  # named with its metric when it is the claimed arm
+        against, its_metric = other
+        if against == claim.claimed[0]:  # the claimed arm on another metric
+            against = f"{against} ({its_metric.replace('_', ' ')})"
         row["pairs"].append(
             {
-                "against": arm
-                if arm != claim.claimed[0]
-                else f"{arm} ({its_metric.replace('_', ' ')})",
+                "against": against,
                 "test": test,
                 "difference": f"{_fmt_diff(metric, test.mean)} (90%: {lo} to {hi})",
                 "shown": _shown(res, other, b_values),
-                "censored": [a_real.count(False), b_real.count(False)],
+                "censored": [
+                    a_real.count(False),
+                    b_real.count(False),
+                ],  # claimed, other
                 "verdict": None,
                 "reason": "",
                 "detectable": "",

@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from .claims import DERIVED, NOT_JUDGED
 from .inference import VERDICTS, paired_test
 from .runner import ExperimentResult
 from .statistics import format_spread
@@ -150,14 +149,12 @@ class ClaimsTable:
     rows : sequence of dict
     """
 
+    #: Green supported, red contradicted, blue no practical difference; grey the rest
+    #: (not resolved, not tested, measured or derived but not judged).
     _COLOURS = {
         VERDICTS[0]: "#1a7f37",
         VERDICTS[1]: "#b3261e",
         VERDICTS[2]: "#1f5fa8",
-        VERDICTS[3]: "#6e6e6e",
-        "not tested at this budget": "#6e6e6e",
-        NOT_JUDGED: "#6e6e6e",
-        DERIVED: "#6e6e6e",
     }
 
     def __init__(self, rows: Sequence[dict]):
@@ -174,7 +171,7 @@ class ClaimsTable:
         body = []
         for i, r in enumerate(self.rows, 1):
             c = r["claim"]
-            colour = self._COLOURS[r["verdict"]]
+            colour = self._COLOURS.get(r["verdict"], "#6e6e6e")
             ours = ""
             if "measured" in r:
                 ours = (
