@@ -485,8 +485,7 @@ def _cmd_verify(args) -> None:
     runs = None
     if args.claim is not None:
         claim = CLAIMS[args.claim - 1]
-        arms = {claim.claimed[0], *(other[0] for other in claim.others)}
-        runs = claim_runs(record, claim.experiment, sorted(arms))
+        runs = claim_runs(record, claim.experiment, sorted(set(claim.arms)))
     for c in spot_check(record, n=args.spot, runs=runs, strict=True):
         how = "equal" if c["exact"] else "within the seeds' spread"
         print(f"{c['arm']} seed {c['seed']} (run {c['run']}): {how}")

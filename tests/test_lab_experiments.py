@@ -113,8 +113,8 @@ def test_bad_budgets_and_names_are_refused():
         run_experiment("nope")
     with pytest.raises(ValueError, match="unknown arm.*allowed: convs2s, gru"):
         run_experiment("beam", arms=["lstm"])
-    with pytest.raises(ValueError, match="task must be one of"):
-        Arm("x", "x", task="rotate")
+    with pytest.raises(ValueError, match="task must be one of.*got 'rotate'"):
+        ex.budget(quick=True).train_config(Arm("x", "x", task="rotate"), 0)
 
 
 # --------------------------------------------------------------------------
@@ -766,6 +766,27 @@ def test_the_site_claims_name_real_experiments_arms_kinds_and_the_sources_number
     assert {c.others[0][1] for c in beam} == {"sequence_errors_beam1"}  # errors, not points
     with pytest.raises(ValueError, match="an equivalence claim names one other arm"):
         _claim(expects="equivalent", others=(("b", "exact_match"), ("c", "exact_match")))
+
+
+def test_a_claim_takes_its_kind_minimum_effect_and_reason_from_its_metric():
+    base = dict(key="k", text="t", source="s", reported="r", experiment="tiny")
+    steps = Claim(**base, claimed=("a", "steps_to_0.9"), others=(("b", "steps_to_0.9"),))
+    assert steps.kind == "learning speed" and steps.min_effect == pytest.approx(math.log(1.1))
+    assert steps.why.startswith("10% fewer steps")
+    beam = Claim(
+        **base,
+        claimed=("a", "sequence_errors_beam5"),
+        others=(("a", "sequence_errors_beam1"),),
+    )
+    assert beam.kind == "final quality" and beam.min_effect == ex.claims.ERROR_RATIO
+    assert beam.why.startswith("an error ratio of 1.25") and "(among the 200 beam" in beam.why
+    speed = Claim(**base, claimed=("a", "sentences_per_second@beam5"), others=(("b", "x"),))
+    assert speed.kind == "generation speed" and speed.why.startswith("not judged")
+    # a minimum effect of its own is not the measure's: the source gave no number
+    own = Claim(**base, claimed=("a", "test_loss"), others=(("b", "test_loss"),), min_effect=0.2)
+    assert own.min_effect == 0.2 and own.why.startswith("the source gives no number")
+    with pytest.raises(ValueError, match="min_effect is needed: 'exact_match' has no default"):
+        Claim(**base, claimed=("a", "exact_match"), others=(("b", "exact_match"),), kind=KINDS[0])
 
 
 def test_claims_table_html_holds_every_row_escaped():

@@ -65,13 +65,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .inference import (
-    VERDICTS,
-    PairedTest,
-    min_detectable_effect,
-    paired_test,
-    verdicts,
-)
+from .inference import VERDICTS, min_detectable_effect, paired_test, verdicts
 from .registry import BEAM_EXAMPLES
 
 __all__ = [
@@ -108,6 +102,7 @@ LOG_METRICS = (*LOWER_IS_BETTER, "sentences_per_second")
 #: Learning-speed metrics: a run that never reached the level counts at the budget.
 CENSORED = ("steps_to_0.9", "seconds_to_0.9")
 
+_SER, _LOSS, _SPEED = "sequence_errors", "test_loss", "sentences_per_second"
 _NO_NUMBERS = "the source gives no number: the smallest difference a user would act on"
 _LOSS_WHY = (
     "a loss ratio of 1.25: a quarter more test loss is the smallest difference a user "
@@ -120,6 +115,20 @@ _ERRORS_WHY = (
     "user would act on here"
 )
 _STEPS_WHY = "10% fewer steps: the smallest saving of training a user would act on"
+_DERIVED_WHY = "not judged: the steps' row times a timing constant"
+_MACHINE_WHY = "not judged: this implementation on this machine"
+
+#: Per measure behind a metric (:func:`_base`): the kind of claim it judges, the
+#: minimum effect and why (stated here, before any run), and what a difference is
+#: called when shown as its ratio.
+_MEASURES = {
+    _LOSS: ("final quality", LOSS_RATIO, _LOSS_WHY, "loss ratio"),
+    _SER: ("final quality", ERROR_RATIO, _ERRORS_WHY, "error ratio"),
+    "steps_to_0.9": ("learning speed", TEN_PERCENT, _STEPS_WHY, "steps ratio"),
+    "seconds_to_0.9": ("learning speed", TEN_PERCENT, _DERIVED_WHY, "time ratio"),
+    _SPEED: ("generation speed", TEN_PERCENT, _MACHINE_WHY, "speed ratio"),
+}
+_RATIOS = {base: measure[3] for base, measure in _MEASURES.items()}
 
 
 @dataclass(frozen=True)
@@ -137,17 +146,19 @@ class Claim:
     reported : str
         What the source reports for it (its numbers), or that it gives none: context,
         never the minimum effect.
-    kind : str
-        One of :data:`KINDS`.
     experiment : str
         The experiment whose runs test it.
     claimed : tuple of (str, str)
         ``(arm, metric)`` the claim says is better.
     others : tuple of (str, str)
         What it must be better than (every one of them, each a pair of the family).
-    min_effect : float
+    kind : str, optional
+        One of :data:`KINDS`; by default the kind of the claimed metric's measure.
+    min_effect : float, optional
         The smallest difference that would matter, in the units of the differences (a
-        log ratio, see the module's notes), stated before any run.
+        log ratio, see the module's notes), stated before any run; by default the
+        claimed metric's (a loss or error ratio of 1.25, 10% for steps, seconds and
+        speeds).
     expects : str
         ``"better"`` (the claim is a difference) or ``"equivalent"`` (it says the two
         arms do about as well: *no practical difference* agrees with it, and so does
@@ -156,27 +167,40 @@ class Claim:
         What a reader should know when reading the row (e.g. why the task matters).
     hardware : str
         For learning-speed claims in seconds, the thread count (e.g. ``"1 thread"``).
-    why : str
-        Why the minimum effect is what it is.
+    why : str, optional
+        Why the minimum effect is what it is (by default the reason of the measure's,
+        or, for a minimum effect given here, that the source gives no number).
     """
 
     key: str
     text: str
     source: str
     reported: str
-    kind: str
     experiment: str
     claimed: tuple
     others: tuple
-    min_effect: float
+    kind: str | None = None
+    min_effect: float | None = None
     expects: str = "better"
     note: str = ""
     hardware: str = ""
-    why: str = _NO_NUMBERS
+    why: str | None = None
 
     def __post_init__(self):
+        # what is not given comes from the claimed metric's measure (_MEASURES)
+        metric = self.claimed[1]
+        kind, min_effect, why, _ = _MEASURES.get(_base(metric), (None, None, "", ""))
+        if metric.startswith(_SER + "_beam"):
+            why += f" (among the {BEAM_EXAMPLES} beam examples)"
+        if self.min_effect is not None:  # a minimum effect of its own: its own reason
+            min_effect, why = self.min_effect, self.why or _NO_NUMBERS
+        object.__setattr__(self, "kind", self.kind or kind)
+        object.__setattr__(self, "min_effect", min_effect)
+        object.__setattr__(self, "why", self.why or why)
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+        if self.min_effect is None:
+            raise ValueError(f"min_effect is needed: {metric!r} has no default one")
         if self.expects not in ("better", "equivalent"):
             raise ValueError(
                 f"expects must be 'better' or 'equivalent', got {self.expects!r}"
@@ -186,8 +210,19 @@ class Claim:
                 f"an equivalence claim names one other arm, got {self.others}"
             )
 
+    @property
+    def arms(self) -> tuple:
+        """The claimed arm, then every other arm, in the order of the claim."""
+        return (self.claimed[0], *(other[0] for other in self.others))
 
-_SER, _LOSS = "sequence_errors", "test_loss"
+
+def _base(metric: str) -> str:
+    """The measure behind a metric's name: ``sequence_errors`` for the beam's errors
+    too, without the ``@beam`` of a speed."""
+    base = metric.split("@")[0]
+    return _SER if base.startswith(_SER) else base
+
+
 _TABLE3 = (
     "Table 3 (WMT'14 En-Fr, 6,003 sentences, batches of equal length): GNMT (8-layer LSTM) "
     "3,028 s on a K80 GPU and 1,322 s on 88 CPU cores; ConvS2S 142-327 s on GPUs and "
@@ -197,21 +232,16 @@ _TABLE3 = (
 
 def _generation(key: str, beam: int, other: str, against: str) -> Claim:
     """A row of Table 3's claim: ConvS2S against ``other``, decoding with a beam of ``beam``."""
-    how, metric = (
-        "greedy decoding" if beam == 1 else f"beam of {beam}",
-        f"sentences_per_second@beam{beam}",
-    )
+    how = "greedy decoding" if beam == 1 else f"beam of {beam}"
+    metric = f"sentences_per_second@beam{beam}"
     return Claim(
         key,
         f"ConvS2S generates faster than a recurrent model ({how}, against {against})",
         "paper, §5.3 Generation Speed, Table 3",
         _TABLE3,
-        "generation speed",
         "generation",
         ("convs2s", metric),
         ((other, metric),),
-        TEN_PERCENT,
-        why="not judged: this implementation on this machine",
     )
 
 
@@ -223,12 +253,9 @@ CLAIMS = (
         'performance" (than every other encoder-decoder pair, sorting)',
         "seed article, §1 Encoder-decoder Architecture",
         "no numbers (an expectation)",
-        "final quality",
         "encoder_decoder",
         ("gru+conv", _SER),
         (("convs2s", _SER), ("gru", _SER), ("conv+gru", _SER)),
-        ERROR_RATIO,
-        why=_ERRORS_WHY,
     ),
     Claim(
         "cnn-decoder-gru-encoder",
@@ -236,12 +263,9 @@ CLAIMS = (
         'language texts" (GRU encoder, sorting)',
         "seed article, §2 Selections Based on Data Characteristics",
         "no numbers",
-        "final quality",
         "encoder_decoder",
         ("gru+conv", _SER),
         (("gru", _SER),),
-        ERROR_RATIO,
-        why=_ERRORS_WHY,
     ),
     Claim(
         "cnn-decoder-conv-encoder",
@@ -249,12 +273,9 @@ CLAIMS = (
         'language texts" (convolutional encoder, sorting)',
         "seed article, §2 Selections Based on Data Characteristics",
         "no numbers",
-        "final quality",
         "encoder_decoder",
         ("convs2s", _SER),
         (("conv+gru", _SER),),
-        ERROR_RATIO,
-        why=_ERRORS_WHY,
     ),
     Claim(
         "learns-in-fewer-steps",
@@ -262,13 +283,10 @@ CLAIMS = (
         "(steps of 128 examples to 90% held-out exact match, sorting)",
         "seed notebook; paper, abstract and §1",
         "no steps-to-quality comparison with an RNN",
-        "learning speed",
         "encoder_decoder",
         ("convs2s", "steps_to_0.9"),
         (("gru", "steps_to_0.9"),),
-        TEN_PERCENT,
         note="the same budget of steps for both arms; seconds are the steps times a step's cost",
-        why=_STEPS_WHY,
     ),
     Claim(
         "learns-faster-1",
@@ -277,13 +295,10 @@ CLAIMS = (
         'seed notebook ("the central claim of the paper"); paper, abstract and §1',
         'the paper: translation quality "at an order of magnitude faster speed, both on '
         'GPU and CPU" (generation; no training-time comparison with an RNN)',
-        "learning speed",
         "encoder_decoder",
         ("convs2s", "seconds_to_0.9"),
         (("gru", "seconds_to_0.9"),),
-        TEN_PERCENT,
         hardware="1 thread",
-        why="not judged: the steps' row times a timing constant",
     ),
     Claim(
         "learns-faster-all",
@@ -291,13 +306,10 @@ CLAIMS = (
         "(seconds to 90% held-out exact match, sorting, every core)",
         "seed notebook; paper, abstract and §1",
         "as above",
-        "learning speed",
         "encoder_decoder",
         ("convs2s", "seconds_to_0.9"),
         (("gru", "seconds_to_0.9"),),
-        TEN_PERCENT,
         hardware="all",
-        why="not judged: the steps' row times a timing constant",
     ),
     Claim(
         "positions-help-reverse",
@@ -305,12 +317,9 @@ CLAIMS = (
         "none, on reversing, where the source order determines the target)",
         "paper, §5.4 Position Embeddings, Table 4",
         "validation perplexity 6.64 with both, 6.68 without either (BLEU 21.7 / 21.2)",
-        "final quality",
         "positions",
         ("reverse/both", _LOSS),
         (("reverse/none", _LOSS),),
-        LOSS_RATIO,
-        why=_LOSS_WHY,
     ),
     Claim(
         "source-positions-matter-more",
@@ -318,12 +327,9 @@ CLAIMS = (
         "(paraphrased; reversing)",
         "paper, §5.4 Position Embeddings, Table 4",
         "perplexity 6.69 without source positions, 6.63 without target positions",
-        "final quality",
         "positions",
         ("reverse/source", _LOSS),
         (("reverse/target", _LOSS),),
-        LOSS_RATIO,
-        why=_LOSS_WHY,
         note="the arm 'reverse/source' keeps the source positions (removes the target's)",
     ),
     Claim(
@@ -332,12 +338,9 @@ CLAIMS = (
         "carries no information about the target)",
         "paper, §5.4 Position Embeddings, Table 4 (transplanted to sorting)",
         "perplexity 6.64 with both, 6.68 without either, on translation",
-        "final quality",
         "positions",
         ("sort/both", _LOSS),
         (("sort/none", _LOSS),),
-        LOSS_RATIO,
-        why=_LOSS_WHY,
         note="a transplanted claim: in sorting the positions may be useless or harmful",
     ),
     Claim(
@@ -347,12 +350,9 @@ CLAIMS = (
         "paper, §5.5 Multi-step Attention, Table 5",
         "perplexity 6.65 with attention in all five layers, 7.15 in the first only, 7.66 "
         "in the last only",
-        "final quality",
         "attention_layers",
         ("all", _LOSS),
         (("first", _LOSS), ("last", _LOSS)),
-        LOSS_RATIO,
-        why=_LOSS_WHY,
     ),
     Claim(
         "deeper-encoder",
@@ -360,12 +360,9 @@ CLAIMS = (
         "paper, §5.6 Kernel Size and Depth, Figure 2 and Table 7",
         "encoder of 5 / 9 / 13 layers (k = 3, decoder fixed): 20.61 / 21.17 / 21.63 BLEU; "
         "depth helps the encoder up to about 9 layers",
-        "final quality",
         "depth",
         ("enc4-dec4", _LOSS),
         (("enc2-dec4", _LOSS),),
-        LOSS_RATIO,
-        why=_LOSS_WHY,
     ),
     Claim(
         "encoder-depth-over-decoder",
@@ -376,12 +373,9 @@ CLAIMS = (
         "BLEU with the encoder at 5 / 9 / 13 layers (k = 3, decoder fixed): 20.61 / 21.17 / "
         "21.63; with the decoder at 3 / 5 / 7 layers (k = 3, encoder fixed): 21.10 / 21.71 / "
         '21.62; "Decoder setups with two layers already perform well"',
-        "final quality",
         "depth",
         ("enc4-dec2", _LOSS),
         (("enc2-dec4", _LOSS),),
-        LOSS_RATIO,
-        why=_LOSS_WHY,
         note="the contrast of the two depth effects per seed: [ln L(2 + 4) - ln L(4 + 4)] - "
         "[ln L(4 + 2) - ln L(4 + 4)] = ln L(2 + 4) - ln L(4 + 2), the shared arm cancels",
     ),
@@ -399,12 +393,9 @@ CLAIMS = (
         "(ConvS2S, beam 5 against greedy)",
         "seed article, §2 Selections Based on Data Characteristics",
         "no numbers; the paper: beam 5 34.10 BLEU against 33.45 greedy (Table 3)",
-        "final quality",
         "beam",
         ("convs2s", "sequence_errors_beam5"),
         (("convs2s", "sequence_errors_beam1"),),
-        ERROR_RATIO,
-        why=_ERRORS_WHY + f" (among the {BEAM_EXAMPLES} beam examples)",
     ),
     Claim(
         "beam-gru",
@@ -412,21 +403,11 @@ CLAIMS = (
         "(GRU, beam 5 against greedy)",
         "seed article, §2 Selections Based on Data Characteristics",
         "no numbers",
-        "final quality",
         "beam",
         ("gru", "sequence_errors_beam5"),
         (("gru", "sequence_errors_beam1"),),
-        ERROR_RATIO,
-        why=_ERRORS_WHY + f" (among the {BEAM_EXAMPLES} beam examples)",
     ),
 )
-
-
-def _base(metric: str) -> str:
-    """The measure behind a metric's name: ``sequence_errors`` for the beam's errors
-    too, without the ``@beam`` of a speed."""
-    base = metric.split("@")[0]
-    return _SER if base.startswith(_SER) else base
 
 
 def _beam_examples(budget) -> int:
@@ -434,36 +415,23 @@ def _beam_examples(budget) -> int:
     return min(BEAM_EXAMPLES, budget.n_test)
 
 
-def _step_hardware(per_step: Mapping, model: str, hardware: str) -> str:
-    """The thread count (or device) whose seconds per step a learning-speed claim uses:
+def _per_step(result, timings: Mapping, arm: str, hardware: str) -> tuple[str, float]:
+    """The seconds per training step of ``arm``'s model that a learning-speed claim at
+    ``hardware`` uses, and where they were timed: the thread count (or device)
     ``hardware``, or the last one timed (every core) for ``"all"``."""
-    return hardware if hardware != "all" else list(per_step[model])[-1]
-
-
-def _unreliable_step_timing(claim: Claim, result, steps: Mapping) -> str:
-    """Why the seconds per step a learning-speed claim needs cannot be trusted ("" when
-    they can): the timing windows at that thread count varied too much, or the machine
-    was busy (:func:`~convs2s_edu.lab.timing.speed_verdict`). Steps times an unsteady
-    median would turn a judgement of the models into one of the machine."""
-    per_step, reliable = steps["seconds_per_step"], steps["reliable"]
-    for arm in (claim.claimed[0], *(o[0] for o in claim.others)):
-        model = result.experiment.select([arm])[0].model
-        where = _step_hardware(per_step, model, claim.hardware)
-        if not reliable.get(where, False):
-            return (
-                f"timing unsteady: the seconds per training step at {where} were not "
-                f"reliable on this machine (the interleaved windows varied more than allowed, "
-                f"or the machine was busy; the speed pages show them); the row in steps "
-                f"judges steps to 90% without them"
-            )
-    return ""
+    model = result.experiment.select([arm])[0].model
+    per_step = timings["steps"]["seconds_per_step"][model]
+    where = hardware if hardware != "all" else list(per_step)[-1]
+    return where, per_step[where]
 
 
 def _why_not_tested(claim: Claim, result, timings: Mapping) -> str:
     """Why this build cannot judge ``claim`` ("" when it can): an arm it did not train,
-    a timing it lacks, or seconds per step too unsteady to trust."""
-    arms = (claim.claimed[0], *(o[0] for o in claim.others))
-    if missing := [a for a in arms if a in result.left_out]:
+    a timing it lacks, or seconds per step too unsteady to trust: the timing windows at
+    that thread count varied too much, or the machine was busy
+    (:func:`~convs2s_edu.lab.timing.speed_verdict`), and steps times an unsteady median
+    would turn a judgement of the models into one of the machine."""
+    if missing := [a for a in claim.arms if a in result.left_out]:
         return (
             f"{', '.join(missing)} not in these runs of the experiment: "
             f"`convs2s-edu experiment {claim.experiment}` trains every arm"
@@ -472,11 +440,16 @@ def _why_not_tested(claim: Claim, result, timings: Mapping) -> str:
     needs = "generation" if claim.kind == "generation speed" else needs
     if needs and needs not in timings:
         return f"no {needs} timing"
-    return (
-        _unreliable_step_timing(claim, result, timings["steps"])
-        if needs == "steps"
-        else ""
-    )
+    for arm in claim.arms if needs == "steps" else ():
+        where, _ = _per_step(result, timings, arm, claim.hardware)
+        if not timings["steps"]["reliable"].get(where, False):
+            return (
+                f"timing unsteady: the seconds per training step at {where} were not "
+                f"reliable on this machine (the interleaved windows varied more than allowed, "
+                f"or the machine was busy; the speed pages show them); the row in steps "
+                f"judges steps to 90% without them"
+            )
+    return ""
 
 
 def claim_values(
@@ -497,24 +470,17 @@ def claim_values(
         reached = [math.isfinite(s) for s in steps]
         values = [s if ok else row["steps"] for s, ok in zip(steps, reached)]
         if metric == "seconds_to_0.9":
-            per_step = timings["steps"]["seconds_per_step"]
-            model = result.experiment.select([arm])[0].model
-            values = [
-                v * per_step[model][_step_hardware(per_step, model, hardware)]
-                for v in values
-            ]
+            seconds = _per_step(result, timings, arm, hardware)[1]
+            values = [v * seconds for v in values]
         return values, reached
     if metric.startswith("sentences_per_second@"):
-        beam = metric.split("@")[1]
-        values = list(timings["generation"][beam][arm])
-        return values, [True] * len(values)
-    if metric.startswith(_SER + "_beam"):
-        k = metric[len(_SER + "_beam") :]
+        values = list(timings["generation"][metric.split("@")[1]][arm])
+    elif metric.startswith(_SER + "_beam"):
+        exact = row[f"exact_match_beam{metric[len(_SER + '_beam') :]}_values"]
         n_beam = _beam_examples(result.budget)
-        exact = row[f"exact_match_beam{k}_values"]
         values = [float(round((1.0 - em) * n_beam)) for em in exact]
-        return values, [True] * len(values)
-    values = list(row[f"{metric}_values"])
+    else:
+        values = list(row[f"{metric}_values"])
     return values, [math.isfinite(v) for v in values]
 
 
@@ -578,16 +544,6 @@ def _fmt(metric: str, value: float) -> str:
     return f"{value:,.0f}/s"
 
 
-#: What a log-ratio difference is called when shown as its ratio.
-_RATIOS = {
-    _LOSS: "loss ratio",
-    _SER: "error ratio",
-    "steps_to_0.9": "steps ratio",
-    "seconds_to_0.9": "time ratio",
-    "sentences_per_second": "speed ratio",
-}
-
-
 def _number(metric: str, d: float) -> str:
     """A difference as a number: the ratio of a log ratio, else points."""
     if _base(metric) in _RATIOS:
@@ -601,13 +557,7 @@ def _fmt_diff(metric: str, d: float) -> str:
     return f"{name} {_number(metric, d)}" if name else f"{_number(metric, d)} points"
 
 
-def _fmt_interval(metric: str, test: PairedTest) -> str:
-    """``loss ratio 1.62 (90%: 1.31 to 2.00)``: the mean difference and its 90% interval."""
-    lo, hi = (_number(metric, x) for x in test.interval(0.90))
-    return f"{_fmt_diff(metric, test.mean)} (90%: {lo} to {hi})"
-
-
-def _detectable(test: PairedTest, metric: str, n_pairs: int, largest: float) -> str:
+def _detectable(test, metric: str, n_pairs: int, largest: float) -> str:
     """The smallest true effect the rule supports four times in five for this pair, with
     its seeds, on a page of ``n_pairs`` judged pairs (:func:`min_detectable_effect`, at
     the family's first threshold), in the claim's units; above :data:`DETECTABLE_CAP`
@@ -626,28 +576,12 @@ def _detectable(test: PairedTest, metric: str, n_pairs: int, largest: float) -> 
     return _fmt_diff(metric, k)
 
 
-def _label(claim: Claim, other: tuple) -> str:
-    """How a row names one of its pairs: the other arm (and its metric, for the same arm)."""
-    arm, metric = other
-    return arm if arm != claim.claimed[0] else f"{arm} ({metric.replace('_', ' ')})"
-
-
-def _pair(claim: Claim, result, timings: Mapping, other: tuple, claimed: tuple) -> dict:
-    """One pair of a row: the claimed arm against ``other``, its paired test, measured."""
-    a_values, a_real, step = claimed
-    b_values, b_real = claim_values(other, result, timings, claim.hardware)
-    d = _difference(a_values, b_values, claim.claimed[1])  # oriented per seed
-    test = paired_test(d, [0.0] * len(d), claim.min_effect, step)
-    return {
-        "against": _label(claim, other),
-        "test": test,
-        "difference": _fmt_interval(claim.claimed[1], test),
-        "shown": _shown(result, other, b_values),
-        "censored": [a_real.count(False), b_real.count(False)],  # claimed, other
-        "verdict": None,
-        "reason": "",
-        "detectable": "",
-    }
+def _each_pair(pairs: list, key: str) -> str:
+    """The pairs' ``key`` joined, each named by its other arm when there are several."""
+    many = len(pairs) > 1
+    return "; ".join(
+        (f"against {p['against']}: " if many else "") + p[key] for p in pairs
+    )
 
 
 def _derived_reason(
@@ -655,19 +589,15 @@ def _derived_reason(
 ) -> str:
     """Where a row in seconds comes from: the row in steps of the same arms (numbered as
     in ``claims``) times each arm's seconds per step."""
-    arms = (claim.claimed[0], *(o[0] for o in claim.others))
     source = "the steps to 90%"
     for i, c in enumerate(claims, 1):
-        same = (c.claimed[0], *(o[0] for o in c.others)) == arms
-        if same and c.claimed[1] == "steps_to_0.9":
+        if c.arms == claim.arms and c.claimed[1] == "steps_to_0.9":
             source = f"claim {i} ({c.key})"
             break
-    per_step = timings["steps"]["seconds_per_step"]
     costs = []
-    for arm in arms:
-        model = result.experiment.select([arm])[0].model
-        where = _step_hardware(per_step, model, claim.hardware)
-        costs.append(f"{arm} {per_step[model][where]:.3g} s at {where}")
+    for arm in claim.arms:
+        where, seconds = _per_step(result, timings, arm, claim.hardware)
+        costs.append(f"{arm} {seconds:.3g} s at {where}")
     return (
         f"derived from {source}: each seed's steps times the seconds per step timed alone "
         f"({', '.join(costs)}); one constant per arm adds no evidence on the models"
@@ -677,7 +607,8 @@ def _derived_reason(
 def _measure(
     claim: Claim, results: Mapping, timings: Mapping, claims: Sequence[Claim]
 ) -> dict:
-    """A row before the verdicts: what was measured, every pair's paired test."""
+    """A row before the verdicts: what was measured, every pair's paired test (the
+    claimed arm against each other arm)."""
     if claim.experiment not in results:
         raise ValueError(
             f"no result of experiment {claim.experiment!r} for the claim "
@@ -693,7 +624,8 @@ def _measure(
         "decided_by": "",
         "detectable": "",
     }
-    derived = claim.claimed[1] == "seconds_to_0.9"
+    metric = claim.claimed[1]
+    derived = metric == "seconds_to_0.9"
     row["reason"] = _why_not_tested(claim, res, timings)
     if row["reason"]:  # unsteady seconds per step: derived, but not shown in seconds
         unsteady = row["reason"].startswith("timing unsteady")
@@ -703,20 +635,35 @@ def _measure(
         return row
     a_values, a_real = claim_values(claim.claimed, res, timings, claim.hardware)
     step = _resolution(claim, res.budget, float(np.mean(a_values)))
-    pairs = [
-        _pair(claim, res, timings, o, (a_values, a_real, step)) for o in claim.others
-    ]
-    metric = claim.claimed[1]
-    many = len(pairs) > 1
+    for other in claim.others:
+        b_values, b_real = claim_values(other, res, timings, claim.hardware)
+        d = _difference(a_values, b_values, metric)  # oriented per seed
+        test = paired_test(d, [0.0] * len(d), claim.min_effect, step)
+        lo, hi = (_number(metric, x) for x in test.interval(0.90))
+        against, its_metric = other
+        if against == claim.claimed[0]:  # the claimed arm on another metric
+            against = f"{against} ({its_metric.replace('_', ' ')})"
+        row["pairs"].append(
+            {
+                "against": against,
+                "test": test,
+                "difference": f"{_fmt_diff(metric, test.mean)} (90%: {lo} to {hi})",
+                "shown": _shown(res, other, b_values),
+                "censored": [
+                    a_real.count(False),
+                    b_real.count(False),
+                ],  # claimed, other
+                "verdict": None,
+                "reason": "",
+                "detectable": "",
+            }
+        )
+    pairs = row["pairs"]
     row.update(
-        pairs=pairs,
         test=pairs[0]["test"],
         measured=f"{_shown(res, claim.claimed, a_values)} vs "
         + ", ".join(p["shown"] for p in pairs),
-        difference="; ".join(
-            (f"against {p['against']}: " if many else "") + p["difference"]
-            for p in pairs
-        ),
+        difference=_each_pair(pairs, "difference"),
         min_effect=_fmt_diff(metric, claim.min_effect),
         censored=[a_real.count(False), sum(p["censored"][1] for p in pairs)],
     )
@@ -834,12 +781,9 @@ def check_claims(
     for r in rows:
         if r["judged"]:
             _decide(r)
-            metric, many = r["claim"].claimed[1], len(r["pairs"]) > 1
             for p in r["pairs"]:
+                metric = r["claim"].claimed[1]
                 p["detectable"] = _detectable(p["test"], metric, len(family), largest)
-            r["detectable"] = "; ".join(
-                (f"against {p['against']}: " if many else "") + p["detectable"]
-                for p in r["pairs"]
-            )
+            r["detectable"] = _each_pair(r["pairs"], "detectable")
         r["agrees"] = _agrees(r)
     return rows

@@ -59,6 +59,7 @@ from ..site import is_quick_mode
 from .registry import EXPERIMENTS, Budget, budget
 from .runner import (
     ExperimentResult,
+    _write,
     cached_groups,
     experiment_configs,
     group_names,
@@ -139,12 +140,6 @@ def _null_nans(x):
     if isinstance(x, list):
         return [_null_nans(v) for v in x]
     return None if isinstance(x, float) and x != x else x
-
-
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
 
 
 def make_record(
@@ -373,10 +368,6 @@ def experiment_result(name: str, record: Record | None = None, say: bool = True)
     return record.result(name)
 
 
-def _same_machine(p: dict, q: dict) -> bool:
-    return all(p.get(k) == q.get(k) for k in (*MACHINE_KEYS, "path"))
-
-
 def claim_runs(record: Record, experiment: str, arms) -> list[str]:
     """The record's keys of every seed's run of ``arms`` of ``experiment`` (what a claim
     compares), for :func:`spot_check`."""
@@ -430,7 +421,7 @@ def spot_check(
         if runs is not None
         else random.Random(seed).sample(sorted(record.runs), n)
     )
-    out = []
+    out, bad = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for key in drawn:
             run = record.runs[key]
@@ -439,30 +430,31 @@ def spot_check(
             with set_torch_threads(threads):  # as recorded
                 now = measured_run(cfg, directory=tmp)  # the base scores
             here = read_checkpoint(run_dir(cfg, tmp))["history"]["provenance"]
-            exact = _same_machine(here, run["provenance"])
+            # the same machine, torch, threads and path: the same numbers
+            same = (*MACHINE_KEYS, "path")
+            exact = all(here.get(k) == run["provenance"].get(k) for k in same)
             arm = run["arms"][0]
             # the arm's other seeds, as recorded
             peers = [
                 r for r in record.runs.values() if r["arms"][0] == arm and r is not run
             ]
-            scores = {}
+            scores, ok = {}, True
             for s in SPOT_SCORES:
                 values = [r["scores"]["base"][s] for r in peers] + [now[s]]
                 allowed = 0.0 if exact else 1.2 * (max(values) - min(values))
                 recorded = run["scores"]["base"][s]
                 scores[s] = (recorded, now[s], allowed)
-            ok = all(abs(a - b) <= tol for a, b, tol in scores.values())
+                if abs(recorded - now[s]) > allowed:
+                    ok = False
+                    bad.append(
+                        f"{'/'.join(arm)} seed {run['seed']} (run {key}): {s} recorded "
+                        f"{recorded!r}, retrained {now[s]!r} (allowed difference "
+                        f"{allowed:.3g})"
+                    )
             out.append(
                 {"run": key, "arm": "/".join(arm), "seed": run["seed"], "draw": seed}
                 | {"exact": exact, "scores": scores, "ok": ok}
             )
-    bad = [
-        f"{c['arm']} seed {c['seed']} (run {c['run']}): {s} recorded {a!r}, retrained {b!r}"
-        f" (allowed difference {tol:.3g})"
-        for c in out
-        for s, (a, b, tol) in c["scores"].items()
-        if abs(a - b) > tol
-    ]
     if strict and bad:
         raise ValueError(
             f"the spot check of the experiment record in {record.path} failed (draw {seed}): "

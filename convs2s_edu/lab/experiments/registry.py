@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from ..._checks import check_int
-from ...data import TASKS
 from ...training.config import TrainConfig, build_model
 from ..site import SITE_BATCHING, is_quick_mode
 
@@ -171,8 +170,13 @@ class Budget:
         return f"{rounds * per_round:,} steps × {BATCH_SIZE}, fast recipe, width {self.width}"
 
     def train_config(self, arm: Arm, seed: int) -> TrainConfig:
-        """The :class:`~convs2s_edu.TrainConfig` of ``arm`` with ``seed`` under this budget."""
+        """The :class:`~convs2s_edu.TrainConfig` of ``arm`` with ``seed`` under this budget:
+        ``arm``'s ``model_options`` at this budget's width (``hidden_dim=MATCHED``
+        becomes :func:`matched_gru_width` of the width)."""
         rounds, per_round = self._rounds()
+        options = {**width_options(arm.model, self.width), **arm.options}
+        if options.get("hidden_dim") == MATCHED:
+            options["hidden_dim"] = matched_gru_width(self.width)
         return TrainConfig.recipe(
             "fast",
             model=arm.model,
@@ -184,7 +188,7 @@ class Budget:
             eval_every=self.eval_every,
             batching=SITE_BATCHING,
             seed=seed,
-            model_options=self.arm_options(arm),
+            model_options=options,
         )
 
     def config(
@@ -195,14 +199,6 @@ class Budget:
         ``model_options`` on top of the width. A run equal to an experiment's arm is
         that arm's run (one cache entry, trained once)."""
         return self.train_config(Arm("", "", model, options, task), seed)
-
-    def arm_options(self, arm: Arm) -> dict:
-        """``arm``'s ``model_options`` at this budget's width (``hidden_dim=MATCHED``
-        becomes :func:`matched_gru_width` of the width)."""
-        options = {**width_options(arm.model, self.width), **arm.options}
-        if options.get("hidden_dim") == MATCHED:
-            options["hidden_dim"] = matched_gru_width(self.width)
-        return options
 
     def describe(self) -> str:
         """One line for a page: the budget, and how it compares with the main models'."""
@@ -273,8 +269,6 @@ def receptive_field(n_layers: int, kernel_size: int) -> int:
     Each layer widens the window by :math:`k - 1` (Gehring et al., 2017, §3.2:
     "a stack of 6 blocks with k = 5 results in an input field of 25 elements").
     """
-    n_layers = check_int("n_layers", n_layers)
-    kernel_size = check_int("kernel_size", kernel_size)
     # r = 1 + L (k - 1)
     return 1 + n_layers * (kernel_size - 1)
 
@@ -294,7 +288,8 @@ class Arm:
     options : dict
         ``TrainConfig.model_options`` of the arm (on top of the budget's width).
     task : str
-        :data:`~convs2s_edu.data.TASKS` entry (default ``"sort"``).
+        :data:`~convs2s_edu.data.TASKS` entry (default ``"sort"``; another is refused by
+        the :class:`~convs2s_edu.TrainConfig` of its runs).
     columns : dict
         Constant columns of the arm's row (e.g. its receptive field).
     """
@@ -305,10 +300,6 @@ class Arm:
     options: dict = field(default_factory=dict)
     task: str = "sort"
     columns: dict = field(default_factory=dict)
-
-    def __post_init__(self):
-        if self.task not in TASKS:
-            raise ValueError(f"task must be one of {TASKS}, got {self.task!r}")
 
 
 @dataclass(frozen=True)
@@ -382,135 +373,115 @@ def _n_parameters(model: str, options: dict) -> int:
 MATCHED = "matched"
 
 
-def _experiments() -> dict:
-    matched = Arm(
-        "gru-matched", "GRU, ConvS2S's parameter count", "gru", {"hidden_dim": MATCHED}
-    )
-    return {
-        "encoder_decoder": Experiment(
-            "encoder_decoder",
-            "Encoder × decoder, and how much the target re-orders the source",
-            "Does a GRU encoder with a convolutional decoder learn a re-ordering task better "
-            "than the other three combinations, as the seed article expects, and does the "
-            "advantage of the convolutional decoder depend on how much the target "
-            "re-orders the source (none: copy; a fixed permutation: reverse; a "
-            "data-dependent one: sort)?",
-            (
-                Arm("convs2s", "conv enc + conv dec (ConvS2S)", "convs2s"),
-                Arm("gru", "GRU enc + GRU dec", "gru"),
-                Arm("gru+conv", "GRU enc + conv dec", "gru+conv"),
-                Arm("conv+gru", "conv enc + GRU dec", "conv+gru"),
-                Arm("copy/convs2s", "ConvS2S, copy", "convs2s", task="copy"),
-                Arm("copy/gru", "GRU, copy", "gru", task="copy"),
-                Arm("reverse/convs2s", "ConvS2S, reverse", "convs2s", task="reverse"),
-                Arm("reverse/gru", "GRU, reverse", "gru", task="reverse"),
-            ),
-        ),
-        "positions": Experiment(
-            "positions",
-            "Position embeddings where order matters, and where it does not",
-            "What do ConvS2S's learned position embeddings buy where the source order "
-            "determines the target (reversing) and where it carries no information "
-            "(sorting), and which side's positions matter more?",
-            (
-                Arm(
-                    "reverse/both", "reverse: source + target positions", task="reverse"
-                ),
-                Arm(
-                    "reverse/source",
-                    "reverse: source positions only",
-                    options={"target_positions": False},
-                    task="reverse",
-                ),
-                Arm(
-                    "reverse/target",
-                    "reverse: target positions only",
-                    options={"source_positions": False},
-                    task="reverse",
-                ),
-                Arm(
-                    "reverse/none",
-                    "reverse: no positions",
-                    options={"source_positions": False, "target_positions": False},
-                    task="reverse",
-                ),
-                Arm("sort/both", "sort: source + target positions"),
-                Arm(
-                    "sort/none",
-                    "sort: no positions",
-                    options={"source_positions": False, "target_positions": False},
-                ),
-            ),
-            ("long",),
-        ),
-        "attention_layers": Experiment(
-            "attention_layers",
-            "Attention in which decoder layers",
-            "Does ConvS2S need an attention in every decoder layer, or is one enough?",
-            (
-                Arm("all", "attention in layers 1-4"),
-                Arm("first", "layer 1 only", options={"attention_layers": [1]}),
-                Arm("last", "layer 4 only", options={"attention_layers": [4]}),
-            ),
-        ),
-        "depth": Experiment(
-            "depth",
-            "Depth of the encoder and of the decoder, separately",
-            "Does a deeper encoder help, and do two decoder layers already do well, as the "
-            "paper found when it varied the encoder and the decoder separately?",
-            (
-                Arm("enc4-dec4", "4 encoder + 4 decoder layers", columns=_rf(4, 4)),
-                Arm(
-                    "enc2-dec4",
-                    "2 + 4",
-                    options={"n_encoder_layers": 2},
-                    columns=_rf(2, 4),
-                ),
-                Arm(
-                    "enc4-dec2",
-                    "4 + 2",
-                    options={"n_decoder_layers": 2},
-                    columns=_rf(4, 2),
-                ),
-            ),
-        ),
-        "generation": Experiment(
-            "generation",
-            "Generation speed, as Table 3 measures it",
-            "Does ConvS2S decode faster than a recurrent model, greedily and with a beam of "
-            "5, in batches of equal length, against a GRU as small as the main one and one "
-            "of its own size?",
-            (
-                Arm("convs2s", "ConvS2S", "convs2s"),
-                Arm("gru", "GRU (1 layer)", "gru"),
-                matched,
-            ),
-        ),
-        "beam": Experiment(
-            "beam",
-            "Beam width",
-            "Does a wider beam find better outputs, and what does it cost in decoding time?",
-            (
-                Arm("convs2s", "ConvS2S", "convs2s"),
-                Arm("gru", "GRU + attention", "gru"),
-            ),
-            ("beam",),
-        ),
-    }
+def _positions(task: str, kept: str, label: str) -> Arm:
+    """ConvS2S on ``task`` with the learned positions ``kept``: on ``"both"`` sides, the
+    ``"source"``'s or the ``"target"``'s only, or ``"none"``."""
+    dropped = [side for side in ("source", "target") if kept not in (side, "both")]
+    options = {f"{side}_positions": False for side in dropped}
+    return Arm(f"{task}/{kept}", f"{task}: {label}", options=options, task=task)
 
 
-def _rf(enc: int, dec: int, k: int = 3) -> dict:
-    return {
+def _depth(enc: int, dec: int, label: str, k: int = 3) -> Arm:
+    """ConvS2S with ``enc`` encoder and ``dec`` decoder layers (4 each by default), its
+    depths and receptive fields as the row's columns."""
+    layers = {"n_encoder_layers": enc, "n_decoder_layers": dec}
+    columns = {
         "encoder_layers": enc,
         "decoder_layers": dec,
         "encoder_receptive_field": receptive_field(enc, k),
         "decoder_receptive_field": receptive_field(dec, k),
     }
+    options = {name: n for name, n in layers.items() if n != 4}
+    return Arm(f"enc{enc}-dec{dec}", label, options=options, columns=columns)
 
 
 #: Every experiment, by name. Arms that are the same run (e.g. the default ConvS2S on
 #: sorting) share one cache entry: it trains once for all experiments.
-EXPERIMENTS = _experiments()
+EXPERIMENTS = {
+    "encoder_decoder": Experiment(
+        "encoder_decoder",
+        "Encoder × decoder, and how much the target re-orders the source",
+        "Does a GRU encoder with a convolutional decoder learn a re-ordering task better "
+        "than the other three combinations, as the seed article expects, and does the "
+        "advantage of the convolutional decoder depend on how much the target "
+        "re-orders the source (none: copy; a fixed permutation: reverse; a "
+        "data-dependent one: sort)?",
+        (
+            Arm("convs2s", "conv enc + conv dec (ConvS2S)", "convs2s"),
+            Arm("gru", "GRU enc + GRU dec", "gru"),
+            Arm("gru+conv", "GRU enc + conv dec", "gru+conv"),
+            Arm("conv+gru", "conv enc + GRU dec", "conv+gru"),
+            Arm("copy/convs2s", "ConvS2S, copy", "convs2s", task="copy"),
+            Arm("copy/gru", "GRU, copy", "gru", task="copy"),
+            Arm("reverse/convs2s", "ConvS2S, reverse", "convs2s", task="reverse"),
+            Arm("reverse/gru", "GRU, reverse", "gru", task="reverse"),
+        ),
+    ),
+    "positions": Experiment(
+        "positions",
+        "Position embeddings where order matters, and where it does not",
+        "What do ConvS2S's learned position embeddings buy where the source order "
+        "determines the target (reversing) and where it carries no information "
+        "(sorting), and which side's positions matter more?",
+        (
+            _positions("reverse", "both", "source + target positions"),
+            _positions("reverse", "source", "source positions only"),
+            _positions("reverse", "target", "target positions only"),
+            _positions("reverse", "none", "no positions"),
+            _positions("sort", "both", "source + target positions"),
+            _positions("sort", "none", "no positions"),
+        ),
+        ("long",),
+    ),
+    "attention_layers": Experiment(
+        "attention_layers",
+        "Attention in which decoder layers",
+        "Does ConvS2S need an attention in every decoder layer, or is one enough?",
+        (
+            Arm("all", "attention in layers 1-4"),
+            Arm("first", "layer 1 only", options={"attention_layers": [1]}),
+            Arm("last", "layer 4 only", options={"attention_layers": [4]}),
+        ),
+    ),
+    "depth": Experiment(
+        "depth",
+        "Depth of the encoder and of the decoder, separately",
+        "Does a deeper encoder help, and do two decoder layers already do well, as the "
+        "paper found when it varied the encoder and the decoder separately?",
+        (
+            _depth(4, 4, "4 encoder + 4 decoder layers"),
+            _depth(2, 4, "2 + 4"),
+            _depth(4, 2, "4 + 2"),
+        ),
+    ),
+    "generation": Experiment(
+        "generation",
+        "Generation speed, as Table 3 measures it",
+        "Does ConvS2S decode faster than a recurrent model, greedily and with a beam of "
+        "5, in batches of equal length, against a GRU as small as the main one and one "
+        "of its own size?",
+        (
+            Arm("convs2s", "ConvS2S", "convs2s"),
+            Arm("gru", "GRU (1 layer)", "gru"),
+            Arm(
+                "gru-matched",
+                "GRU, ConvS2S's parameter count",
+                "gru",
+                {"hidden_dim": MATCHED},
+            ),
+        ),
+    ),
+    "beam": Experiment(
+        "beam",
+        "Beam width",
+        "Does a wider beam find better outputs, and what does it cost in decoding time?",
+        (
+            Arm("convs2s", "ConvS2S", "convs2s"),
+            Arm("gru", "GRU + attention", "gru"),
+        ),
+        ("beam",),
+    ),
+}
 
 
 def get_experiment(name: str) -> Experiment:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from .claims import DERIVED, NOT_JUDGED
 from .inference import VERDICTS, paired_test
 from .runner import ExperimentResult
+from .statistics import format_spread
 
 __all__ = [
     "BASE_COLUMNS",
@@ -30,8 +30,6 @@ BASE_COLUMNS = (
 
 
 def _cell(row: dict, key: str, fmt: str) -> str:
-    from .statistics import format_spread
-
     return format_spread(row, key, fmt, one_seed="")
 
 
@@ -95,8 +93,6 @@ def conclusion(
     if not rows:
         return f"No arm has a value of {what}."
     rows.sort(key=lambda r: r[key], reverse=higher_is_better)
-    from .statistics import format_spread
-
     best = rows[0]
     if len(rows) == 1:
         return f"{best['arm']}: {what} {format_spread(best, key, fmt)}."
@@ -153,14 +149,12 @@ class ClaimsTable:
     rows : sequence of dict
     """
 
+    #: Green supported, red contradicted, blue no practical difference; grey the rest
+    #: (not resolved, not tested, measured or derived but not judged).
     _COLOURS = {
         VERDICTS[0]: "#1a7f37",
         VERDICTS[1]: "#b3261e",
         VERDICTS[2]: "#1f5fa8",
-        VERDICTS[3]: "#6e6e6e",
-        "not tested at this budget": "#6e6e6e",
-        NOT_JUDGED: "#6e6e6e",
-        DERIVED: "#6e6e6e",
     }
 
     def __init__(self, rows: Sequence[dict]):
@@ -177,7 +171,7 @@ class ClaimsTable:
         body = []
         for i, r in enumerate(self.rows, 1):
             c = r["claim"]
-            colour = self._COLOURS[r["verdict"]]
+            colour = self._COLOURS.get(r["verdict"], "#6e6e6e")
             ours = ""
             if "measured" in r:
                 ours = (
@@ -255,13 +249,11 @@ def plot_arms(
     rows = result.rows if arms is None else [result.row(a) for a in arms]
     scale = 100.0 if percent else 1.0
     xs = [i + offset for i in range(len(rows))]
-    means = [r[key] * scale if math.isfinite(r[key]) else 0.0 for r in rows]
-    lo = [
-        (r[key] - r[f"{key}_min"]) * scale if math.isfinite(r[key]) else 0 for r in rows
-    ]
-    hi = [
-        (r[f"{key}_max"] - r[key]) * scale if math.isfinite(r[key]) else 0 for r in rows
-    ]
+    # the mean and its min-max whiskers; none where no seed has a value
+    some = [math.isfinite(r[key]) for r in rows]
+    means = [r[key] * scale if ok else 0.0 for r, ok in zip(rows, some)]
+    lo = [(r[key] - r[f"{key}_min"]) * scale if ok else 0 for r, ok in zip(rows, some)]
+    hi = [(r[f"{key}_max"] - r[key]) * scale if ok else 0 for r, ok in zip(rows, some)]
     bars = ax.bar(
         xs,
         means,

@@ -56,11 +56,8 @@ __all__ = [
     "group_names",
     "cached_groups",
     "cached_measures",
-    "measure_job",
     "measure_groups_job",
-    "measure_lock",
     "experiment_configs",
-    "experiment_jobs",
     "run_experiment",
 ]
 
@@ -144,10 +141,11 @@ def _read(path: Path) -> dict:
     return stored["groups"] if same else {}
 
 
-#: What the measurements depend on beyond the run (a change measures again).
-_PARAMS = {"beam": BEAM_EXAMPLES, "greedy": GREEDY_EXAMPLES, "long": LONG_LENGTHS}
-# as read back from JSON (tuples become lists)
-_PARAMS = json.loads(json.dumps(_PARAMS))
+#: What the measurements depend on beyond the run (a change measures again), as read
+#: back from JSON (tuples become lists).
+_PARAMS = json.loads(
+    json.dumps({"beam": BEAM_EXAMPLES, "greedy": GREEDY_EXAMPLES, "long": LONG_LENGTHS})
+)
 
 
 def cached_groups(
@@ -167,56 +165,44 @@ def cached_measures(
     """The cached measurements of ``cfg``'s run (every group asked for, in one dict), or
     ``None`` when one of them is not cached."""
     groups = cached_groups(cfg, measures, beam_sizes, directory)
-    return (
-        None
-        if groups is None
-        else {k: v for g in groups.values() for k, v in g.items()}
-    )
+    if groups is None:
+        return None
+    return {k: v for g in groups.values() for k, v in g.items()}
 
 
 def measured_run(cfg: TrainConfig, measures=(), beam_sizes=(), directory=None) -> dict:
     """Train (or load) ``cfg``'s run and measure what is not measured yet; the
     measurements are kept in one file next to its checkpoint (updated under a lock,
     written atomically), so that the next call only reads them, whichever experiment
-    asks."""
+    asks. The lock is a ``filelock.FileLock`` on a file of its own (the training holds
+    the cache entry's)."""
+    from filelock import FileLock  # imported here, as in training.cache (the GPU image)
+
     cached = cached_measures(cfg, measures, beam_sizes, directory)
     if cached is not None:
         return cached
     result = train_or_load(cfg, progress=False, directory=directory)
     path = _measure_file(cfg, directory)
-    with measure_lock(path.parent):
+    with FileLock(path.parent / ".measures.lock"):
         groups = _read(path)
         for group in group_names(measures, beam_sizes):
             if group not in groups:
                 groups[group] = _measure(cfg, group, result)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(
-            json.dumps({"code": fingerprint(), "params": _PARAMS, "groups": groups})
-        )
-        tmp.replace(path)
+        state = {"code": fingerprint(), "params": _PARAMS, "groups": groups}
+        _write(path, json.dumps(state))
     return cached_measures(cfg, measures, beam_sizes, directory)
 
 
-def measure_lock(where: Path):
-    """An exclusive lock on a run's measurements: a ``filelock.FileLock`` on a file of
-    its own (the training holds the cache entry's)."""
-    from filelock import FileLock  # imported here, as in training.cache (the GPU image)
-
-    return FileLock(Path(where) / ".measures.lock")
-
-
-def measure_job(
-    cfg: TrainConfig, exp: Experiment, b: Budget, directory=None, label=""
-) -> Job:
-    """The scheduler's job of one run: :func:`measured_run` (skipped when cached)."""
-    return measure_groups_job(
-        cfg, tuple(exp.measures), tuple(b.beam_sizes), directory, label
-    )
+def _write(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (a temporary file, then renamed)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
 
 
 def measure_groups_job(cfg, measures, beam_sizes, directory=None, label="") -> Job:
-    """:func:`measure_job` for explicit ``measures`` (e.g. the union of every
-    experiment's measures of one run)."""
+    """The scheduler's job of one run: :func:`measured_run` (skipped when cached) with
+    ``measures``, e.g. the union of every experiment's measures of the run."""
     args = (cfg, tuple(sorted(measures)), tuple(beam_sizes), directory)
     return Job(
         "convs2s_edu.lab.experiments.runner:measured_run",
@@ -278,31 +264,14 @@ class ExperimentResult:
         }
 
 
-def _chosen(name: str, arms=None) -> tuple:
-    """The arms ``arms`` of experiment ``name`` (by default every one)."""
-    return get_experiment(name).select(arms)
-
-
 def experiment_configs(name: str, b: Budget, arms=None, task=None) -> list[tuple]:
     """``(arm, seed, TrainConfig)`` of every chosen arm x seed of experiment ``name``."""
     out = []
-    for arm in _chosen(name, arms):
+    for arm in get_experiment(name).select(arms):
         for seed in range(b.seeds):
             cfg = b.train_config(arm, seed)
             out.append((arm, seed, cfg if task is None else cfg.replace(task=task)))
     return out
-
-
-def experiment_jobs(
-    name: str, b: Budget, arms=None, directory=None, task=None
-) -> list[Job]:
-    """The scheduler's jobs of experiment ``name``: every chosen arm x seed, trained and
-    measured (:func:`measured_run`)."""
-    exp = get_experiment(name)
-    return [
-        measure_job(cfg, exp, b, directory, f"{name}/{arm.name} seed {seed}")
-        for arm, seed, cfg in experiment_configs(name, b, arms, task)
-    ]
 
 
 def run_experiment(
@@ -348,10 +317,15 @@ def run_experiment(
     """
     exp = get_experiment(name)
     b = custom_budget if custom_budget is not None else budget(quick, seeds, steps)
-    chosen = _chosen(name, arms)
+    chosen = exp.select(arms)
     if task is not None:  # the rows say the task the runs were trained on
         chosen = [replace(arm, task=task) for arm in chosen]
-    jobs = experiment_jobs(name, b, arms, directory, task)
+    jobs = [  # every chosen arm x seed, trained and measured
+        measure_groups_job(
+            cfg, exp.measures, b.beam_sizes, directory, f"{name}/{arm.name} seed {seed}"
+        )
+        for arm, seed, cfg in experiment_configs(name, b, arms, task)
+    ]
     done = {
         r.job.key: r.value
         for r in run_jobs(jobs, workers, progress=progress, name=name)
