@@ -55,12 +55,12 @@ from ..training.device import resolve_device, synchronize
 from ..training.step import make_train_step
 from .timing import (
     _table,
+    _time_steps,
     measure_generation,
     measure_threads,
     speed_table,
     speed_verdict,
     time_incremental_vs_full,
-    time_interleaved,
     training_batches,
     training_flops_per_token,
     window_runner,
@@ -365,12 +365,11 @@ def run_bench(
     dev = resolve_device(device)
     chosen, skipped = _choose_paths(paths, dev, budget)
     limits = machine_limits(dev, budget.peak_repeats, budget.large_gemm)
-    entries, refs, windows, warmups = {}, {}, {}, {}
+    base = TrainConfig(device=str(dev), batch_size=budget.batch_size or 128)
+    batches = [b.to(dev) for b in training_batches(base, budget.n_batches)]
+    entries, refs, steps = {}, {}, {}
     for name in models:
-        cfg = TrainConfig(
-            model=name, device=str(dev), batch_size=budget.batch_size or 128
-        )
-        batches = [b.to(dev) for b in training_batches(cfg, budget.n_batches)]
+        cfg = base.replace(model=name)
         torch.manual_seed(cfg.seed)
         ref = refs[name] = build_model(cfg).to(dev)
         tokens = sum(b.n_target_tokens for b in batches)
@@ -395,22 +394,19 @@ def run_bench(
             model = execution.apply_path(build_model(cfg).to(dev), p)
             optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
             step = make_train_step(model, optimizer, cfg.clip_norm, p.precision)
-            windows[f"{name}/{p.name}"] = window_runner(
-                step, batches, budget.steps_per_window
-            )
-            warmups[f"{name}/{p.name}"] = window_runner(
-                step, batches, budget.warmup_steps
-            )
+            steps[f"{name}/{p.name}"] = step
             if profile and p == execution.ExecutionPath():
                 entry["profile"] = profile_table(
                     step, batches, budget.profile_steps, dev
                 )
-    counts = dict(
-        steps_per_window=budget.steps_per_window, warmup_steps=budget.warmup_steps
+    windows = dict(
+        steps_per_window=budget.steps_per_window,
+        n_rounds=budget.n_rounds,
+        warmup_steps=budget.warmup_steps,
     )
-    m = time_interleaved(windows, budget.n_rounds, dev, warmup=warmups, **counts)
+    m = _time_steps(steps, batches, dev, **windows)
     # the models share the data
-    sources = [x for x, _ in make_datasets(cfg)[2].examples]
+    sources = [x for x, _ in make_datasets(base)[2].examples]
     rounds = {"n_rounds": budget.n_rounds}
     greedy = measure_generation(
         refs, sources[: budget.decode_sentences], (1,), **rounds
@@ -433,12 +429,10 @@ def run_bench(
         "measurement": m.to_dict(),
     }
     if dev.type == "cpu" and len(models) >= 2:
-        cfg = TrainConfig(device="cpu", batch_size=budget.batch_size or 128)
-        rounds |= {"n_batches": budget.n_batches}
-        scaling = measure_threads(cfg, models, **rounds, **counts)
+        scaling = measure_threads(base, models, n_batches=budget.n_batches, **windows)
         # the path each model trains on, as this machine chose it
         path = ", ".join(
-            f"{n} {default_path(dev, cfg.replace(model=n)).name}" for n in models
+            f"{n} {default_path(dev, base.replace(model=n)).name}" for n in models
         )
         result["threads"] = scaling.to_dict() | {
             "verdict": speed_verdict(scaling).text,

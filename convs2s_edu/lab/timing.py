@@ -695,10 +695,9 @@ class SpeedVerdict:
 
 def _busy(m: SpeedMeasurement, max_spread: float, max_load: float | None, lab) -> list:
     """Why the machine was too busy or unsteady to compare (empty: it was quiet)."""
-    mach, per_s = m.machine, f"{m.unit.split()[-1]}/s"
+    mach = m.machine
     reasons = [
-        f"{lab(n)}'s windows varied {s.spread:.2f}x ({s.min:,.0f}-{s.max:,.0f} {per_s}), "
-        f"more than the {max_spread:g}x allowed"
+        f"{lab(n)}'s windows varied {s.spread:.2f}x, more than the {max_spread:g}x allowed"
         for n, s in m.throughput.items()
         if s.spread > max_spread
     ]
@@ -713,8 +712,8 @@ def _busy(m: SpeedMeasurement, max_spread: float, max_load: float | None, lab) -
     free = max(limit - mach.threads, 0)  # the cores our PyTorch threads leave free
     if others > free:
         reasons.append(
-            f"{others:g} threads of other processes runnable, {free:g} of {limit:g} cores "
-            f"free beside {mach.threads} PyTorch thread(s)"
+            f"{others:g} threads of other processes runnable, {free:g} of {limit:g} "
+            f"cores free"
         )
     return reasons
 
