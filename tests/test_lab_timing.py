@@ -241,6 +241,12 @@ def test_other_processes_runnable_threads_exclude_this_process(monkeypatch):
     assert speed._runnable() == expected
 
 
+def test_fewer_than_two_rounds_are_refused():
+    # one round would not alternate the order: the tools' --rounds reaches this check
+    with pytest.raises(ValueError, match="n_rounds must be an integer >= 2, got 1"):
+        time_interleaved({"a": lambda: 1, "b": lambda: 1}, n_rounds=1)
+
+
 def test_one_window_and_the_machine_line():
     s = WindowStats.of([5.0])
     assert (s.median, s.min, s.max, s.q1, s.q3, s.n) == (5.0, 5.0, 5.0, 5.0, 5.0, 1)

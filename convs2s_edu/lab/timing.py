@@ -370,6 +370,7 @@ def time_interleaved(
     -------
     SpeedMeasurement
     """
+    check_int("n_rounds", n_rounds, 2)  # the entry point of the tools and pages
     names = list(windows)
     info = machine_info(torch.device(device))
     warmup_seconds = {}
