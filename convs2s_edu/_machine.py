@@ -74,47 +74,26 @@ _ZEN4 = {*range(0x10, 0x20), *range(0x60, 0x80), *range(0xA0, 0xB0)}
 # 7F52, 72F3, 9174F, 9175F). A virtual machine often reports only its base clock
 # (``cpu MHz``) and no cpufreq folder, while its cores run at turbo: the line's highest
 # turbo is then the clock of an upper bound, a peak that no measurement on this machine
-# can exceed. vendor, family, models, microarchitecture, FMA units, bits, note, turbo
+# can exceed. vendor, family, models, microarchitecture, FMA units, bits, turbo
 _FMA_UNITS = (
-    ("GenuineIntel", 6, {85}, "Skylake-SP/Cascade Lake", 2, 512, _XEON, 4.4),
-    ("GenuineIntel", 6, {106, 108}, "Ice Lake-SP", 2, 512, _XEON, 3.7),
-    ("GenuineIntel", 6, {143}, "Sapphire Rapids", 2, 512, _XEON, 4.1),
-    ("GenuineIntel", 6, {207}, "Emerald Rapids", 2, 512, _XEON, 4.1),
-    ("GenuineIntel", 6, {173, 174}, "Granite Rapids", 2, 512, _XEON, 3.9),
-    (
-        "GenuineIntel",
-        6,
-        {175, 182, 190},
-        "Gracemont/Crestmont E-cores",
-        2,
-        128,
-        "",
-        None,
-    ),
-    ("AuthenticAMD", 23, range(0x30), "Zen/Zen+", 2, 128, "", 3.8),
-    ("AuthenticAMD", 23, range(0x30, 0x100), "Zen 2", 2, 256, "", 3.9),
-    (
-        "AuthenticAMD",
-        25,
-        _ZEN4,
-        "Zen 4",
-        2,
-        256,
-        "512-bit instructions run in 2 halves",
-        4.4,
-    ),
-    ("AuthenticAMD", 25, range(0x100), "Zen 3", 2, 256, "", 4.1),
-    (
-        "AuthenticAMD",
-        26,
-        range(0x100),
-        "Zen 5",
-        2,
-        512,
-        "mobile Zen 5 has half this",
-        5.0,
-    ),
+    ("GenuineIntel", 6, {85}, "Skylake-SP/Cascade Lake", 2, 512, 4.4),
+    ("GenuineIntel", 6, {106, 108}, "Ice Lake-SP", 2, 512, 3.7),
+    ("GenuineIntel", 6, {143}, "Sapphire Rapids", 2, 512, 4.1),
+    ("GenuineIntel", 6, {207}, "Emerald Rapids", 2, 512, 4.1),
+    ("GenuineIntel", 6, {173, 174}, "Granite Rapids", 2, 512, 3.9),
+    ("GenuineIntel", 6, {175, 182, 190}, "Gracemont/Crestmont E-cores", 2, 128, None),
+    ("AuthenticAMD", 23, range(0x30), "Zen/Zen+", 2, 128, 3.8),
+    ("AuthenticAMD", 23, range(0x30, 0x100), "Zen 2", 2, 256, 3.9),
+    ("AuthenticAMD", 25, _ZEN4, "Zen 4", 2, 256, 4.4),
+    ("AuthenticAMD", 25, range(0x100), "Zen 3", 2, 256, 4.1),
+    ("AuthenticAMD", 26, range(0x100), "Zen 5", 2, 512, 5.0),
 )
+# What a row's figures leave out: every Intel row of 512 bits is a Xeon line, some of
+# whose SKUs have one FMA unit (_XEON); AMD's, by microarchitecture.
+_NOTES = {
+    "Zen 4": "512-bit instructions run in 2 halves",
+    "Zen 5": "mobile Zen 5 has half this",
+}
 # bf16 FLOP per cycle and core: AMX's TMUL, 1024 (Intel, "Intel AMX" overview of the 4th
 # Gen Xeon Scalable processors: 1024 bf16 or 2048 int8 operations per cycle per core);
 # else AVX512_BF16's VDPBF16PS, two bf16 products per fp32 lane: twice the fp32 figure.
@@ -131,9 +110,10 @@ def _fma_units(info: dict, flags: set) -> tuple | None:
     )
     if not (family or "").isdigit() or not (model or "").isdigit():
         return None
-    for v, f, models, name, units, bits, note, turbo in _FMA_UNITS:
+    for v, f, models, name, units, bits, turbo in _FMA_UNITS:
         if (v, f) == (vendor, int(family)) and int(model) in models:
-            return name, units, bits, note, turbo
+            xeon = v == "GenuineIntel" and bits == 512
+            return name, units, bits, _XEON if xeon else _NOTES.get(name, ""), turbo
     if vendor == "GenuineIntel" and {"avx2", "fma"} <= flags:  # Haswell and later cores
         note = "assumed, as Haswell and later; one 512-bit unit gives the same, E-cores half"
         return "an Intel core with AVX2 and FMA", 2, 256, note, None

@@ -1,5 +1,5 @@
 """Tests of ``convs2s_edu.lab.bench`` (issues 10 and 53) and the limits it reads from
-``convs2s_edu.lab.timing``: the bench's arithmetic checked
+``convs2s_edu._machine``: the bench's arithmetic checked
 against independent counts (FLOPs, the GEMM time, the theoretical peak of a CPU read from a
 fake ``/proc/cpuinfo``, the fractions of the machine's limits)."""
 
@@ -18,8 +18,14 @@ import convs2s_edu.lab.bench as bench
 import convs2s_edu.lab.timing as timing
 from convs2s_edu import SortingDataset, sequence_loss
 from convs2s_edu.fast.paths import ExecutionPath
-from convs2s_edu.lab.bench import BenchBudget, format_bench, run_bench
-from convs2s_edu.lab.timing import gemm_shapes, machine_limits, step_gemm_seconds
+from convs2s_edu.lab.bench import (
+    BenchBudget,
+    format_bench,
+    gemm_shapes,
+    machine_limits,
+    run_bench,
+    step_gemm_seconds,
+)
 from convs2s_edu.training import TrainConfig
 from convs2s_edu.training.calibrate import default_path
 
@@ -47,7 +53,7 @@ def test_step_gemm_seconds_adds_every_product_at_its_shapes_rate(monkeypatch):
         timed.append((m, k, n))
         return 1e9 * m  # FLOP/s
 
-    monkeypatch.setattr(timing, "_mm_rate", fake_rate)
+    monkeypatch.setattr(bench, "_mm_rate", fake_rate)
     shapes = [(64, 32, 16), (64, 32, 16), (8, 8, 8)]
     # each distinct shape timed once; the repeated product counted twice
     expected = 2 * (2 * 64 * 32 * 16 / 64e9) + 2 * 8 * 8 * 8 / 8e9
@@ -150,7 +156,7 @@ def test_machine_limits_state_the_large_gemm_against_the_peak():
     assert row["peak_flops"] == peak["fp32_flops"] and row["large_gemm_flops"] > 0
     if peak["fp32_flops"]:
         assert row["fraction"] == pytest.approx(row["large_gemm_flops"] / peak["fp32_flops"])
-    assert ("bf16" in limits) == bench.execution.bf16_support("cpu")[0]
+    assert ("bf16" in limits) == bench.bf16_support("cpu")[0]
 
 
 @pytest.mark.parametrize(
@@ -160,9 +166,9 @@ def test_machine_limits_state_the_large_gemm_against_the_peak():
 def test_a_large_gemm_outside_half_to_all_of_the_peak_is_explained(monkeypatch, fraction, said):
     peak = {"clock_ghz": 2.1, "clock_source": "/proc/cpuinfo's cpu MHz", "text": ""}
     peak |= {"fp32_flops": None if fraction is None else 1e11, "bf16_flops": None}
-    monkeypatch.setattr(timing, "theoretical_peak", lambda threads: peak)
-    monkeypatch.setattr(timing, "bf16_support", lambda device: (False, "none"))
-    monkeypatch.setattr(timing, "_mm_rate", lambda *args: 1e11 * (fraction or 1))
+    monkeypatch.setattr(bench, "theoretical_peak", lambda threads: peak)
+    monkeypatch.setattr(bench, "bf16_support", lambda device: (False, "none"))
+    monkeypatch.setattr(bench, "_mm_rate", lambda *args: 1e11 * (fraction or 1))
     text = machine_limits("cpu", repeats=1, size=8)["fp32"]["check"]
     assert said in text and bool(text) == (fraction != 0.7)
 

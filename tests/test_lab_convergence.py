@@ -54,9 +54,7 @@ def test_seconds_from_unsteady_windows_are_flagged_not_passed_off_as_measured():
     assert "* 2 threads: windows not steady, seconds rough" in text
 
 
-def test_levels_are_checked_and_a_run_needs_its_learning_curve():
-    with pytest.raises(ValueError, match=r"levels must lie in \(0, 1\], got 90"):
-        convergence({"convs2s": _run("convs2s", [0.5])}, levels=(90,))
+def test_a_run_needs_its_learning_curve():
     bare = TrainResult(None, TrainConfig(), History(steps=10))
     with pytest.raises(ValueError, match="no learning curve; train it with .*eval_every"):
         convergence({"convs2s": bare})

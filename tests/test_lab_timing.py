@@ -153,9 +153,8 @@ def test_tight_spread_states_the_ratio_and_the_faster_model(monkeypatch):
     v = speed_verdict(m, labels={"convs2s": "ConvS2S", "gru": "GRU"})
     assert v.ok and v.resolved and v.faster == "gru"
     assert "WARNING" not in v.text
-    # ratios per round: 2.0, 2.0, 2.0, 2.05 -> median 2.00, range 2.00-2.05
-    assert v.text.startswith("GRU 2.00x as fast as ConvS2S in target tokens per second")
-    assert "4 rounds: 2.00-2.05" in v.text
+    # ratios per round: 2.0, 2.0, 2.0, 2.05 -> median 2.00 (the range is the table's)
+    assert v.text == "GRU 2.00x as fast as ConvS2S in target tokens per second"
 
 
 def test_the_faster_model_is_named_whichever_comes_first(monkeypatch):
@@ -166,7 +165,6 @@ def test_the_faster_model_is_named_whichever_comes_first(monkeypatch):
     assert v.resolved and v.faster == "convs2s"
     # gru/convs2s per round: 1/3, 1/3, 1.1/3, 1/3.3 -> inverted: 3, 3, 2.73, 3.3: median 3.00
     assert v.text.startswith("convs2s 3.00x as fast as gru")
-    assert "2.73-3.30" in v.text
 
 
 def test_large_spread_warns_and_draws_no_conclusion(monkeypatch):
@@ -243,17 +241,10 @@ def test_other_processes_runnable_threads_exclude_this_process(monkeypatch):
     assert speed._runnable() == expected
 
 
-def test_bad_arguments_are_refused(monkeypatch):
-    m = synthetic({"a": [2.0] * 2, "b": [1.0] * 2}, monkeypatch=monkeypatch)
-    with pytest.raises(ValueError, match="max_spread must be a number > 1, got 0.5"):
-        speed_verdict(m, max_spread=0.5)
+def test_fewer_than_two_rounds_are_refused():
+    # one round would not alternate the order: the tools' --rounds reaches this check
     with pytest.raises(ValueError, match="n_rounds must be an integer >= 2, got 1"):
         time_interleaved({"a": lambda: 1, "b": lambda: 1}, n_rounds=1)
-    one = time_interleaved({"a": lambda: 1}, n_rounds=2)  # one model: windows, no verdict
-    with pytest.raises(ValueError, match=r"need two models to compare, got \['a'\]"):
-        speed_verdict(one)
-    with pytest.raises(ValueError, match="at least one window"):
-        WindowStats.of([])
 
 
 def test_one_window_and_the_machine_line():
@@ -298,10 +289,6 @@ def test_measure_training_counts_the_real_target_tokens(tiny_convs2s_cfg, tiny_r
     assert m.steps_per_window == 3 and m.warmup_steps == 1
     for n, model in models.items():  # the steps really trained the models
         assert any(not torch.equal(p, q) for p, q in zip(model.parameters(), before[n]))
-    with pytest.raises(ValueError, match="steps_per_window must be an integer >= 1, got 0"):
-        measure_training(models, batches, steps_per_window=0)
-    with pytest.raises(ValueError, match="at least one batch"):
-        measure_training(models, [])
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -315,10 +302,8 @@ def test_time_incremental_vs_full_records(kind):
         assert r["seconds_full"] > 0 and r["seconds_incremental"] > 0
         assert r["speedup"] == pytest.approx(r["seconds_full"] / r["seconds_incremental"])
     assert model.training == was_training
-    with pytest.raises(ValueError, match="max_positions"):
+    with pytest.raises(ValueError, match=r"\(3, 25\) exceed the model's max_positions=24"):
         time_incremental_vs_full(model, target_lengths=(3, 25), batch_size=1, repeats=1)
-    with pytest.raises(ValueError, match="repeats"):
-        time_incremental_vs_full(model, target_lengths=(3,), repeats=0)
 
 
 # --------------------------------------------------------------------------
@@ -367,8 +352,10 @@ def test_the_verdict_over_thread_counts_names_the_hardware_each_ranking_holds_fo
     assert v.ok and v.resolved and v.faster is None
     one, two = v.by_hardware["1 thread"], v.by_hardware["2 threads"]
     assert one.faster == "gru" and two.faster == "convs2s"
-    assert v.text.startswith("1 thread: GRU 2.00x as fast as ConvS2S")
-    assert "; 2 threads: ConvS2S 1.50x as fast as GRU" in v.text
+    assert v.text == (
+        "1 thread: GRU 2.00x as fast as ConvS2S in target tokens per second; "
+        "2 threads: ConvS2S 1.50x as fast as GRU in target tokens per second"
+    )
 
 
 def test_the_verdict_warns_when_the_machine_was_busy_at_two_threads(monkeypatch):
@@ -481,10 +468,7 @@ def test_generation_speed_is_worded_in_sentences_not_training_tokens(monkeypatch
     v = speed_verdict(replace(m, unit="sentences"))
     assert v.text.startswith("b 2.00x as fast as a in sentences per second")
     assert "token" not in v.text
-    m = synthetic({"a": [1.0, 2.0, 1.0, 1.0], "b": [1.0, 1.0, 1.0, 1.0]}, monkeypatch=monkeypatch)
-    v = speed_verdict(replace(m, unit="sentences"))
-    assert not v.ok and "sentences/s" in v.text and "tokens/s" not in v.text
-    assert speed_verdict(m).text.count("tokens/s") == 1  # training windows stay in tokens
+    assert speed_verdict(m).text.endswith("in target tokens per second")  # training windows
 
 
 class _Bag(torch.nn.Module):

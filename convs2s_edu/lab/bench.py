@@ -9,7 +9,7 @@ the machine it runs on; this module only chooses what to time and lays the resul
    warm-up (the compile time of compiled paths included).
 2. **FLOPs per target token** of a training step
    (:func:`~convs2s_edu.lab.timing.training_flops_per_token`).
-3. **The machine's limits** (:func:`~convs2s_edu.lab.timing.machine_limits`): the CPU's
+3. **The machine's limits** (:func:`machine_limits`): the CPU's
    theoretical peak and a large GEMM's measured rate, in the path's precision. A model
    on a path reaches
 
@@ -19,11 +19,11 @@ the machine it runs on; this module only chooses what to time and lays the resul
 
    of each limit. The *GEMM-bound* share of an fp32 step is the time its own matrix
    products take at their measured rates
-   (:func:`~convs2s_edu.lab.timing.step_gemm_seconds`) over the time of the whole step.
+   (:func:`step_gemm_seconds`) over the time of the whole step.
 4. **Decoding**: greedy and beam-5 sentences per second, interleaved
    (:func:`~convs2s_edu.lab.timing.measure_generation`), and ConvS2S incremental against
    full-recompute decoding (:func:`~convs2s_edu.lab.timing.time_incremental_vs_full`).
-5. **Where the time goes**: :func:`~convs2s_edu.lab.timing.profile_table` of a few eager
+5. **Where the time goes**: :func:`profile_table` of a few eager
    training steps per model.
 6. **Parallel hardware** (on a CPU): training throughput at every thread count and the
    verdict at each (:func:`~convs2s_edu.lab.timing.measure_threads`).
@@ -36,34 +36,211 @@ task.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
+from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.benchmark import Timer
 
+from .._machine import theoretical_peak
 from ..convs2s import ConvS2S
 from ..fast import paths as execution
+from ..fast.paths import bf16_support
+from ..loss import sequence_loss
 from ..training.calibrate import default_path
 from ..training.config import TrainConfig, build_model, make_datasets
-from ..training.device import resolve_device
+from ..training.device import resolve_device, synchronize
 from ..training.step import make_train_step
 from .timing import (
-    gemm_shapes,
-    machine_limits,
+    _table,
+    _time_steps,
     measure_generation,
     measure_threads,
-    profile_table,
     speed_table,
     speed_verdict,
-    step_gemm_seconds,
     time_incremental_vs_full,
-    time_interleaved,
     training_batches,
     training_flops_per_token,
     window_runner,
 )
 
-__all__ = ["BenchBudget", "run_bench", "format_bench"]
+__all__ = [
+    "BenchBudget",
+    "run_bench",
+    "format_bench",
+    "gemm_shapes",
+    "step_gemm_seconds",
+    "machine_limits",
+    "profile_table",
+]
+
+
+class _RecordProducts(TorchDispatchMode):
+    """Records the ``(m, k, n)`` of every matrix product run under it in ``shapes``."""
+
+    def __init__(self):
+        super().__init__()
+        self.shapes = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        aten, p = torch.ops.aten, func._overloadpacket
+        out = func(*args, **(kwargs or {}))
+        if p in (aten.mm, aten.addmm, aten.bmm, aten.baddbmm):
+            a, b = args[:2] if p in (aten.mm, aten.bmm) else args[1:3]
+            n = a.shape[0] if a.dim() == 3 else 1  # a bmm is a batch of n products
+            self.shapes += [(a.shape[-2], a.shape[-1], b.shape[-1])] * n
+        elif p is aten.convolution:  # weight (C_out, C_in, k) -> output (B, C_out, T)
+            w = args[1]
+            self.shapes.append(
+                (out.shape[0] * out.shape[2:].numel(), w[0].numel(), w.shape[0])
+            )
+        elif p is aten.convolution_backward:  # grad_output, input, weight, ..., mask
+            g, w, mask = args[0], args[2], args[10]
+            bt, kc = g.shape[0] * g.shape[2:].numel(), w[0].numel()
+            self.shapes += [(bt, w.shape[0], kc)] * mask[0] + [
+                (kc, bt, w.shape[0])
+            ] * mask[1]
+        return out
+
+
+def gemm_shapes(model: nn.Module, batch) -> list[tuple[int, int, int]]:
+    """The ``(m, k, n)`` of every matrix product of one training step.
+
+    Parameters
+    ----------
+    model : nn.Module
+    batch : Batch
+
+    Returns
+    -------
+    list of (int, int, int)
+
+    Notes
+    -----
+    A 1-D convolution of ``C_in -> C_out`` channels, kernel ``k``, over ``B x T`` output
+    positions is the GEMM ``(B T) x (k C_in) . (k C_in) x C_out`` (as
+    :class:`~convs2s_edu.fast.FastConvBlock` computes it), and its backward two more
+    products of the same FLOPs (input and weight gradients).
+    """
+    model.train()
+    batch = batch.to(next(model.parameters()).device)
+    with _RecordProducts() as record:
+        sequence_loss(model(batch.src, batch.tgt_in), batch.tgt_out).backward()
+    model.zero_grad(set_to_none=True)
+    return record.shapes
+
+
+def _mm_rate(
+    m: int, k: int, n: int, device, repeats: int, dtype=torch.float32
+) -> float:
+    """FLOP/s of a dense ``torch.mm`` of ``(m, k) x (k, n)``: the fastest of ``repeats``
+    :meth:`~torch.utils.benchmark.Timer.timeit`, each of enough products for ~0.2 GFLOP."""
+    mats = {
+        "a": torch.randn(m, k, device=device, dtype=dtype),
+        "b": torch.randn(k, n, device=device, dtype=dtype),
+    }
+    reps = max(1, min(200, int(2e8 // max(1, 2 * m * k * n))))
+    t = Timer("torch.mm(a, b)", globals=mats, num_threads=torch.get_num_threads())
+    return 2 * m * k * n / min(t.timeit(reps).median for _ in range(repeats))
+
+
+def step_gemm_seconds(
+    shapes: Sequence[tuple[int, int, int]], device, repeats: int = 5
+) -> float:
+    r"""The seconds a step's matrix products take, each at its own shape's measured
+    rate.
+
+    Parameters
+    ----------
+    shapes : sequence of (int, int, int)
+        The ``(m, k, n)`` of every product (:func:`gemm_shapes`); a shape may repeat.
+    device : torch.device or str
+    repeats : int
+        Timings of each distinct shape; the fastest gives its rate.
+
+    Returns
+    -------
+    float
+        :math:`\sum_{(m, k, n)} 2 m k n / \text{rate}(m, k, n)`, each rate that of a
+        dense float32 ``torch.mm`` of that shape.
+    """
+    rates = {mkn: _mm_rate(*mkn, torch.device(device), repeats) for mkn in set(shapes)}
+    return sum(2 * m * k * n / rates[(m, k, n)] for m, k, n in shapes)
+
+
+def machine_limits(device, repeats: int = 5, size: int = 2048) -> dict:
+    """The machine's limits: the theoretical peak, and a large GEMM's measured rate.
+
+    Parameters
+    ----------
+    device : torch.device or str
+        On a CPU the peak is ``convs2s_edu._machine.theoretical_peak`` at torch's thread
+        count; on another device there is none.
+    repeats : int
+        Timings of the large GEMM, as in :func:`step_gemm_seconds`.
+    size : int
+        The large GEMM multiplies two ``size x size`` matrices.
+
+    Returns
+    -------
+    dict
+        ``{"theoretical": peak, "size": size, "fp32": row}``, and ``"bf16": row`` where
+        the device multiplies bf16 in hardware. A row is
+        ``{"peak_flops", "large_gemm_flops", "fraction", "check"}``: ``fraction`` is the
+        rate over the peak (None without one); ``check`` is ``""`` when it lies within
+        50-100%, else what is off.
+    """
+    device = torch.device(device)
+    if device.type == "cpu":
+        peak = theoretical_peak(torch.get_num_threads())
+    else:
+        text = f"no theoretical peak: the table covers CPUs, not {device.type} devices"
+        peak = {"fp32_flops": None, "bf16_flops": None, "text": text}
+    limits = {"theoretical": peak, "size": size}
+    dtypes = {"fp32": torch.float32}
+    if bf16_support(device)[0]:
+        dtypes["bf16"] = torch.bfloat16
+    for name, dtype in dtypes.items():
+        rate, top = (
+            _mm_rate(size, size, size, device, repeats, dtype),
+            peak[f"{name}_flops"],
+        )
+        fraction = rate / top if top else None
+        check = "no theoretical peak to check it against" if fraction is None else ""
+        if fraction is not None and fraction > 1:
+            check = (
+                f"above the stated peak: it needs {peak['clock_ghz'] * fraction:.2f} GHz, "
+                f"{peak['clock_source']} gave {peak['clock_ghz']:.2f} GHz"
+            )
+        elif fraction is not None and fraction < 0.5:
+            check = f"below half the stated peak ({100 * fraction:.0f}%)"
+        limits[name] = {
+            "peak_flops": top,
+            "large_gemm_flops": rate,
+            "fraction": fraction,
+            "check": check,
+        }
+    return limits
+
+
+def profile_table(step: Callable, batches: Sequence, n_steps: int, device) -> str:
+    """A :mod:`torch.profiler` table of ``n_steps`` calls of ``step`` on ``batches`` (in
+    turn): the top rows by self CPU time, or CUDA time on a GPU."""
+    from torch.profiler import ProfilerActivity, profile
+
+    device = torch.device(device)
+    activities = [ProfilerActivity.CPU]
+    if device.type == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+    with profile(activities=activities) as prof:
+        window_runner(step, batches, n_steps)()
+        synchronize(device)
+    key = "self_cuda_time_total" if device.type == "cuda" else "self_cpu_time_total"
+    return prof.key_averages().table(
+        sort_by=key, row_limit=12, max_name_column_width=40
+    )
 
 
 @dataclass
@@ -175,7 +352,7 @@ def run_bench(
     -------
     dict
         ``machine``, ``device``, ``quick``, ``paths``, ``skipped_paths``, ``limits``
-        (:func:`~convs2s_edu.lab.timing.machine_limits`), ``measurement`` (every
+        (:func:`machine_limits`), ``measurement`` (every
         window), and per model ``models[name]``: ``flops_per_token``,
         ``gemm_seconds_per_token``, ``n_parameters``, ``paths[path]``
         (``tokens_per_second`` with ``min``, ``max``, ``spread``, ``warmup_seconds``,
@@ -188,12 +365,11 @@ def run_bench(
     dev = resolve_device(device)
     chosen, skipped = _choose_paths(paths, dev, budget)
     limits = machine_limits(dev, budget.peak_repeats, budget.large_gemm)
-    entries, refs, windows, warmups = {}, {}, {}, {}
+    base = TrainConfig(device=str(dev), batch_size=budget.batch_size or 128)
+    batches = [b.to(dev) for b in training_batches(base, budget.n_batches)]
+    entries, refs, steps = {}, {}, {}
     for name in models:
-        cfg = TrainConfig(
-            model=name, device=str(dev), batch_size=budget.batch_size or 128
-        )
-        batches = [b.to(dev) for b in training_batches(cfg, budget.n_batches)]
+        cfg = base.replace(model=name)
         torch.manual_seed(cfg.seed)
         ref = refs[name] = build_model(cfg).to(dev)
         tokens = sum(b.n_target_tokens for b in batches)
@@ -218,22 +394,19 @@ def run_bench(
             model = execution.apply_path(build_model(cfg).to(dev), p)
             optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
             step = make_train_step(model, optimizer, cfg.clip_norm, p.precision)
-            windows[f"{name}/{p.name}"] = window_runner(
-                step, batches, budget.steps_per_window
-            )
-            warmups[f"{name}/{p.name}"] = window_runner(
-                step, batches, budget.warmup_steps
-            )
+            steps[f"{name}/{p.name}"] = step
             if profile and p == execution.ExecutionPath():
                 entry["profile"] = profile_table(
                     step, batches, budget.profile_steps, dev
                 )
-    counts = dict(
-        steps_per_window=budget.steps_per_window, warmup_steps=budget.warmup_steps
+    windows = dict(
+        steps_per_window=budget.steps_per_window,
+        n_rounds=budget.n_rounds,
+        warmup_steps=budget.warmup_steps,
     )
-    m = time_interleaved(windows, budget.n_rounds, dev, warmup=warmups, **counts)
+    m = _time_steps(steps, batches, dev, **windows)
     # the models share the data
-    sources = [x for x, _ in make_datasets(cfg)[2].examples]
+    sources = [x for x, _ in make_datasets(base)[2].examples]
     rounds = {"n_rounds": budget.n_rounds}
     greedy = measure_generation(
         refs, sources[: budget.decode_sentences], (1,), **rounds
@@ -256,12 +429,10 @@ def run_bench(
         "measurement": m.to_dict(),
     }
     if dev.type == "cpu" and len(models) >= 2:
-        cfg = TrainConfig(device="cpu", batch_size=budget.batch_size or 128)
-        rounds |= {"n_batches": budget.n_batches}
-        scaling = measure_threads(cfg, models, **rounds, **counts)
+        scaling = measure_threads(base, models, n_batches=budget.n_batches, **windows)
         # the path each model trains on, as this machine chose it
         path = ", ".join(
-            f"{n} {default_path(dev, cfg.replace(model=n)).name}" for n in models
+            f"{n} {default_path(dev, base.replace(model=n)).name}" for n in models
         )
         result["threads"] = scaling.to_dict() | {
             "verdict": speed_verdict(scaling).text,
@@ -302,10 +473,7 @@ def format_bench(result: dict, profile: bool = True) -> str:
         for name, e in result["models"].items()
         for path, r in e["paths"].items()
     ]
-    widths = [max(len(x) for x in col) for col in zip(head, *rows)]
-    line = lambda cells: "  ".join(c.rjust(w) for c, w in zip(cells, widths))
-    lines = [f"machine: {result['machine']['describe']}", "", line(head)]
-    lines += [line(["-" * w for w in widths]), *map(line, rows), ""]
+    lines = [f"machine: {result['machine']['describe']}", "", _table(head, rows), ""]
     limits = result["limits"]
     lines.append(f"theoretical peak: {limits['theoretical']['text']}")
     for name in [n for n in ("fp32", "bf16") if n in limits]:

@@ -53,15 +53,14 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 import torch
 from torch import nn
-from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.benchmark import Measurement, TaskSpec, Timer, set_torch_threads, timer
 from torch.utils.flop_counter import FlopCounterMode
 
 from .._checks import check_int
-from .._machine import cpu_model, theoretical_peak, usable_cores
+from .._machine import cpu_model, usable_cores
 from ..data import length_batches
 from ..decode import decode_all, greedy_decode
-from ..fast.paths import ExecutionPath, apply_path, bf16_support
+from ..fast.paths import ExecutionPath, apply_path
 from ..loss import sequence_loss
 from ..metrics import evaluate
 from ..registry import model_entry
@@ -70,7 +69,7 @@ from ..training.cache import train_or_load
 from ..training.calibrate import resolve_path
 from ..training.checkpoint import TrainResult
 from ..training.config import MODEL_NAMES, TrainConfig, build_model, make_datasets
-from ..training.device import device_label, resolve_device, synchronize
+from ..training.device import device_label, resolve_device
 from ..training.loop import train
 from ..training.step import make_train_step
 
@@ -91,10 +90,6 @@ __all__ = [
     "speed_table",
     "seconds_per_step",
     "training_flops_per_token",
-    "gemm_shapes",
-    "step_gemm_seconds",
-    "machine_limits",
-    "profile_table",
     "measure_generation",
     "time_incremental_vs_full",
     "LEVELS",
@@ -241,8 +236,6 @@ class WindowStats:
     @classmethod
     def of(cls, values: Sequence[float]) -> WindowStats:
         """The statistics of ``values`` (at least one)."""
-        if len(values) == 0:
-            raise ValueError("need at least one window, got none")
         q1, median, q3 = (float(q) for q in np.percentile(values, [25, 50, 75]))
         return cls(median, float(min(values)), float(max(values)), q1, q3, len(values))
 
@@ -377,7 +370,7 @@ def time_interleaved(
     -------
     SpeedMeasurement
     """
-    check_int("n_rounds", n_rounds, 2)
+    check_int("n_rounds", n_rounds, 2)  # the entry point of the tools and pages
     names = list(windows)
     info = machine_info(torch.device(device))
     warmup_seconds = {}
@@ -417,13 +410,20 @@ def window_runner(step: Callable, batches: Sequence, n_steps: int) -> Callable[[
     return run
 
 
-def _windows(steps: Mapping[str, Callable], batches, steps_per_window, warmup_steps):
-    """The windows and warm-ups of training ``steps`` on ``batches``."""
-    check_int("steps_per_window", steps_per_window, 1)
-    check_int("warmup_steps", warmup_steps, 0)
+def _time_steps(
+    steps, batches, device, steps_per_window, n_rounds, warmup_steps, threads=None
+) -> SpeedMeasurement:
+    """Training ``steps`` on ``batches``, interleaved; with ``threads``, every step at
+    every thread count (:func:`torch.utils.benchmark.set_torch_threads` around each
+    window and warm-up), keyed ``"<name>@<threads>"``."""
     windows = {n: window_runner(s, batches, steps_per_window) for n, s in steps.items()}
     warmups = {n: window_runner(s, batches, warmup_steps) for n, s in steps.items()}
-    return windows, warmups
+    if threads is not None:
+        at = lambda fn, t: set_torch_threads(t)(fn)  # each call at t threads, then back
+        windows = {f"{n}@{t}": at(w, t) for n, w in windows.items() for t in threads}
+        warmups = {f"{n}@{t}": at(w, t) for n, w in warmups.items() for t in threads}
+    counts = dict(steps_per_window=steps_per_window, warmup_steps=warmup_steps)
+    return time_interleaved(windows, n_rounds, device, warmup=warmups, **counts)
 
 
 def training_batches(cfg: TrainConfig, n_batches: int) -> list:
@@ -437,7 +437,6 @@ def training_batches(cfg: TrainConfig, n_batches: int) -> list:
     epoch's cost (with equal-length batches the first few could all be short or all
     long); an epoch of fewer batches is cycled.
     """
-    check_int("n_batches", n_batches, 1)
     train_ds = make_datasets(cfg)[0]
     g = torch.Generator().manual_seed(cfg.seed)
     sampler = length_batches(train_ds.lengths, cfg.batch_size, cfg.batching, g)
@@ -455,13 +454,9 @@ def training_batches(cfg: TrainConfig, n_batches: int) -> list:
     return [train_ds.collate([train_ds[j] for j in idx]) for idx in chosen]
 
 
-def _one_device(models: Mapping[str, nn.Module]) -> torch.device:
-    devices = {next(m.parameters()).device for m in models.values()}
-    if len(devices) != 1:
-        raise ValueError(
-            f"all models must be on one device, got {sorted(map(str, devices))}"
-        )
-    return devices.pop()
+def _device(models: Mapping[str, nn.Module]) -> torch.device:
+    """The device of the first model (all are on one device)."""
+    return next(next(iter(models.values())).parameters()).device
 
 
 def measure_training(
@@ -491,9 +486,7 @@ def measure_training(
     -------
     SpeedMeasurement
     """
-    if len(batches) == 0:
-        raise ValueError("batches must hold at least one batch, got none")
-    device = _one_device(models)
+    device = _device(models)
     batches = [b.to(device) for b in batches]
     steps = {
         n: make_train_step(
@@ -501,9 +494,7 @@ def measure_training(
         )
         for n, m in models.items()
     }
-    windows, warmups = _windows(steps, batches, steps_per_window, warmup_steps)
-    counts = dict(steps_per_window=steps_per_window, warmup_steps=warmup_steps)
-    return time_interleaved(windows, n_rounds, device, warmup=warmups, **counts)
+    return _time_steps(steps, batches, device, steps_per_window, n_rounds, warmup_steps)
 
 
 def _train_step(cfg: TrainConfig, device: torch.device) -> Callable:
@@ -544,9 +535,7 @@ def measure_config(
     dev = resolve_device(cfg.device)
     batches = [b.to(dev) for b in training_batches(cfg, n_batches or steps_per_window)]
     steps = {n: _train_step(cfg.replace(model=n), dev) for n in models}
-    windows, warmups = _windows(steps, batches, steps_per_window, warmup_steps)
-    counts = dict(steps_per_window=steps_per_window, warmup_steps=warmup_steps)
-    return time_interleaved(windows, n_rounds, dev, warmup=warmups, **counts)
+    return _time_steps(steps, batches, dev, steps_per_window, n_rounds, warmup_steps)
 
 
 def _thread_counts(counts: Sequence[int] | None) -> list[int]:
@@ -584,18 +573,15 @@ class ThreadScaling:
                 f"no windows at {threads} threads; measured: {self.thread_counts}"
             )
         raw, at = self.measurement, f"@{threads}"
+        pick = lambda d: {m: d[m + at] for m in self.models if m + at in d}
         return SpeedMeasurement(
-            {m: raw.window_seconds[m + at] for m in self.models},
-            {m: raw.window_tokens[m + at] for m in self.models},
+            pick(raw.window_seconds),
+            pick(raw.window_tokens),
             [k.removesuffix(at) for k in raw.order if k.endswith(at)],
             replace(raw.machine, threads=threads, runnable=list(raw.machine.runnable)),
             raw.steps_per_window,
             raw.warmup_steps,
-            {
-                m: raw.warmup_seconds[m + at]
-                for m in self.models
-                if m + at in raw.warmup_seconds
-            },
+            pick(raw.warmup_seconds),
         )
 
     def to_dict(self) -> dict:
@@ -640,17 +626,11 @@ def measure_threads(
     """
     counts = _thread_counts(thread_counts)
     dev = resolve_device(cfg.device)
-    if dev.type != "cpu":
-        raise ValueError(f"thread counts are measured on the CPU, got device {dev}")
     configs = configs or {n: cfg.replace(model=n) for n in models}
     batches = training_batches(cfg, n_batches or steps_per_window)
     steps = {n: _train_step(c, dev) for n, c in configs.items()}
-    windows, warmups = _windows(steps, batches, steps_per_window, warmup_steps)
-    at = lambda fn, t: set_torch_threads(t)(fn)  # each call at t threads, then back
-    windows = {f"{n}@{t}": at(w, t) for n, w in windows.items() for t in counts}
-    warmups = {f"{n}@{t}": at(w, t) for n, w in warmups.items() for t in counts}
-    counts_kw = dict(steps_per_window=steps_per_window, warmup_steps=warmup_steps)
-    raw = time_interleaved(windows, n_rounds, dev, warmup=warmups, **counts_kw)
+    windows = (steps_per_window, n_rounds, warmup_steps)
+    raw = _time_steps(steps, batches, dev, *windows, threads=counts)
     return ThreadScaling(list(configs), counts, raw)
 
 
@@ -716,10 +696,9 @@ class SpeedVerdict:
 
 def _busy(m: SpeedMeasurement, max_spread: float, max_load: float | None, lab) -> list:
     """Why the machine was too busy or unsteady to compare (empty: it was quiet)."""
-    mach, per_s = m.machine, f"{m.unit.split()[-1]}/s"
+    mach = m.machine
     reasons = [
-        f"{lab(n)}'s windows varied {s.spread:.2f}x ({s.min:,.0f}-{s.max:,.0f} {per_s}), "
-        f"more than the {max_spread:g}x allowed"
+        f"{lab(n)}'s windows varied {s.spread:.2f}x, more than the {max_spread:g}x allowed"
         for n, s in m.throughput.items()
         if s.spread > max_spread
     ]
@@ -734,8 +713,8 @@ def _busy(m: SpeedMeasurement, max_spread: float, max_load: float | None, lab) -
     free = max(limit - mach.threads, 0)  # the cores our PyTorch threads leave free
     if others > free:
         reasons.append(
-            f"{others:g} threads of other processes runnable, {free:g} of {limit:g} cores "
-            f"free beside {mach.threads} PyTorch thread(s)"
+            f"{others:g} threads of other processes runnable, {free:g} of {limit:g} "
+            f"cores free"
         )
     return reasons
 
@@ -763,8 +742,12 @@ def speed_verdict(
     Returns
     -------
     SpeedVerdict
-        A warning and no comparison when the machine was not quiet; otherwise the faster
-        model and the per-round ratio, or "not resolved" when the window ranges overlap.
+        Its ``text`` is one short sentence computed from the checks: ``"WARNING: not
+        compared, ..."`` with the failed checks when the machine was not quiet; else
+        ``"not resolved: ..."`` when the two models' window ranges overlap; else
+        ``"<faster> <x>x as fast as <slower> in <unit> per second"``, ``x`` the median
+        of the per-round ratios. The numbers behind it (every model's windows, spread
+        and per-round ratios) are :func:`speed_table`'s.
 
     Notes
     -----
@@ -776,51 +759,30 @@ def speed_verdict(
     also counts this process's own threads of about the last minute. The verdict never
     says *why* one model was faster.
     """
-    if not (isinstance(max_spread, (int, float)) and max_spread > 1):
-        raise ValueError(f"max_spread must be a number > 1, got {max_spread!r}")
+    lab = lambda n: (labels or {}).get(n, n)
     if isinstance(measured, ThreadScaling):
         by = {
             w: speed_verdict(m, max_spread, labels, max_load)
             for w, m in _by_hardware(measured).items()
         }
-        ok, resolved = (
-            all(v.ok for v in by.values()),
-            all(v.resolved for v in by.values()),
-        )
-        each = (
-            f"{w}: {v.text.removeprefix('WARNING: ').rstrip('.')}"
-            for w, v in by.items()
-        )
-        text = "; ".join(each) + "."
+        ok = all(v.ok for v in by.values())
+        resolved = all(v.resolved for v in by.values())
+        each = [f"{w}: {v.text.removeprefix('WARNING: ')}" for w, v in by.items()]
         reasons = [f"{w}: {r}" for w, v in by.items() for r in v.reasons]
-        return SpeedVerdict(
-            ok, resolved, "WARNING: " * (not ok) + text, reasons, None, by
-        )
+        text = "WARNING: " * (not ok) + "; ".join(each)
+        return SpeedVerdict(ok, resolved, text, reasons, None, by)
     m = measured
-    if len(m.models) < 2:
-        raise ValueError(f"need two models to compare, got {m.models}")
-    lab = lambda n: (labels or {}).get(n, n)
     if reasons := _busy(m, max_spread, max_load, lab):
-        text = f"WARNING: not compared, the machine was busy or unsteady: {'; '.join(reasons)}."
+        why = "; ".join(reasons)
+        text = f"WARNING: not compared, the machine was busy or unsteady: {why}"
         return SpeedVerdict(False, False, text, reasons)
     a, b = m.models[:2]
-    r, ta, tb = m.ratios[b], m.throughput[a], m.throughput[b]  # r: b / a, per round
-    rounds = f"{r.n} rounds"
-    if ta.overlaps(tb):
-        text = (
-            f"not resolved: the windows of {lab(a)} ({ta.min:,.0f}-{ta.max:,.0f}) and "
-            f"{lab(b)} ({tb.min:,.0f}-{tb.max:,.0f} {m.unit}/s) overlap; {lab(b)}/{lab(a)} "
-            f"{r.median:.2f} ({rounds}: {r.min:.2f}-{r.max:.2f})."
-        )
+    if m.throughput[a].overlaps(m.throughput[b]):
+        text = f"not resolved: the windows of {lab(a)} and {lab(b)} overlap"
         return SpeedVerdict(True, False, text)
-    if r.median >= 1:
-        fast, slow, x, lo, hi = b, a, r.median, r.min, r.max
-    else:
-        fast, slow, x, lo, hi = a, b, 1 / r.median, 1 / r.max, 1 / r.min
-    text = (
-        f"{lab(fast)} {x:.2f}x as fast as {lab(slow)} in {m.unit} per second "
-        f"({rounds}: {lo:.2f}-{hi:.2f}; every window faster)."
-    )
+    ratio = m.ratios[b].median  # b's throughput over a's, per round
+    fast, slow, x = (b, a, ratio) if ratio >= 1 else (a, b, 1 / ratio)
+    text = f"{lab(fast)} {x:.2f}x as fast as {lab(slow)} in {m.unit} per second"
     return SpeedVerdict(True, True, text, faster=fast)
 
 
@@ -877,20 +839,13 @@ def speed_table(
     verdict = verdict or speed_verdict(measured, labels=labels)
     windows = f"{first.n_rounds} windows of {first.steps_per_window} step(s) per model"
     scaling = isinstance(measured, ThreadScaling)
-    # every window's
     machine = measured.measurement.machine if scaling else measured.machine
-    return "\n".join(
-        [
-            _table(head, rows),
-            f"({windows}, interleaved)",
-            verdict.text,
-            machine.describe(),
-        ]
-    )
+    lines = [_table(head, rows), f"({windows}, interleaved)", verdict.text]
+    return "\n".join(lines + [machine.describe()])
 
 
 # --------------------------------------------------------------------------------------
-# What a step costs: arithmetic, matrix products, the machine's limits, the profiler
+# What a step costs: its arithmetic
 # --------------------------------------------------------------------------------------
 
 
@@ -922,172 +877,6 @@ def training_flops_per_token(model: nn.Module, batch) -> float:
     model.zero_grad(set_to_none=True)
     model.train(was_training)
     return counter.get_total_flops() / batch.n_target_tokens
-
-
-class _RecordProducts(TorchDispatchMode):
-    """Records the ``(m, k, n)`` of every matrix product run under it in ``shapes``."""
-
-    def __init__(self):
-        super().__init__()
-        self.shapes = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        aten, p = torch.ops.aten, func._overloadpacket
-        out = func(*args, **(kwargs or {}))
-        if p in (aten.mm, aten.addmm, aten.bmm, aten.baddbmm):
-            a, b = args[:2] if p in (aten.mm, aten.bmm) else args[1:3]
-            n = a.shape[0] if a.dim() == 3 else 1  # a bmm is a batch of n products
-            self.shapes += [(a.shape[-2], a.shape[-1], b.shape[-1])] * n
-        elif p is aten.convolution:  # weight (C_out, C_in, k) -> output (B, C_out, T)
-            w = args[1]
-            self.shapes.append(
-                (out.shape[0] * out.shape[2:].numel(), w[0].numel(), w.shape[0])
-            )
-        elif p is aten.convolution_backward:  # grad_output, input, weight, ..., mask
-            g, w, mask = args[0], args[2], args[10]
-            bt, kc = g.shape[0] * g.shape[2:].numel(), w[0].numel()
-            self.shapes += [(bt, w.shape[0], kc)] * mask[0] + [
-                (kc, bt, w.shape[0])
-            ] * mask[1]
-        return out
-
-
-def gemm_shapes(model: nn.Module, batch) -> list[tuple[int, int, int]]:
-    """The ``(m, k, n)`` of every matrix product of one training step.
-
-    Parameters
-    ----------
-    model : nn.Module
-    batch : Batch
-
-    Returns
-    -------
-    list of (int, int, int)
-
-    Notes
-    -----
-    A 1-D convolution of ``C_in -> C_out`` channels, kernel ``k``, over ``B x T`` output
-    positions is the GEMM ``(B T) x (k C_in) . (k C_in) x C_out`` (as
-    :class:`~convs2s_edu.fast.FastConvBlock` computes it), and its backward two more
-    products of the same FLOPs (input and weight gradients).
-    """
-    model.train()
-    batch = batch.to(next(model.parameters()).device)
-    with _RecordProducts() as record:
-        sequence_loss(model(batch.src, batch.tgt_in), batch.tgt_out).backward()
-    model.zero_grad(set_to_none=True)
-    return record.shapes
-
-
-def _mm_rate(
-    m: int, k: int, n: int, device, repeats: int, dtype=torch.float32
-) -> float:
-    """FLOP/s of a dense ``torch.mm`` of ``(m, k) x (k, n)``: the fastest of ``repeats``
-    :meth:`~torch.utils.benchmark.Timer.timeit`, each of enough products for ~0.2 GFLOP."""
-    mats = {
-        "a": torch.randn(m, k, device=device, dtype=dtype),
-        "b": torch.randn(k, n, device=device, dtype=dtype),
-    }
-    reps = max(1, min(200, int(2e8 // max(1, 2 * m * k * n))))
-    t = Timer("torch.mm(a, b)", globals=mats, num_threads=torch.get_num_threads())
-    return 2 * m * k * n / min(t.timeit(reps).median for _ in range(repeats))
-
-
-def step_gemm_seconds(
-    shapes: Sequence[tuple[int, int, int]], device, repeats: int = 5
-) -> float:
-    r"""The seconds a step's matrix products take, each at its own shape's measured
-    rate.
-
-    Parameters
-    ----------
-    shapes : sequence of (int, int, int)
-        The ``(m, k, n)`` of every product (:func:`gemm_shapes`); a shape may repeat.
-    device : torch.device or str
-    repeats : int
-        Timings of each distinct shape; the fastest gives its rate.
-
-    Returns
-    -------
-    float
-        :math:`\sum_{(m, k, n)} 2 m k n / \text{rate}(m, k, n)`, each rate that of a
-        dense float32 ``torch.mm`` of that shape.
-    """
-    rates = {mkn: _mm_rate(*mkn, torch.device(device), repeats) for mkn in set(shapes)}
-    return sum(2 * m * k * n / rates[(m, k, n)] for m, k, n in shapes)
-
-
-def machine_limits(device, repeats: int = 5, size: int = 2048) -> dict:
-    """The machine's limits: the theoretical peak, and a large GEMM's measured rate.
-
-    Parameters
-    ----------
-    device : torch.device or str
-        On a CPU the peak is ``convs2s_edu._machine.theoretical_peak`` at torch's thread
-        count; on another device there is none.
-    repeats : int
-        Timings of the large GEMM, as in :func:`step_gemm_seconds`.
-    size : int
-        The large GEMM multiplies two ``size x size`` matrices.
-
-    Returns
-    -------
-    dict
-        ``{"theoretical": peak, "size": size, "fp32": row}``, and ``"bf16": row`` where
-        the device multiplies bf16 in hardware. A row is
-        ``{"peak_flops", "large_gemm_flops", "fraction", "check"}``: ``fraction`` is the
-        rate over the peak (None without one); ``check`` is ``""`` when it lies within
-        50-100%, else what is off.
-    """
-    device = torch.device(device)
-    if device.type == "cpu":
-        peak = theoretical_peak(torch.get_num_threads())
-    else:
-        text = f"no theoretical peak: the table covers CPUs, not {device.type} devices"
-        peak = {"fp32_flops": None, "bf16_flops": None, "text": text}
-    limits = {"theoretical": peak, "size": size}
-    dtypes = {"fp32": torch.float32}
-    if bf16_support(device)[0]:
-        dtypes["bf16"] = torch.bfloat16
-    for name, dtype in dtypes.items():
-        rate, top = (
-            _mm_rate(size, size, size, device, repeats, dtype),
-            peak[f"{name}_flops"],
-        )
-        fraction = rate / top if top else None
-        check = "no theoretical peak to check it against" if fraction is None else ""
-        if fraction is not None and fraction > 1:
-            check = (
-                f"above the stated peak: it needs {peak['clock_ghz'] * fraction:.2f} GHz, "
-                f"{peak['clock_source']} gave {peak['clock_ghz']:.2f} GHz"
-            )
-        elif fraction is not None and fraction < 0.5:
-            check = f"below half the stated peak ({100 * fraction:.0f}%)"
-        limits[name] = {
-            "peak_flops": top,
-            "large_gemm_flops": rate,
-            "fraction": fraction,
-            "check": check,
-        }
-    return limits
-
-
-def profile_table(step: Callable, batches: Sequence, n_steps: int, device) -> str:
-    """A :mod:`torch.profiler` table of ``n_steps`` calls of ``step`` on ``batches`` (in
-    turn): the top rows by self CPU time, or CUDA time on a GPU."""
-    from torch.profiler import ProfilerActivity, profile
-
-    device = torch.device(device)
-    activities = [ProfilerActivity.CPU]
-    if device.type == "cuda":
-        activities.append(ProfilerActivity.CUDA)
-    with profile(activities=activities) as prof:
-        window_runner(step, batches, n_steps)()
-        synchronize(device)
-    key = "self_cuda_time_total" if device.type == "cuda" else "self_cpu_time_total"
-    return prof.key_averages().table(
-        sort_by=key, row_limit=12, max_name_column_width=40
-    )
 
 
 # --------------------------------------------------------------------------------------
@@ -1131,12 +920,9 @@ def measure_generation(
     decoder state (ConvS2S shifts its convolution windows, it does not recompute them).
     """
     sources = [list(x) for x in sources]
-    if not sources:
-        raise ValueError("need at least one source sentence, got none")
-    device = _one_device(models)
+    device = _device(models)
     out = {}
     for k in beam_sizes:
-        k = check_int("beam size", k)
         window = lambda m, k=k: lambda: len(decode_all(m, sources, k, batch_size))
         warm = lambda m, k=k: lambda: decode_all(m, sources[:batch_size], beam_size=k)
         windows = {n: window(m) for n, m in models.items()}
@@ -1180,22 +966,16 @@ def time_incremental_vs_full(
     For ConvS2S the full recompute costs :math:`\sum_{t=1}^{T} t = T(T+1)/2` decoder
     columns against :math:`T` with the cache.
     """
-    if not isinstance(model, EncoderDecoder):
-        raise TypeError(
-            f"cannot time a {type(model).__name__}; expected an EncoderDecoder"
+    if max(target_lengths) > model.max_positions:  # decoding would index past the table
+        raise ValueError(
+            f"target lengths {tuple(target_lengths)} exceed the model's max_positions="
+            f"{model.max_positions}; build the model with a larger one"
         )
-    top = model.max_positions
-    name = f"target length (at most max_positions={top}; build the model with a larger one)"
-    lengths = [check_int(name, T, 1, top) for T in target_lengths]
-    batch_size, repeats = (
-        check_int("batch_size", batch_size),
-        check_int("repeats", repeats),
-    )
     device = next(model.parameters()).device
     gen = torch.Generator().manual_seed(int(seed))
     run = "decode(model, src, max_len=T, incremental=inc, stop_at_eos=False)"
     records = []
-    for T in lengths:
+    for T in target_lengths:
         src = torch.randint(1, model.vocab_size + 1, (batch_size, T), generator=gen)
         scope = {"decode": greedy_decode, "model": model, "src": src.to(device), "T": T}
         inc, full = (
@@ -1254,9 +1034,6 @@ def convergence(
     level was reached at most ``eval_every`` steps earlier. The seconds come from the
     interleaved windows, so whatever else the machine did during training stays out.
     """
-    for level in levels:
-        if not 0 < level <= 1:
-            raise ValueError(f"levels must lie in (0, 1], got {level!r}")
     rows = []
     for name, result in results.items():
         h = result.history

@@ -71,7 +71,8 @@ for run in runs.values():
 # thread count, as under the tables above): a warning
 # when a model's windows varied by more than 1.5x or the machine was busier
 # than the cores a count leaves free; "not resolved" when the models' window
-# ranges overlap; otherwise the ratio with its range.
+# ranges overlap; otherwise the faster model and the median of the per-round
+# ratios (their range is the tables' last column).
 
 seed.verdict
 
