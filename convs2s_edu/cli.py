@@ -91,7 +91,7 @@ _CONFIG_OPTIONS = {
     },
     "--epochs": {
         "type": int,
-        "help": "passes over the training set (seed recipe: 30; fast: 8 rounds of 12,800 new "
+        "help": "passes over the training set (original recipe: 30; fast: 8 rounds of 12,800 new "
         "examples)",
     },
     "--device": {"help": "auto (default), cpu, cuda or cuda:N"},
@@ -116,17 +116,20 @@ def _add_config_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--recipe",
         choices=tuple(RECIPES),
-        default="seed",
-        help="seed (default): the seed notebook's 30 epochs over 10,000 fixed examples, Adam "
-        "1e-3, dropout 0.1; fast: a fresh batch every step, 5%% warm-up to 3e-3 and linear "
-        "decay, Adam beta2 0.98, no dropout, 800 steps. Options below change its fields",
+        default="original",
+        help="original (default): the original notebook's 30 epochs over 10,000 fixed "
+        "examples, Adam 1e-3, dropout 0.1; fast: a fresh batch every step, 5%% warm-up to "
+        "3e-3 and linear decay, Adam beta2 0.98, no dropout, 800 steps. Options below "
+        "change its fields",
     )
     for flag, kwargs in _CONFIG_OPTIONS.items():
         p.add_argument(flag, **kwargs)
     p.add_argument(
-        "--seed-convs2s",
+        "--original-convs2s",
+        "--seed-convs2s",  # its name until 0.4
+        dest="original_convs2s",
         action="store_true",
-        help="train the seed's simplified ConvS2S (no weight norm, default init, "
+        help="train the original notebook's simplified ConvS2S (no weight norm, default init, "
         "no gradient or context scaling) instead of the paper's",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -150,8 +153,8 @@ def _config(args, model: str):
     )
     given = {k: getattr(args, k, None) for k in _CONFIG_FIELDS}  # compare has no --fast
     changes |= {k: v for k, v in given.items() if v is not None}
-    # the paper's normalisation, or the seed's simplified ConvS2S
-    paper = not args.seed_convs2s
+    # the paper's normalisation, or the original notebook's simplified ConvS2S
+    paper = not args.original_convs2s
     return TrainConfig.recipe(
         args.recipe, model=model, paper_normalisation=paper, **changes
     )
@@ -400,7 +403,7 @@ def _cmd_evaluate(args) -> None:
 
 #: ``compare``'s steps between held-out scorings when ``--eval-every`` is not given, per
 #: recipe: about 50 points on each learning curve.
-COMPARE_EVAL_EVERY = {"seed": 50, "fast": 20}
+COMPARE_EVAL_EVERY = {"original": 50, "fast": 20}
 
 
 def _cmd_compare(args):

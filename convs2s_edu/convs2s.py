@@ -11,7 +11,7 @@ Each class maps to a part of the paper:
 :class:`ConvS2S`                 :class:`~convs2s_edu.EncoderDecoder` of the two (§3)
 ===============================  ==================================================================
 
-Defaults follow the seed notebook (``../shared/seeds/000``): 128-dimensional
+Defaults follow the original notebook (``../shared/seeds/000``): 128-dimensional
 embeddings and hidden states, 4 + 4 layers, kernel width 3, dropout 0.1, and
 *none* of the paper's normalisation tricks. :meth:`ConvS2SConfig.paper` turns
 the three tricks on (weight normalisation with the paper's initialisation,
@@ -61,7 +61,7 @@ SQRT_HALF = math.sqrt(0.5)
 
 @dataclass
 class ConvS2SConfig(ModelConfig):
-    """Hyperparameters of :class:`ConvS2S`. Defaults are the seed notebook's.
+    """Hyperparameters of :class:`ConvS2S`. Defaults are the original notebook's.
 
     Parameters
     ----------
@@ -88,14 +88,16 @@ class ConvS2SConfig(ModelConfig):
         the model accepts. The toy task needs 21 (20 tokens + ``<sos>``).
     weight_norm : bool
         Weight-normalise every convolution and linear layer (§4.2) and use the
-        paper's initialisation (§3.5). Paper: on. Seed: off (PyTorch's default init).
+        paper's initialisation (§3.5). Paper: on. Original notebook: off (PyTorch's
+        default init).
     scale_encoder_grad : bool
         Multiply the gradient that flows into the encoder by
         ``1 / n_decoder_layers``, the number of attention mechanisms (§3.4).
-        Identity in the forward pass. Paper: on. Seed: off.
+        Identity in the forward pass. Paper: on. Original notebook: off.
     scale_context : bool
         Multiply the attention context :math:`c^l_i` by :math:`m\\sqrt{1/m}`,
-        :math:`m` the number of real source tokens (§3.4). Paper: on. Seed: off.
+        :math:`m` the number of real source tokens (§3.4). Paper: on. Original notebook:
+        off.
 
     Notes
     -----
@@ -126,7 +128,7 @@ class ConvS2SConfig(ModelConfig):
 
     @classmethod
     def paper(cls, **overrides) -> ConvS2SConfig:
-        """The seed's sizes with all three of the paper's normalisation tricks on."""
+        """The original notebook's sizes with all three of the paper's normalisation tricks on."""
         tricks = dict(weight_norm=True, scale_encoder_grad=True, scale_context=True)
         return cls(**{**tricks, **overrides})
 
@@ -653,7 +655,7 @@ class ConvDecoder(Decoder):
     Departures: :math:`W^l_c` maps the context from :math:`f` to :math:`d`
     (the paper adds :math:`c^l_i` to :math:`h^l_i` and leaves the sizes
     implicit; fairseq uses the same projection), and the sum is scaled by
-    :math:`\sqrt{0.5}` as in fairseq. The seed's block order is kept: the
+    :math:`\sqrt{0.5}` as in fairseq. The original notebook's block order is kept: the
     residual is added inside the ConvBlock, before attention.
 
     The decoder reads the encoder output through :meth:`memory`: keys
@@ -787,7 +789,7 @@ class ConvS2S(EncoderDecoder):
     Parameters
     ----------
     cfg : ConvS2SConfig, optional
-        Hyperparameters; the seed's defaults when omitted.
+        Hyperparameters; the original notebook's defaults when omitted.
 
     Returns
     -------

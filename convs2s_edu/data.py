@@ -12,8 +12,8 @@ measures what a batching wastes.
 
 Tasks
 -----
-Sorting is the seed's task. Its source is a bag of numbers: the order of the
-source carries no information about the target. Two sibling tasks with the same
+Sorting is the original notebook's task. Its source is a bag of numbers: the order of
+the source carries no information about the target. Two sibling tasks with the same
 vocabulary and lengths (:data:`TASKS`) let the experiments ask what positions and
 re-ordering cost where order *does* matter:
 
@@ -69,7 +69,8 @@ __all__ = [
 #: Id of the padding token. Every model derives its padding mask from it.
 PAD = 0
 
-#: The tasks (see the module's notes): the seed's sorting, and two that re-order less.
+#: The tasks (see the module's notes): the original notebook's sorting, and two that
+#: re-order less.
 TASKS = ("sort", "reverse", "copy")
 
 
@@ -347,7 +348,8 @@ class SortingDataset(Dataset):
         the task's target of the source (the sorted source for ``"sort"``) are rejected
         (``ValueError``).
     task : {"sort", "reverse", "copy"}
-        The task the targets follow (:data:`TASKS`; default the seed's sorting).
+        The task the targets follow (:data:`TASKS`; default the original notebook's
+        sorting).
 
     Notes
     -----

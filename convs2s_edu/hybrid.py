@@ -1,7 +1,7 @@
 r"""Hybrids: a GRU encoder with the convolutional decoder, a convolutional encoder with
 the GRU decoder.
 
-The seed article argues that for targets that *reorder* the source, a recurrent
+Shi's article argues that for targets that *reorder* the source, a recurrent
 encoder with a convolutional decoder may be the better pair (``../shared/seeds/001``,
 the section on encoder and decoder choices). With the common interface of
 :mod:`convs2s_edu.seq2seq` such a model is the parts of the two models put

@@ -1,9 +1,9 @@
 r"""Evaluation metrics for the sorting task: exact match and token accuracy.
 
 The paper reports BLEU on translation; a sorted sequence is either right or wrong, so
-the seed notebook uses two simpler measures: :func:`exact_match`, the share of sequences
-that are entirely right, and :func:`token_accuracy`, the share of reference positions
-that are right.
+the original notebook uses two simpler measures: :func:`exact_match`, the share of
+sequences that are entirely right, and :func:`token_accuracy`, the share of reference
+positions that are right.
 :func:`evaluate` decodes a data set with a model and returns both;
 :func:`teacher_forced_scores` gets the same exact match, and the loss, from one
 teacher-forced pass.

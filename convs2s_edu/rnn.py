@@ -6,7 +6,7 @@ ConvS2S set out to replace. In the paper it is a rival in §5.1: the WMT'16
 English-Romanian winner it beats (Sennrich et al., 2016b) "implements the
 attention-based sequence to sequence architecture of Bahdanau et al. (2014) and uses
 GRU cells both in the encoder and decoder"; its other rivals are deep LSTMs
-(GNMT, Wu et al., 2016). The equations follow section 6 of the seed article [2]_,
+(GNMT, Wu et al., 2016). The equations follow section 6 of Shi's article [2]_,
 ``../shared/seeds/001``:
 
 .. math::
@@ -135,7 +135,7 @@ class BahdanauAttention(nn.Module):
 
     Notes
     -----
-    The form of section 6 of the seed article, which the package follows:
+    The form of section 6 of Shi's article, which the package follows:
 
     .. math::
 
@@ -149,7 +149,7 @@ class BahdanauAttention(nn.Module):
     Bahdanau et al. (2014, appendix A.1.2) write the same score with the letters
     swapped and no bias, :math:`v_a^\top \tanh(W_a s_{i-1} + U_a h_j)`: their
     :math:`U_a` (pre-computed, on the annotations) is this class's ``W_a``, their
-    :math:`W_a` (on the decoder state) is ``U_a``, and :math:`b_a` is the seed
+    :math:`W_a` (on the decoder state) is ``U_a``, and :math:`b_a` is Shi's
     article's.
 
     References
@@ -366,7 +366,7 @@ class GRUDecoder(Decoder):
     target position: :math:`s_t` needs :math:`s_{t-1}`, so the steps cannot run in
     parallel, even when every input :math:`y_{t-1}` is known in advance.
 
-    Departure from Bahdanau et al.: the output layer is the seed article's
+    Departure from Bahdanau et al.: the output layer is Shi's article's
     :math:`\mathrm{softmax}(W_s s_t + b_s)` rather than the paper's deep maxout
     output over :math:`(s_t, y_{t-1}, c_t)`.
 

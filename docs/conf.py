@@ -193,7 +193,8 @@ def _resolve_reexported(app, env, node, contnode):
 FIRST_CELL = """\
 # Set-up: run this cell first.
 # QUICK = True: small data, few epochs (minutes on a laptop CPU).
-# QUICK = False: the full experiment of the site (the seed's 10,000 examples, 30 epochs).
+# QUICK = False: the full experiment of the site (the original notebook's 10,000
+# examples, 30 epochs).
 QUICK = True
 
 import glob, importlib.util, os, subprocess, sys

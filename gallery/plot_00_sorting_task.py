@@ -18,7 +18,7 @@ no token.
 # --------
 # :func:`~convs2s_edu.generate_dataset` draws ``(input_seq, sorted_seq)`` pairs
 # with lengths uniform in ``[min_len, max_len]`` and tokens uniform in
-# ``1..vocab_size``, with repetition. The training pages use the seed
+# ``1..vocab_size``, with repetition. The training pages use the original
 # notebook's sizes; this page uses shorter sequences so that a whole batch
 # fits in one legible figure.
 
@@ -29,7 +29,7 @@ from matplotlib.colors import ListedColormap
 from convs2s_edu import PAD, collate_batch, eos_index, generate_dataset, sos_index
 from convs2s_edu.data import n_token_ids
 
-VOCAB_SIZE = 50  # the seed's vocabulary: tokens 1..50
+VOCAB_SIZE = 50  # the original notebook's vocabulary: tokens 1..50
 examples = generate_dataset(n_samples=4, min_len=3, max_len=8, vocab_size=VOCAB_SIZE, seed=3)
 for x, y in examples:
     print(f"{str(x):36s} -> {y}")
@@ -150,7 +150,7 @@ plt.show()
 # Tokens are drawn with repetition, so longer sequences often hold the same
 # integer twice and the sorted output must repeat it too: a model cannot just
 # "mark which integers occur". The share of sequences with at least one
-# repeated token, at the seed's lengths (8 to 20) and vocabulary:
+# repeated token, at the original notebook's lengths (8 to 20) and vocabulary:
 
 big = generate_dataset(n_samples=2000, min_len=8, max_len=20, vocab_size=VOCAB_SIZE, seed=0)
 has_repeat = np.mean([len(set(x)) < len(x) for x, _ in big])

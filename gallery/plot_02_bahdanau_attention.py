@@ -23,7 +23,7 @@ the two models' queries once ConvS2S is taught.
 # ------------------
 # The recurrent decoder scores source annotation :math:`h_j` (forward and
 # backward GRU states, concatenated) against its *previous* state
-# :math:`s_{t-1}` with a one-hidden-layer network, as section 6 of the seed
+# :math:`s_{t-1}` with a one-hidden-layer network, as section 6 of Shi's
 # article writes it (Bahdanau et al., 2014, appendix A.1.2, swap the letters,
 # :math:`W_a s_{i-1} + U_a h_j`, and have no :math:`b_a`; :ref:`departures`).
 # :math:`h_j` is always a GRU annotation; ConvS2S's decoder state is :math:`h^l_i`.
@@ -89,12 +89,12 @@ assert torch.allclose(c_b[0], c_b_hand, atol=1e-6)
 # %%
 # :meth:`GRUDecoder.start <convs2s_edu.GRUDecoder.start>` stores the keys in
 # :class:`~convs2s_edu.rnn.GRUDecoderState` for every
-# :meth:`GRUDecoder.step <convs2s_edu.GRUDecoder.step>`: at the seed's sizes,
+# :meth:`GRUDecoder.step <convs2s_edu.GRUDecoder.step>`: at the original notebook's sizes,
 # :math:`m \cdot 2n \cdot n'` multiply-adds once instead of at all :math:`T` steps.
 
 torch.manual_seed(0)
-rnn = RNNSeq2Seq(RNNSeq2SeqConfig(vocab_size=50)).eval()  # the seed's sizes
-S_max, T_max = 20, 21  # the seed's longest source, and its decoder input (<sos> + 20)
+rnn = RNNSeq2Seq(RNNSeq2SeqConfig(vocab_size=50)).eval()  # the original notebook's sizes
+S_max, T_max = 20, 21  # the original notebook's longest source, and its decoder input (<sos> + 20)
 once = S_max * 2 * rnn.cfg.hidden_dim * rnn.cfg.attention_dim
 print(f"W_a h_j once: {once:,d} multiply-adds; at every step: {once * T_max:,d}")
 batch = collate_batch(generate_dataset(2, 5, 8, 50, seed=2), 50)
@@ -107,7 +107,7 @@ print("GRUDecoderState.keys == W_a(h) + b_a:", same)
 # %%
 # One step of the GRU decoder
 # ---------------------------
-# The whole step (section 6 of the seed article; Bahdanau et al., 2014, appendix A.2.2):
+# The whole step (section 6 of Shi's article; Bahdanau et al., 2014, appendix A.2.2):
 # :meth:`GRUDecoder.start <convs2s_edu.GRUDecoder.start>` computes :math:`s_0` from the
 # backward encoder GRU's last state, :meth:`GRUDecoder.step <convs2s_edu.GRUDecoder.step>`
 # reads the context with :math:`s_{t-1}`, updates the state and scores the next token:

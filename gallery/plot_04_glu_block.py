@@ -8,7 +8,7 @@ for positions, and then through a stack of identical blocks: a convolution, a
 :math:`\sqrt{0.5}`. This page takes both apart on untrained weights: what the
 embeddings are and what one block computes. Why many such blocks can be
 stacked is :ref:`the next page <sphx_glr_auto_examples_plot_05_deep_stack.py>`.
-Its modules come from ``ConvS2SConfig()``, the seed's model with PyTorch's
+Its modules come from ``ConvS2SConfig()``, the original notebook's model with PyTorch's
 initialisation; the site trains ``ConvS2SConfig.paper()``, the same sizes with
 weight normalisation, the paper's initialisation and the two scalings. Shapes
 and equations are the same; only the initial values differ.
@@ -46,7 +46,7 @@ from convs2s_edu.lab.site import code_lines
 print(code_lines(TokenPositionEmbedding.forward, "e_j = w_j + p_j"))
 
 torch.manual_seed(0)
-cfg = ConvS2SConfig()  # the seed's sizes
+cfg = ConvS2SConfig()  # the original notebook's sizes
 embed = TokenPositionEmbedding(n_token_ids(cfg.vocab_size), cfg.embed_dim, cfg.max_positions)
 embed.eval()  # no dropout
 

@@ -24,8 +24,8 @@ would shrink them (§3.2).
 # (:math:`v + h^{l-1}`, by hand), with the paper's initialisation
 # (``weight_norm=True``, :math:`W \sim \mathcal{N}(0, \sqrt{4/(kd)})`, §3.5,
 # meant to give :math:`v` the variance of the block's input); a third curve
-# uses PyTorch's default initialisation, the seed's (``weight_norm=False``).
-# The first printout is the line of :meth:`ConvBlock.forward
+# uses PyTorch's default initialisation, the original notebook's
+# (``weight_norm=False``). The first printout is the line of :meth:`ConvBlock.forward
 # <convs2s_edu.ConvBlock.forward>` that scales the sum.
 
 import math
@@ -40,7 +40,7 @@ from convs2s_edu.lab import site
 
 print(site.code_lines(ConvBlock.forward, "h = sqrt(0.5) (v + x)"))
 
-cfg = ConvS2SConfig()  # the seed's sizes
+cfg = ConvS2SConfig()  # the original notebook's sizes
 d, k = cfg.hidden_dim, cfg.kernel_size
 N_LAYERS = 40
 
@@ -202,8 +202,8 @@ plt.show()
 #
 # Try it
 # ------
-# **1. The seed's depth.** The trained models have 4 encoder blocks. Predict
-# :math:`\mathrm{Var}(h^4) / \mathrm{Var}(h^0)` in the variance experiment's
+# **1. The original notebook's depth.** The trained models have 4 encoder blocks.
+# Predict :math:`\mathrm{Var}(h^4) / \mathrm{Var}(h^0)` in the variance experiment's
 # scaled and plain stacks (paper's initialisation).
 #
 # .. raw:: html

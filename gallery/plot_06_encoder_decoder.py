@@ -13,7 +13,7 @@ without peeking at the answer.
 This page measures both properties on untrained models: how far each output
 sees after :math:`l` layers (its receptive field), and that changing a future
 target token leaves the earlier outputs untouched. The models use
-``ConvS2SConfig`` (the seed's initialisation); the site trains
+``ConvS2SConfig`` (the original notebook's initialisation); the site trains
 ``ConvS2SConfig.paper()``, but both properties come from where the zeros go,
 not from the weights, and the build checks them for the paper's configuration.
 """
@@ -134,16 +134,16 @@ fig.suptitle(r"Inputs $j$ that reach output $i$ after $l$ layers (non-zero gradi
 plt.show()
 
 # %%
-# The window of an encoder output with the seed's configuration, against the
-# seed's longest sources: when the window is the shorter, it is attention over
-# all :math:`z^u_j` that gives every decoder position the whole source.
+# The window of an encoder output with the original notebook's configuration, against
+# the original notebook's longest sources: when the window is the shorter, it is
+# attention over all :math:`z^u_j` that gives every decoder position the whole source.
 
-seed = ConvS2SConfig()
-SEED_MAX_LEN = 20  # the seed's sequences have 8 to 20 tokens
-L_seed, k_seed = seed.n_encoder_layers, seed.kernel_size
-field = 1 + L_seed * (k_seed - 1)
-print(f"seed: {L_seed} encoder layers, k = {k_seed}: receptive field {field} tokens")
-print(f"longest source: {SEED_MAX_LEN} tokens; covered by one output: {field >= SEED_MAX_LEN}")
+original = ConvS2SConfig()
+MAX_LEN = 20  # the original notebook's sequences have 8 to 20 tokens
+layers, width = original.n_encoder_layers, original.kernel_size
+field = 1 + layers * (width - 1)
+print(f"original notebook: {layers} encoder layers, k = {width}: receptive field {field}")
+print(f"longest source: {MAX_LEN} tokens; covered by one output: {field >= MAX_LEN}")
 
 # %%
 # The decoder's padding, and the paper's wording
@@ -182,7 +182,7 @@ assert both[:, :-k].shape[1] == T6 - 1 and left.shape[1] == T6 and same
 # *source* token reaches every decoder position through attention.
 
 torch.manual_seed(0)
-model = ConvS2S(ConvS2SConfig(vocab_size=VOCAB_SIZE)).eval()  # the seed's sizes
+model = ConvS2S(ConvS2SConfig(vocab_size=VOCAB_SIZE)).eval()  # the original notebook's sizes
 T, j = tgt_in.shape[1], 20
 changed_tgt = tgt_in.clone()
 changed_tgt[0, j] = changed_tgt[0, j] % VOCAB_SIZE + 1  # another ordinary token

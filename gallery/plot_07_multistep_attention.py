@@ -62,7 +62,7 @@ for equation in ("d_i = W_d h_i", "d_i · z_j", "a_ij = softmax_j", "c_i = Σ_j 
 # :math:`f = 3`, decoder states of size :math:`d = 4` and two target positions.
 # The weights are random numbers rounded to one decimal so that the printout
 # can be checked by hand; they replace the module's initial ones, so the
-# initialisation (the seed's or the paper's) plays no part here.
+# initialisation (the original notebook's or the paper's) plays no part here.
 
 
 import matplotlib.pyplot as plt

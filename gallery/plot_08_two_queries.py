@@ -30,7 +30,7 @@ from convs2s_edu import ConvS2S, ConvS2SConfig, RNNSeq2Seq, RNNSeq2SeqConfig
 from convs2s_edu.data import collate_batch, generate_dataset
 
 torch.manual_seed(0)
-rnn = RNNSeq2Seq(RNNSeq2SeqConfig(vocab_size=50)).eval()  # the seed's sizes
+rnn = RNNSeq2Seq(RNNSeq2SeqConfig(vocab_size=50)).eval()  # the original notebook's sizes
 conv = ConvS2S(ConvS2SConfig(vocab_size=50)).eval()
 batch = collate_batch(generate_dataset(2, 5, 8, 50, seed=2), 50)
 with torch.no_grad():

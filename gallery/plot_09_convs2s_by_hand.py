@@ -207,10 +207,10 @@ torch.testing.assert_close(out, module["out"][0, i])
 # sphinx_gallery_end_ignore
 
 # %%
-# The same step at the seed's sizes
-# ---------------------------------
-# Nothing above depends on the sizes: the seed's :math:`f = d = 128`, seeded
-# random weights and source, the same arithmetic written with matrix products.
+# The same step at the original notebook's sizes
+# ----------------------------------------------
+# Nothing above depends on the sizes: the original notebook's :math:`f = d = 128`,
+# seeded random weights and source, the same arithmetic written with matrix products.
 
 torch.manual_seed(0)
 big = ConvDecoder(ConvS2SConfig(n_decoder_layers=1, dropout=0.0)).eval()
@@ -239,7 +239,7 @@ torch.testing.assert_close(out_b, big_seen["out"][0][0, i])
 #   halves :math:`A` and :math:`B` of the gated linear unit, the scaled residual, the
 #   query :math:`d_i`, the weights :math:`a_{ij}` over the keys :math:`z_j`, the context
 #   over the values :math:`z_j + e_j`, and the context added to the state; every number
-#   equal to what the module computes, at these sizes and at the seed's.
+#   equal to what the module computes, at these sizes and at the original notebook's.
 # * Where :math:`\sqrt{0.5}` and the values :math:`z_j + e_j` come from: :ref:`Five
 #   questions learners ask <sphx_glr_auto_examples_plot_17_questions.py>`.
 #

@@ -2,8 +2,8 @@ r"""
 Training both models
 ====================
 
-The central experiment of the seed notebook: train ConvS2S and the GRU baseline on the
-*same* sorting examples, with the same optimiser, batch size and number of epochs.
+The central experiment of the original notebook: train ConvS2S and the GRU baseline on
+the *same* sorting examples, with the same optimiser, batch size and number of epochs.
 
 This page trains both models (or loads them from the cache, see below), counts their
 parameters and draws their loss curves against epochs, then trains both again with a
@@ -16,8 +16,8 @@ optimiser steps. How fast each model trains, on the clock, is the subject of
 # Train, or load from the cache
 # -----------------------------
 # :func:`~convs2s_edu.lab.site.site_config` is the configuration every gallery page
-# uses: the seed notebook's experiment, or a much smaller one when the site is built in
-# quick mode (``CONVS2S_EDU_QUICK=1``). :func:`~convs2s_edu.train_or_load` trains a
+# uses: the original notebook's experiment, or a much smaller one when the site is built
+# in quick mode (``CONVS2S_EDU_QUICK=1``). :func:`~convs2s_edu.train_or_load` trains a
 # model once and stores the checkpoint, with its timing history, in a cache keyed by the
 # configuration, so the pages after this one load the same two models (run on its own,
 # this page trains them, which takes a while on a CPU, or reuses your cache).
@@ -69,10 +69,10 @@ for name in MODELS:
 # %%
 # How big the two models are
 # --------------------------
-# Both models use the seed's sizes (embeddings and hidden states, printed below).
-# ConvS2S is trained with the paper's weight normalisation, initialisation and gradient
-# and context scaling when the flag printed above is on (see :ref:`the pages on the
-# paper's normalisation
+# Both models use the original notebook's sizes (embeddings and hidden states, printed
+# below). ConvS2S is trained with the paper's weight normalisation, initialisation and
+# gradient and context scaling when the flag printed above is on (see :ref:`the pages on
+# the paper's normalisation
 # <sphx_glr_auto_examples_normalisation_plot_02_weight_normalisation.py>` and
 # :ref:`departures`); weight normalisation adds a length parameter per output unit,
 # which the counts include. The trainable parameters include the embedding tables; the
@@ -143,16 +143,16 @@ print(comparison("final held-out loss", final, fmt="{:.4f}"))
 # %%
 # A second recipe
 # ---------------
-# The seed's recipe is the notebook's: 10,000 examples seen 30 times, a constant
-# learning rate, dropout. Training a transformer made another kind standard, and the
-# ``"fast"`` recipe of :meth:`TrainConfig.recipe <convs2s_edu.TrainConfig.recipe>` is
+# The original notebook's recipe is the notebook's: 10,000 examples seen 30 times, a
+# constant learning rate, dropout. Training a transformer made another kind standard,
+# and the ``"fast"`` recipe of :meth:`TrainConfig.recipe <convs2s_edu.TrainConfig.recipe>` is
 # one of them: every optimiser step sees 128 examples it never saw before (on this task
 # they cost nothing to draw, so nothing needs repeating), the learning rate rises
-# linearly over the first 5% of the steps to a peak three times the seed's, then falls
-# linearly to zero, Adam's :math:`\beta_2` is 0.98 instead of 0.999 (a shorter memory of
-# the gradients' scale, which the changing learning rate calls for), and there is no
-# dropout (with fresh data there is nothing to overfit). The cell prints the two
-# recipes side by side, with their numbers of steps.
+# linearly over the first 5% of the steps to a peak three times the original notebook's,
+# then falls linearly to zero, Adam's :math:`\beta_2` is 0.98 instead of 0.999 (a
+# shorter memory of the gradients' scale, which the changing learning rate calls for),
+# and there is no dropout (with fresh data there is nothing to overfit). The cell prints
+# the two recipes side by side, with their numbers of steps.
 
 recipes = {r: {n: site_config(n, r) for n in MODELS} for r in SITE_RECIPES}
 runs = {r: {n: train_or_load(recipes[r][n]) for n in MODELS} for r in SITE_RECIPES}
@@ -166,7 +166,7 @@ for r, by_model in recipes.items():
     )
 
 # sphinx_gallery_start_ignore
-assert runs["seed"]["convs2s"].history.evals == histories["convs2s"].evals
+assert runs["original"]["convs2s"].history.evals == histories["convs2s"].evals
 for r in SITE_RECIPES:
     for n in MODELS:
         h = runs[r][n].history

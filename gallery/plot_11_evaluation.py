@@ -13,9 +13,9 @@ breaks the scores down by sequence length and prints a few outputs side by side.
 # Two measures
 # ------------
 # The paper scores translations with BLEU. A sorted sequence is either right or wrong,
-# so the seed notebook uses two simpler measures over :math:`N` test pairs of a decoded
-# output :math:`\hat y^{(n)}` and its reference :math:`y^{(n)}` (token lists without
-# ``<sos>``/``<eos>``):
+# so the original notebook uses two simpler measures over :math:`N` test pairs of a
+# decoded output :math:`\hat y^{(n)}` and its reference :math:`y^{(n)}` (token lists
+# without ``<sos>``/``<eos>``):
 #
 # .. math::
 #

@@ -205,15 +205,16 @@ plt.show()
 # :math:`\sigma^2\sqrt{f}`, and a large spread makes the softmax nearly one-hot. The
 # ConvS2S paper says nothing about the scale of its scores. The cell measures layer 1's
 # scores on a batch of 64 sorting examples under the paper's initialisation and the
-# seed's (PyTorch's): their standard deviation within a row (the spread the softmax
-# sees; an offset common to a row does not change the weights), and the mean largest
-# weight next to :math:`1/m` (uniform).
+# original notebook's (PyTorch's): their standard deviation within a row (the spread the
+# softmax sees; an offset common to a row does not change the weights), and the mean
+# largest weight next to :math:`1/m` (uniform).
 
 src64 = torch.randint(1, cfg.vocab_size + 1, (64, 12), generator=gen)  # (B, S)
 sos = torch.full((64, 1), sos_index(cfg.vocab_size))
 tgt64 = torch.cat([sos, src64.sort(1).values], 1)  # (B, T)
 print(f"1/m = {1 / src64.shape[1]:.3f} (uniform attention over m = {src64.shape[1]})")
-for name, init in (("paper's init", ConvS2SConfig.paper()), ("seed's init", ConvS2SConfig())):
+inits = {"paper's init": ConvS2SConfig.paper(), "original notebook's init": ConvS2SConfig()}
+for name, init in inits.items():
     torch.manual_seed(0)
     net = ConvS2S(init).eval()
     dec0, att0 = net.decoder, net.decoder.attention[0]

@@ -196,7 +196,8 @@ def copy_run(runs, model: str, tmp_path):
     return dst
 
 
-#: CLI options for the seed's models on a tiny slice of the task: each command takes seconds.
+#: CLI options for the original notebook's models on a tiny slice of the task: each
+#: command takes seconds.
 SMALL = [
     "--n-train",
     "64",

@@ -297,13 +297,25 @@ def test_cli_flags_reach_the_config():
     assert (cfg.compile, cfg.compile_mode, cfg.precision) == (False, None, "fp32")
 
 
+def test_the_original_recipe_and_model_are_named_original_and_keep_their_old_names():
+    parse = build_parser().parse_args
+    base = ["train", "--model", "convs2s", "--out", "x"]
+    assert parse(base).recipe == "original"
+    assert _config(parse(base), "convs2s").paper_normalisation is True
+    for flag in ("--original-convs2s", "--seed-convs2s"):  # the old name, one release
+        assert _config(parse([*base, flag]), "convs2s").paper_normalisation is False
+    with pytest.raises(SystemExit):
+        parse([*base, "--recipe", "seed"])  # the CLI offers the new names only
+
+
 def test_fast_flag_reaches_the_config_and_compile_turns_it_off():
     parse = build_parser().parse_args
     base = ["train", "--model", "gru", "--out", "x"]
     assert _config(parse([*base, "--no-fast"]), "gru").fast is False
     assert _config(parse([*base, "--fast"]), "gru").fast is True
     # not given: the TrainConfig default
-    assert _config(parse(base), "gru").fast == TrainConfig.recipe("seed", model="gru").fast
+    original = TrainConfig.recipe("original", model="gru")
+    assert _config(parse(base), "gru").fast == original.fast
     # torch.compile compiles the reference model: --compile and --compile-mode set fast=False
     cfg = _config(parse([*base, "--compile"]), "gru")
     assert (cfg.compile, cfg.fast) == (True, False)

@@ -366,7 +366,9 @@ def test_bucket_sampler_batches_have_one_length_except_the_leftovers():
 def test_bucket_sampler_cuts_the_padding_of_random_batches():
     from convs2s_edu.data import LengthBucketSampler, padding_fraction
 
-    ds = SortingDataset(generate_dataset(10_000, 8, 20, 50, seed=0), 50)  # the seed's data
+    ds = SortingDataset(
+        generate_dataset(10_000, 8, 20, 50, seed=0), 50
+    )  # the original notebook's data
     g = torch.Generator().manual_seed(0)
     order = torch.randperm(len(ds), generator=g).tolist()
     random_batches = [
@@ -374,7 +376,7 @@ def test_bucket_sampler_cuts_the_padding_of_random_batches():
     ]
     buckets = LengthBucketSampler(ds.lengths, 128, generator=g)
     bucket_batches = [ds.collate([ds[j] for j in b]) for b in buckets]
-    assert padding_fraction(random_batches) > 0.2  # the seed's data: ~29% padding
+    assert padding_fraction(random_batches) > 0.2  # the original notebook's data: ~29% padding
     assert padding_fraction(bucket_batches) < 0.02
 
 

@@ -1,6 +1,6 @@
-"""Tests of ``convs2s_edu.lab.timing.compare``, the comparison of the seed's two models
-(through ``convs2s-edu compare``): the tables, the interleaved speed measurement and its
-verdict, and the window settings checked before anything trains."""
+"""Tests of ``convs2s_edu.lab.timing.compare``, the comparison of the original
+notebook's two models (through ``convs2s-edu compare``): the tables, the interleaved
+speed measurement and its verdict, and the window settings checked before anything trains."""
 
 import json
 

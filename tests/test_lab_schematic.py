@@ -519,9 +519,9 @@ def test_convs2s_with_attention_in_one_layer_only():
 
 def test_the_readme_figure_is_todays_trace_of_the_seed_model():
     """``docs/_static/convs2s_figure1.svg`` (the README's figure) is what the schematic draws
-    of the seed's ConvS2S, with the paper's normalisation, on one sorting example: its boxes
-    and arrows, each arrow's id with its shape, are today's (the glyphs' paths may differ
-    between matplotlib versions, so the text is not compared)."""
+    of the original notebook's ConvS2S, with the paper's normalisation, on one sorting
+    example: its boxes and arrows, each arrow's id with its shape, are today's (the
+    glyphs' paths may differ between matplotlib versions, so the text is not compared)."""
     from pathlib import Path
 
     from convs2s_edu import ConvS2S, ConvS2SConfig, sos_index

@@ -223,7 +223,7 @@ def _generated(tmp_path, speed: bool = True):
                 }
                 for m in ("convs2s", "gru")
             }
-            for r, e, n in (("seed", 30, 10_000), ("fast", 8, 12_800))
+            for r, e, n in (("original", 30, 10_000), ("fast", 8, 12_800))
         },
     }
     (tmp_path / "headline.json").write_text(json.dumps(head))
@@ -250,7 +250,7 @@ def _generated(tmp_path, speed: bool = True):
                     "cpu": "Test CPU",
                     "recipes": {
                         r: {"sec_per_epoch": per_epoch, "convergence": conv}
-                        for r in ("seed", "fast")
+                        for r in ("original", "fast")
                     },
                 }
             )
@@ -269,7 +269,7 @@ def test_training_cost_comes_from_the_interleaved_seconds_never_the_runs_clocks(
     assert "10.0 / 7.0" in lines and "5.0 / 4.0" in lines
     assert "500 / 500" in lines and "500 / not reached" in lines
     assert "80 / 60" in lines and "not reached in 800 steps" in lines
-    assert "fast (fresh, 2,370 steps)" in lines and "seed (10,000 x 30 epochs)" in lines
+    assert "fast (fresh, 2,370 steps)" in lines and "original (10,000 x 30 epochs)" in lines
     _generated(tmp_path, speed=False)
     (tmp_path / "speed.json").unlink()
     t = site.training_summary()

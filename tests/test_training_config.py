@@ -252,14 +252,16 @@ def test_the_fast_recipe_is_the_pilots():
     assert fast.fresh_data and fast.lr == 3e-3 and fast.lr_schedule == "warmup-linear"
     assert fast.warmup == 0.05 and fast.adam_betas == (0.9, 0.98)
     assert fast.model_options == {"dropout": 0.0}
-    assert TrainConfig.recipe("seed") == TrainConfig()
-    assert TrainConfig().total_steps == 30 * 79  # the seed's 2,370 steps
+    assert TrainConfig.recipe("original") == TrainConfig()
+    with pytest.warns(DeprecationWarning, match='"seed" is now called "original"'):
+        assert TrainConfig.recipe("seed") == TrainConfig()  # the old name, one release
+    assert TrainConfig().total_steps == 30 * 79  # the original notebook's 2,370 steps
 
 
 def test_recipe_changes_merge_model_options_and_unknown_names_are_refused():
     cfg = TrainConfig.recipe("fast", model="gru", model_options={"hidden_dim": 64})
     assert cfg.model == "gru" and cfg.model_options == {"dropout": 0.0, "hidden_dim": 64}
-    with pytest.raises(ValueError, match="unknown recipe 'slow'; allowed: seed, fast"):
+    with pytest.raises(ValueError, match="unknown recipe 'slow'; allowed: original, fast"):
         TrainConfig.recipe("slow")
 
 

@@ -31,12 +31,12 @@ Steps, in this order (each timed; a failing step is recorded and the next one st
    (Table 3) on a GPU (trained here when step 2 failed);
 4. ``threads``: training tokens/s of both models at 1, 2, 4, 8 and 16 threads of the
    host's CPU (those it has), interleaved (:func:`convs2s_edu.lab.timing.measure_threads`),
-   and on the GPU, with the verdict at every count: the seed's training-speed question on
-   more parallel hardware;
+   and on the GPU, with the verdict at every count: the original notebook's
+   training-speed question on more parallel hardware;
 5. ``bench``: ``convs2s-edu bench`` on the paths of ``BENCH_PATHS`` (the dry run:
    ``--quick``);
-6. ``train``: both models trained for the seed's 30 epochs on the device, on every
-   execution path the device can run (:func:`convs2s_edu.fast.paths.available_paths`),
+6. ``train``: both models trained for the original notebook's 30 epochs on the device,
+   on every execution path the device can run (:func:`convs2s_edu.fast.paths.available_paths`),
    in the order of ``ORDER``, until ``--train-budget`` seconds (default 120, less when the
    deadline is nearer) have passed: runs not started by then are listed as skipped; per
    run: seconds, tokens/s of the last epoch, final losses, greedy exact match on the test

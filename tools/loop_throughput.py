@@ -8,11 +8,11 @@ Usage::
 
 The other checkout's package is copied to a temporary folder as ``convs2s_edu_before`` and
 both are loaded in this process. Each version trains with its own loop's parts: its
-``TrainConfig`` (the seed's data: 10,000 examples, batches of 128; this checkout with
-``--batching``, default ``random``), its ``RunContext.loader`` (batches collated inside the
-timed windows, as in the loop) and its ``make_train_step``. This checkout trains twice:
-through its fast paths (``TrainConfig.fast``: "after") and through the model files'
-reference code ("reference"). The windows are timed interleaved
+``TrainConfig`` (the original notebook's data: 10,000 examples, batches of 128; this
+checkout with ``--batching``, default ``random``), its ``RunContext.loader`` (batches
+collated inside the timed windows, as in the loop) and its ``make_train_step``. This
+checkout trains twice: through its fast paths (``TrainConfig.fast``: "after") and
+through the model files' reference code ("reference"). The windows are timed interleaved
 (``convs2s_edu.lab.timing.time_interleaved``): a window of ``--steps`` steps of every
 (version, model) per round, the order reversed every other round; a window's throughput
 counts real target tokens (padding excluded, ``<eos>`` included). Prints, per model, the

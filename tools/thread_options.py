@@ -4,7 +4,7 @@ For every option (``OMP_WAIT_POLICY`` unset or ``PASSIVE``, a few
 ``GOMP_SPINCOUNT`` values, 1 or 2 intra-op threads) a fresh Python process
 (OpenMP reads its environment once, when torch loads) times ConvS2S and the GRU
 with :func:`convs2s_edu.lab.timing.measure_config` (interleaved windows of training
-steps, the seed's configuration), first on the machine as it is, then while
+steps, the original notebook's configuration), first on the machine as it is, then while
 ``--competitors`` busy processes (pure Python loops, one core each) run next to
 it. It prints target tokens per second per option and the slowdown under load
 (idle / busy: 1.5x means the competing process made training 1.5 times slower);

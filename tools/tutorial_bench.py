@@ -14,21 +14,21 @@ to Align and Translate.ipynb`` (the GRU with Bahdanau's attention) are executed 
 code cells. Another commit than :data:`TUTORIAL_COMMIT` is refused (``--any-commit`` allows
 it), because the notebooks change.
 
-Both sides train the same work: models of this package's seed sizes (embeddings and hidden
-states of 128, 4 + 4 convolution layers of width 3; one GRU layer a side), dropout 0.1, Adam
-(lr 1e-3), on the same batches of the seed's sorting data (128 examples each), fp32. Each
-side keeps what its model has: this package's ConvS2S its weight normalisation and gradient
-clipping at 1.0 (the seed's), the tutorial's ConvS2S its clipping at 0.1 and no weight
-normalisation; the GRU clipping at 1.0 on both sides; the tutorial's GRU with teacher forcing
-at every step (``teacher_forcing_ratio=1``), as this package's. This package trains on its
-reference path, on its fast paths, and on the path its calibration chooses
+Both sides train the same work: models at the original notebook's sizes (embeddings and
+hidden states of 128, 4 + 4 convolution layers of width 3; one GRU layer a side),
+dropout 0.1, Adam (lr 1e-3), on the same batches of the original notebook's sorting data
+(128 examples each), fp32. Each side keeps what its model has: this package's ConvS2S
+its weight normalisation and gradient clipping at 1.0 (the original notebook's), the
+tutorial's ConvS2S its clipping at 0.1 and no weight normalisation; the GRU clipping at
+1.0 on both sides; the tutorial's GRU with teacher forcing at every step
+(``teacher_forcing_ratio=1``), as this package's. This package trains on its reference
+path, on its fast paths, and on the path its calibration chooses
 (``convs2s_edu.training.resolve_path``); with ``--compiled``, also on its compiled path
 (``TrainConfig(compile=True)``: :func:`torch.compile` through the fast paths that
-compile), after a warm-up whose seconds (the compilation included) are printed: from
-the on-disk inductor cache as it is, or from an empty one with ``--cold-cache``. Every
-round times one window of ``--steps`` steps of each, the order reversed every other
-round (``convs2s_edu.lab.timing.time_interleaved``); throughput counts real target
-tokens.
+compile), after a warm-up whose seconds (the compilation included) are printed: from the
+on-disk inductor cache as it is, or from an empty one with ``--cold-cache``. Every round
+times one window of ``--steps`` steps of each, the order reversed every other round
+(``convs2s_edu.lab.timing.time_interleaved``); throughput counts real target tokens.
 Prints, per thread count and model, tokens per second of each and the per-round ratios to
 the tutorial with their range.
 """

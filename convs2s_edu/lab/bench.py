@@ -260,7 +260,7 @@ class BenchBudget:
     profile_steps: int = 3
     peak_repeats: int = 5
     large_gemm: int = 2048  # the size of machine_limits's large GEMM
-    batch_size: int | None = None  # None: the seed's 128
+    batch_size: int | None = None  # None: the original notebook's 128
     is_quick: bool = False  # on a CPU: eager paths only (compiling takes minutes)
 
     @classmethod
@@ -330,7 +330,7 @@ def run_bench(
     out=None,
     profile: bool = True,
 ) -> dict:
-    """Measure ``models`` at the seed's configuration on ``paths``.
+    """Measure ``models`` at the original notebook's configuration on ``paths``.
 
     Parameters
     ----------

@@ -25,7 +25,7 @@ MAIN_MODELS = ("convs2s", "gru")
 
 def site_jobs(quick: bool | None = None, directory=None) -> list[Job]:
     """The jobs of the site: the main models of every recipe (``SITE_RECIPES``), the
-    short runs of the seed's ConvS2S against the paper's
+    short runs of the original notebook's ConvS2S against the paper's
     (:func:`~convs2s_edu.lab.site.short_runs`), every distinct run of the experiments,
     trained and scored once with the union of what the experiments measure on it (no
     timing; with an experiment record,

@@ -61,35 +61,35 @@ def quick_caveat(what: str) -> None:
 
 #: The recipes the site trains both models with
 #: (:data:`~convs2s_edu.training.config.RECIPES`).
-SITE_RECIPES = ("seed", "fast")
+SITE_RECIPES = ("original", "fast")
 
-#: How the site batches its training examples (``TrainConfig.batching``): the seed's
-#: random batches; equal-length ones cost the GRU accuracy (tools/measure_bucketing.py,
+#: How the site batches its training examples (``TrainConfig.batching``): the original
+#: notebook's random batches; equal-length ones cost the GRU accuracy (tools/measure_bucketing.py,
 #: departures).
 SITE_BATCHING = "random"
 
 #: ``eval_every`` of :func:`site_config`, per recipe and quick mode.
 _EVAL_EVERY = {
-    ("seed", False): 50,
+    ("original", False): 50,
     ("fast", False): 20,
-    ("seed", True): 8,
+    ("original", True): 8,
     ("fast", True): 8,
 }
 
 #: What quick mode changes, per recipe (see :func:`site_config`).
 _QUICK = {
-    "seed": {"n_train": 2_000, "n_valid": 300, "n_test": 300, "epochs": 6},
+    "original": {"n_train": 2_000, "n_valid": 300, "n_test": 300, "epochs": 6},
     "fast": {"n_train": 1_280, "n_valid": 300, "n_test": 300, "epochs": 8},
 }
 
 
-def site_config(model: str, recipe: str = "seed", **changes) -> TrainConfig:
-    """The configuration the gallery pages train: a recipe's (the seed's by default),
+def site_config(model: str, recipe: str = "original", **changes) -> TrainConfig:
+    """The configuration the gallery pages train: a recipe's (the original notebook's by default),
     with ``changes``, its learning curve (``eval_every``: about 50 held-out scorings per
     run) and
     :data:`SITE_BATCHING`. Quick mode (``CONVS2S_EDU_QUICK=1``) keeps the task and the models
-    and shrinks the data and the schedule (the seed recipe: 2,000 training examples, 6
-    epochs; the fast one: 80 steps), so that the whole site builds in minutes.
+    and shrinks the data and the schedule (the original recipe: 2,000 training examples,
+    6 epochs; the fast one: 80 steps), so that the whole site builds in minutes.
     ``model_options`` of ``changes`` are merged into the recipe's, as
     :meth:`TrainConfig.recipe` merges them."""
     quick = is_quick_mode()
@@ -112,9 +112,10 @@ SHORT_RUN_SEEDS = (0, 1, 2)
 
 
 def short_runs() -> dict[str, list[TrainConfig]]:
-    """The short runs of the page that trains the seed's ConvS2S against the paper's.
+    """The short runs of the page that trains the original notebook's ConvS2S against
+    the paper's.
 
-    ``{"seed": [...], "paper": [...]}``: ConvS2S without and with the paper's three
+    ``{"original": [...], "paper": [...]}``: ConvS2S without and with the paper's three
     flags (``paper_normalisation``), one run per seed of :data:`SHORT_RUN_SEEDS`, on 640
     training examples in batches of 16 for 8 epochs (2 in quick mode), the held-out loss
     after every epoch on 200 examples. ``tools/prepare_site.py`` trains them; the page
@@ -132,7 +133,7 @@ def short_runs() -> dict[str, list[TrainConfig]]:
             short.replace(paper_normalisation=flags, seed=seed)
             for seed in SHORT_RUN_SEEDS
         ]
-        for name, flags in (("seed", False), ("paper", True))
+        for name, flags in (("original", False), ("paper", True))
     }
 
 

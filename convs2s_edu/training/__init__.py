@@ -5,7 +5,7 @@ Modules, bottom to top (a module imports only those above it in this list)::
 
     device      resolve_device, device_label, synchronize: the one device helper;
                 cache_dir: the machine's folder of trained runs
-    config      TrainConfig (the seed's hyperparameters and RECIPES), make_datasets,
+    config      TrainConfig (the original notebook's hyperparameters and RECIPES), make_datasets,
                 training_set, build_model
     step        make_train_step: the one training step; RunContext: where it runs
                 (how it runs, fast paths or compiled, fp32 or bf16: convs2s_edu.fast)

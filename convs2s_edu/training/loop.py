@@ -92,7 +92,7 @@ def train(
     Parameters
     ----------
     cfg : TrainConfig, optional
-        The seed's configuration when omitted.
+        The original notebook's configuration when omitted.
     out_dir : str or Path, optional
         Where to write ``checkpoint.pt`` after every epoch (atomically). Without
         it nothing is written.

@@ -95,7 +95,9 @@ TEACHES = {
     "normalisation/plot_03_initialisation": "the paper's initialisation against PyTorch's",
     "normalisation/plot_04_activation_variance": "the activations' variance through the stacks",
     "normalisation/plot_05_context_scaling": "the m·√(1/m) context scaling",
-    "normalisation/plot_06_seed_against_paper": "short runs of the seed's ConvS2S and the paper's",
+    "normalisation/plot_06_original_against_paper": (
+        "short runs of the original notebook's ConvS2S and the paper's"
+    ),
     "speed/plot_01_training_speed": "both models timed in interleaved windows: tokens "
     "per second, loss against the clock, the speed table",
     "speed/plot_02_what_makes_one_faster": "arithmetic per token, dependent steps and the "
@@ -143,7 +145,7 @@ REDIRECTS = {
     "plot_11_gradient_context_scaling": (
         "normalisation/plot_01_encoder_gradient_scaling",
         "normalisation/plot_05_context_scaling",
-        "normalisation/plot_06_seed_against_paper",
+        "normalisation/plot_06_original_against_paper",
     ),
     "plot_12_speed": ("speed/plot_04_bench",),
     "plot_13_data_parallel": ("appendix/plot_01_data_parallel",),
@@ -158,7 +160,8 @@ REDIRECTS = {
     "plot_09_activation_variance": ("normalisation/plot_04_activation_variance",),
     "plot_10_encoder_gradient_scaling": ("normalisation/plot_01_encoder_gradient_scaling",),
     "plot_11_context_scaling": ("normalisation/plot_05_context_scaling",),
-    "plot_12_seed_against_paper": ("normalisation/plot_06_seed_against_paper",),
+    "plot_12_seed_against_paper": ("normalisation/plot_06_original_against_paper",),
+    "normalisation/plot_06_seed_against_paper": ("normalisation/plot_06_original_against_paper",),
     "plot_13_training": ("plot_10_training",),
     "plot_14_evaluation": ("plot_11_evaluation",),
     "plot_15_attention_heatmaps": ("plot_12_attention_heatmaps",),
@@ -366,11 +369,11 @@ def training_summary() -> dict | None:
     head, speed = (json.loads(p.read_text()) if p.is_file() else None for p in files)
     if head is None:
         return None
-    seed = head["recipes"]["seed"]
+    original = head["recipes"]["original"]
     seconds = None
     if speed:
-        per_epoch = speed["recipes"]["seed"]["sec_per_epoch"]
-        seconds = sum(per_epoch[m]["1 thread"] * seed[m]["epochs"] for m in seed)
+        per_epoch = speed["recipes"]["original"]["sec_per_epoch"]
+        seconds = sum(per_epoch[m]["1 thread"] * original[m]["epochs"] for m in original)
     from convs2s_edu import TrainConfig
 
     full = TrainConfig()
@@ -495,7 +498,7 @@ def after_gallery(app) -> None:
     if training:
         head, speed = training["head"], training["speed"]
         lines = headline_table(head, speed)
-        device = head["recipes"]["seed"]["convs2s"]["device"]
+        device = head["recipes"]["original"]["convs2s"]["device"]
         summary = (
             f"Measured by this build ({head['mode']} mode, greedy decoding of "
             f"{head['n_test']:,} test examples, trained on {device}"
@@ -508,10 +511,10 @@ def after_gallery(app) -> None:
         summary += f"{link} says how the times were taken and how much to trust them. "
         claims = f":ref:`the claims page <{gallery_label('experiments/plot_06_claims')}>`"
         summary += (
-            f"These are the site's two models at the seed's sizes; {claims} times the "
-            "experiments' narrower models, whose speed verdicts need not agree with these "
-            "(the width changes the arithmetic per token and how much of each operation a "
-            "second thread can share)."
+            "These are the site's two models at the original notebook's sizes; "
+            f"{claims} times the experiments' narrower models, whose speed verdicts need "
+            "not agree with these (the width changes the arithmetic per token and how "
+            "much of each operation a second thread can share)."
         )
         warn = speed and not speed["ok"]
         lines += ["", *([".. warning::", "", "   " + summary] if warn else [summary])]

@@ -144,7 +144,7 @@ plt.show()
 # ------
 # **1. Who sees what.** With a global batch of 128, how many examples does each
 # of :math:`N = 1, 2, 4, 8` processes compute per step, and how many optimiser
-# steps does an epoch of the seed's 10,000 examples take?
+# steps does an epoch of the original notebook's 10,000 examples take?
 #
 # .. raw:: html
 #

@@ -2,7 +2,7 @@ r"""
 Encoder × decoder, and how much the target re-orders the source
 ===============================================================
 
-The seed article (``001``, §1) expects that "an RNN (encoder) - CNN (decoder)
+Shi's article (``001``, §1) expects that "an RNN (encoder) - CNN (decoder)
 architecture can be expected to achieve better performance" where the target
 does not follow the source's order, and (§2) that "A CNN-decoder has an
 advantage over an RNN-decoder" for such targets. With the common

@@ -2,7 +2,7 @@ r"""
 Beam width, and generation speed as Table 3 measures it
 =======================================================
 
-The seed article (§2) says a beam search decoder "selects the translation
+Shi's article (§2) says a beam search decoder "selects the translation
 that is most likely to be correct". The paper (§5.3, Table 3) measures how
 fast ConvS2S *generates*: the 6,003 sentences of a development set, in
 batches of up to 128 sentences of equal length, greedily and with a beam of

@@ -2,7 +2,7 @@ r"""
 The claims, checked
 ===================
 
-One row per claim of the paper or the seed article: the claim, where it is
+One row per claim of the paper or Shi's article: the claim, where it is
 made and the source's own numbers beside ours; its kind (final quality,
 learning speed or generation speed); what was measured, as a paired
 difference over the seeds with its 90% interval; and a verdict from one
@@ -38,7 +38,7 @@ a small-scale check of its source's statement at that budget, not the
 statement itself. Final quality is scored on every seed's test set in one
 teacher-forced pass, as ratios that stay meaningful where a loss or an error
 count nears 0: the paper's claims (which it states in perplexity) by the ratio of
-the test losses, the seed article's and the beam's by the ratio of the
+the test losses, Shi's article's and the beam's by the ratio of the
 sequence errors (half an error added to each count), exact match beside. The
 minimum effect is a ratio of 1.25 for both, a quarter more loss or errors,
 the smallest difference a user would act on here; the paper's own numbers are
@@ -68,8 +68,8 @@ Neither kind enters the family.
 # <sphx_glr_auto_examples_experiments_plot_05_beam.py>`. They time the experiments'
 # models, at the width printed below; the :ref:`training speed page
 # <sphx_glr_auto_examples_speed_plot_01_training_speed.py>` times the site's two models
-# at the seed's sizes, and the two need not agree: the width changes both the
-# arithmetic per token and how much of each operation a thread can share.
+# at the original notebook's sizes, and the two need not agree: the width changes both
+# the arithmetic per token and how much of each operation a thread can share.
 
 from convs2s_edu.lab import experiments
 from convs2s_edu.lab.site import is_quick_mode

@@ -31,10 +31,10 @@ from convs2s_edu import (
 # ---------
 # A batch of 64 sorting examples of 8 to 20 tokens.
 
-seed_cfg = ConvS2SConfig()  # the seed: no normalisation tricks
+original_cfg = ConvS2SConfig()  # the original notebook's: no normalisation tricks
 batch = collate_batch(
-    generate_dataset(64, 8, 20, seed_cfg.vocab_size, seed=0),
-    seed_cfg.vocab_size,
+    generate_dataset(64, 8, 20, original_cfg.vocab_size, seed=0),
+    original_cfg.vocab_size,
 )
 print(f"batch of {batch.src.shape[0]} sources")
 
@@ -156,7 +156,7 @@ assert 1 / L + 1e-3 < ratios["encoder embeddings"] < 1
 # Predict first, then unfold the solution; code solutions run when the site
 # is built.
 #
-# **1. Four attentions.** The seed's decoder has 4 layers, so 4 attentions
+# **1. Four attentions.** The original notebook's decoder has 4 layers, so 4 attentions
 # read :math:`z^u`. By what factor does ``scale_encoder_grad`` multiply the
 # gradient that reaches the encoder, and what is the gradient of :math:`z^u`
 # when each of the 4 attentions sends back a gradient of ones?
@@ -172,16 +172,16 @@ assert 1 / L + 1e-3 < ratios["encoder embeddings"] < 1
 
 from convs2s_edu import scale_gradient
 
-L_seed = seed_cfg.n_decoder_layers
-for factor in (1.0, 1.0 / L_seed):
+L_original = original_cfg.n_decoder_layers
+for factor in (1.0, 1.0 / L_original):
     z_u = torch.zeros(3, requires_grad=True)
     z_seen = scale_gradient(z_u, factor)  # what the L attentions read
-    total = sum(z_seen.sum() for _ in range(L_seed))  # L uses, gradient 1 each
+    total = sum(z_seen.sum() for _ in range(L_original))  # L uses, gradient 1 each
     total.backward()
-    print(f"L = {L_seed}, factor {factor:.4f}: dL/dz^u = {z_u.grad.tolist()}")
+    print(f"L = {L_original}, factor {factor:.4f}: dL/dz^u = {z_u.grad.tolist()}")
 
 # sphinx_gallery_start_ignore
-assert L_seed == 4
+assert L_original == 4
 assert torch.allclose(z_u.grad, torch.ones(3))
 # sphinx_gallery_end_ignore
 
@@ -207,8 +207,8 @@ assert torch.allclose(z_u.grad, torch.ones(3))
 # :math:`\epsilon`. That is why the paper's gradient scaling, which it gives
 # because "the encoder received too much gradient otherwise" (§3.4) in runs with
 # Nesterov's momentum (§4.2), changes little in an Adam run such as
-# :ref:`the short run of the seed's configuration against the paper's
-# <sphx_glr_auto_examples_normalisation_plot_06_seed_against_paper.py>`
+# :ref:`the short run of the original notebook's configuration against the paper's
+# <sphx_glr_auto_examples_normalisation_plot_06_original_against_paper.py>`
 # (a little only: the embeddings get a mix of scaled and unscaled gradient,
 # and gradient clipping rescales all gradients by a common factor that
 # differs between the two models). In an Adam run this flag alone should

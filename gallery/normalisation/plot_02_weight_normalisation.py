@@ -16,7 +16,7 @@ they combine four measures (§3.4, §3.5 and §4.2 of the paper):
 * **context scaling** by :math:`m\sqrt{1/m}`, :math:`m` the source length
   (:ref:`its page <sphx_glr_auto_examples_normalisation_plot_05_context_scaling.py>`).
 
-The seed notebook leaves the last three out, and so do the package's model
+The original notebook leaves the last three out, and so do the package's model
 configurations by default (the training entry point, and so the rest of the
 site, trains the paper's model);
 :meth:`ConvS2SConfig.paper() <convs2s_edu.ConvS2SConfig.paper>` turns

@@ -6,8 +6,8 @@ A weight-normalised layer starts with :math:`W = v` (:ref:`the weight
 normalisation page <sphx_glr_auto_examples_normalisation_plot_02_weight_normalisation.py>`),
 so the initialisation of :math:`v` decides the scale of every layer at the
 start of training. This page measures the standard deviations the paper
-prescribes on a fresh model of the seed's sizes, next to PyTorch's default,
-which the seed uses; :ref:`the next page
+prescribes on a fresh model of the original notebook's sizes, next to PyTorch's default,
+which the original notebook uses; :ref:`the next page
 <sphx_glr_auto_examples_normalisation_plot_04_activation_variance.py>` measures what they do
 to the activations.
 """
@@ -35,14 +35,14 @@ to the activations.
 # variance of its input when the gates :math:`\sigma(B)` are near
 # :math:`\sigma(0) = 1/2`; biases start at zero.
 #
-# PyTorch's default, which the seed uses, draws the weights of
+# PyTorch's default, which the original notebook uses, draws the weights of
 # :class:`torch.nn.Linear` and :class:`torch.nn.Conv1d` uniformly from
 # :math:`\pm 1/\sqrt{n_l}` (standard deviation :math:`1/\sqrt{3 n_l}`), and
 # the embeddings from :math:`\mathcal{N}(0, 1)`.
 #
-# The cell builds the seed's model and the paper's model, both at the seed's
-# sizes, and measures the standard deviation of their initial weights. With
-# weight normalisation, the weight measured is :math:`W = g\,v/\lVert v \rVert`,
+# The cell builds the original notebook's model and the paper's model, both at the
+# original notebook's sizes, and measures the standard deviation of their initial
+# weights. With weight normalisation, the weight measured is :math:`W = g\,v/\lVert v \rVert`,
 # which at initialisation is :math:`v`.
 
 import math
@@ -52,10 +52,10 @@ import torch
 
 from convs2s_edu import ConvBlock, ConvS2S, ConvS2SConfig
 
-seed_cfg = ConvS2SConfig()  # the seed: no normalisation tricks
+original_cfg = ConvS2SConfig()  # the original notebook's: no normalisation tricks
 paper_cfg = ConvS2SConfig.paper()  # all three flags on
 torch.manual_seed(0)
-seed_model = ConvS2S(seed_cfg)
+original_model = ConvS2S(original_cfg)
 torch.manual_seed(0)
 paper_model = ConvS2S(paper_cfg)
 
@@ -85,7 +85,7 @@ layers = [
 
 print(
     f"\n{'weight':24s} {'n_l':>5s} {'paper formula':>14s} {'expected':>9s} "
-    f"{'paper init':>11s} {'seed init':>10s}"
+    f"{'paper init':>11s} {'original init':>13s}"
 )
 measured = {}
 for name, path, fan_in, formula in layers:
@@ -98,10 +98,10 @@ for name, path, fan_in, formula in layers:
     else:
         expected = math.sqrt(p_keep / fan_in)
     w_paper = weight_of(paper_model, path)
-    w_seed = weight_of(seed_model, path)
+    w_original = weight_of(original_model, path)
     if "token" in name:  # the PAD row is zero in both models
-        w_paper, w_seed = w_paper[1:], w_seed[1:]
-    measured[name] = (expected, w_paper.std().item(), w_seed.std().item())
+        w_paper, w_original = w_paper[1:], w_original[1:]
+    measured[name] = (expected, w_paper.std().item(), w_original.std().item())
     n_text = "" if fan_in is None else str(fan_in)
     print(
         f"{name:24s} {n_text:>5s} {formula:>14s} {expected:9.4f} "
@@ -112,11 +112,11 @@ for name, path, fan_in, formula in layers:
 for name, (expected, got_paper, _) in measured.items():
     rel = 0.08 if "W_o" in name else 0.05
     assert abs(got_paper / expected - 1) < rel, (name, expected, got_paper)
-# the seed's linear/conv layers follow 1/sqrt(3 n)
+# the original notebook's linear/conv layers follow 1/sqrt(3 n)
 for name, _path, fan_in, _ in layers:
     if fan_in is not None:
-        seed_std = measured[name][2]
-        assert abs(seed_std * math.sqrt(3 * fan_in) - 1) < 0.08, name
+        original_std = measured[name][2]
+        assert abs(original_std * math.sqrt(3 * fan_in) - 1) < 0.08, name
 # sphinx_gallery_end_ignore
 
 # %%
@@ -176,12 +176,12 @@ for drop in (0.1, 0.0):
 # The table in one figure
 # -----------------------
 # Each weight's standard deviation under the paper's initialisation and
-# PyTorch's default (the seed's), beside the paper's formula.
+# PyTorch's default (the original notebook's), beside the paper's formula.
 
 fig, ax = plt.subplots(figsize=(6.4, 3.8), layout="constrained")
 names = list(measured)
-# measured[name] = (formula, paper init, seed init); the formula drawn last, on top
-styles = {1: ("paper init", "o", "C1"), 2: ("seed init", "x", "C2"), 0: ("formula", "|", "k")}
+# measured[name] = (formula, paper init, original init); the formula drawn last, on top
+styles = {1: ("paper init", "o", "C1"), 2: ("original init", "x", "C2"), 0: ("formula", "|", "k")}
 for i, (label, marker, colour) in styles.items():
     values = [measured[n][i] for n in names]
     ax.plot(values, names, marker, color=colour, ms=14 if i == 0 else 9, ls="none", label=label)

@@ -5,8 +5,8 @@ Activation variance at initialisation
 What :ref:`the paper's initialisation
 <sphx_glr_auto_examples_normalisation_plot_03_initialisation.py>` is for: every layer should
 pass on activations of about the variance it receives, so that a deep stack
-neither amplifies nor damps its input. This page runs the seed's model and
-the paper's model, both untrained and at the seed's sizes, on one batch of
+neither amplifies nor damps its input. This page runs the original notebook's model and
+the paper's model, both untrained and at the original notebook's sizes, on one batch of
 the sorting task and measures the variance of the activations after every
 stage of the encoder and of the decoder.
 """
@@ -14,7 +14,7 @@ stage of the encoder and of the decoder.
 # %%
 # Activation variance through the stacks at initialisation
 # --------------------------------------------------------
-# The cell runs both untrained models, the seed's (PyTorch's default
+# The cell runs both untrained models, the original notebook's (PyTorch's default
 # initialisation) and the paper's (:meth:`ConvS2SConfig.paper()
 # <convs2s_edu.ConvS2SConfig.paper>`), on one batch of the sorting task and
 # records, with forward hooks
@@ -34,22 +34,22 @@ import torch
 from convs2s_edu import ConvBlock, ConvS2S, ConvS2SConfig, collate_batch, generate_dataset
 from convs2s_edu.lab import figures
 
-seed_cfg = ConvS2SConfig()  # the seed: no normalisation tricks
+original_cfg = ConvS2SConfig()  # the original notebook's: no normalisation tricks
 paper_cfg = ConvS2SConfig.paper()  # all three flags on
 torch.manual_seed(0)
-seed_model = ConvS2S(seed_cfg)
+original_model = ConvS2S(original_cfg)
 torch.manual_seed(0)
 paper_model = ConvS2S(paper_cfg)
 
 batch = collate_batch(
-    generate_dataset(64, 8, 20, seed_cfg.vocab_size, seed=0),
-    seed_cfg.vocab_size,
+    generate_dataset(64, 8, 20, original_cfg.vocab_size, seed=0),
+    original_cfg.vocab_size,
 )
-n_layers = seed_cfg.n_encoder_layers
+n_layers = original_cfg.n_encoder_layers
 enc_stages = ["$e$", "in_proj"]
 enc_stages += [f"block {i + 1}" for i in range(n_layers)] + ["$z^u$"]
 dec_stages = ["$g$", "in_proj"]
-for i in range(seed_cfg.n_decoder_layers):
+for i in range(original_cfg.n_decoder_layers):
     dec_stages += [f"conv {i + 1}", f"+ctx {i + 1}"]
 
 
@@ -82,7 +82,7 @@ def stage_variances(model):
 
 
 variances = {
-    "seed (PyTorch default init)": stage_variances(seed_model),
+    "original notebook (PyTorch default init)": stage_variances(original_model),
     "paper (ConvS2SConfig.paper())": stage_variances(paper_model),
 }
 for name, (enc_var, dec_var) in variances.items():
@@ -98,22 +98,25 @@ for name, (enc_var, dec_var) in variances.items():
     )
 
 # sphinx_gallery_start_ignore
-seed_enc, _ = variances["seed (PyTorch default init)"]
+original_enc, _ = variances["original notebook (PyTorch default init)"]
 paper_enc, paper_dec = variances["paper (ConvS2SConfig.paper())"]
 # the paper's init keeps the encoder's variance within a factor 2 of Var(e);
-# the seed's loses more than a factor 10 over the same stack
+# the original notebook's loses more than a factor 10 over the same stack
 assert 0.5 < paper_enc[-1] / paper_enc[0] < 2
-assert seed_enc[-1] / seed_enc[0] < 0.1
+assert original_enc[-1] / original_enc[0] < 0.1
 assert paper_dec[-1] / paper_dec[0] < 4
-# the prose below: the seed's projection keeps under half, each block under 0.8
-seed_steps = seed_enc[1:] / seed_enc[:-1]
-assert seed_steps[0] < 0.5 and (seed_steps[1 : 1 + n_layers] < 0.8).all(), seed_steps
-# the decoder: the seed's blocks shrink, its contexts add back (a zigzag that ends
-# well above the encoder's loss); the paper's blocks keep, its contexts add a little
-seed_dec = variances["seed (PyTorch default init)"][1]
-seed_dec_steps, paper_dec_steps = seed_dec[1:] / seed_dec[:-1], paper_dec[1:] / paper_dec[:-1]
-assert (seed_dec_steps[1::2] < 0.8).all() and (seed_dec_steps[2::2] > 0.8).all()
-assert seed_dec[-1] / seed_dec[0] > 5 * seed_enc[-1] / seed_enc[0]
+# the prose below: the original notebook's projection keeps under half, each block
+# under 0.8
+original_steps = original_enc[1:] / original_enc[:-1]
+assert original_steps[0] < 0.5 and (original_steps[1 : 1 + n_layers] < 0.8).all(), original_steps
+# the decoder: the original notebook's blocks shrink, its contexts add back (a zigzag
+# that ends well above the encoder's loss); the paper's blocks keep, its contexts add
+# a little
+original_dec = variances["original notebook (PyTorch default init)"][1]
+original_dec_steps = original_dec[1:] / original_dec[:-1]
+paper_dec_steps = paper_dec[1:] / paper_dec[:-1]
+assert (original_dec_steps[1::2] < 0.8).all() and (original_dec_steps[2::2] > 0.8).all()
+assert original_dec[-1] / original_dec[0] > 5 * original_enc[-1] / original_enc[0]
 assert (abs(paper_dec_steps[1::2] - 1) < 0.25).all() and (paper_dec_steps[2::2] > 1).all()
 # sphinx_gallery_end_ignore
 
@@ -131,8 +134,8 @@ assert (abs(paper_dec_steps[1::2] - 1) < 0.25).all() and (paper_dec_steps[2::2] 
 #   layer; the cell above prints each stage's variance over the one before)
 #   and every block loses more, since the GLU output is much smaller than the
 #   residual it is added to and :math:`\sqrt{0.5}` halves the sum.
-# * Decoder: in the seed's model every convolutional block shrinks the state
-#   in the same way, but every layer also adds a context computed from the
+# * Decoder: in the original notebook's model every convolutional block shrinks
+#   the state in the same way, but every layer also adds a context computed from the
 #   source embeddings, which keeps the state from decaying further: the curve
 #   zigzags down and levels off instead of falling like the encoder's. With the
 #   paper's initialisation the blocks preserve the variance and each context
@@ -140,14 +143,14 @@ assert (abs(paper_dec_steps[1::2] - 1) < 0.25).all() and (paper_dec_steps[2::2] 
 #   embeddings' variance), so the state grows slowly and stays of the order
 #   of the embedding variance.
 #
-# With four layers per side the seed's model trains anyway (Adam rescales the
-# updates, and the network can grow its weights); the paper's stacks are up to
+# With four layers per side the original notebook's model trains anyway (Adam rescales
+# the updates, and the network can grow its weights); the paper's stacks are up to
 # five times deeper, where a loss of half the variance per block would leave
 # almost nothing of the input.
 
 fig, axes = plt.subplots(1, 2, figsize=(12, 4), layout="constrained", width_ratios=[7, 10])
 styles = {
-    "seed (PyTorch default init)": ("tab:gray", "s--"),
+    "original notebook (PyTorch default init)": ("tab:gray", "s--"),
     "paper (ConvS2SConfig.paper())": ("tab:blue", "o-"),
 }
 for name, (enc_var, dec_var) in variances.items():

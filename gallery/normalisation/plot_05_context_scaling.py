@@ -24,8 +24,8 @@ from convs2s_edu.lab import figures
 # %%
 # The models and the batch
 # ------------------------
-# The seed's configuration and the paper's (all three flags on), at the seed's
-# sizes, and a batch of 64 sorting examples of 8 to 20 tokens.
+# The original notebook's configuration and the paper's (all three flags on), at the
+# original notebook's sizes, and a batch of 64 sorting examples of 8 to 20 tokens.
 
 seed_cfg = ConvS2SConfig()  # the seed: no normalisation tricks
 paper_cfg = ConvS2SConfig.paper()  # all three flags on
@@ -52,7 +52,7 @@ print(f"f = {f}, d = {d}, batch of {batch.src.shape[0]} sources")
 #
 #     c^l_i \leftarrow m \sqrt{1/m}\; c^l_i, \qquad m \text{ the number of real source tokens.}
 #
-# The experiment feeds one :class:`~convs2s_edu.MultiStepAttention` (seed
+# The experiment feeds one :class:`~convs2s_edu.MultiStepAttention` (original notebook's
 # sizes, with and without ``scale_context``, same weights) a batch of random
 # sources of every length :math:`m` from 1 to 30, padded to 30, whose values
 # have unit variance. Two kinds of keys give two kinds of attention:
@@ -135,7 +135,7 @@ plt.show()
 # The model has the paper's initialisation (``weight_norm=True``, embeddings
 # from :math:`\mathcal{N}(0, 0.1)`), the one the site trains; the untrained
 # models of :ref:`What each query knows
-# <sphx_glr_auto_examples_plot_08_two_queries.py>` use the seed's
+# <sphx_glr_auto_examples_plot_08_two_queries.py>` use the original notebook's
 # PyTorch initialisation (embeddings from :math:`\mathcal{N}(0, 1)`), and
 # :ref:`the questions page <sphx_glr_auto_examples_plot_17_questions.py>`
 # measures the scores' spread under both.

@@ -10,7 +10,7 @@ parallel computation within a sequence". They time generation against a recurren
 of training give their own model's speed alone: 3624 target words per second with
 attention in all five decoder layers, 3772 with one (§5.5), and days per model (§5.1).
 
-The seed notebook asks for time per epoch *and* convergence speed of the two
+The original notebook asks for time per epoch *and* convergence speed of the two
 models of :ref:`the training page <sphx_glr_auto_examples_plot_10_training.py>`.
 This page measures both, for both recipes: throughput at every thread count
 from one to this machine's cores, timed *interleaved*, with its spread (the
@@ -23,7 +23,7 @@ warning replaces a comparison the machine was too busy for.
 # The runs, and their timing
 # --------------------------
 # :func:`~convs2s_edu.lab.timing.compare` does for each recipe what
-# ``convs2s-edu compare --recipe seed`` (or ``fast``) does: loads both models
+# ``convs2s-edu compare --recipe original`` (or ``fast``) does: loads both models
 # from the cache of :ref:`the training page <sphx_glr_auto_examples_plot_10_training.py>`,
 # scores them on the test set and times them. On a CPU,
 # :func:`~convs2s_edu.lab.timing.measure_threads` runs, after warm-up, every
@@ -49,7 +49,7 @@ ROUNDS = 3 if is_quick_mode() else 8
 LEVELS, hardware_label, epoch_tokens = timing.LEVELS, timing.hardware_label, timing.epoch_tokens
 windows = dict(n_rounds=ROUNDS, steps_per_window=3 if is_quick_mode() else 4, warmup_steps=2)
 runs = {r: timing.compare(site_config("convs2s", r), **windows) for r in SITE_RECIPES}
-seed = runs["seed"]
+original = runs["original"]
 for recipe, run in runs.items():
     print(f"{recipe} recipe:")
     print(timing.speed_table(run.threads, LABELS))
@@ -74,32 +74,32 @@ for run in runs.values():
 # ranges overlap; otherwise the faster model and the median of the per-round
 # ratios (their range is the tables' last column).
 
-seed.verdict
+original.verdict
 
 # %%
-# The seed recipe: each model's median throughput, whiskers from its slowest to
+# The original recipe: each model's median throughput, whiskers from its slowest to
 # its fastest window (left), and ConvS2S's over the GRU's with the range of the
 # per-round ratios (right; above the line ConvS2S trains more tokens per second).
 
 fig, axes = plt.subplots(1, 2, figsize=(10.5, 3.8), layout="constrained")
-counts = seed.threads.thread_counts
+counts = original.threads.thread_counts
 median = {}
 for name in MODELS:
-    tp = [seed.threads.at(t).throughput[name] for t in counts]
+    tp = [original.threads.at(t).throughput[name] for t in counts]
     median[name] = med = np.array([s.median for s in tp])
     err = [med - [s.min for s in tp], [s.max for s in tp] - med]
     axes[0].errorbar(counts, med, err, fmt="o-", color=COLOURS[name], label=LABELS[name])
-per_round = [seed.threads.at(t).ratios["gru"] for t in counts]  # GRU / ConvS2S
+per_round = [original.threads.at(t).ratios["gru"] for t in counts]  # GRU / ConvS2S
 ratio = np.array([1 / r.median for r in per_round])  # ConvS2S / GRU
 r_err = [ratio - [1 / r.max for r in per_round], [1 / r.min for r in per_round] - ratio]
 axes[1].errorbar(counts, ratio, r_err, fmt="s-", color="k")
 axes[1].axhline(1.0, color="0.5", lw=0.8, ls="--")
-mach = seed.threads.measurement.machine
+mach = original.threads.measurement.machine
 axes[0].set(ylabel="target tokens per second", ylim=(0, None), title=f"Throughput ({mach.cpu})")
 axes[1].set(ylabel="ConvS2S / GRU throughput", title="The ratio at each thread count")
 axes[0].legend(fontsize=9)
 plt.setp(axes, xticks=counts, xlabel="PyTorch threads")
-if not seed.verdict.ok:
+if not original.verdict.ok:
     fig.suptitle("Machine busy or unsteady at some count: see the warning", color="C3")
 plt.show()
 
@@ -173,7 +173,7 @@ plt.show()
 
 # %%
 # What the recipe is worth: each model's steps to 90% held-out exact match
-# with the seed's recipe and the fast one (from the rows above).
+# with the original notebook's recipe and the fast one (from the rows above).
 
 for name in MODELS:
     got = {}
@@ -191,7 +191,7 @@ for name in MODELS:
 # %%
 # Loss against the clock
 # ----------------------
-# The seed recipe's loss curves of :ref:`the training page
+# The original recipe's loss curves of :ref:`the training page
 # <sphx_glr_auto_examples_plot_10_training.py>` (training loss, a running mean
 # over a quarter epoch, thin; held-out loss per epoch, dots), epoch :math:`k`
 # at :math:`k` times the model's seconds per epoch *from the windows*, not the
@@ -199,21 +199,21 @@ for name in MODELS:
 # learns as much per epoch but runs its epochs faster is squeezed to the left.
 
 cfg = site_config("convs2s")
-sec_per_epoch = {LABELS[n]: epoch_tokens(cfg) / seed.speed.throughput[n].median for n in MODELS}
-histories = {LABELS[n]: seed.results[n].history for n in MODELS}
+sec_per_epoch = {LABELS[n]: epoch_tokens(cfg) / original.speed.throughput[n].median for n in MODELS}
+histories = {LABELS[n]: original.results[n].history for n in MODELS}
 fig, ax = plt.subplots(figsize=(7.5, 4.2), layout="constrained")
 colours = {LABELS[n]: COLOURS[n] for n in MODELS}
 figures.loss_curves(ax, histories, colours, seconds_per_epoch=sec_per_epoch)  # windows' clock
-where = hardware_label(seed.speed.machine.threads)
+where = hardware_label(original.speed.machine.threads)
 ax.set_xlabel(f"training time (s): epochs x median s/epoch of the windows ({where})")
-busy_note = "" if seed.verdict.ok else ": UNRELIABLE, machine busy"
-ax.set_title("Loss against the clock" + busy_note, color="k" if seed.verdict.ok else "C3")
+busy_note = "" if original.verdict.ok else ": UNRELIABLE, machine busy"
+ax.set_title("Loss against the clock" + busy_note, color="k" if original.verdict.ok else "C3")
 plt.show()
 
 # %%
 # The speed table
 # ---------------
-# One row per model, as in the seed notebook and ``convs2s-edu compare``
+# One row per model, as in the original notebook and ``convs2s-edu compare``
 # (:func:`~convs2s_edu.lab.timing.summarise`, :func:`~convs2s_edu.lab.timing.format_table`):
 # the windows' median tokens/s at this process's thread count (``<eos>``
 # included) with their range, seconds per epoch at that median, final training
@@ -229,7 +229,7 @@ for recipe, run in runs.items():
 # states these measurements and their verdict, not the training runs' own clocks.
 from convs2s_edu.lab.site import record
 
-v = seed.verdict
+v = original.verdict
 numbers = dict(ok=v.ok, resolved=v.resolved, text=v.text, cpu=mach.cpu, cores=mach.cores)
 recipes = numbers["recipes"] = {}
 for recipe, run in runs.items():
@@ -272,7 +272,7 @@ print(f"from the log:  {last['tokens_per_second'] * last['seconds']:,.0f}")
 #
 #    </details>
 #
-# **2. Seconds from steps.** The seed recipe's ConvS2S reached 90% held-out
+# **2. Seconds from steps.** The original recipe's ConvS2S reached 90% held-out
 # exact match at some step (table above). How long did that take at the median
 # s/step of its one-thread windows, and where does the run's own clock disagree?
 #
@@ -284,12 +284,12 @@ print(f"from the log:  {last['tokens_per_second'] * last['seconds']:,.0f}")
 # site's runs trained two at a time, one per core, so their clocks also timed
 # the other run (``History.shared_clock``); the site never uses them for speed.
 
-hit = next(r for r in seed.convergence if r["model"] == "convs2s")["levels"]["0.9"]
-h = seed.results["convs2s"].history
+hit = next(r for r in original.convergence if r["model"] == "convs2s")["levels"]["0.9"]
+h = original.results["convs2s"].history
 if hit is None:
     print("ConvS2S did not reach 90% in this build")
 else:
-    per_step = seed.threads.at(1).seconds_per_step("convs2s").median
+    per_step = original.threads.at(1).seconds_per_step("convs2s").median
     own = sum(e["seconds"] for e in h.epochs) * hit["step"] / h.steps
     print(f"{hit['step']:,} steps x {per_step:.3f} s = {hit['step'] * per_step:.0f} s")
     print(f"the run's own clock, pro rata: {own:.0f} s (shared with other runs: {h.shared_clock})")

@@ -253,7 +253,7 @@ print(textwrap.fill(comparison("fraction of the large GEMM's rate", reach), 68))
 #    </details>
 #
 # **2. An epoch from the table.** Using only the table, how long should one
-# epoch of the seed's configuration (10,000 examples) take each model here?
+# epoch of the original notebook's configuration (10,000 examples) take each model here?
 #
 # .. raw:: html
 #

@@ -1,4 +1,4 @@
-r"""The claims of the paper and of the seed article, and how the experiments check them.
+r"""The claims of the paper and of Shi's article, and how the experiments check them.
 
 Every :class:`Claim` says what its source claims, with the source's own numbers
 (``Claim.reported``, context only), which kind of claim it is, the arms and the
@@ -251,7 +251,7 @@ CLAIMS = (
         "rnn-cnn-best",
         '"an RNN (encoder) - CNN (decoder) architecture can be expected to achieve better '
         'performance" (than every other encoder-decoder pair, sorting)',
-        "seed article, §1 Encoder-decoder Architecture",
+        "Shi's article, §1 Encoder-decoder Architecture",
         "no numbers (an expectation)",
         "encoder_decoder",
         ("gru+conv", _SER),
@@ -261,7 +261,7 @@ CLAIMS = (
         "cnn-decoder-gru-encoder",
         '"A CNN-decoder has an advantage over an RNN-decoder in handling such target '
         'language texts" (GRU encoder, sorting)',
-        "seed article, §2 Selections Based on Data Characteristics",
+        "Shi's article, §2 Selections Based on Data Characteristics",
         "no numbers",
         "encoder_decoder",
         ("gru+conv", _SER),
@@ -271,7 +271,7 @@ CLAIMS = (
         "cnn-decoder-conv-encoder",
         '"A CNN-decoder has an advantage over an RNN-decoder in handling such target '
         'language texts" (convolutional encoder, sorting)',
-        "seed article, §2 Selections Based on Data Characteristics",
+        "Shi's article, §2 Selections Based on Data Characteristics",
         "no numbers",
         "encoder_decoder",
         ("convs2s", _SER),
@@ -281,7 +281,7 @@ CLAIMS = (
         "learns-in-fewer-steps",
         "ConvS2S learns the task in fewer training steps than the recurrent model "
         "(steps of 128 examples to 90% held-out exact match, sorting)",
-        "seed notebook; paper, abstract and §1",
+        "original notebook; paper, abstract and §1",
         "no steps-to-quality comparison with an RNN",
         "encoder_decoder",
         ("convs2s", "steps_to_0.9"),
@@ -292,7 +292,7 @@ CLAIMS = (
         "learns-faster-1",
         "ConvS2S learns the task in less training time than the recurrent model "
         "(seconds to 90% held-out exact match, sorting, one thread)",
-        'seed notebook ("the central claim of the paper"); paper, abstract and §1',
+        'original notebook ("the central claim of the paper"); paper, abstract and §1',
         'the paper: translation quality "at an order of magnitude faster speed, both on '
         'GPU and CPU" (generation; no training-time comparison with an RNN)',
         "encoder_decoder",
@@ -304,7 +304,7 @@ CLAIMS = (
         "learns-faster-all",
         "ConvS2S learns the task in less training time than the recurrent model "
         "(seconds to 90% held-out exact match, sorting, every core)",
-        "seed notebook; paper, abstract and §1",
+        "original notebook; paper, abstract and §1",
         "as above",
         "encoder_decoder",
         ("convs2s", "seconds_to_0.9"),
@@ -391,7 +391,7 @@ CLAIMS = (
         "beam-convs2s",
         'beam search "selects the translation that is most likely to be correct" '
         "(ConvS2S, beam 5 against greedy)",
-        "seed article, §2 Selections Based on Data Characteristics",
+        "Shi's article, §2 Selections Based on Data Characteristics",
         "no numbers; the paper: beam 5 34.10 BLEU against 33.45 greedy (Table 3)",
         "beam",
         ("convs2s", "sequence_errors_beam5"),
@@ -401,7 +401,7 @@ CLAIMS = (
         "beam-gru",
         'beam search "selects the translation that is most likely to be correct" '
         "(GRU, beam 5 against greedy)",
-        "seed article, §2 Selections Based on Data Characteristics",
+        "Shi's article, §2 Selections Based on Data Characteristics",
         "no numbers",
         "beam",
         ("gru", "sequence_errors_beam5"),

@@ -3,7 +3,7 @@ r"""The experiments and their arms, and the budget every run of them trains with
 ======================  ===================================================================
 experiment              arms
 ======================  ===================================================================
-``encoder_decoder``     ``convs2s``, ``gru``, ``gru+conv``, ``conv+gru`` on sorting (seed
+``encoder_decoder``     ``convs2s``, ``gru``, ``gru+conv``, ``conv+gru`` on sorting (Shi's
                         article §1-2); ConvS2S and the GRU on copying and reversing
 ``positions``           ConvS2S on reversing with learned positions on both sides, source
                         only, target only, none; on sorting with and without (paper
@@ -119,7 +119,7 @@ LONG_LENGTHS = ((21, 30), (31, 40))
 #: Sources decoded together when a test set is decoded (in batches of equal length).
 DECODE_BATCH = 256
 
-#: Examples per optimiser step of every run (the seed's batch size).
+#: Examples per optimiser step of every run (the original notebook's batch size).
 BATCH_SIZE = 128
 
 #: Steps per round of fresh examples (an "epoch" of the fast recipe): checkpoints and
@@ -402,7 +402,7 @@ EXPERIMENTS = {
         "encoder_decoder",
         "Encoder × decoder, and how much the target re-orders the source",
         "Does a GRU encoder with a convolutional decoder learn a re-ordering task better "
-        "than the other three combinations, as the seed article expects, and does the "
+        "than the other three combinations, as Shi's article expects, and does the "
         "advantage of the convolutional decoder depend on how much the target "
         "re-orders the source (none: copy; a fixed permutation: reverse; a "
         "data-dependent one: sort)?",

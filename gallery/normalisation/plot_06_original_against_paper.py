@@ -1,6 +1,6 @@
 r"""
-The seed's configuration against the paper's: a short training run
-===================================================================
+The original notebook's configuration against the paper's: a short training run
+================================================================================
 
 The previous pages took the three flags of
 :meth:`ConvS2SConfig.paper() <convs2s_edu.ConvS2SConfig.paper>` apart one at
@@ -9,7 +9,7 @@ a time, on untrained models: :ref:`weight normalisation
 initialisation, :ref:`the encoder gradient scaling
 <sphx_glr_auto_examples_normalisation_plot_01_encoder_gradient_scaling.py>` and :ref:`the
 context scaling <sphx_glr_auto_examples_normalisation_plot_05_context_scaling.py>`. This
-page trains the seed's configuration and the paper's for a few epochs on a
+page trains the original notebook's configuration and the paper's for a few epochs on a
 small slice of the task, with three seeds, and asks whether the held-out loss
 they end with differs by more than the seeds make it vary.
 """
@@ -42,14 +42,14 @@ from convs2s_edu.lab.site import short_runs
 
 configs = short_runs()
 runs = {name: [train_or_load(c, progress=False) for c in cfgs] for name, cfgs in configs.items()}
-short = configs["seed"][0]
+short = configs["original"][0]
 for name, results in runs.items():
     flags = {
         k: getattr(results[0].model.cfg, k)
         for k in ("weight_norm", "scale_encoder_grad", "scale_context")
     }
     print(f"{name:6s}: {flags}")
-seeds = [c.seed for c in configs["seed"]]
+seeds = [c.seed for c in configs["original"]]
 print(
     f"{short.n_train} training examples, {short.n_valid} held out, "
     f"batches of {short.batch_size}, {short.epochs} epochs, seeds {seeds}"
@@ -64,30 +64,31 @@ for name, results in runs.items():
 # The verdict
 # -----------
 # The evidence is the difference of the two configurations' held-out losses
-# seed by seed, taken as a log ratio (the seed's over the paper's: above zero
-# when the paper's configuration ends lower), and the rule is the one of
+# seed by seed, taken as a log ratio (the original notebook's over the paper's: above
+# zero when the paper's configuration ends lower), and the rule is the one of
 # :ref:`the claims page <sphx_glr_auto_examples_experiments_plot_06_claims.py>`
 # (:mod:`~convs2s_edu.lab.experiments.inference`): a paired t-test with a
 # minimum effect stated before the runs, here 10%, judged alone (a family of
 # one pair). *Supported* means the two-sided test at 5% finds a difference
 # and it is the paper's configuration that ends lower, by at least 10% on
-# average; *contradicted* the same for the seed's; *no practical difference*
-# that the 90% interval lies within 10% either way; and *not resolved* that
+# average; *contradicted* the same for the original notebook's; *no practical
+# difference* that the 90% interval lies within 10% either way; and *not resolved* that
 # the seeds cannot tell: the difference is smaller than the seeds make it vary.
 
 final = {name: [r.history.epochs[-1]["valid_loss"] for r in rs] for name, rs in runs.items()}
-# d_s = log(seed's loss_s) - log(paper's loss_s)
-test = paired_test(np.log(final["seed"]), np.log(final["paper"]), min_effect=TEN_PERCENT)
+# d_s = log(original's loss_s) - log(paper's loss_s)
+test = paired_test(np.log(final["original"]), np.log(final["paper"]), min_effect=TEN_PERCENT)
 (verdict,) = verdicts([test])
 low, high = test.interval(0.90)
 print(
-    f"held-out loss, the seed's configuration over the paper's: {math.exp(test.mean):.3f} "
+    "held-out loss, the original notebook's configuration over the paper's: "
+    f"{math.exp(test.mean):.3f} "
     f"(geometric mean of {test.n} seeds; 90% interval {math.exp(low):.3f} to "
     f"{math.exp(high):.3f}; per seed: " + ", ".join(f"{math.exp(d):.3f}" for d in test.diffs) + ")"
 )
 meaning = {
     "supported": "the paper's configuration ends lower, by at least 10% on average",
-    "contradicted": "the seed's configuration ends lower, by at least 10% on average",
+    "contradicted": "the original notebook's configuration ends lower, by at least 10% on average",
     "no practical difference": "the two end within 10% of each other",
     "not resolved": f"{test.n} seeds cannot tell the two apart at this scale",
 }
@@ -95,11 +96,12 @@ print(f"verdict (minimum effect 10%): {verdict}: {meaning[verdict]}")
 
 # sphinx_gallery_start_ignore
 # paired: the same seeds, in the same order, in both configurations
-assert [r.config.seed for r in runs["seed"]] == [r.config.seed for r in runs["paper"]] == seeds
+original_seeds = [r.config.seed for r in runs["original"]]
+assert original_seeds == [r.config.seed for r in runs["paper"]] == seeds
 assert all(r.model.cfg.weight_norm for r in runs["paper"])
-assert not any(r.model.cfg.weight_norm for r in runs["seed"])
+assert not any(r.model.cfg.weight_norm for r in runs["original"])
 # the paired differences, by hand
-by_hand = np.log(final["seed"]) - np.log(final["paper"])
+by_hand = np.log(final["original"]) - np.log(final["paper"])
 np.testing.assert_allclose(test.diffs, by_hand)
 assert test.n == len(seeds) >= 3
 for results in runs.values():
@@ -117,12 +119,12 @@ for results in runs.values():
 # make them vary. :ref:`The training page
 # <sphx_glr_auto_examples_plot_10_training.py>` trains the paper's ConvS2S
 # against the GRU over the full schedule, and ``convs2s-edu compare
-# --seed-convs2s`` does the same with the seed's ConvS2S.
+# --original-convs2s`` does the same with the original notebook's ConvS2S.
 
 fig, ax = plt.subplots(figsize=(8, 4), layout="constrained")
-colours = {"seed": "tab:gray", "paper": "tab:blue"}
+colours = {"original": "tab:gray", "paper": "tab:blue"}
 labels = {
-    "seed": "seed (ConvS2SConfig())",
+    "original": "original notebook (ConvS2SConfig())",
     "paper": "paper (ConvS2SConfig.paper())",
 }
 for name, results in runs.items():
@@ -148,10 +150,10 @@ plt.show()
 # %%
 # What you saw
 # ------------
-# * The seed's configuration and the paper's, each trained a few epochs with three
-#   seeds on a slice of the task: their held-out losses, batch by batch and epoch by
-#   epoch, and a verdict by the claims page's rule on whether they end apart by more
-#   than the seeds make them vary.
+# * The original notebook's configuration and the paper's, each trained a few
+#   epochs with three seeds on a slice of the task: their held-out losses, batch by
+#   batch and epoch by epoch, and a verdict by the claims page's rule on whether they
+#   end apart by more than the seeds make them vary.
 # * What each flag does is on the chapter's earlier pages; a few epochs on a slice of
 #   the task say nothing about a full run's end.
 #
