@@ -199,11 +199,11 @@ for name in MODELS:
 # learns as much per epoch but runs its epochs faster is squeezed to the left.
 
 cfg = site_config("convs2s")
-sec_per_epoch = {LABELS[n]: epoch_tokens(cfg) / original.speed.throughput[n].median for n in MODELS}
+s_per_epoch = {LABELS[n]: epoch_tokens(cfg) / original.speed.throughput[n].median for n in MODELS}
 histories = {LABELS[n]: original.results[n].history for n in MODELS}
 fig, ax = plt.subplots(figsize=(7.5, 4.2), layout="constrained")
 colours = {LABELS[n]: COLOURS[n] for n in MODELS}
-figures.loss_curves(ax, histories, colours, seconds_per_epoch=sec_per_epoch)  # windows' clock
+figures.loss_curves(ax, histories, colours, seconds_per_epoch=s_per_epoch)  # windows' clock
 where = hardware_label(original.speed.machine.threads)
 ax.set_xlabel(f"training time (s): epochs x median s/epoch of the windows ({where})")
 busy_note = "" if original.verdict.ok else ": UNRELIABLE, machine busy"
