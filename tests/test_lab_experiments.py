@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import json
 import math
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,6 +26,7 @@ from convs2s_edu.lab.experiments import (
     Claim,
     Experiment,
     ExperimentResult,
+    budget,
     check_claims,
     format_claims,
     run_experiment,
@@ -779,7 +782,7 @@ def test_a_claim_takes_its_kind_minimum_effect_and_reason_from_its_metric():
         others=(("a", "sequence_errors_beam1"),),
     )
     assert beam.kind == "final quality" and beam.min_effect == ex.claims.ERROR_RATIO
-    assert beam.why.startswith("an error ratio of 1.25") and "(among the 200 beam" in beam.why
+    assert beam.why.startswith("an error ratio of 1.25") and "(among the 2,000 beam" in beam.why
     speed = Claim(**base, claimed=("a", "sentences_per_second@beam5"), others=(("b", "x"),))
     assert speed.kind == "generation speed" and speed.why.startswith("not judged")
     # a minimum effect of its own is not the measure's: the source gave no number
@@ -815,13 +818,13 @@ def test_the_site_budget_trains_every_arm_of_every_experiment_once():
 
     b = budget(quick=False)
     for name, exp in EXPERIMENTS.items():
-        kept = [a.name for a, seed, _ in experiment_configs(name, b) if seed == 0]
+        kept = [a.name for a, s, _ in experiment_configs(name, b) if s == b.first_seed]
         assert kept == list(exp.arm_names)
     distinct = {
         run_key(cfg)
         for name in EXPERIMENTS
         for _, seed, cfg in experiment_configs(name, b)
-        if seed == 0
+        if seed == b.first_seed
     }
     assert len(distinct) == 17  # what FULL_BUDGET's comment says: shared arms train once
 
@@ -833,10 +836,17 @@ def test_site_jobs_train_every_distinct_run_once_with_every_measure():
 
     jobs = site_jobs(quick=False)
     keys = [j.key.split(":")[0] for j in jobs]
-    # 4 main models, 2 x 3 short runs (normalisation page 6), the 17 distinct runs of the
-    # experiments x 5 seeds, 2 of the bottleneck page and 2 of the values ablation (page 12)
-    assert len(keys) == len(set(keys)) == 4 + 2 * len(SHORT_RUN_SEEDS) + 17 * 5 + 4
     b = registry_mod.budget(quick=False)
+    # every (configuration, seed) of the experiments once, whichever arms share it
+    runs = {
+        run_key(cfg)
+        for name in ex.EXPERIMENTS
+        for _, _, cfg in runner_mod.experiment_configs(name, b)
+    }
+    assert len(runs) > 17 * 5  # the 17 distinct configurations, 5 to 20 seeds each
+    # 4 main models, 2 x 3 short runs (normalisation page 6), the experiments' runs, 2 of
+    # the bottleneck page and 2 of the values ablation (page 12)
+    assert len(keys) == len(set(keys)) == 4 + 2 * len(SHORT_RUN_SEEDS) + len(runs) + 4
     # every run the two pages load; z + e and the GRUs with attention are experiment arms
     loaded = [
         b.config("convs2s", **o)
@@ -848,8 +858,8 @@ def test_site_jobs_train_every_distinct_run_once_with_every_measure():
     for cfg in loaded:
         assert str(run_dir(cfg)) in keys
     (gru,) = registry_mod.get_experiment("encoder_decoder").select("reverse/gru")
-    assert b.config("gru", "reverse") == b.train_config(gru, 0)
-    conv = next(j for j in jobs if j.label == "encoder_decoder/convs2s seed 0")
+    assert b.config("gru", "reverse") == b.train_config(gru, b.first_seed)
+    conv = next(j for j in jobs if j.label == f"encoder_decoder/convs2s seed {b.first_seed}")
     assert set(conv.args[1]) == {"beam", "long"}  # the union of four experiments' measures
 
 
@@ -879,3 +889,48 @@ def test_learning_curves_read_the_results_arms_and_never_train(
     with pytest.raises(ValueError, match="not in the training cache"):
         ex.plot_curves(ax, result, directory=tmp_path / "elsewhere")
     plt.close(fig)
+
+
+# ---- The seeds: planned from the pilot --------------------------------------
+
+PILOT = Path(__file__).resolve().parents[1] / "docs" / "experiment_record" / "pilot"
+
+
+def test_every_claims_arms_have_the_seeds_the_pilot_asks_for():
+    pilot = ex.load_record(PILOT)
+    results = {name: pilot.result(name) for name in {c.experiment for c in ex.CLAIMS}}
+    plan = ex.plan_seeds(results)
+    # every judged pair of the page, each with the seeds its rule needs
+    judged = [c for c in ex.CLAIMS if c.kind == "final quality" or "steps" in c.claimed[1]]
+    assert len(plan) == sum(len(c.others) for c in judged) == 15
+    full = budget(quick=False)
+    for pair in plan:
+        for arm in pair["arms"]:
+            have = len(full.seeds_of(pair["experiment"], arm))
+            assert have >= min(pair["seeds"], registry_mod.MAX_SEEDS), (pair, have)
+    # the record's runs use other seeds than the pilot's
+    pilot_seeds = set(pilot.budget.seeds_of("encoder_decoder", "convs2s"))
+    for name, exp in ex.EXPERIMENTS.items():
+        for arm in exp.arms:
+            assert not pilot_seeds & set(full.seeds_of(name, arm.name)), (name, arm)
+
+
+def test_seeds_per_arm_and_their_overrides():
+    full = budget(quick=False)
+    start = registry_mod.FULL_FIRST_SEED
+    n = registry_mod.FULL_ARM_SEEDS[("beam", "convs2s")]
+    assert full.seeds_of("beam", "convs2s") == range(start, start + n)
+    # an arm without its own number: the budget's
+    assert full.seeds_of("generation", "gru-matched") == range(start, start + 5)
+    # --seeds and the quick build: every arm alike, from seed 0
+    assert budget(quick=False, seeds=3).seeds_of("beam", "convs2s") == range(3)
+    assert budget(quick=True).seeds_of("beam", "convs2s") == range(2)
+    # the record keeps them: a budget read back from its JSON header is the same
+    header = {"budget": json.loads(json.dumps(full.__dict__))}
+    assert ex.Record(header, {}, PILOT).budget == full
+    # the beam decodes the test set, at most: 2,000 in the full build, 100 in the quick
+    # one, and 200 in the records made before they said
+    assert (full.beam_examples, budget(quick=True).beam_examples) == (2_000, 100)
+    assert ex.load_record(PILOT).budget.beam_examples == 200
+    older = {k: v for k, v in budget(quick=True).__dict__.items() if k != "beam_examples"}
+    assert ex.Record({"budget": older}, {}, PILOT).budget.beam_examples == 100

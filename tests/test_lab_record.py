@@ -102,7 +102,7 @@ def test_spot_check_elsewhere_allows_the_arms_seed_spread(recorded, monkeypatch)
 def test_pages_read_the_record_when_there_is_one(recorded, monkeypatch, capsys):
     record, _ = recorded
     monkeypatch.setenv(record_mod.RECORD_ENV, str(record.path.parent))
-    monkeypatch.setattr(record_mod, "record_dir", lambda quick=None: record.path)
+    monkeypatch.setattr(record_mod, "record_dir", lambda quick=None, pilot=False: record.path)
     result = record_mod.experiment_result("tiny")
     assert result.curves is not None and "from the experiment record" in capsys.readouterr().out
 

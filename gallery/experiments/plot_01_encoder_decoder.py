@@ -165,15 +165,16 @@ for task, (conv, gru) in tasks.items():
 exp = result.experiment
 for b in (experiments.budget(quick=False), experiments.budget(quick=True)):
     kind = "quick" if b.quick else "full"
-    n_arms = len(exp.arms)
-    print(f"{kind} build: {n_arms} arms x {b.seeds} seeds = {n_arms * b.seeds} runs")
+    seeds = [len(b.seeds_of(exp.name, a.name)) for a in exp.arms]
+    print(f"{kind} build: {len(exp.arms)} arms, seeds per arm {seeds}: {sum(seeds)} runs")
 from convs2s_edu.training import cache_key
 
 b = result.budget
-mine = {cache_key(b.train_config(a, 0)) for a in exp.arms}
+mine = {cache_key(b.train_config(a, b.first_seed)) for a in exp.arms}
 for other in experiments.EXPERIMENTS.values():
     if other is not exp:
-        shared = [a.name for a in other.arms if cache_key(b.train_config(a, 0)) in mine]
+        first = {a.name: cache_key(b.train_config(a, b.first_seed)) for a in other.arms}
+        shared = [name for name, key in first.items() if key in mine]
         print(f"{other.name}: shares {shared or 'no arm'}")
 
 # %%

@@ -26,15 +26,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from convs2s_edu.lab import experiments
-from convs2s_edu.lab.experiments.registry import BEAM_EXAMPLES
 
 result = experiments.experiment_result("beam")
 beams = result.budget.beam_sizes
 print(result.budget.describe())
-print(
-    f"beam sizes: {beams}, each on the first {min(BEAM_EXAMPLES, result.budget.n_test)} "
-    "test examples"
-)
+print(f"beam sizes: {beams}, each on the first {result.budget.beam_examples} test examples")
 
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
 for ax, (pattern, ylabel) in zip(

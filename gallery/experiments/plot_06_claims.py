@@ -160,25 +160,27 @@ if not is_quick_mode():
 # four times in five, in standard deviations of a pair's per-seed differences
 # (:func:`~convs2s_edu.lab.experiments.inference.min_detectable_effect`; each
 # row of the table gives it in its own units, as a ratio, under "detectable");
-# and the fewest seeds
-# (:func:`~convs2s_edu.lab.experiments.inference.seeds_for_power`) with which
-# a claim supports, four times in five, the effect it is designed to find,
-# twice its minimum effect (a ratio of 1.25² ≈ 1.56), or reads two equal arms
-# as *no practical difference*, for per-seed differences whose standard
-# deviation is half the minimum effect, the minimum effect, or twice it.
+# and the seeds each pair has in the full build, fixed before its runs from a
+# pilot (the record of five seeds per arm, seeds 0-4, which the full build's seeds
+# do not repeat): per judged pair, the pilot's standard deviation of the per-seed
+# differences in minimum effects, and the fewest seeds with which the rule
+# supports, four times in five, twice the minimum effect, the effect a claim is
+# designed to find (:func:`~convs2s_edu.lab.experiments.plan_seeds`). An arm has
+# at most 20; a pair that needs more says so. The pilot's spreads are estimates
+# from five seeds.
 
 pairs = sum(len(r["pairs"]) for r in rows if r["judged"])  # P: the family's pairs
 family = max(pairs, 1)
 for n in sorted({budget.seeds, 5, 10}):
     k = experiments.min_detectable_effect(n, family)
     print(f"{n} seeds, {pairs} pairs judged: {k:.1f} standard deviations")
-for sd in (0.5, 1.0, 2.0):
-    better = experiments.seeds_for_power(sd, family)
-    equal = experiments.seeds_for_power(sd, family, effect_in_delta_units=0.0)
-    print(
-        f"spread {sd:g} x the minimum effect: {better} seeds to support twice it, "
-        f"{equal} to read equal arms as equal"
-    )
+pilot = experiments.load_record(pilot=True)  # None outside the docs build
+plan = experiments.plan_seeds({n: pilot.result(n) for n in needed}) if pilot else []
+full = experiments.budget(quick=False)
+for p in plan:
+    has = min(len(full.seeds_of(p["experiment"], arm)) for arm in p["arms"])
+    print(f"{p['claim']} ({' vs '.join(p['arms'])}): pilot spread {p['sd_in_delta']:.2f}")
+    print(f"    x the minimum effect: {p['seeds']} seeds needed, {has} in the full build")
 
 # %%
 # The table

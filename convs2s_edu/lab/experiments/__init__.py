@@ -13,7 +13,7 @@ Modules, bottom to top::
     report      tables, conclusions, the claims table, figures
 """
 
-from .claims import CLAIMS, DERIVED, KINDS, NOT_JUDGED, Claim, check_claims
+from .claims import CLAIMS, DERIVED, KINDS, NOT_JUDGED, Claim, check_claims, plan_seeds
 from .inference import (
     VERDICTS,
     holm,
@@ -95,6 +95,7 @@ __all__ = [
     "seeds_for_power",
     "conclusion",
     "check_claims",
+    "plan_seeds",
     "format_claims",
     "ClaimsTable",
     "plot_arms",

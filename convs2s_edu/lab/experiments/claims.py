@@ -65,7 +65,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .inference import VERDICTS, min_detectable_effect, paired_test, verdicts
+from .inference import (
+    VERDICTS,
+    min_detectable_effect,
+    paired_test,
+    seeds_for_power,
+    verdicts,
+)
 from .registry import BEAM_EXAMPLES
 
 __all__ = [
@@ -76,6 +82,7 @@ __all__ = [
     "CLAIMS",
     "claim_values",
     "check_claims",
+    "plan_seeds",
 ]
 
 #: The kinds of claim (see the module's notes).
@@ -191,7 +198,7 @@ class Claim:
         metric = self.claimed[1]
         kind, min_effect, why, _ = _MEASURES.get(_base(metric), (None, None, "", ""))
         if metric.startswith(_SER + "_beam"):
-            why += f" (among the {BEAM_EXAMPLES} beam examples)"
+            why += f" (among the {BEAM_EXAMPLES:,} beam examples)"
         if self.min_effect is not None:  # a minimum effect of its own: its own reason
             min_effect, why = self.min_effect, self.why or _NO_NUMBERS
         object.__setattr__(self, "kind", self.kind or kind)
@@ -410,11 +417,6 @@ CLAIMS = (
 )
 
 
-def _beam_examples(budget) -> int:
-    """How many test sources the beam decodes per seed."""
-    return min(BEAM_EXAMPLES, budget.n_test)
-
-
 def _per_step(result, timings: Mapping, arm: str, hardware: str) -> tuple[str, float]:
     """The seconds per training step of ``arm``'s model that a learning-speed claim at
     ``hardware`` uses, and where they were timed: the thread count (or device)
@@ -477,7 +479,7 @@ def claim_values(
         values = list(timings["generation"][metric.split("@")[1]][arm])
     elif metric.startswith(_SER + "_beam"):
         exact = row[f"exact_match_beam{metric[len(_SER + '_beam') :]}_values"]
-        n_beam = _beam_examples(result.budget)
+        n_beam = result.budget.beam_examples
         values = [float(round((1.0 - em) * n_beam)) for em in exact]
     else:
         values = list(row[f"{metric}_values"])
@@ -492,7 +494,7 @@ def _shown(result, claim_arm: tuple, values: list) -> str:
     if metric.startswith(_SER + "_beam"):
         k = metric[len(_SER + "_beam") :]
         exact = result.row(arm)[f"exact_match_beam{k}"]
-        n_beam = _beam_examples(result.budget)
+        n_beam = result.budget.beam_examples
         return f"{arm} beam {k} {mean:,.1f} errors of {n_beam} ({exact:.1%} exact)"
     shown = f"{arm} {_fmt(metric, mean)}"
     if metric in (_SER, _LOSS):
@@ -523,7 +525,7 @@ def _resolution(claim: Claim, budget, errors: float) -> float:
     measures."""
     base = _base(claim.claimed[1])
     if base.startswith("exact_match"):
-        return 1.0 / (_beam_examples(budget) if "beam" in base else budget.n_test)
+        return 1.0 / (budget.beam_examples if "beam" in base else budget.n_test)
     if base == _SER:
         return math.log((errors + 1.5) / (errors + 0.5))
     if base in CENSORED:
@@ -633,10 +635,19 @@ def _measure(
             DERIVED if unsteady and derived else "not tested at this budget"
         )
         return row
-    a_values, a_real = claim_values(claim.claimed, res, timings, claim.hardware)
-    step = _resolution(claim, res.budget, float(np.mean(a_values)))
+    claimed_values, claimed_real = claim_values(
+        claim.claimed, res, timings, claim.hardware
+    )
+    step = _resolution(claim, res.budget, float(np.mean(claimed_values)))
     for other in claim.others:
         b_values, b_real = claim_values(other, res, timings, claim.hardware)
+        n = min(len(claimed_values), len(b_values))  # the seeds both arms have
+        a_values, a_real, b_values, b_real = (
+            claimed_values[:n],
+            claimed_real[:n],
+            b_values[:n],
+            b_real[:n],
+        )
         d = _difference(a_values, b_values, metric)  # oriented per seed
         test = paired_test(d, [0.0] * len(d), claim.min_effect, step)
         lo, hi = (_number(metric, x) for x in test.interval(0.90))
@@ -661,11 +672,15 @@ def _measure(
     pairs = row["pairs"]
     row.update(
         test=pairs[0]["test"],
-        measured=f"{_shown(res, claim.claimed, a_values)} vs "
+        n_seeds=min(p["test"].n for p in pairs),
+        measured=f"{_shown(res, claim.claimed, claimed_values)} vs "
         + ", ".join(p["shown"] for p in pairs),
         difference=_each_pair(pairs, "difference"),
         min_effect=_fmt_diff(metric, claim.min_effect),
-        censored=[a_real.count(False), sum(p["censored"][1] for p in pairs)],
+        censored=[
+            max(p["censored"][0] for p in pairs),
+            sum(p["censored"][1] for p in pairs),
+        ],
     )
     if censored := sum(row["censored"]):  # either side: counted at the budget
         row["measured"] += (
@@ -733,6 +748,58 @@ def _agrees(row: dict) -> str:
     if claim.expects == "better":
         return "yes" if v == VERDICTS[0] else "no"
     return "yes" if v in (VERDICTS[0], VERDICTS[2]) else "no"  # "about as well"
+
+
+def plan_seeds(pilot: Mapping, power: float = 0.8, design: float = 2.0) -> list[dict]:
+    """The seeds each judged pair of claims needs, from a pilot's spread.
+
+    The rule supports a pair with probability ``power`` when its true effect is
+    ``design`` minimum effects (*supported* asks the mean to reach the minimum effect,
+    so a design effect of twice it) with the fewest seeds that
+    :func:`~convs2s_edu.lab.experiments.seeds_for_power` finds, given the standard
+    deviation of the pair's paired differences in the pilot and the number of judged
+    pairs of the page. The pilot's spread is itself an estimate from its few seeds:
+    the plan is as good as that estimate, and the page says so.
+
+    Parameters
+    ----------
+    pilot : mapping of str to ExperimentResult
+        The pilot's experiments (``Record.result`` of the pilot record), every one the
+        judged claims use.
+    power, design : float
+        The probability to reach, and the true effect in minimum effects.
+
+    Returns
+    -------
+    list of dict
+        Per judged pair: ``claim`` (its key), ``experiment``, ``arms`` (the claimed arm
+        and the other), ``sd_in_delta`` (the pilot's standard deviation in minimum
+        effects) and ``seeds`` (what the rule needs).
+    """
+    judged = [
+        c
+        for c in CLAIMS
+        if c.kind != "generation speed" and c.claimed[1] != "seconds_to_0.9"
+    ]
+    rows = [r for r in check_claims(pilot, {}, judged) if r["judged"]]
+    n_pairs = sum(len(r["pairs"]) for r in rows)
+    plan = []
+    for r in rows:
+        claim = r["claim"]
+        for (other, _), pair in zip(claim.others, r["pairs"]):
+            spread = pair["test"].sd / claim.min_effect
+            plan.append(
+                {
+                    "claim": claim.key,
+                    "experiment": claim.experiment,
+                    "arms": (claim.claimed[0], other),
+                    "sd_in_delta": spread,
+                    "seeds": (
+                        seeds_for_power(spread, n_pairs, power, design) if spread else 2
+                    ),
+                }
+            )
+    return plan
 
 
 def check_claims(

@@ -87,7 +87,9 @@ has at most half the two-sided threshold at each step, and the tests'
 simulations (pages of mixed effects whose pairs share arms) keep the whole
 page under 5%; a proof for every dependence is not known to us.
 
-With five seeds and about fifteen pairs only large effects can be supported:
+With five seeds and about fifteen pairs only large effects can be supported, so
+the full build gives each arm the seeds its claims need (a pilot's spread and
+:func:`~convs2s_edu.lab.experiments.plan_seeds`):
 :func:`~convs2s_edu.lab.experiments.rule_power` gives the probability of a
 verdict at the first threshold (a lower bound),
 :func:`~convs2s_edu.lab.experiments.min_detectable_effect` the smallest true

@@ -90,12 +90,14 @@ FORMAT = 1
 SPOT_SCORES = ("test_loss", "exact_match", "sequence_errors")
 
 
-def record_dir(quick: bool | None = None) -> Path | None:
-    """The record's folder of the budget (``$CONVS2S_EDU_RECORD/full`` or ``/quick``),
-    or ``None`` when the variable is not set."""
+def record_dir(quick: bool | None = None, pilot: bool = False) -> Path | None:
+    """The record's folder of the budget (``$CONVS2S_EDU_RECORD/full`` or ``/quick``;
+    ``pilot``: ``/pilot``, the five-seed record whose spreads fixed the full build's
+    seeds), or ``None`` when the variable is not set."""
     root = os.environ.get(RECORD_ENV)
     quick = is_quick_mode() if quick is None else quick
-    return Path(root) / ("quick" if quick else "full") if root else None
+    name = "pilot" if pilot else "quick" if quick else "full"
+    return Path(root) / name if root else None
 
 
 def _run_key(cfg: TrainConfig) -> str:
@@ -259,10 +261,13 @@ class Record:
 
     @property
     def budget(self) -> Budget:
+        b = self.header["budget"]
         return Budget(
             **{
-                **self.header["budget"],
-                "beam_sizes": tuple(self.header["budget"]["beam_sizes"]),
+                **b,
+                "beam_sizes": tuple(b["beam_sizes"]),
+                # JSON's lists back to the tuples the registry gives
+                "arm_seeds": tuple((tuple(k), n) for k, n in b.get("arm_seeds", ())),
             }
         )
 
@@ -337,10 +342,12 @@ class Record:
         return ExperimentResult(exp, b, runs, summarise_runs(runs, exp.arms), curves)
 
 
-def load_record(directory=None, quick: bool | None = None) -> Record | None:
-    """The record in ``directory`` (default :func:`record_dir`), or ``None`` when there
-    is none."""
-    directory = Path(directory) if directory is not None else record_dir(quick)
+def load_record(
+    directory=None, quick: bool | None = None, pilot: bool = False
+) -> Record | None:
+    """The record in ``directory`` (default :func:`record_dir`, of the pilot with
+    ``pilot``), or ``None`` when there is none."""
+    directory = Path(directory) if directory is not None else record_dir(quick, pilot)
     if directory is None or not (directory / "record.json").is_file():
         return None
     header = json.loads((directory / "record.json").read_text(encoding="utf-8"))

@@ -61,7 +61,7 @@ def format_result(
 
 def format_beam(result: ExperimentResult) -> str:
     """The ``beam`` experiment as a long table: one line per (arm, beam size), on the
-    first ``BEAM_EXAMPLES`` test examples."""
+    first ``Budget.beam_examples`` test examples."""
     lines = [f"{'arm':>8}  {'beam':>4}  {'exact match':>26}  {'token acc.':>26}"]
     for row in result.rows:
         for k in result.budget.beam_sizes:
@@ -296,7 +296,7 @@ def plot_curves(
     chosen = result.experiment.select(have if arms is None else arms)
     for i, arm in enumerate(chosen):
         curves = []
-        for seed in range(result.budget.seeds):
+        for seed in result.budget.seeds_of(result.experiment.name, arm.name):
             if result.curves is not None:  # from the experiment record
                 evals = result.curves[arm.name, seed]
             else:

@@ -268,7 +268,7 @@ def experiment_configs(name: str, b: Budget, arms=None, task=None) -> list[tuple
     """``(arm, seed, TrainConfig)`` of every chosen arm x seed of experiment ``name``."""
     out = []
     for arm in get_experiment(name).select(arms):
-        for seed in range(b.seeds):
+        for seed in b.seeds_of(name, arm.name):
             cfg = b.train_config(arm, seed)
             out.append((arm, seed, cfg if task is None else cfg.replace(task=task)))
     return out
@@ -332,6 +332,6 @@ def run_experiment(
     }
     runs, keys = [], iter(job.key for job in jobs)
     for arm in chosen:
-        for seed in range(b.seeds):
+        for seed in b.seeds_of(name, arm.name):
             runs.append({"arm": arm.name, "seed": seed, **done[next(keys)]})
     return ExperimentResult(exp, b, runs, summarise_runs(runs, chosen))

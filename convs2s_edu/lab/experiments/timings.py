@@ -94,7 +94,7 @@ def generation_speed(
         out = {f"beam{k}": {a.name: [] for a in arms} for k in beam_sizes}
         verdicts = {f"beam{k}": [] for k in beam_sizes}
         ok, machine = True, machine_info("cpu").describe()
-        for seed in range(b.seeds):
+        for seed in b.seeds_of("generation", arms[0].name):  # every arm's seeds
             cfgs = {a.name: b.train_config(a, seed) for a in arms}
             models = {
                 n: train_or_load(c, progress=False, directory=directory).model
