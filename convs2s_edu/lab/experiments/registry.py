@@ -191,7 +191,8 @@ class Budget:
         The first seed of every arm.
     arm_seeds : tuple of ((str, str), int)
         ``((experiment, arm), seeds)`` of the arms with their own number of seeds
-        (:data:`FULL_ARM_SEEDS` in the full build).
+        (:data:`~convs2s_edu.lab.experiments.registry.FULL_ARM_SEEDS` in the full
+        build).
     beam_examples : int
         Test sources each beam size decodes (:data:`BEAM_EXAMPLES`; at most
         ``n_test``, which it is cut to); 200 in the records made before it was
