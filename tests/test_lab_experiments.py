@@ -10,6 +10,7 @@ import dataclasses
 import io
 import json
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -370,7 +371,10 @@ def test_sequence_errors_are_compared_as_ratios_even_at_zero_errors():
     assert row["test"].sd == pytest.approx(math.log(3))  # one error at a's mean count, 0
     assert row["verdict"] == "supported" and row["difference"].startswith("error ratio 21.00")
     assert row["min_effect"] == "error ratio 1.25"
-    assert row["measured"] == "a 0.0 errors (100.0% exact) vs b 10.0 errors (98.0% exact)"
+    assert (
+        row["measured"]
+        == "a 0.0 errors of 500 (100.0% exact) vs b 10.0 errors of 500 (98.0% exact)"
+    )
     assert even["verdict"] == "not resolved"
 
 
@@ -934,3 +938,48 @@ def test_seeds_per_arm_and_their_overrides():
     assert ex.load_record(PILOT).budget.beam_examples == 200
     older = {k: v for k, v in budget(quick=True).__dict__.items() if k != "beam_examples"}
     assert ex.Record({"budget": older}, {}, PILOT).budget.beam_examples == 100
+
+
+# ---- Every number on the claims page with its unit --------------------------
+
+#: What a number of the claims table may be: each with its unit or denominator.
+_WITH_UNITS = (
+    r"\d[\d,]*(\.\d+)? errors of [\d,]+",
+    r"\d+\.\d{4} nats/token",
+    r"\d[\d,]* (steps|s|sentences/s)\b",
+    r"(error|loss|steps|time|speed) ratio \d+\.\d\d( \(90%: \d+\.\d\d to \d+\.\d\d\))?",
+    r"(error|loss|steps|time|speed) ratio over \d+",  # a detectable effect too large
+    r"\d+ run\(s\) never reached 90%",
+    r"\d+\.\d% exact",
+)
+
+
+def _units_left_out(text: str) -> str:
+    """``text`` without every number that has its unit and without the arms' names (some
+    hold digits): what remains must hold no digit."""
+    names = {a.name for e in ex.EXPERIMENTS.values() for a in e.arms}
+    for name in sorted(names, key=len, reverse=True):
+        text = text.replace(name, "ARM")
+    text = re.sub(r"\bbeam \d+\b", "beam K", text)
+    for pattern in _WITH_UNITS:
+        text = re.sub(pattern, "NUMBER", text)
+    return text
+
+
+@pytest.mark.parametrize("kind", ["pilot", "quick"])
+def test_every_number_of_the_claims_table_has_its_unit(kind):
+    record = ex.load_record(PILOT.parent / kind)
+    results = {n: record.result(n) for n in {c.experiment for c in ex.CLAIMS}}
+    generation = {
+        f"beam{k}": {
+            a.name: [1000.0 + s for s in range(5)] for a in ex.EXPERIMENTS["generation"].arms
+        }
+        for k in (1, 5)
+    }
+    per_step = {m: {"1 thread": 0.2, "2 threads": 0.1} for m in ("convs2s", "gru")}
+    steps = {"seconds_per_step": per_step, "reliable": {"1 thread": True, "2 threads": True}}
+    rows = check_claims(results, {"steps": steps, "generation": {**generation, "machine": "M"}})
+    for row in rows:
+        for key in ("measured", "difference", "min_effect", "detectable"):
+            left = _units_left_out(row[key])
+            assert not re.search(r"\d", left), (row["claim"].key, key, row[key], left)

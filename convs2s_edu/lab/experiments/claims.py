@@ -497,6 +497,8 @@ def _shown(result, claim_arm: tuple, values: list) -> str:
         n_beam = result.budget.beam_examples
         return f"{arm} beam {k} {mean:,.1f} errors of {n_beam} ({exact:.1%} exact)"
     shown = f"{arm} {_fmt(metric, mean)}"
+    if metric == _SER:  # errors among the test sources
+        shown += f" of {result.budget.n_test:,}"
     if metric in (_SER, _LOSS):
         shown += f" ({result.row(arm)['exact_match']:.1%} exact)"
     return shown
@@ -543,7 +545,7 @@ def _fmt(metric: str, value: float) -> str:
         return f"{value:,.1f} errors"
     if base in CENSORED:
         return f"{value:,.0f} {'steps' if base.startswith('steps') else 's'}"
-    return f"{value:,.0f}/s"
+    return f"{value:,.0f} sentences/s"
 
 
 def _number(metric: str, d: float) -> str:
