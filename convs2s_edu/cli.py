@@ -312,7 +312,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--spot", type=int, default=2, help="with --verify: runs to draw (2)"
     )
     p.add_argument(
-        "--seeds", type=int, help="seeds per arm, >= 2 (default 5; quick mode 2)"
+        "--seeds",
+        type=int,
+        help="seeds per arm, >= 2, from seed 0 (default: the full build's 5 to 20 per "
+        "arm from seed 5, planned from the pilot; quick mode 2)",
     )
     p.add_argument("--steps", type=int, help="optimiser steps per run (default 800)")
     p.add_argument(

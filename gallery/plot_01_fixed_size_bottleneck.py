@@ -35,7 +35,7 @@ match fall as the source gets longer?
 # new :math:`c_t = \sum_j a_{tj} h_j` at every step (the next page).
 # Everything else — sizes, data, optimiser, schedule, seed — is the same for
 # all four runs: the Experiments section's budget
-# (:meth:`Budget.config <convs2s_edu.lab.experiments.Budget.config>`, seed 0),
+# (:meth:`Budget.config <convs2s_edu.lab.experiments.Budget.config>`, its first seed),
 # so the two runs with attention are that section's GRU arms on sorting and
 # reversing.
 #

@@ -82,7 +82,7 @@ assert torch.isfinite(share_e).all()
 # --------------------------------------------------------
 # A knock-out asks what the trained model lost; retraining asks what a model
 # can learn without. The build trains ConvS2S at the Experiments section's
-# budget (seed 0) three times: values :math:`z^u_j + e_j` as in the paper (that
+# budget (its first seed) three times: values :math:`z^u_j + e_j` as in the paper (that
 # section's reference arm), :math:`z^u_j` alone and :math:`e_j` alone
 # (``AblationConfig.attention_values``; the keys stay :math:`z^u_j`). The cell
 # plots their held-out learning curves, the loss (left) and exact match

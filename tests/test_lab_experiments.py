@@ -35,6 +35,7 @@ from convs2s_edu.lab.experiments import (
 )
 from convs2s_edu.lab.experiments import registry as registry_mod
 from convs2s_edu.lab.experiments import runner as runner_mod
+from convs2s_edu.lab.experiments.registry import BEAM_EXAMPLES
 from convs2s_edu.metrics import evaluate, teacher_forced_scores
 from convs2s_edu.training import build_model, make_datasets, train_or_load
 from convs2s_edu.training import cache as cache_mod
@@ -238,7 +239,7 @@ def test_summaries_skip_runs_that_never_reached_a_level():
 # --------------------------------------------------------------------------
 
 
-def _result(rows: dict, experiment="tiny", seeds=5) -> ExperimentResult:
+def _result(rows: dict, experiment="tiny", seeds=5, beam_examples=200) -> ExperimentResult:
     """An ExperimentResult of made-up per-seed values."""
     arms = tuple(Arm(n, n) for n in rows)
     runs = []
@@ -248,7 +249,7 @@ def _result(rows: dict, experiment="tiny", seeds=5) -> ExperimentResult:
             run.update({k: v[s] for k, v in values.items()})
             runs.append(run)
     exp = Experiment(experiment, "", "", arms)
-    b = Budget(seeds, 800, 64, 500, 500, 50, (1,))
+    b = Budget(seeds, 800, 64, 500, 500, 50, (1,), beam_examples=beam_examples)
     return ExperimentResult(exp, b, runs, summarise_runs(runs, arms))
 
 
@@ -900,23 +901,67 @@ def test_learning_curves_read_the_results_arms_and_never_train(
 PILOT = Path(__file__).resolve().parents[1] / "docs" / "experiment_record" / "pilot"
 
 
-def test_every_claims_arms_have_the_seeds_the_pilot_asks_for():
+def test_the_full_builds_seeds_are_the_pilots_plan():
     pilot = ex.load_record(PILOT)
     results = {name: pilot.result(name) for name in {c.experiment for c in ex.CLAIMS}}
     plan = ex.plan_seeds(results)
     # every judged pair of the page, each with the seeds its rule needs
     judged = [c for c in ex.CLAIMS if c.kind == "final quality" or "steps" in c.claimed[1]]
     assert len(plan) == sum(len(c.others) for c in judged) == 15
-    full = budget(quick=False)
+    # each arm: the most any of its pairs needs, at least FULL_SEEDS, at most MAX_SEEDS
+    need = {}
     for pair in plan:
         for arm in pair["arms"]:
-            have = len(full.seeds_of(pair["experiment"], arm))
-            assert have >= min(pair["seeds"], registry_mod.MAX_SEEDS), (pair, have)
+            key = (pair["experiment"], arm)
+            n = min(max(pair["supported"], pair["equal"]), registry_mod.MAX_SEEDS)
+            need[key] = max(need.get(key, registry_mod.FULL_SEEDS), n)
+    more = {key: n for key, n in need.items() if n > registry_mod.FULL_SEEDS}
+    assert registry_mod.FULL_ARM_SEEDS == more
     # the record's runs use other seeds than the pilot's
+    full = budget(quick=False)
     pilot_seeds = set(pilot.budget.seeds_of("encoder_decoder", "convs2s"))
     for name, exp in ex.EXPERIMENTS.items():
         for arm in exp.arms:
             assert not pilot_seeds & set(full.seeds_of(name, arm.name)), (name, arm)
+
+
+def test_the_plan_asks_for_both_powers_at_the_pages_family(monkeypatch):
+    # a made-up pilot: one claim, one pair, per-seed differences of a known spread
+    res = _result(
+        {
+            "a": {"exact_match": [0.93, 0.95, 0.94, 0.96, 0.95]},
+            "b": {"exact_match": [0.90, 0.90, 0.90, 0.90, 0.90]},
+        },
+        experiment="encoder_decoder",
+    )
+    claim = _claim(
+        experiment="encoder_decoder",
+        claimed=("a", "exact_match"),
+        others=(("b", "exact_match"),),
+    )
+    monkeypatch.setattr(ex.claims, "CLAIMS", (claim, claim))  # two pairs on the page
+    (pair, _) = ex.plan_seeds({"encoder_decoder": res})
+    d = np.array([0.03, 0.05, 0.04, 0.06, 0.05])
+    spread = d.std(ddof=1) / claim.min_effect  # in minimum effects
+    assert pair["sd_in_delta"] == pytest.approx(spread)
+    assert pair["supported"] == ex.seeds_for_power(spread, 2, 0.8, 2.0)
+    assert pair["equal"] == ex.seeds_for_power(spread, 2, 0.8, 0.0)
+    assert pair["seeds"] == max(pair["supported"], pair["equal"]) > 5
+
+
+def test_a_pair_is_compared_on_the_seeds_both_arms_have():
+    # a has seeds 5-6, b seeds 5-8 (listed out of order): the pair is (5, 5) and (6, 6),
+    # never a's two against b's last two
+    runs = [{"arm": "a", "seed": s, "exact_match": 0.9 + 0.01 * s} for s in (6, 5)]
+    runs += [{"arm": "b", "seed": s, "exact_match": 0.8 + 0.02 * s} for s in (8, 5, 7, 6)]
+    arms = (Arm("a", "a"), Arm("b", "b"))
+    b = Budget(2, 800, 64, 500, 500, 50, (1,), first_seed=5)
+    exp = Experiment("tiny", "", "", arms)
+    res = ExperimentResult(exp, b, runs, summarise_runs(runs, arms))
+    claim = _claim(claimed=("a", "exact_match"), others=(("b", "exact_match"),))
+    (row,) = check_claims({"tiny": res}, claims=[claim])
+    assert row["test"].diffs == pytest.approx((0.95 - 0.90, 0.96 - 0.92))
+    assert row["n_seeds"] == 2
 
 
 def test_seeds_per_arm_and_their_overrides():
@@ -933,11 +978,12 @@ def test_seeds_per_arm_and_their_overrides():
     header = {"budget": json.loads(json.dumps(full.__dict__))}
     assert ex.Record(header, {}, PILOT).budget == full
     # the beam decodes the test set, at most: 2,000 in the full build, 100 in the quick
-    # one, and 200 in the records made before they said
+    # one, and 200 in the records made before they said (cut to their test set)
     assert (full.beam_examples, budget(quick=True).beam_examples) == (2_000, 100)
     assert ex.load_record(PILOT).budget.beam_examples == 200
     older = {k: v for k, v in budget(quick=True).__dict__.items() if k != "beam_examples"}
     assert ex.Record({"budget": older}, {}, PILOT).budget.beam_examples == 100
+    assert Budget(2, 800, 64, 500, 3_000, 50, (1,)).beam_examples == BEAM_EXAMPLES
 
 
 # ---- Every number on the claims page with its unit --------------------------

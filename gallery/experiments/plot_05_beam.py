@@ -137,7 +137,7 @@ for other in arms[1:]:
 
 from convs2s_edu import beam_search, greedy_decode, make_datasets, train_or_load
 
-run_cfg = result.budget.train_config(result.experiment.arms[0], 0)
+run_cfg = result.budget.train_config(result.experiment.arms[0], result.budget.first_seed)
 trained = train_or_load(run_cfg, progress=False).model
 test_set = make_datasets(run_cfg)[2]
 sources = [test_set[i][0] for i in range(min(50, len(test_set)))]

@@ -117,9 +117,9 @@ for c in experiments.spot_check(record, n=2, strict=True) if fresh else []:
 # deterministic there), so a wrong number, or a change that the code's
 # fingerprint cannot see (another torch, another library), is caught whenever
 # the draw includes one of the runs it touched. The chance of that, for a change
-# confined to one arm's seeds, is the hypergeometric one below. On another
-# machine a run is allowed to drift as far as another seed would, so only a
-# change beyond the seeds' spread is caught there; how often an honest run
+# confined to an arm of five seeds (the fewest), is the hypergeometric one below.
+# On another machine a run is allowed to drift as far as another seed would, so
+# only a change beyond the seeds' spread is caught there; how often an honest run
 # falls outside that allowance has not been measured.
 
 if fresh:
@@ -163,11 +163,11 @@ if not is_quick_mode():
 # and the seeds each pair has in the full build, fixed before its runs from a
 # pilot (the record of five seeds per arm, seeds 0-4, which the full build's seeds
 # do not repeat): per judged pair, the pilot's standard deviation of the per-seed
-# differences in minimum effects, and the fewest seeds with which the rule
-# supports, four times in five, twice the minimum effect, the effect a claim is
-# designed to find (:func:`~convs2s_edu.lab.experiments.plan_seeds`). An arm has
-# at most 20; a pair that needs more says so. The pilot's spreads are estimates
-# from five seeds.
+# differences in minimum effects, and the fewest seeds with which the rule, four
+# times in five, supports twice the minimum effect (the effect a claim is designed
+# to find) and reads two equal arms as *no practical difference*
+# (:func:`~convs2s_edu.lab.experiments.plan_seeds`). An arm has at most 20. The
+# pilot's spreads are estimates from five seeds, made by older code.
 
 pairs = sum(len(r["pairs"]) for r in rows if r["judged"])  # P: the family's pairs
 family = max(pairs, 1)
@@ -179,8 +179,8 @@ plan = experiments.plan_seeds({n: pilot.result(n) for n in needed}) if pilot els
 full = experiments.budget(quick=False)
 for p in plan:
     has = min(len(full.seeds_of(p["experiment"], arm)) for arm in p["arms"])
-    print(f"{p['claim']} ({' vs '.join(p['arms'])}): pilot spread {p['sd_in_delta']:.2f}")
-    print(f"    x the minimum effect: {p['seeds']} seeds needed, {has} in the full build")
+    print(f"{p['claim']} ({' vs '.join(p['arms'])}): SD {p['sd_in_delta']:.2f} minimum effects")
+    print(f"    seeds: {p['supported']} to support, {p['equal']} to read equal; full build {has}")
 
 # %%
 # The table

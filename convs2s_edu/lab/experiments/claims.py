@@ -641,15 +641,16 @@ def _measure(
         claim.claimed, res, timings, claim.hardware
     )
     step = _resolution(claim, res.budget, float(np.mean(claimed_values)))
+    claimed_seeds = res.row(claim.claimed[0])["seeds"]
     for other in claim.others:
-        b_values, b_real = claim_values(other, res, timings, claim.hardware)
-        n = min(len(claimed_values), len(b_values))  # the seeds both arms have
-        a_values, a_real, b_values, b_real = (
-            claimed_values[:n],
-            claimed_real[:n],
-            b_values[:n],
-            b_real[:n],
-        )
+        b_all, b_all_real = claim_values(other, res, timings, claim.hardware)
+        # paired on the seeds both arms have
+        b_seeds = res.row(other[0])["seeds"]
+        both = sorted(set(claimed_seeds) & set(b_seeds))
+        a = [claimed_seeds.index(seed) for seed in both]
+        b = [b_seeds.index(seed) for seed in both]
+        a_values, a_real = [claimed_values[i] for i in a], [claimed_real[i] for i in a]
+        b_values, b_real = [b_all[i] for i in b], [b_all_real[i] for i in b]
         d = _difference(a_values, b_values, metric)  # oriented per seed
         test = paired_test(d, [0.0] * len(d), claim.min_effect, step)
         lo, hi = (_number(metric, x) for x in test.interval(0.90))
@@ -755,13 +756,15 @@ def _agrees(row: dict) -> str:
 def plan_seeds(pilot: Mapping, power: float = 0.8, design: float = 2.0) -> list[dict]:
     """The seeds each judged pair of claims needs, from a pilot's spread.
 
-    The rule supports a pair with probability ``power`` when its true effect is
-    ``design`` minimum effects (*supported* asks the mean to reach the minimum effect,
-    so a design effect of twice it) with the fewest seeds that
-    :func:`~convs2s_edu.lab.experiments.seeds_for_power` finds, given the standard
-    deviation of the pair's paired differences in the pilot and the number of judged
-    pairs of the page. The pilot's spread is itself an estimate from its few seeds:
-    the plan is as good as that estimate, and the page says so.
+    Two requirements, each at ``power`` and at the family's first threshold (the
+    number of judged pairs of the page), from the standard deviation of the pair's
+    per-seed differences in the pilot
+    (:func:`~convs2s_edu.lab.experiments.seeds_for_power`): that the rule supports a
+    true effect of ``design`` minimum effects (*supported* asks the mean to reach the
+    minimum effect, so a design effect of twice it), and that it reads two equal arms
+    (a true difference of 0) as *no practical difference*. A pair needs the larger.
+    The pilot's spread is an estimate from its few seeds: the plan is as good as that
+    estimate, and the claims page says so.
 
     Parameters
     ----------
@@ -776,7 +779,13 @@ def plan_seeds(pilot: Mapping, power: float = 0.8, design: float = 2.0) -> list[
     list of dict
         Per judged pair: ``claim`` (its key), ``experiment``, ``arms`` (the claimed arm
         and the other), ``sd_in_delta`` (the pilot's standard deviation in minimum
-        effects) and ``seeds`` (what the rule needs).
+        effects), ``supported`` and ``equal`` (the seeds each requirement needs) and
+        ``seeds`` (the larger).
+
+    Raises
+    ------
+    ValueError
+        A pair whose pilot differences do not vary: no spread to plan from.
     """
     judged = [
         c
@@ -790,15 +799,22 @@ def plan_seeds(pilot: Mapping, power: float = 0.8, design: float = 2.0) -> list[
         claim = r["claim"]
         for (other, _), pair in zip(claim.others, r["pairs"]):
             spread = pair["test"].sd / claim.min_effect
+            if not spread > 0:
+                raise ValueError(
+                    f"{claim.key} against {other}: the pilot's differences do not vary"
+                )
+            needs = {  # design effect: supported; 0: no practical difference
+                key: seeds_for_power(spread, n_pairs, power, effect)
+                for key, effect in (("supported", design), ("equal", 0.0))
+            }
             plan.append(
                 {
                     "claim": claim.key,
                     "experiment": claim.experiment,
                     "arms": (claim.claimed[0], other),
                     "sd_in_delta": spread,
-                    "seeds": (
-                        seeds_for_power(spread, n_pairs, power, design) if spread else 2
-                    ),
+                    **needs,
+                    "seeds": max(needs.values()),
                 }
             )
     return plan

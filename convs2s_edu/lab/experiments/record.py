@@ -12,8 +12,10 @@ random to compare (:func:`spot_check`).
 The format
 ----------
 A folder per budget, ``docs/experiment_record/full`` and
-``docs/experiment_record/quick`` (``$CONVS2S_EDU_RECORD`` names the parent folder), of
-two text files:
+``docs/experiment_record/quick`` (``$CONVS2S_EDU_RECORD`` names the parent folder), and
+``docs/experiment_record/pilot``, the five-seed record whose spreads fixed the full
+build's seeds (:func:`~convs2s_edu.lab.experiments.plan_seeds`), each of two text
+files:
 
 ``record.json``
     ``format`` (1); ``budget`` (the :class:`~convs2s_edu.lab.experiments.Budget` of
@@ -266,6 +268,9 @@ class Record:
             **{
                 **b,
                 "beam_sizes": tuple(b["beam_sizes"]),
+                "beam_examples": b.get(
+                    "beam_examples", 200
+                ),  # older records decoded 200
                 # JSON's lists back to the tuples the registry gives
                 "arm_seeds": tuple((tuple(k), n) for k, n in b.get("arm_seeds", ())),
             }

@@ -95,30 +95,35 @@ FULL_FIRST_SEED = 5
 
 #: Seeds of the arms whose claims need more than :data:`FULL_SEEDS`, per
 #: ``(experiment, arm)``: fixed before the record's runs, from the pilot's spread of each
-#: claim's paired differences, as the fewest seeds with which the rule supports a true
-#: effect of twice the minimum effect four times in five
+#: claim's paired differences, as the fewest seeds with which the rule both supports a
+#: true effect of twice the minimum effect and reads equal arms as *no practical
+#: difference*, four times in five each
 #: (:func:`~convs2s_edu.lab.experiments.plan_seeds`; ``tests/test_lab_experiments.py``
-#: checks these against the pilot), at most :data:`MAX_SEEDS`. A claim compares its two
-#: arms on the seeds both have.
+#: checks this table against the pilot), at most :data:`MAX_SEEDS`. A claim compares its
+#: two arms on the seeds both have.
 FULL_ARM_SEEDS = {
-    ("encoder_decoder", "convs2s"): 8,
-    ("encoder_decoder", "gru"): 8,
-    ("encoder_decoder", "gru+conv"): 8,
-    ("encoder_decoder", "conv+gru"): 8,
-    ("positions", "reverse/both"): 11,
+    ("encoder_decoder", "convs2s"): 19,
+    ("encoder_decoder", "gru"): 13,
+    ("encoder_decoder", "gru+conv"): 14,
+    ("encoder_decoder", "conv+gru"): 19,
+    ("positions", "reverse/both"): 20,
     ("positions", "reverse/source"): 20,
     ("positions", "reverse/target"): 20,
-    ("positions", "reverse/none"): 11,
-    ("positions", "sort/both"): 6,
-    ("positions", "sort/none"): 6,
-    ("depth", "enc4-dec4"): 6,
-    ("depth", "enc2-dec4"): 6,
-    ("beam", "convs2s"): 17,
-    ("beam", "gru"): 8,
+    ("positions", "reverse/none"): 20,
+    ("positions", "sort/both"): 9,
+    ("positions", "sort/none"): 9,
+    ("attention_layers", "all"): 6,
+    ("attention_layers", "first"): 6,
+    ("depth", "enc4-dec4"): 12,
+    ("depth", "enc2-dec4"): 12,
+    ("depth", "enc4-dec2"): 6,
+    ("beam", "convs2s"): 20,
+    ("beam", "gru"): 13,
 }
 
-#: The most seeds an arm gets: a claim whose pilot asks for more is judged with these
-#: and says so.
+#: The most seeds an arm gets: the claims page's plan names the pairs that need more
+#: (reversing's position claims and ConvS2S's beam, whose pilot spreads are the
+#: largest), which are judged with these.
 MAX_SEEDS = 20
 
 #: Seeds per arm in the quick build: two, the fewest a paired test needs (its verdicts
@@ -174,7 +179,8 @@ class Budget:
     ----------
     seeds : int
         Runs per arm unless ``arm_seeds`` says otherwise: seeds ``first_seed ..
-        first_seed + seeds - 1`` (the same for every arm: paired).
+        first_seed + seeds - 1`` (every arm's seeds start at ``first_seed``, so two
+        arms share their first seeds: paired).
     steps : int
         Optimiser steps of every run (fast recipe, fresh batches of 128).
     width : int
@@ -194,9 +200,8 @@ class Budget:
         (:data:`~convs2s_edu.lab.experiments.registry.FULL_ARM_SEEDS` in the full
         build).
     beam_examples : int
-        Test sources each beam size decodes (:data:`BEAM_EXAMPLES`; at most
-        ``n_test``, which it is cut to); 200 in the records made before it was
-        recorded.
+        Test sources each beam size decodes (:data:`BEAM_EXAMPLES`, what the runner
+        decodes; at most ``n_test``, which it is cut to).
     """
 
     seeds: int
@@ -209,7 +214,7 @@ class Budget:
     quick: bool = False
     first_seed: int = 0
     arm_seeds: tuple = ()
-    beam_examples: int = 200
+    beam_examples: int = BEAM_EXAMPLES
 
     def __post_init__(self):
         # the beam decodes at most the test set

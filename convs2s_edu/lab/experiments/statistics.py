@@ -29,7 +29,8 @@ def summarise_runs(runs: Sequence[dict], arms: Sequence[Arm]) -> list[dict]:
     Returns
     -------
     list of dict
-        ``arm``, ``label``, ``task``, ``n_seeds``, the arm's constant ``columns``, and
+        ``arm``, ``label``, ``task``, ``n_seeds``, ``seeds`` (in order), the arm's
+        constant ``columns``, and
         for every measured column ``c``: ``c`` (the mean), ``c_min``, ``c_max``,
         ``c_std``, ``c_values`` (the per-seed values in seed order) and ``c_n`` (the
         seeds with a finite value: a run that never reached an accuracy has ``nan``
@@ -56,6 +57,7 @@ def summarise_runs(runs: Sequence[dict], arms: Sequence[Arm]) -> list[dict]:
             "label": arm.label,
             "task": arm.task,
             "n_seeds": len(mine),
+            "seeds": [r["seed"] for r in mine],
             **arm.columns,
         }
         keys = [k for k in mine[0] if k not in ("arm", "seed")]
