@@ -1029,3 +1029,20 @@ def test_every_number_of_the_claims_table_has_its_unit(kind):
         for key in ("measured", "difference", "min_effect", "detectable"):
             left = _units_left_out(row[key])
             assert not re.search(r"\d", left), (row["claim"].key, key, row[key], left)
+
+
+def test_a_row_with_fewer_seeds_than_planned_says_so():
+    res = _result(
+        {
+            "a": {"exact_match": [0.93, 0.95, 0.94, 0.96, 0.95]},
+            "b": {"exact_match": [0.90, 0.91, 0.90, 0.92, 0.90]},
+        }
+    )
+    claim = _claim(claimed=("a", "exact_match"), others=(("b", "exact_match"),))
+    pair = {"claim": claim.key, "arms": ("a", "b")}
+    (row,) = check_claims({"tiny": res}, claims=[claim], plan=[{**pair, "seeds": 12}])
+    assert "fewer seeds than the pilot asks for (against b: 5 of the 12" in row["reason"]
+    # as many as planned, or more: nothing to say
+    for seeds in (5, 4):
+        (row,) = check_claims({"tiny": res}, claims=[claim], plan=[{**pair, "seeds": seeds}])
+        assert "fewer seeds" not in row["reason"]

@@ -83,7 +83,9 @@ print(budget.describe())
 timings = {"steps": experiments.step_seconds(), "generation": experiments.generation_speed()}
 print(f"steps timed: {timings['steps']['verdict']}")
 print(f"generation timed on: {timings['generation']['machine']}")
-rows = experiments.check_claims(results, timings)
+pilot = experiments.load_record(pilot=True)  # None outside the docs build
+plan = experiments.plan_seeds({n: pilot.result(n) for n in needed}) if pilot else []
+rows = experiments.check_claims(results, timings, plan=[] if budget.quick else plan)
 
 # %%
 # The record, checked
@@ -174,8 +176,6 @@ family = max(pairs, 1)
 for n in sorted({budget.seeds, 5, 10}):
     k = experiments.min_detectable_effect(n, family)
     print(f"{n} seeds, {pairs} pairs judged: {k:.1f} standard deviations")
-pilot = experiments.load_record(pilot=True)  # None outside the docs build
-plan = experiments.plan_seeds({n: pilot.result(n) for n in needed}) if pilot else []
 full = experiments.budget(quick=False)
 for p in plan:
     has = min(len(full.seeds_of(p["experiment"], arm)) for arm in p["arms"])

@@ -821,7 +821,10 @@ def plan_seeds(pilot: Mapping, power: float = 0.8, design: float = 2.0) -> list[
 
 
 def check_claims(
-    results: Mapping, timings: Mapping | None = None, claims: Sequence[Claim] = CLAIMS
+    results: Mapping,
+    timings: Mapping | None = None,
+    claims: Sequence[Claim] = CLAIMS,
+    plan: Sequence[dict] = (),
 ) -> list[dict]:
     """One row per claim, filled in from the experiments' runs and the timings.
 
@@ -839,6 +842,10 @@ def check_claims(
         (:mod:`~convs2s_edu.lab.experiments.timings`); claims that need a missing one
         are "not tested".
     claims : sequence of Claim
+    plan : sequence of dict, optional
+        :func:`plan_seeds` of the pilot: a judged row whose pairs have fewer seeds than
+        the plan asks for says so in its reason (the pair is underpowered, and its "not
+        resolved" says little).
 
     Returns
     -------
@@ -863,9 +870,18 @@ def check_claims(
     for pair, verdict in zip(family, verdicts([p["test"] for p in family])):
         _censor(pair, verdict)
     largest = max((abs(p["test"].mean) for p in family), default=0.0)
+    planned = {(p["claim"], p["arms"][1]): p["seeds"] for p in plan}
     for r in rows:
         if r["judged"]:
             _decide(r)
+            short = [
+                f"against {p['against']}: {p['test'].n} of the {need} it needs"
+                for (other, _), p in zip(r["claim"].others, r["pairs"])
+                if (need := planned.get((r["claim"].key, other), 0)) > p["test"].n
+            ]
+            if short:  # capped at MAX_SEEDS, or a budget that gives fewer
+                under = f"fewer seeds than the pilot asks for ({', '.join(short)})"
+                r["reason"] = "; ".join(filter(None, (r["reason"], under)))
             for p in r["pairs"]:
                 metric = r["claim"].claimed[1]
                 p["detectable"] = _detectable(p["test"], metric, len(family), largest)
