@@ -366,7 +366,7 @@ class GRUDecoder(Decoder):
     target position: :math:`s_t` needs :math:`s_{t-1}`, so the steps cannot run in
     parallel, even when every input :math:`y_{t-1}` is known in advance.
 
-    Departure from Bahdanau et al.: the output layer is Shi's article's
+    Departure from Bahdanau et al.: the output layer is Shi's
     :math:`\mathrm{softmax}(W_s s_t + b_s)` rather than the paper's deep maxout
     output over :math:`(s_t, y_{t-1}, c_t)`.
 

@@ -143,7 +143,7 @@ print(comparison("final held-out loss", final, fmt="{:.4f}"))
 # %%
 # A second recipe
 # ---------------
-# The original notebook's recipe is the notebook's: 10,000 examples seen 30 times, a
+# The original recipe is the notebook's: 10,000 examples seen 30 times, a
 # constant learning rate, dropout. Training a transformer made another kind standard,
 # and the ``"fast"`` recipe of :meth:`TrainConfig.recipe <convs2s_edu.TrainConfig.recipe>` is
 # one of them: every optimiser step sees 128 examples it never saw before (on this task

@@ -7,7 +7,7 @@ command line)::
                  both models on the same data (compare) and their convergence
     bench        the ``convs2s-edu bench`` report: every path against the machine's limits
     samples      side-by-side sample outputs of several models
-    experiments  the paper's ablations and Shi's article's claims, over seeds
+    experiments  the paper's ablations and Shi's claims, over seeds
     site         the site's configurations (quick mode) and the numbers it records
     figures      the gallery's figure helpers: capture what modules compute, heatmaps
     schematic    Figure 1 of each model as boxes and arrows, shapes from a forward pass

@@ -38,7 +38,7 @@ a small-scale check of its source's statement at that budget, not the
 statement itself. Final quality is scored on every seed's test set in one
 teacher-forced pass, as ratios that stay meaningful where a loss or an error
 count nears 0: the paper's claims (which it states in perplexity) by the ratio of
-the test losses, Shi's article's and the beam's by the ratio of the
+the test losses, Shi's and the beam's by the ratio of the
 sequence errors (half an error added to each count), exact match beside. The
 minimum effect is a ratio of 1.25 for both, a quarter more loss or errors,
 the smallest difference a user would act on here; the paper's own numbers are

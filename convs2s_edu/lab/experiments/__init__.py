@@ -1,4 +1,4 @@
-"""The site's experiments: the paper's ablations and Shi's article's claims, over
+"""The site's experiments: the paper's ablations and Shi's claims, over
 seeds.
 
 Modules, bottom to top::
