@@ -490,8 +490,7 @@ def _cmd_verify(args) -> None:
         raise ValueError(stale)
     runs = None
     if args.claim is not None:
-        claim = CLAIMS[args.claim - 1]
-        runs = claim_runs(record, claim.experiment, sorted(set(claim.arms)))
+        runs = claim_runs(record, CLAIMS[args.claim - 1])
     for c in spot_check(record, n=args.spot, runs=runs, strict=True):
         how = "equal" if c["exact"] else "within the seeds' spread"
         print(f"{c['arm']} seed {c['seed']} (run {c['run']}): {how}")

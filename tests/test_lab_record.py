@@ -180,3 +180,26 @@ def test_a_run_is_the_same_run_on_either_path():
     keys = {record_mod._run_key(cfg.replace(fast=f)) for f in (None, True, False)}
     assert len(keys) == 1
     assert record_mod._run_key(cfg) != record_mod._run_key(cfg.replace(seed=cfg.seed + 1))
+
+
+def test_a_claims_runs_are_its_pairs_on_the_seeds_both_arms_have():
+    from pathlib import Path
+
+    from convs2s_edu.lab.experiments import CLAIMS, budget
+    from convs2s_edu.lab.experiments.record import Record, _run_key, claim_runs
+    from convs2s_edu.lab.experiments.runner import experiment_configs
+
+    full = budget(quick=False)
+    # gru+conv against three arms; in the full build it has 14 seeds, the GRU 13 and
+    # the other two 19: each pair is compared on the seeds both of its arms have
+    claim = next(c for c in CLAIMS if c.key == "rnn-cnn-best")
+    arms = ["gru+conv", "convs2s", "gru", "conv+gru"]
+    every = experiment_configs(claim.experiment, full, arms)
+    runs = {_run_key(cfg): {"run": f"{arm.name}/{seed}"} for arm, seed, cfg in every}
+    record = Record({"budget": json.loads(json.dumps(full.__dict__))}, runs, Path("."))
+    first, n = full.first_seed, {a: len(full.seeds_of(claim.experiment, a)) for a in arms}
+    assert (n["gru+conv"], n["gru"]) == (14, 13) and n["convs2s"] == n["conv+gru"] == 19
+    expected = [f"gru+conv/{s}" for s in range(first, first + 14)]
+    expected += [f"gru/{s}" for s in range(first, first + 13)]
+    expected += [f"{a}/{s}" for a in ("convs2s", "conv+gru") for s in range(first, first + 14)]
+    assert sorted(claim_runs(record, claim)) == sorted(expected)

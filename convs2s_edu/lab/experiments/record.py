@@ -380,11 +380,18 @@ def experiment_result(name: str, record: Record | None = None, say: bool = True)
     return record.result(name)
 
 
-def claim_runs(record: Record, experiment: str, arms) -> list[str]:
-    """The record's keys of every seed's run of ``arms`` of ``experiment`` (what a claim
-    compares), for :func:`spot_check`."""
-    configs = experiment_configs(experiment, record.budget, list(arms))
-    return [record.run(cfg)["run"] for _, _, cfg in configs]  # ValueError: not recorded
+def claim_runs(record: Record, claim) -> list[str]:
+    """The record's keys of the runs ``claim`` compares, for :func:`spot_check`: for
+    each of its pairs, both arms on the seeds both have."""
+    b, claimed = record.budget, claim.claimed[0]
+    seeds = {}
+    for other, _ in claim.others:
+        mine, its = (set(b.seeds_of(claim.experiment, arm)) for arm in (claimed, other))
+        for arm in (claimed, other):
+            seeds[arm] = seeds.get(arm, set()) | (mine & its)
+    configs = experiment_configs(claim.experiment, b, sorted(seeds))
+    # ValueError: a run the record does not hold
+    return [record.run(c)["run"] for arm, s, c in configs if s in seeds[arm.name]]
 
 
 def spot_check(
