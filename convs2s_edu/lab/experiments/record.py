@@ -268,9 +268,8 @@ class Record:
             **{
                 **b,
                 "beam_sizes": tuple(b["beam_sizes"]),
-                "beam_examples": b.get(
-                    "beam_examples", 200
-                ),  # older records decoded 200
+                # the records made before it was recorded decoded 200
+                "beam_examples": b.get("beam_examples", 200),
                 # JSON's lists back to the tuples the registry gives
                 "arm_seeds": tuple((tuple(k), n) for k, n in b.get("arm_seeds", ())),
             }

@@ -150,10 +150,8 @@ QUICK_BEAM_SIZES = (1, 2, 5, 10)
 #: whole test set is scored in one teacher-forced pass).
 GREEDY_EXAMPLES = 500
 #: Test examples decoded per beam size (the first ones of the test set): the full
-#: build's whole test set. With 200, the beam's two claims could hardly resolve (five
-#: identical differences still gave an equivalence p of 0.0445); the 2,000 cost about
-#: 20 s of decoding per run at the eight beam sizes (a beam of 10 decodes ten
-#: hypotheses per source).
+#: build's whole test set. With 200, the beam's two claims could hardly resolve: its
+#: errors were a handful per seed (a beam of 10 decodes ten hypotheses per source).
 BEAM_EXAMPLES = 2_000
 
 #: The longer test lengths of the ``positions`` experiment (trained on 8-20): they need
