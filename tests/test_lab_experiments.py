@@ -1025,10 +1025,38 @@ def test_every_number_of_the_claims_table_has_its_unit(kind):
     per_step = {m: {"1 thread": 0.2, "2 threads": 0.1} for m in ("convs2s", "gru")}
     steps = {"seconds_per_step": per_step, "reliable": {"1 thread": True, "2 threads": True}}
     rows = check_claims(results, {"steps": steps, "generation": {**generation, "machine": "M"}})
+    from convs2s_edu.lab.experiments.report import _effect
+
     for row in rows:
         for key in ("measured", "difference", "min_effect", "detectable"):
             left = _units_left_out(row[key])
             assert not re.search(r"\d", left), (row["claim"].key, key, row[key], left)
+        assert not re.search(r"\d", _units_left_out(_effect(row))), _effect(row)
+
+
+def test_every_claim_has_its_short_forms_for_the_summary_table():
+    for claim in ex.CLAIMS:
+        for text in (claim.short, claim.reported_short):
+            assert 0 < len(text) <= 60, (claim.key, text)
+    assert len({c.short for c in ex.CLAIMS}) == len(ex.CLAIMS)  # no two rows read alike
+
+
+def test_the_summary_table_shows_the_pair_that_decided_a_row():
+    from convs2s_edu.lab.experiments.report import _effect
+
+    claim = ex.CLAIMS[0]
+    pair = {"against": "x", "difference": "error ratio 1.50 (90%: 1.20 to 1.90)"}
+    decided = {"against": "y", "difference": "error ratio 0.90 (90%: 0.70 to 1.10)"}
+    row = {"claim": claim, "verdict": "not resolved", "pairs": [pair, decided]}
+    row["decided_by"] = "y"
+    assert _effect(row) == "against y: error ratio 0.90 (90%: 0.70 to 1.10)"
+    one = {**row, "pairs": [pair], "difference": pair["difference"]}
+    assert _effect(one) == pair["difference"]  # one pair: not named
+    html = ex.ClaimsTable([row, one], compact=True)._repr_html_()
+    assert html.count("<tr>") == 3 and "claims-summary" in html  # a head and two rows
+    assert html.index(claim.short) < html.index("not resolved") < html.index("against y")
+    assert claim.reported_short in html and claim.text not in html
+    assert repr(ex.ClaimsTable([row], compact=True)).startswith(f"1. {claim.short}: not res")
 
 
 def test_a_row_with_fewer_seeds_than_planned_says_so():

@@ -64,6 +64,17 @@ def test_fresh_record_and_stale_ones_name_what_changed(recorded, monkeypatch):
     assert message in record.describe()
 
 
+def test_the_pages_refuse_a_stale_record_and_say_what_changed(recorded, monkeypatch):
+    from convs2s_edu.lab.experiments import experiment_result
+
+    record, _ = recorded
+    assert experiment_result("tiny", record, say=False).rows  # fresh: read
+    # a budget edited in the registry (a planted change to the code the record fingerprints)
+    monkeypatch.setitem(record.header["code"]["files"], "lab/experiments/registry.py", "0" * 16)
+    with pytest.raises(RuntimeError, match="stale: code changed since it was made: lab/exp"):
+        experiment_result("tiny", record, say=False)
+
+
 def test_a_budget_the_registry_no_longer_gives_is_stale(recorded, monkeypatch):
     record, _ = recorded
     monkeypatch.setattr(
@@ -203,3 +214,26 @@ def test_a_claims_runs_are_its_pairs_on_the_seeds_both_arms_have():
     expected += [f"gru/{s}" for s in range(first, first + 13)]
     expected += [f"{a}/{s}" for a in ("convs2s", "conv+gru") for s in range(first, first + 14)]
     assert sorted(claim_runs(record, claim)) == sorted(expected)
+
+
+def test_spot_check_rate_is_the_rule_spot_check_applies_elsewhere():
+    """The simulated rates against a plain loop over the rule as spot_check states it: the
+    retrained value may differ from the recorded one by SPOT_RANGE_FACTOR times the range
+    of the arm's other seeds and the retrained value, the recorded one left out."""
+    import random
+
+    def by_hand(n_seeds, shift, draws=20_000):
+        rng, flagged = random.Random(1), 0
+        for _ in range(draws):
+            others = [rng.gauss(0, 1) for _ in range(n_seeds - 1)]
+            now, recorded = rng.gauss(0, 1), rng.gauss(shift, 1)
+            allowed = record_mod.SPOT_RANGE_FACTOR * (max(others + [now]) - min(others + [now]))
+            flagged += abs(recorded - now) > allowed
+        return flagged / draws
+
+    for n_seeds, shift in ((2, 0.0), (5, 0.0), (20, 0.0), (5, 3.0)):
+        rate = record_mod.spot_check_rate(n_seeds, shift)
+        assert rate == pytest.approx(by_hand(n_seeds, shift), abs=0.01), (n_seeds, shift)
+    # more seeds, a tighter range estimate: fewer false alarms; a wrong number far off: caught
+    assert record_mod.spot_check_rate(5) > record_mod.spot_check_rate(20)
+    assert record_mod.spot_check_rate(5, shift=20.0) > 0.99

@@ -2,90 +2,96 @@ r"""
 The claims, checked
 ===================
 
-One row per claim of the paper or Shi's article: the claim, where it is
-made and the source's own numbers beside ours; its kind (final quality,
-learning speed or generation speed); what was measured, as a paired
-difference over the seeds with its 90% interval; and a verdict from one
-stated rule. Everything below is filled in from the experiments' runs and
-from timings taken by this build (:func:`~convs2s_edu.lab.experiments.check_claims`);
-nothing is typed in.
-
-The rule (:mod:`~convs2s_edu.lab.experiments.inference`): every arm runs with
-the same seeds, and a seed fixes the data, the test set and the
-initialisation of every arm, so each pair of arms is judged on its per-seed
-differences. Each pair brings two hypotheses: that the mean difference is 0
-(a two-sided paired t test, read in the sign of the mean), and that it is at
-least the minimum effect in size, the smallest difference that would matter,
-stated with the claim before any run (two one-sided tests). All the pairs of
-the page make one family: the p-values are sorted, and the :math:`i`-th is
-rejected while it is at most :math:`5\% / t_i`, with :math:`t_i` the number
-of pairs that still have a hypothesis standing (Shaffer's refinement of
-Holm's rule: the two nulls of a pair cannot both be true). A pair is
-*supported* when its zero-difference hypothesis is rejected **and** its mean
-difference reaches the minimum effect in the claimed direction;
-*contradicted* when it is rejected and the mean reaches the minimum effect in
-the other direction; *no practical difference* when the hypothesis of a
-difference of at least the minimum effect is rejected; otherwise *not
-resolved*. The family keeps the chance of any false verdict on the page (a
-*supported* or *contradicted* in the wrong direction, or a *no practical
-difference* where the true difference is the minimum effect or more) at 5% or
-less. A claim that one arm beats several is judged on each pair: supported
-when every pair is, contradicted when any pair is, no practical difference
-when any pair shows none (and none is contradicted); the row names the pair
-that decided it. Every row is judged at the budget it names (steps × batch,
-recipe, width), whether or not the learning curves still move there: a row is
-a small-scale check of its source's statement at that budget, not the
-statement itself. Final quality is scored on every seed's test set in one
-teacher-forced pass, as ratios that stay meaningful where a loss or an error
-count nears 0: the paper's claims (which it states in perplexity) by the ratio of
-the test losses, Shi's and the beam's by the ratio of the
-sequence errors (half an error added to each count), exact match beside. The
-minimum effect is a ratio of 1.25 for both, a quarter more loss or errors,
-the smallest difference a user would act on here; the paper's own numbers are
-quoted beside, as context, never as minimum effects (its gaps are perplexities
-of translation, whose loss no model takes to 0). A learning-speed claim is
-judged in steps to 90% held-out exact match (minimum effect 10%); a run that
-never reaches 90% counts at the budget, a lower bound of its true value, so a
-verdict stands only where those bounds count against it. The same claim in
-seconds is the steps times each arm's seconds per step, timed alone: no new
-evidence, so its rows show the seconds as derived from the row in steps, not
-judged (and without seconds where the timing windows varied too much).
-Generation speed is this implementation on this machine, not the paper's GPUs
-against GNMT: its rows show the measurement with its interval and no verdict.
-Neither kind enters the family.
+Seventeen claims of the paper and of Shi's article, checked on the site's
+experiments by one rule: the answer first, then where its numbers come from,
+how a verdict is made, and every row in full. Nothing below is typed in.
 """
-
-# %%
-# The experiments and the timings
-# -------------------------------
-# The experiments' runs come from the experiment record (the first line below
-# says where and when they were trained, and whether by this code; the next
-# section retrains some of them to check). The two timings run here, alone, in
-# alternating windows (a second run of this page on the same machine with the
-# same thread setting reads them back): the seconds per training step of
-# ConvS2S and the GRU at every thread count, which turn the learning curves'
-# steps into seconds, and the generation speed of the :ref:`previous page
-# <sphx_glr_auto_examples_experiments_plot_05_beam.py>`. They time the experiments'
-# models, at the width printed below; the :ref:`training speed page
-# <sphx_glr_auto_examples_speed_plot_01_training_speed.py>` times the site's two models
-# at the original notebook's sizes, and the two need not agree: the width changes both
-# the arithmetic per token and how much of each operation a thread can share.
 
 from convs2s_edu.lab import experiments
 from convs2s_edu.lab.site import is_quick_mode
 
-record = experiments.load_record()
-needed = sorted({c.experiment for c in experiments.CLAIMS})
-results = {name: experiments.experiment_result(name, record, say=False) for name in needed}
+claims = experiments.checked_claims()  # the record's runs, this build's timings
+# a quick build's own runs find nothing: it shows the full build's record
+answer = experiments.checked_claims(quick=False, timed=False) if is_quick_mode() else claims
+print(answer.counts())
+experiments.ClaimsTable(answer.rows, compact=True)
+
+# %%
+# Above, the answer (:func:`~convs2s_edu.lab.experiments.checked_claims`): the
+# verdicts counted, and one line a claim: the claim in a few words, its verdict
+# (green supported, red contradicted, blue no practical difference, grey the
+# rest), the difference measured here with its 90% interval (for a claim against
+# several arms, the pair that decided it) and what its source reports. The rows
+# keep their numbers in the full table and the figure below.
+#
+# Where the numbers come from
+# ---------------------------
+# The experiments' runs come from the experiment record (the first line below
+# says where and when they were trained; one that other code made stops the build;
+# the next section retrains some of them to check). The two
+# timings run here, alone, in alternating windows: the seconds per training step
+# of ConvS2S and the GRU at every thread count, which turn the learning curves'
+# steps into seconds, and the generation speed of the
+# :ref:`previous page <sphx_glr_auto_examples_experiments_plot_05_beam.py>`.
+# They time the experiments' models, at the width printed below; the
+# :ref:`training speed page <sphx_glr_auto_examples_speed_plot_01_training_speed.py>`
+# times the site's two models at the original notebook's sizes, and the two need
+# not agree: the width changes both the arithmetic per token and how much of each
+# operation a thread can share.
+
+record, results, rows, plan = claims.record, claims.results, claims.rows, claims.plan
+budget = claims.budget
 print(record.describe() if record else "trained by this build (no experiment record)")
-budget = next(iter(results.values())).budget
 print(budget.describe())
-timings = {"steps": experiments.step_seconds(), "generation": experiments.generation_speed()}
-print(f"steps timed: {timings['steps']['verdict']}")
-print(f"generation timed on: {timings['generation']['machine']}")
-pilot = experiments.load_record(pilot=True)  # None outside the docs build
-plan = experiments.plan_seeds({n: pilot.result(n) for n in needed}) if pilot else []
-rows = experiments.check_claims(results, timings, plan=[] if budget.quick else plan)
+print(f"steps timed: {claims.timings['steps']['verdict']}")
+print(f"generation timed on: {claims.timings['generation']['machine']}")
+
+# %%
+# How a verdict is made
+# ---------------------
+# The rule (:mod:`~convs2s_edu.lab.experiments.inference`): every arm runs with
+# the same seeds, and a seed fixes the data, the test set and the
+# initialisation of every arm, so each pair of arms is judged on its per-seed
+# differences. Each pair brings two hypotheses: that the mean difference is 0
+# (a two-sided paired t test, read in the sign of the mean), and that it is at
+# least the minimum effect in size, the smallest difference that would matter,
+# stated with the claim before any run (two one-sided tests). All the pairs of
+# the page make one family: the p-values are sorted, and the :math:`i`-th is
+# rejected while it is at most :math:`5\% / t_i`, with :math:`t_i` the number
+# of pairs that still have a hypothesis standing (Shaffer's refinement of
+# Holm's rule: the two nulls of a pair cannot both be true). A pair is
+# *supported* when its zero-difference hypothesis is rejected **and** its mean
+# difference reaches the minimum effect in the claimed direction;
+# *contradicted* when it is rejected and the mean reaches the minimum effect in
+# the other direction; *no practical difference* when the hypothesis of a
+# difference of at least the minimum effect is rejected; otherwise *not
+# resolved*. The family keeps the chance of any false verdict on the page (a
+# *supported* or *contradicted* in the wrong direction, or a *no practical
+# difference* where the true difference is the minimum effect or more) at 5% or
+# less. A claim that one arm beats several is judged on each pair: supported
+# when every pair is, contradicted when any pair is, no practical difference
+# when any pair shows none (and none is contradicted); the row names the pair
+# that decided it. Every row is judged at the budget it names (steps × batch,
+# recipe, width), whether or not the learning curves still move there: a row is
+# a small-scale check of its source's statement at that budget, not the
+# statement itself. Final quality is scored on every seed's test set in one
+# teacher-forced pass, as ratios that stay meaningful where a loss or an error
+# count nears 0: the paper's claims (which it states in perplexity) by the ratio of
+# the test losses, Shi's and the beam's by the ratio of the
+# sequence errors (half an error added to each count), exact match beside. The
+# minimum effect is a ratio of 1.25 for both, a quarter more loss or errors,
+# the smallest difference a user would act on here; the paper's own numbers are
+# quoted beside, as context, never as minimum effects (its gaps are perplexities
+# of translation, whose loss no model takes to 0). A learning-speed claim is
+# judged in steps to 90% held-out exact match (minimum effect 10%); a run that
+# never reaches 90% counts at the budget, a lower bound of its true value, so a
+# verdict stands only where those bounds count against it. The same claim in
+# seconds is the steps times each arm's seconds per step, timed alone: no new
+# evidence, so its rows show the seconds as derived from the row in steps, not
+# judged (and without seconds where the timing windows varied too much).
+# Generation speed is this implementation on this machine, not the paper's GPUs
+# against GNMT: its rows show the measurement with its interval and no verdict.
+# Neither kind enters the family.
 
 # %%
 # The record, checked
@@ -94,18 +100,16 @@ rows = experiments.check_claims(results, timings, plan=[] if budget.quick else p
 # again here with their recorded configuration and thread count, and scored the
 # same way (:func:`~convs2s_edu.lab.experiments.spot_check`). On the machine,
 # torch, execution path and threads that made the record, training is
-# deterministic and the scores must be equal; elsewhere each must lie within
-# the spread of the recorded seeds of its arm. A record that other code made is
-# not checked: its runs would differ by design, and its first line above says so.
-# Every run's scores seed by seed, learning curve and provenance, as JSON lines
+# deterministic and the scores must be equal; elsewhere each must lie within the
+# spread of the recorded seeds of its arm. Every run's scores seed by seed,
+# learning curve and provenance, as JSON lines
 # (the format: :mod:`~convs2s_edu.lab.experiments.record`): the full build's
 # :download:`runs <../../experiment_record/full/runs.jsonl>` and
 # :download:`header <../../experiment_record/full/record.json>`, the quick
 # build's :download:`runs <../../experiment_record/quick/runs.jsonl>` and
 # :download:`header <../../experiment_record/quick/record.json>`.
 
-fresh = record is not None and not record.stale()
-for c in experiments.spot_check(record, n=2, strict=True) if fresh else []:
+for c in experiments.spot_check(record, n=2, strict=True) if record else []:
     how = "equal (same machine)" if c["exact"] else "within the seeds' spread (other machine)"
     print(f"draw {c['draw']}: {c['arm']} seed {c['seed']}: {how}")
     for score, (recorded, now, allowed) in c["scores"].items():
@@ -121,10 +125,14 @@ for c in experiments.spot_check(record, n=2, strict=True) if fresh else []:
 # the draw includes one of the runs it touched. The chance of that, for a change
 # confined to an arm of five seeds (the fewest), is the hypergeometric one below.
 # On another machine a run is allowed to drift as far as another seed would, so
-# only a change beyond the seeds' spread is caught there; how often an honest run
-# falls outside that allowance has not been measured.
+# only a change beyond the seeds' spread is caught there. By simulation
+# (:func:`~convs2s_edu.lab.experiments.spot_check_rate`), for the reference arm's
+# seeds: how often a score of an honest run is flagged there, in the worst case the
+# tolerance allows for (the retrained run as far from the recorded one as another
+# seed), and how often a recorded test loss off by the minimum effect is caught.
 
-if fresh:
+if record:
+    import numpy as np
     from scipy.stats import hypergeom
 
     n_runs, n_seeds = len(record.runs), record.budget.seeds
@@ -133,6 +141,12 @@ if fresh:
         f"{n_runs} runs recorded; drawing 2 catches a change to one arm's {n_seeds} runs "
         f"with probability {catch:.0%} per build on the recording machine"
     )
+    log_loss = np.log(results["encoder_decoder"].row("convs2s")["test_loss_values"])
+    delta = next(c.min_effect for c in experiments.CLAIMS if c.claimed[1] == "test_loss")
+    shift = delta / log_loss.std(ddof=1)  # the minimum effect in the arm's SDs
+    alarm, caught = (experiments.spot_check_rate(len(log_loss), x) for x in (0.0, shift))
+    print(f"elsewhere, {len(log_loss)} seeds: false alarm at most {alarm:.1%} a score; a test")
+    print(f"loss off by the minimum effect ({shift:.1f} SD) caught {caught:.0%} of the time")
 
 # %%
 # The reference arm
@@ -140,13 +154,12 @@ if fresh:
 # A claim about trained models needs models that learnt the task. The
 # reference arm, ConvS2S on sorting at the experiments' width and budget,
 # shares its runs with four experiments; its test-set exact match over the
-# seeds (the full build requires a mean of at least 95%):
+# seeds (the full build requires a mean of at least 95%), and the other pairs':
 
 ref = results["encoder_decoder"].row("convs2s")
-print(f"reference ConvS2S: test exact match {experiments.format_spread(ref, 'exact_match')}")
-for name in ("gru", "gru+conv", "conv+gru"):
+for name in ("convs2s", "gru", "gru+conv", "conv+gru"):
     row = results["encoder_decoder"].row(name)
-    print(f"{name:>17}: test exact match {experiments.format_spread(row, 'exact_match')}")
+    print(f"{name:>8}: test exact match {experiments.format_spread(row, 'exact_match')}")
 
 # sphinx_gallery_start_ignore
 if not is_quick_mode():
@@ -183,11 +196,11 @@ for p in plan:
     print(f"    seeds: {p['supported']} to support, {p['equal']} to read equal; full build {has}")
 
 # %%
-# The table
-# ---------
-# The verdict in colour (green supported, red contradicted, blue no practical
-# difference, grey not resolved, not tested or not judged), and whether it
-# agrees with the claim as its source states it.
+# Every row in full
+# -----------------
+# Each claim as its source states it, with the source's numbers, both sides'
+# measurements, the minimum effect and what the seeds can detect, the verdict in
+# colour with its reason, and whether it agrees with the claim as stated.
 
 experiments.ClaimsTable(rows)
 
@@ -200,15 +213,16 @@ experiments.ClaimsTable(rows)
 # hypothesis is rejected; the thick bar is the :math:`1 - 2 \times 5\%/P`
 # interval: where it lies between the dotted lines, the difference is smaller
 # than the minimum effect (*no practical difference*). Coloured by the pair's
-# verdict; the axis is linear between -2 and 2 and logarithmic beyond.
+# verdict and labelled by the row's number; the axis is linear between -2 and 2
+# and logarithmic beyond.
 
 import matplotlib.pyplot as plt
 
 first = 0.05 / family  # the family's first threshold
-shown = [(r, p) for r in rows if r["judged"] for p in r["pairs"]]
+shown = [(i, r, p) for i, r in enumerate(rows, 1) if r["judged"] for p in r["pairs"]]
 colour = {"supported": "C2", "contradicted": "C3", "no practical difference": "C0"}
 fig, ax = plt.subplots(figsize=(8, 0.45 * len(shown) + 1.4), layout="constrained")
-for y, (r, p) in enumerate(shown):
+for y, (_, r, p) in enumerate(shown):
     test, delta, c = p["test"], r["claim"].min_effect, colour.get(p["verdict"], "0.5")
     for level, width in ((1 - first, 1.0), (1 - 2 * first, 4.0)):
         lo, hi = test.interval(level)
@@ -217,9 +231,7 @@ for y, (r, p) in enumerate(shown):
 ax.axvline(0, color="k", linewidth=0.8)
 for x in (-1, 1):
     ax.axvline(x, color="k", linewidth=0.8, linestyle=":")
-labels = [
-    r["claim"].key + (f" vs {p['against']}" if len(r["pairs"]) > 1 else "") for r, p in shown
-]
+labels = [f"#{i}" + (f" vs {p['against']}" if len(r["pairs"]) > 1 else "") for i, r, p in shown]
 ax.set_yticks(range(len(shown)), labels)
 ax.set_xscale("symlog", linthresh=2)
 left, right = ax.get_xlim()
@@ -230,34 +242,23 @@ ax.invert_yaxis()
 plt.show()
 
 # %%
-# Summary
-# -------
+# This build's rows in short
+# ---------------------------
 
-counts = {}
-for r in rows:
-    counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
-print(", ".join(f"{n} {v}" for v, n in counts.items()) + f" (of {len(rows)} claims).")
+print(claims.counts())
 agree = {a: sum(r["agrees"] == a for r in rows) for a in ("yes", "no", "undecided")}
-print(
-    f"agrees with its source: {agree['yes']} yes, {agree['no']} no, {agree['undecided']} undecided"
-)
+print("agrees with its source:", ", ".join(f"{n} {a}" for a, n in agree.items()))
 print(f"{pairs} pairs judged in one family: any false verdict at most 5%")
 for r in rows:
     if r["judged"] and len(r["pairs"]) > 1:
         key, verdict, against = r["claim"].key, r["verdict"], r["decided_by"]
         print(f"{key}: {verdict}, decided by the pair against {against}")
 
-# sphinx_gallery_start_ignore
-assert len(rows) == len(experiments.CLAIMS)
-assert all(r["agrees"] in ("yes", "no", "undecided") for r in rows)
-# sphinx_gallery_end_ignore
-
 # %%
 # What you saw
 # ------------
-# * Every row gives the source's own numbers beside the site's, the kind of
-#   claim and the verdict of one rule, decided before the runs (the minimum
-#   effects are in :data:`~convs2s_edu.lab.experiments.CLAIMS`).
+# * One verdict a claim, from one rule fixed before the runs (the minimum effects
+#   are in :data:`~convs2s_edu.lab.experiments.CLAIMS`), beside the source's numbers.
 # * The paper's numbers are about translation: the ablations of its quality claims
 #   (Tables 4, 5, 7-8, Figure 2) start from "13 encoder layers at kernel size 3 and 5
 #   decoder layers at kernel size 5" (§5.4) and give no training time; its 15- and
@@ -266,8 +267,7 @@ assert all(r["agrees"] in ("yes", "no", "undecided") for r in rows)
 #   minutes. A verdict says what holds *here*.
 # * Several claims are transplanted: position embeddings on sorting (where the
 #   source order carries no information about the target). Their rows say
-#   so. Generation speed on a small CPU is no test of the paper's GPUs
-#   against GNMT: its rows are measured, not judged.
+#   so.
 # * Every run a claim needs was trained once, into the experiment record
 #   (``convs2s-edu experiment --all``), which this page reads and checks.
 #   What the record cannot afford is not in the table at all: the depths and

@@ -13,7 +13,17 @@ Modules, bottom to top::
     report      tables, conclusions, the claims table, figures
 """
 
-from .claims import CLAIMS, DERIVED, KINDS, NOT_JUDGED, Claim, check_claims, plan_seeds
+from .claims import (
+    CLAIMS,
+    DERIVED,
+    KINDS,
+    NOT_JUDGED,
+    CheckedClaims,
+    Claim,
+    check_claims,
+    checked_claims,
+    plan_seeds,
+)
 from .inference import (
     VERDICTS,
     holm,
@@ -24,7 +34,14 @@ from .inference import (
     shaffer,
     verdicts,
 )
-from .record import Record, experiment_result, load_record, make_record, spot_check
+from .record import (
+    Record,
+    experiment_result,
+    load_record,
+    make_record,
+    spot_check,
+    spot_check_rate,
+)
 from .registry import (
     EXPERIMENTS,
     FULL_BUDGET,
@@ -81,6 +98,7 @@ __all__ = [
     "load_record",
     "make_record",
     "spot_check",
+    "spot_check_rate",
     "generation_speed",
     "step_seconds",
     "format_result",
@@ -96,6 +114,8 @@ __all__ = [
     "conclusion",
     "check_claims",
     "plan_seeds",
+    "CheckedClaims",
+    "checked_claims",
     "format_claims",
     "ClaimsTable",
     "plot_arms",

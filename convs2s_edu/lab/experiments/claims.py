@@ -72,7 +72,9 @@ from .inference import (
     seeds_for_power,
     verdicts,
 )
+from .record import experiment_result, load_record
 from .registry import BEAM_EXAMPLES
+from .timings import generation_speed, step_seconds
 
 __all__ = [
     "KINDS",
@@ -83,6 +85,8 @@ __all__ = [
     "claim_values",
     "check_claims",
     "plan_seeds",
+    "CheckedClaims",
+    "checked_claims",
 ]
 
 #: The kinds of claim (see the module's notes).
@@ -177,6 +181,11 @@ class Claim:
     why : str, optional
         Why the minimum effect is what it is (by default the reason of the measure's,
         or, for a minimum effect given here, that the source gives no number).
+    short : str
+        The claim in a few words, for the page's summary table
+        (``ClaimsTable(rows, compact=True)``).
+    reported_short : str
+        What the source reports, in a few words, for the same table.
     """
 
     key: str
@@ -192,6 +201,8 @@ class Claim:
     note: str = ""
     hardware: str = ""
     why: str | None = None
+    short: str = ""
+    reported_short: str = ""
 
     def __post_init__(self):
         # what is not given comes from the claimed metric's measure (_MEASURES)
@@ -237,10 +248,12 @@ _TABLE3 = (
 )
 
 
-def _generation(key: str, beam: int, other: str, against: str) -> Claim:
+def _generation(key: str, beam: int, other: str, against: str, short: str) -> Claim:
     """A row of Table 3's claim: ConvS2S against ``other``, decoding with a beam of ``beam``."""
     how = "greedy decoding" if beam == 1 else f"beam of {beam}"
     metric = f"sentences_per_second@beam{beam}"
+    # Table 3's CPU rows: GNMT on 88 cores, ConvS2S on 48
+    convs2s_seconds = "142 s" if beam == 1 else "482 s"
     return Claim(
         key,
         f"ConvS2S generates faster than a recurrent model ({how}, against {against})",
@@ -249,6 +262,8 @@ def _generation(key: str, beam: int, other: str, against: str) -> Claim:
         "generation",
         ("convs2s", metric),
         ((other, metric),),
+        short=f"ConvS2S generates faster ({short})",
+        reported_short=f"{convs2s_seconds} against GNMT's 1,322 s (CPUs)",
     )
 
 
@@ -263,6 +278,8 @@ CLAIMS = (
         "encoder_decoder",
         ("gru+conv", _SER),
         (("convs2s", _SER), ("gru", _SER), ("conv+gru", _SER)),
+        short="GRU encoder + conv decoder beats every other pair",
+        reported_short="none (an expectation)",
     ),
     Claim(
         "cnn-decoder-gru-encoder",
@@ -273,6 +290,8 @@ CLAIMS = (
         "encoder_decoder",
         ("gru+conv", _SER),
         (("gru", _SER),),
+        short="A conv decoder beats a GRU decoder (GRU encoder)",
+        reported_short="none",
     ),
     Claim(
         "cnn-decoder-conv-encoder",
@@ -283,6 +302,8 @@ CLAIMS = (
         "encoder_decoder",
         ("convs2s", _SER),
         (("conv+gru", _SER),),
+        short="A conv decoder beats a GRU decoder (conv encoder)",
+        reported_short="none",
     ),
     Claim(
         "learns-in-fewer-steps",
@@ -294,6 +315,8 @@ CLAIMS = (
         ("convs2s", "steps_to_0.9"),
         (("gru", "steps_to_0.9"),),
         note="the same budget of steps for both arms; seconds are the steps times a step's cost",
+        short="ConvS2S learns in fewer steps than the GRU",
+        reported_short="none",
     ),
     Claim(
         "learns-faster-1",
@@ -306,6 +329,8 @@ CLAIMS = (
         ("convs2s", "seconds_to_0.9"),
         (("gru", "seconds_to_0.9"),),
         hardware="1 thread",
+        short="ConvS2S learns in less time (one thread)",
+        reported_short="none for training",
     ),
     Claim(
         "learns-faster-all",
@@ -317,6 +342,8 @@ CLAIMS = (
         ("convs2s", "seconds_to_0.9"),
         (("gru", "seconds_to_0.9"),),
         hardware="all",
+        short="ConvS2S learns in less time (every core)",
+        reported_short="none for training",
     ),
     Claim(
         "positions-help-reverse",
@@ -327,6 +354,8 @@ CLAIMS = (
         "positions",
         ("reverse/both", _LOSS),
         (("reverse/none", _LOSS),),
+        short="Position embeddings help (reversing)",
+        reported_short="perplexity 6.64 against 6.68",
     ),
     Claim(
         "source-positions-matter-more",
@@ -338,6 +367,8 @@ CLAIMS = (
         ("reverse/source", _LOSS),
         (("reverse/target", _LOSS),),
         note="the arm 'reverse/source' keeps the source positions (removes the target's)",
+        short="Source positions matter more than target ones",
+        reported_short="perplexity 6.69 against 6.63",
     ),
     Claim(
         "positions-help-sort",
@@ -349,6 +380,8 @@ CLAIMS = (
         ("sort/both", _LOSS),
         (("sort/none", _LOSS),),
         note="a transplanted claim: in sorting the positions may be useless or harmful",
+        short="Position embeddings help (sorting)",
+        reported_short="perplexity 6.64 against 6.68 (translation)",
     ),
     Claim(
         "attention-every-layer",
@@ -360,6 +393,8 @@ CLAIMS = (
         "attention_layers",
         ("all", _LOSS),
         (("first", _LOSS), ("last", _LOSS)),
+        short="Attention in every decoder layer beats one layer",
+        reported_short="perplexity 6.65 against 7.15 and 7.66",
     ),
     Claim(
         "deeper-encoder",
@@ -370,6 +405,8 @@ CLAIMS = (
         "depth",
         ("enc4-dec4", _LOSS),
         (("enc2-dec4", _LOSS),),
+        short="A deeper encoder helps (4 layers against 2)",
+        reported_short="BLEU 20.61 / 21.17 / 21.63 at 5 / 9 / 13 layers",
     ),
     Claim(
         "encoder-depth-over-decoder",
@@ -385,13 +422,27 @@ CLAIMS = (
         (("enc2-dec4", _LOSS),),
         note="the contrast of the two depth effects per seed: [ln L(2 + 4) - ln L(4 + 4)] - "
         "[ln L(4 + 2) - ln L(4 + 4)] = ln L(2 + 4) - ln L(4 + 2), the shared arm cancels",
+        short="Depth helps the encoder more than the decoder",
+        reported_short="BLEU 20.61 to 21.63 (encoder), 21.10 to 21.62 (decoder)",
     ),
     *(
-        _generation(f"generates-faster-{key}", beam, other, against)
-        for key, beam, other, against in (
-            ("gru", 1, "gru", "the 1-layer GRU of the site"),
-            ("matched", 1, "gru-matched", "a GRU of ConvS2S's parameter count"),
-            ("beam", 5, "gru-matched", "a GRU of ConvS2S's parameter count"),
+        _generation(f"generates-faster-{key}", beam, other, against, short)
+        for key, beam, other, against, short in (
+            ("gru", 1, "gru", "the 1-layer GRU of the site", "greedy, the site's GRU"),
+            (
+                "matched",
+                1,
+                "gru-matched",
+                "a GRU of ConvS2S's parameter count",
+                "greedy, a GRU as large",
+            ),
+            (
+                "beam",
+                5,
+                "gru-matched",
+                "a GRU of ConvS2S's parameter count",
+                "beam 5, a GRU as large",
+            ),
         )
     ),
     Claim(
@@ -403,6 +454,8 @@ CLAIMS = (
         "beam",
         ("convs2s", "sequence_errors_beam5"),
         (("convs2s", "sequence_errors_beam1"),),
+        short="A beam of 5 beats greedy decoding (ConvS2S)",
+        reported_short="BLEU 34.10 against 33.45 (the paper)",
     ),
     Claim(
         "beam-gru",
@@ -413,6 +466,8 @@ CLAIMS = (
         "beam",
         ("gru", "sequence_errors_beam5"),
         (("gru", "sequence_errors_beam1"),),
+        short="A beam of 5 beats greedy decoding (GRU)",
+        reported_short="none",
     ),
 )
 
@@ -884,3 +939,72 @@ def check_claims(
             r["detectable"] = _each_pair(r["pairs"], "detectable")
         r["agrees"] = _agrees(r)
     return rows
+
+
+@dataclass
+class CheckedClaims:
+    """The claims checked on one budget's runs, with what they were checked on
+    (:func:`checked_claims`).
+
+    Attributes
+    ----------
+    rows : list of dict
+        :func:`check_claims`'s rows.
+    results : dict of str to ExperimentResult
+        Every experiment the claims use.
+    record : Record or None
+        The experiment record the results come from (``None``: trained by this build).
+    timings : dict or None
+        This build's timings (``None``: not timed, and the rows that need them are "not
+        tested").
+    plan : list of dict
+        The pilot's :func:`plan_seeds` (empty outside the full budget).
+    """
+
+    rows: list
+    results: dict
+    record: object
+    timings: dict | None
+    plan: list
+
+    @property
+    def budget(self):
+        """The budget of the runs (:class:`~convs2s_edu.lab.experiments.Budget`)."""
+        return next(iter(self.results.values())).budget
+
+    def counts(self) -> str:
+        """How many claims each verdict got, and from which runs, in one sentence."""
+        counts: dict[str, int] = dict.fromkeys(VERDICTS, 0)  # the rule's first
+        for r in self.rows:
+            counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+        counts = {verdict: n for verdict, n in counts.items() if n}
+        each = ", ".join(f"{n} {verdict}" for verdict, n in counts.items())
+        runs = "this build's runs"
+        if self.record is not None:
+            runs = f"the runs of the experiment record's {self.record.path.name} budget"
+        return f"{each} (of {len(self.rows)} claims, on {runs})"
+
+
+def checked_claims(quick: bool | None = None, timed: bool = True) -> CheckedClaims:
+    """The claims page's rows: every claim checked on the runs of the experiment record
+    of the budget ``quick`` names (by default this build's), or trained by this build
+    where there is no record
+    (:func:`~convs2s_edu.lab.experiments.experiment_result`: a stale record is an
+    error); with ``timed``, on timings of training steps and generation taken now at
+    that budget (:mod:`~convs2s_edu.lab.experiments.timings`, alone, minutes); and, for
+    the full budget, with the pilot's plan of seeds (:func:`plan_seeds`)."""
+    record = load_record(quick=quick)
+    needed = sorted({c.experiment for c in CLAIMS})
+    results = {n: experiment_result(n, record, say=False) for n in needed}
+    b = results[needed[0]].budget
+    timings = None
+    if timed:
+        timings = {"steps": step_seconds(b), "generation": generation_speed(b)}
+    pilot = load_record(pilot=True)  # None outside the docs build
+    plan = (
+        plan_seeds({n: pilot.result(n) for n in needed})
+        if pilot and not b.quick
+        else []
+    )
+    rows = check_claims(results, timings, plan=plan)
+    return CheckedClaims(rows, results, record, timings, plan)

@@ -6,8 +6,9 @@ them takes most of an hour on two cores, so a docs build does not:
 ``convs2s-edu experiment --all`` (``tox -e experiments``) trains them once, on one
 machine or many, and writes a record that is committed beside the code and read by the
 pages (:func:`load_record`, :meth:`Record.result`). Every build checks that the record
-still belongs to the code (:meth:`Record.stale`) and retrains a few of its runs drawn at
-random to compare (:func:`spot_check`).
+still belongs to the code (:meth:`Record.stale`), stops with the changed files named when
+it does not (:func:`experiment_result`), and retrains a few of its runs drawn at random to
+compare (:func:`spot_check`).
 
 The format
 ----------
@@ -48,6 +49,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch.utils.benchmark import set_torch_threads
 
@@ -81,6 +83,7 @@ __all__ = [
     "experiment_result",
     "claim_runs",
     "spot_check",
+    "spot_check_rate",
 ]
 
 #: Environment variable: the folder that holds the record's ``full`` and ``quick``
@@ -90,6 +93,9 @@ RECORD_ENV = "CONVS2S_EDU_RECORD"
 FORMAT = 1
 #: The scores the spot check compares (every run has them).
 SPOT_SCORES = ("test_loss", "exact_match", "sequence_errors")
+#: Off the recording machine, a retrained score may differ from the recorded one by this
+#: factor times the range of the arm's other recorded seeds and the retrained value.
+SPOT_RANGE_FACTOR = 1.2
 
 
 def record_dir(quick: bool | None = None, pilot: bool = False) -> Path | None:
@@ -368,12 +374,16 @@ def experiment_result(name: str, record: Record | None = None, say: bool = True)
     """Experiment ``name`` from the record of this build's budget when there is one
     (:func:`load_record`), else trained (or loaded from the cache) by
     :func:`~convs2s_edu.lab.experiments.run_experiment`; ``say`` prints which, with the
-    record's provenance (``Record.describe()``)."""
+    record's provenance (``Record.describe()``). A stale record (:meth:`Record.stale`:
+    made by other code, or for another budget) is an error whose message names what
+    changed: its numbers are not this code's."""
     record = record if record is not None else load_record()
     if record is None:
         if say:
             print("trained by this build (there is no experiment record)")
         return run_experiment(name, progress=False)
+    if stale := record.stale():  # its numbers are not this code's
+        raise RuntimeError(stale)
     if say:
         print(record.describe())
     return record.result(name)
@@ -408,9 +418,10 @@ def spot_check(
     torch, the execution path and the threads are the recorded run's, the scores must be
     equal (the training is deterministic there). Elsewhere rounding differs from the
     first step on, and a run may drift as far as another seed would: each score may then
-    differ from the recorded one by 1.2 times the range of the arm's other recorded
-    seeds and the retrained value (the recorded value itself left out, so that a wrong
-    one cannot widen its own tolerance).
+    differ from the recorded one by :data:`SPOT_RANGE_FACTOR` times the range of the
+    arm's other recorded seeds and the retrained value (the recorded value itself left
+    out, so that a wrong one cannot widen its own tolerance); :func:`spot_check_rate`
+    gives how often that flags an honest run, and how often a wrong one.
 
     Parameters
     ----------
@@ -459,7 +470,8 @@ def spot_check(
             scores, ok = {}, True
             for s in SPOT_SCORES:
                 values = [r["scores"]["base"][s] for r in peers] + [now[s]]
-                allowed = 0.0 if exact else 1.2 * (max(values) - min(values))
+                spread = max(values) - min(values)
+                allowed = 0.0 if exact else SPOT_RANGE_FACTOR * spread
                 recorded = run["scores"]["base"][s]
                 scores[s] = (recorded, now[s], allowed)
                 if abs(recorded - now[s]) > allowed:
@@ -479,3 +491,21 @@ def spot_check(
             + "; ".join(bad)
         )
     return out
+
+
+def spot_check_rate(
+    n_seeds: int, shift: float = 0.0, draws: int = 100_000, seed: int = 0
+) -> float:
+    """How often :func:`spot_check`, off the recording machine, flags one score of a run
+    of an arm of ``n_seeds`` seeds, by simulation: in the worst case its tolerance allows
+    for, the retrained value as far from the recorded one as another seed's would be
+    (the arm's seeds independent and normal, of one standard deviation). With ``shift``
+    0, the false-alarm rate; with the recorded value ``shift`` standard deviations off (a
+    wrong number, or a change that moved the arm), the chance of catching it."""
+    rng = np.random.default_rng(seed)
+    others = rng.standard_normal((draws, n_seeds - 1))  # the arm's other seeds
+    now = rng.standard_normal(draws)  # the retrained run
+    recorded = rng.standard_normal(draws) + shift
+    values = np.column_stack([others, now])
+    allowed = SPOT_RANGE_FACTOR * (values.max(axis=1) - values.min(axis=1))
+    return float(np.mean(np.abs(recorded - now) > allowed))

@@ -114,8 +114,27 @@ def conclusion(
     )
 
 
-def format_claims(rows: Sequence[dict]) -> str:
-    """The rows of :func:`~convs2s_edu.lab.experiments.check_claims` as numbered paragraphs."""
+def _effect(row: dict) -> str:
+    """What a row of :func:`~convs2s_edu.lab.experiments.check_claims` measured, in
+    short: the difference (with its 90% interval) of the pair that decided it, named when
+    the row has several; for a row that measured nothing, why."""
+    pairs = row.get("pairs") or []
+    if len(pairs) < 2:
+        return row.get("difference") or row["reason"]
+    decided = next((p for p in pairs if p["against"] == row["decided_by"]), pairs[0])
+    return f"against {decided['against']}: {decided['difference']}"
+
+
+def format_claims(rows: Sequence[dict], compact: bool = False) -> str:
+    """The rows of :func:`~convs2s_edu.lab.experiments.check_claims` as numbered
+    paragraphs, or with ``compact`` one line each: the claim in short, the verdict, the
+    deciding pair's difference with its interval and the source's numbers in short."""
+    if compact:
+        return "\n".join(
+            f"{i}. {r['claim'].short}: {r['verdict']}; {_effect(r)}; "
+            f"the source: {r['claim'].reported_short}"
+            for i, r in enumerate(rows, 1)
+        )
     out = []
     for i, r in enumerate(rows, 1):
         c = r["claim"]
@@ -147,6 +166,12 @@ class ClaimsTable:
     Parameters
     ----------
     rows : sequence of dict
+    compact : bool, optional
+        One short line a claim, for the top of a page: the claim in a few words, the
+        verdict, the difference of the pair that decided it with its 90% interval, and
+        the source's numbers in a few words. By default every column: the claim as its
+        source states it, the measurements of both sides, the minimum effect and what
+        the seeds can detect, the verdict's reason.
     """
 
     #: Green supported, red contradicted, blue no practical difference; grey the rest
@@ -157,21 +182,60 @@ class ClaimsTable:
         VERDICTS[2]: "#1f5fa8",
     }
 
-    def __init__(self, rows: Sequence[dict]):
-        self.rows = list(rows)
+    def __init__(self, rows: Sequence[dict], compact: bool = False):
+        self.rows, self.compact = list(rows), compact
 
     def __repr__(self) -> str:
-        return format_claims(self.rows)
+        return format_claims(self.rows, self.compact)
+
+    def _verdict(self, row: dict) -> str:
+        from html import escape
+
+        colour = self._COLOURS.get(row["verdict"], "#6e6e6e")
+        return f'<strong style="color:{colour}">{escape(row["verdict"])}</strong>'
+
+    def _table(self, heads: Sequence[str], body: Sequence[Sequence[str]]) -> str:
+        cell = '<{0} style="text-align:left">{1}</{0}>'
+        head = "".join(cell.format("th", h) for h in heads)
+        rows = "".join(
+            "<tr>" + "".join(cell.format("td", x) for x in cells) + "</tr>"
+            for cells in body
+        )
+        kind = "claims-summary" if self.compact else "claims-table"
+        # the summary a little smaller than the text, to fit the first screen
+        style = ' style="font-size:0.9em"' if self.compact else ""
+        table = (
+            f'<table class="table {kind}"{style}><thead><tr>{head}</tr></thead>'
+            f"<tbody>{rows}</tbody></table>"
+        )  # the theme sizes <small> by the page's font, larger than a table cell's
+        return table.replace("<small>", '<small style="font-size:0.85em">')
 
     def _repr_html_(self) -> str:
         from html import escape
 
+        if self.compact:
+            heads = (
+                "#",
+                "claim",
+                "verdict",
+                "measured here (90% interval)",
+                "the source",
+            )
+            body = [
+                (
+                    str(i),
+                    escape(r["claim"].short),
+                    self._verdict(r),
+                    escape(_effect(r)),
+                    escape(r["claim"].reported_short),
+                )
+                for i, r in enumerate(self.rows, 1)
+            ]
+            return self._table(heads, body)
         heads = ("#", "claim", "the source reports", "kind", "measured here", "verdict")
-        head = "".join(f'<th style="text-align:left">{h}</th>' for h in heads)
         body = []
         for i, r in enumerate(self.rows, 1):
             c = r["claim"]
-            colour = self._COLOURS.get(r["verdict"], "#6e6e6e")
             ours = ""
             if "measured" in r:
                 ours = (
@@ -181,26 +245,24 @@ class ClaimsTable:
                     f"{escape(r['detectable'] or 'n/a (not judged)')}</small>"
                 )
             reason = f"<br><small>{escape(r['reason'])}</small>" if r["reason"] else ""
-            cells = [
-                str(i),
-                f"{escape(c.text)}<br><small>{escape(c.source)}</small>"
-                + (f"<br><small><em>{escape(c.note)}</em></small>" if c.note else ""),
-                escape(c.reported),
-                f"{escape(c.kind)}<br><small>at {escape(r['budget'])}</small>",
-                ours,
-                f'<strong style="color:{colour}">{escape(r["verdict"])}</strong>{reason}'
-                f"<br><small>agrees with the source: {escape(r['agrees'])}</small>",
-            ]
             body.append(
-                "<tr>"
-                + "".join(f'<td style="text-align:left">{x}</td>' for x in cells)
-                + "</tr>"
+                (
+                    str(i),
+                    f"{escape(c.text)}<br><small>{escape(c.source)}</small>"
+                    + (
+                        f"<br><small><em>{escape(c.note)}</em></small>"
+                        if c.note
+                        else ""
+                    ),
+                    escape(c.reported),
+                    f"{escape(c.kind)}<br><small>at {escape(r['budget'])}</small>",
+                    ours,
+                    self._verdict(r)
+                    + reason
+                    + f"<br><small>agrees with the source: {escape(r['agrees'])}</small>",
+                )
             )
-        table = (
-            f'<table class="table claims-table"><thead><tr>{head}</tr></thead>'
-            f"<tbody>{''.join(body)}</tbody></table>"
-        )  # the theme sizes <small> by the page's font, larger than a table cell's
-        return table.replace("<small>", '<small style="font-size:0.85em">')
+        return self._table(heads, body)
 
 
 # --------------------------------------------------------------------------
