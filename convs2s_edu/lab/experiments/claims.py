@@ -550,7 +550,7 @@ def _shown(result, claim_arm: tuple, values: list) -> str:
         k = metric[len(_SER + "_beam") :]
         exact = result.row(arm)[f"exact_match_beam{k}"]
         n_beam = result.budget.beam_examples
-        return f"{arm} beam {k} {mean:,.1f} errors of {n_beam} ({exact:.1%} exact)"
+        return f"{arm} beam {k} {mean:,.1f} errors of {n_beam:,} ({exact:.1%} exact)"
     shown = f"{arm} {_fmt(metric, mean)}"
     if metric == _SER:  # errors among the test sources
         shown += f" of {result.budget.n_test:,}"
