@@ -418,7 +418,7 @@ def spot_check(
     torch, the execution path and the threads are the recorded run's, the scores must be
     equal (the training is deterministic there). Elsewhere rounding differs from the
     first step on, and a run may drift as far as another seed would: each score may then
-    differ from the recorded one by ``SPOT_RANGE_FACTOR`` (1.2) times the range of the
+    differ from the recorded one by ``SPOT_RANGE_FACTOR`` times the range of the
     arm's other recorded seeds and the retrained value (the recorded value itself left
     out, so that a wrong one cannot widen its own tolerance); :func:`spot_check_rate`
     gives how often that flags an honest run, and how often a wrong one.

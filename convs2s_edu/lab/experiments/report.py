@@ -204,9 +204,10 @@ class ClaimsTable:
         kind = "claims-summary" if self.compact else "claims-table"
         # the summary a little smaller than the text, to fit the first screen
         style = ' style="font-size:0.9em"' if self.compact else ""
+        # in a box that scrolls sideways where the page is narrower than the table
         table = (
-            f'<table class="table {kind}"{style}><thead><tr>{head}</tr></thead>'
-            f"<tbody>{rows}</tbody></table>"
+            f'<div style="overflow-x:auto"><table class="table {kind}"{style}>'
+            f"<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>"
         )  # the theme sizes <small> by the page's font, larger than a table cell's
         return table.replace("<small>", '<small style="font-size:0.85em">')
 
