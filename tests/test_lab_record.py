@@ -237,3 +237,5 @@ def test_spot_check_rate_is_the_rule_spot_check_applies_elsewhere():
     # more seeds, a tighter range estimate: fewer false alarms; a wrong number far off: caught
     assert record_mod.spot_check_rate(5) > record_mod.spot_check_rate(20)
     assert record_mod.spot_check_rate(5, shift=20.0) > 0.99
+    with pytest.raises(ValueError, match="n_seeds must be at least 2 .*, got 1"):
+        record_mod.spot_check_rate(1)

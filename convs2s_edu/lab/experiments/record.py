@@ -496,12 +496,34 @@ def spot_check(
 def spot_check_rate(
     n_seeds: int, shift: float = 0.0, draws: int = 100_000, seed: int = 0
 ) -> float:
-    """How often :func:`spot_check`, off the recording machine, flags one score of a run
-    of an arm of ``n_seeds`` seeds, by simulation: in the worst case its tolerance allows
-    for, the retrained value as far from the recorded one as another seed's would be
-    (the arm's seeds independent and normal, of one standard deviation). With ``shift``
-    0, the false-alarm rate; with the recorded value ``shift`` standard deviations off (a
-    wrong number, or a change that moved the arm), the chance of catching it."""
+    """How often :func:`spot_check`, off the recording machine, flags one score of a run,
+    by simulation.
+
+    The worst case its tolerance allows for: the retrained value as far from the
+    recorded one as another seed's would be, the arm's seeds independent and normal.
+
+    Parameters
+    ----------
+    n_seeds : int
+        The arm's seeds in the record (2 or more: the recorded run and its peers).
+    shift : float, optional
+        How far the recorded value is off, in standard deviations of the arm's seeds:
+        0 for an honest run, more for a wrong number or a change that moved the arm.
+    draws : int, optional
+        Simulated checks.
+    seed : int, optional
+        The simulation's seed.
+
+    Returns
+    -------
+    float
+        The share of checks that flag the score: the false-alarm rate with ``shift``
+        0, else the chance of catching the shift.
+    """
+    if n_seeds < 2:
+        raise ValueError(
+            f"n_seeds must be at least 2 (a run and a peer), got {n_seeds}"
+        )
     rng = np.random.default_rng(seed)
     others = rng.standard_normal((draws, n_seeds - 1))  # the arm's other seeds
     now = rng.standard_normal(draws)  # the retrained run
