@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from _files import load_module
+from _files import ROOT, load_module
 
 
 @pytest.fixture(scope="module")
@@ -760,6 +760,23 @@ def test_a_figures_smallest_text_is_measured_as_the_page_shows_it(site):
     empty = plt.figure()
     assert site.smallest_text_px(empty, dpi=150) is None
     plt.close("all")
+
+
+def test_a_phone_shows_figures_at_the_width_the_text_check_assumes(site):
+    """Issue 55: on a phone a figure keeps its laptop width (where the build checks its
+    text against MIN_TEXT_PX) and scrolls sideways in its box, instead of shrinking to a
+    third of it."""
+    import re
+
+    css = (ROOT / "docs/_static/custom.css").read_text(encoding="utf-8")
+    phone = css[css.index("@media (max-width: 600px)") :]
+    phone = phone[: phone.index("\n}\n")]  # the block, up to its closing brace
+    box = re.search(r"a\.zoom-link \{([^}]*)\}", phone)
+    assert box and "overflow-x: auto" in box.group(1)
+    figure = re.search(r"a\.zoom-link > img\.sphx-glr-single-img,[^{]*\{([^}]*)\}", phone)
+    assert figure, "no phone rule for the gallery's figures"
+    assert f"width: {site.CONTENT_WIDTH_PX}px;" in figure.group(1)
+    assert "max-width: none" in figure.group(1)
 
 
 def test_every_page_ends_with_the_next_page_of_the_reading_path(site):
