@@ -492,7 +492,7 @@ def _cmd_verify(args) -> None:
     if args.claim is not None:
         runs = claim_runs(record, CLAIMS[args.claim - 1])
     for c in spot_check(record, n=args.spot, runs=runs, strict=True):
-        how = "equal" if c["exact"] else "within the seeds' spread"
+        how = "equal" if c["exact"] else "within tolerance (another machine)"
         print(f"{c['arm']} seed {c['seed']} (run {c['run']}): {how}")
 
 

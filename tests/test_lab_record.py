@@ -110,6 +110,55 @@ def test_spot_check_elsewhere_allows_the_arms_seed_spread(recorded, monkeypatch)
         spot_check(record, n=4, seed=0, strict=True)
 
 
+def test_spot_check_compares_a_run_with_every_run_of_its_arm(recorded):
+    """A run shared by several arms lists one of them first (the full record's reference
+    runs list the encoder-decoder arm before the beam arm they also serve): the run that
+    serves the beam arm alone still has the beam arm's other runs as its peers."""
+    record, _ = recorded
+    for run in record.runs.values():  # as if another CPU had made the record
+        run["provenance"]["cpu"] = "another CPU"
+    first, second = sorted(
+        (r for r in record.runs.values() if r["arms"][0][1] == "conv"), key=lambda r: r["seed"]
+    )
+    # seed 0 also serves an arm of another experiment, listed first; seed 1 only "conv"
+    first["arms"].insert(0, ["other", "shared"])
+    (check,) = spot_check(record, runs=[second["run"]])
+    assert check["arm"] == "tiny/conv" and not check["exact"]
+    loss = [r["scores"]["base"]["test_loss"] for r in (first, second)]
+    assert loss[0] != loss[1]  # so the tolerance is the factor times their range
+    recorded, now, allowed = check["scores"]["test_loss"]
+    assert allowed == pytest.approx(record_mod.spot_range_factor(2) * abs(loss[0] - now))
+
+
+def test_spot_check_elsewhere_lets_a_count_move_by_one_sequence(recorded):
+    """Off the recording machine a run may make one error more or less than recorded even
+    where the arm's other seeds all made as many errors as the retrained run (a range of 0):
+    one more is allowed, two are not."""
+    record, _ = recorded
+    for run in record.runs.values():  # as if another CPU had made the record
+        run["provenance"]["cpu"] = "another CPU"
+    run = next(iter(record.runs.values()))
+    (check,) = spot_check(record, runs=[run["run"]])
+    errors = check["scores"]["sequence_errors"][1]  # retrained
+    peers = [r for r in record.runs.values() if r["arms"] == run["arms"] and r is not run]
+    for peer in peers:  # every other seed as the retrained run
+        peer["scores"]["base"]["sequence_errors"] = errors
+    for off, ok in ((1, True), (2, False)):
+        run["scores"]["base"]["sequence_errors"] = errors + off
+        (check,) = spot_check(record, runs=[run["run"]])
+        assert check["scores"]["sequence_errors"][2] == 1.0 and check["ok"] is ok, off
+    # exact match moves by 1 / n_test a sequence: one sequence off passes
+    base = run["scores"]["base"]
+    base["sequence_errors"] = errors
+    base["exact_match"] = abs(check["scores"]["exact_match"][1] - 1 / record.budget.n_test)
+    (check,) = spot_check(record, runs=[run["run"]])
+    assert check["ok"], check["scores"]
+    # one sequence of 2,000 apart is 0.9995 - 0.999 in floating point, a hair above 1 / 2000
+    assert 0.9995 - 0.999 > 1 / 2000 and not record_mod._beyond(0.9995 - 0.999, 1 / 2000)
+    assert record_mod._beyond(0.9995 - 0.9985, 1 / 2000)  # two sequences
+    assert record_mod._beyond(1e-17, 0.0)  # on the recording machine: equal, or flagged
+
+
 def test_pages_read_the_record_when_there_is_one(recorded, monkeypatch, capsys):
     record, _ = recorded
     monkeypatch.setenv(record_mod.RECORD_ENV, str(record.path.parent))
@@ -218,24 +267,32 @@ def test_a_claims_runs_are_its_pairs_on_the_seeds_both_arms_have():
 
 def test_spot_check_rate_is_the_rule_spot_check_applies_elsewhere():
     """The simulated rates against a plain loop over the rule as spot_check states it: the
-    retrained value may differ from the recorded one by SPOT_RANGE_FACTOR times the range
-    of the arm's other seeds and the retrained value, the recorded one left out."""
+    retrained value may differ from the recorded one by spot_range_factor times the range
+    of the arm's other seeds and the retrained value, the recorded one left out; an
+    honest run drifting as far as another seed is flagged SPOT_FALSE_ALARM of the time."""
     import random
 
-    def by_hand(n_seeds, shift, draws=20_000):
+    def by_hand(n_seeds, shift, draws=40_000):
         rng, flagged = random.Random(1), 0
+        factor = record_mod.spot_range_factor(n_seeds)
         for _ in range(draws):
             others = [rng.gauss(0, 1) for _ in range(n_seeds - 1)]
             now, recorded = rng.gauss(0, 1), rng.gauss(shift, 1)
-            allowed = record_mod.SPOT_RANGE_FACTOR * (max(others + [now]) - min(others + [now]))
+            allowed = factor * (max(others + [now]) - min(others + [now]))
             flagged += abs(recorded - now) > allowed
         return flagged / draws
 
-    for n_seeds, shift in ((2, 0.0), (5, 0.0), (20, 0.0), (5, 3.0)):
-        rate = record_mod.spot_check_rate(n_seeds, shift)
-        assert rate == pytest.approx(by_hand(n_seeds, shift), abs=0.01), (n_seeds, shift)
-    # more seeds, a tighter range estimate: fewer false alarms; a wrong number far off: caught
-    assert record_mod.spot_check_rate(5) > record_mod.spot_check_rate(20)
-    assert record_mod.spot_check_rate(5, shift=20.0) > 0.99
+    for n_seeds in (2, 5, 20):  # the stated false alarm, on another random stream
+        alarm = by_hand(n_seeds, 0.0)
+        assert alarm == pytest.approx(record_mod.SPOT_FALSE_ALARM, abs=0.003), n_seeds
+        assert record_mod.spot_check_rate(n_seeds) == pytest.approx(alarm, abs=0.003)
+    rate = record_mod.spot_check_rate(5, 3.0)
+    assert rate == pytest.approx(by_hand(5, 3.0), abs=0.01)
+    # fewer seeds, a wider factor: a shift of 3 SDs is caught less often
+    assert record_mod.spot_range_factor(5) > record_mod.spot_range_factor(20)
+    assert record_mod.spot_check_rate(5, 3.0) < record_mod.spot_check_rate(20, 3.0)
+    assert record_mod.spot_check_rate(5, shift=30.0) > 0.99  # a number far off: caught
     with pytest.raises(ValueError, match="n_seeds must be at least 2 .*, got 1"):
         record_mod.spot_check_rate(1)
+    with pytest.raises(ValueError, match=r"false_alarm must be in \(0, 1\), got 0"):
+        record_mod.spot_range_factor(5, false_alarm=0)

@@ -100,8 +100,8 @@ print(f"generation timed on: {claims.timings['generation']['machine']}")
 # again here with their recorded configuration and thread count, and scored the
 # same way (:func:`~convs2s_edu.lab.experiments.spot_check`). On the machine,
 # torch, execution path and threads that made the record, training is
-# deterministic and the scores must be equal; elsewhere each must lie within the
-# spread of the recorded seeds of its arm. Every run's scores seed by seed,
+# deterministic and the scores must be equal; elsewhere each must lie within a
+# multiple of the spread of its arm's recorded seeds. Every run's scores seed by seed,
 # learning curve and provenance, as JSON lines
 # (the format: :mod:`~convs2s_edu.lab.experiments.record`): the full build's
 # :download:`runs <../../experiment_record/full/runs.jsonl>` and
@@ -110,7 +110,7 @@ print(f"generation timed on: {claims.timings['generation']['machine']}")
 # :download:`header <../../experiment_record/quick/record.json>`.
 
 for c in experiments.spot_check(record, n=2, strict=True) if record else []:
-    how = "equal (same machine)" if c["exact"] else "within the seeds' spread (other machine)"
+    how = "equal (same machine)" if c["exact"] else "within tolerance (other machine)"
     print(f"draw {c['draw']}: {c['arm']} seed {c['seed']}: {how}")
     for score, (recorded, now, allowed) in c["scores"].items():
         print(
@@ -124,12 +124,12 @@ for c in experiments.spot_check(record, n=2, strict=True) if record else []:
 # fingerprint cannot see (another torch, another library), is caught whenever
 # the draw includes one of the runs it touched. The chance of that, for a change
 # confined to an arm of five seeds (the fewest), is the hypergeometric one below.
-# On another machine a run is allowed to drift as far as another seed would, so
-# only a change beyond the seeds' spread is caught there. By simulation
+# On another machine a run trained this long drifts about as far as another seed
+# would, so only a change beyond the seeds' spread can be caught there: the tolerance
+# is the arm's range times a factor chosen for a stated false-alarm rate in that
+# worst case (:func:`~convs2s_edu.lab.experiments.spot_range_factor`). By simulation
 # (:func:`~convs2s_edu.lab.experiments.spot_check_rate`), for the reference arm's
-# seeds: how often a score of an honest run is flagged there, in the worst case the
-# tolerance allows for (the retrained run as far from the recorded one as another
-# seed), and how often a recorded test loss off by the minimum effect is caught.
+# seeds: that rate, and how often a recorded test loss off by the minimum effect is caught.
 
 if record:
     import numpy as np
@@ -145,7 +145,7 @@ if record:
     delta = next(c.min_effect for c in experiments.CLAIMS if c.claimed[1] == "test_loss")
     shift = delta / log_loss.std(ddof=1)  # the minimum effect in the arm's SDs
     alarm, caught = (experiments.spot_check_rate(len(log_loss), x) for x in (0.0, shift))
-    print(f"elsewhere, {len(log_loss)} seeds: false alarm at most {alarm:.1%} a score; a test")
+    print(f"elsewhere, {len(log_loss)} seeds: false alarm {alarm:.1%} a score at most; a test")
     print(f"loss off by the minimum effect ({shift:.1f} SD) caught {caught:.0%} of the time")
 
 # %%

@@ -41,6 +41,7 @@ from .record import (
     make_record,
     spot_check,
     spot_check_rate,
+    spot_range_factor,
 )
 from .registry import (
     EXPERIMENTS,
@@ -99,6 +100,7 @@ __all__ = [
     "make_record",
     "spot_check",
     "spot_check_rate",
+    "spot_range_factor",
     "generation_speed",
     "step_seconds",
     "format_result",
