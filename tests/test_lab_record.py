@@ -94,6 +94,10 @@ def test_spot_check_is_exact_on_this_machine_and_catches_a_wrong_number(recorded
     wrong["scores"]["base"]["test_loss"] += 1e-6  # one recorded number, planted wrong
     with pytest.raises(ValueError, match=rf"run {wrong['run']}\): test_loss recorded"):
         spot_check(record, n=4, seed=3, strict=True)
+    wrong["scores"]["base"]["test_loss"] -= 1e-6
+    wrong["scores"]["base"]["sequence_errors"] += 1  # no one-sequence leeway here
+    with pytest.raises(ValueError, match=r"sequence_errors recorded"):
+        spot_check(record, n=4, seed=3, strict=True)
 
 
 def test_spot_check_elsewhere_allows_the_arms_seed_spread(recorded, monkeypatch):
@@ -110,10 +114,11 @@ def test_spot_check_elsewhere_allows_the_arms_seed_spread(recorded, monkeypatch)
         spot_check(record, n=4, seed=0, strict=True)
 
 
-def test_spot_check_compares_a_run_with_every_run_of_its_arm(recorded):
-    """A run shared by several arms lists one of them first (the full record's reference
-    runs list the encoder-decoder arm before the beam arm they also serve): the run that
-    serves the beam arm alone still has the beam arm's other runs as its peers."""
+def test_spot_check_compares_a_run_with_every_run_of_its_arms(recorded):
+    """A run serves every arm of its configuration and lists them in the experiments'
+    order (the full record's reference runs list the encoder-decoder arm before the beam
+    arm; one more seed serves the beam arm alone): off the recording machine, every run
+    of any of its arms is a peer, whichever it lists first; a run with none is refused."""
     record, _ = recorded
     for run in record.runs.values():  # as if another CPU had made the record
         run["provenance"]["cpu"] = "another CPU"
@@ -122,41 +127,51 @@ def test_spot_check_compares_a_run_with_every_run_of_its_arm(recorded):
     )
     # seed 0 also serves an arm of another experiment, listed first; seed 1 only "conv"
     first["arms"].insert(0, ["other", "shared"])
-    (check,) = spot_check(record, runs=[second["run"]])
-    assert check["arm"] == "tiny/conv" and not check["exact"]
-    loss = [r["scores"]["base"]["test_loss"] for r in (first, second)]
-    assert loss[0] != loss[1]  # so the tolerance is the factor times their range
-    recorded, now, allowed = check["scores"]["test_loss"]
-    assert allowed == pytest.approx(record_mod.spot_range_factor(2) * abs(loss[0] - now))
+    checks = spot_check(record, runs=[first["run"], second["run"]])
+    assert [c["arm"] for c in checks] == ["other/shared", "tiny/conv"]
+    alarm = record_mod.SPOT_FALSE_ALARM / (record_mod.SPOT_INDEPENDENT_SCORES * 2)
+    factor = record_mod.spot_range_factor(2, alarm)
+    for check, peer in zip(checks, (second, first)):
+        assert not check["exact"]
+        recorded_loss, now, allowed = check["scores"]["test_loss"]
+        peer_loss = peer["scores"]["base"]["test_loss"]
+        assert peer_loss != now  # so the tolerance is the factor times their distance
+        assert allowed == pytest.approx(factor * abs(peer_loss - now))
+    del record.runs[first["run"]]  # the arm's only run
+    with pytest.raises(ValueError, match=rf"run {second['run']} \(tiny/conv seed 1\) has no"):
+        spot_check(record, runs=[second["run"]])
 
 
 def test_spot_check_elsewhere_lets_a_count_move_by_one_sequence(recorded):
     """Off the recording machine a run may make one error more or less than recorded even
     where the arm's other seeds all made as many errors as the retrained run (a range of 0):
-    one more is allowed, two are not."""
+    one more is allowed, two are not; exact match likewise by 1 / n_test."""
     record, _ = recorded
     for run in record.runs.values():  # as if another CPU had made the record
         run["provenance"]["cpu"] = "another CPU"
     run = next(iter(record.runs.values()))
+    base = run["scores"]["base"]
     (check,) = spot_check(record, runs=[run["run"]])
-    errors = check["scores"]["sequence_errors"][1]  # retrained
+    errors, match = check["scores"]["sequence_errors"][1], check["scores"]["exact_match"][1]
     peers = [r for r in record.runs.values() if r["arms"] == run["arms"] and r is not run]
     for peer in peers:  # every other seed as the retrained run
-        peer["scores"]["base"]["sequence_errors"] = errors
+        peer["scores"]["base"] |= {"sequence_errors": errors, "exact_match": match}
     for off, ok in ((1, True), (2, False)):
-        run["scores"]["base"]["sequence_errors"] = errors + off
+        base["sequence_errors"] = errors + off
         (check,) = spot_check(record, runs=[run["run"]])
         assert check["scores"]["sequence_errors"][2] == 1.0 and check["ok"] is ok, off
-    # exact match moves by 1 / n_test a sequence: one sequence off passes
-    base = run["scores"]["base"]
     base["sequence_errors"] = errors
-    base["exact_match"] = abs(check["scores"]["exact_match"][1] - 1 / record.budget.n_test)
-    (check,) = spot_check(record, runs=[run["run"]])
-    assert check["ok"], check["scores"]
+    step = 1 / record.budget.n_test
+    for off, ok in ((1, True), (2, False)):
+        base["exact_match"] = match + off * step if match < 0.5 else match - off * step
+        (check,) = spot_check(record, runs=[run["run"]])
+        assert check["scores"]["exact_match"][2] == pytest.approx(step), off
+        assert check["ok"] is ok, off
     # one sequence of 2,000 apart is 0.9995 - 0.999 in floating point, a hair above 1 / 2000
     assert 0.9995 - 0.999 > 1 / 2000 and not record_mod._beyond(0.9995 - 0.999, 1 / 2000)
     assert record_mod._beyond(0.9995 - 0.9985, 1 / 2000)  # two sequences
     assert record_mod._beyond(1e-17, 0.0)  # on the recording machine: equal, or flagged
+    assert record_mod._beyond(float("nan"), 1.0)  # a retraining that diverged
 
 
 def test_pages_read_the_record_when_there_is_one(recorded, monkeypatch, capsys):
@@ -269,12 +284,15 @@ def test_spot_check_rate_is_the_rule_spot_check_applies_elsewhere():
     """The simulated rates against a plain loop over the rule as spot_check states it: the
     retrained value may differ from the recorded one by spot_range_factor times the range
     of the arm's other seeds and the retrained value, the recorded one left out; an
-    honest run drifting as far as another seed is flagged SPOT_FALSE_ALARM of the time."""
+    honest run drifting as far as another seed has a score flagged SPOT_FALSE_ALARM
+    divided by the scores checked, so that a check flags an honest record at most
+    SPOT_FALSE_ALARM of the time."""
     import random
 
-    def by_hand(n_seeds, shift, draws=40_000):
+    def by_hand(n_seeds, shift, n_runs=2, draws=80_000):
+        alarm = record_mod.SPOT_FALSE_ALARM / (record_mod.SPOT_INDEPENDENT_SCORES * n_runs)
+        factor = record_mod.spot_range_factor(n_seeds, alarm)
         rng, flagged = random.Random(1), 0
-        factor = record_mod.spot_range_factor(n_seeds)
         for _ in range(draws):
             others = [rng.gauss(0, 1) for _ in range(n_seeds - 1)]
             now, recorded = rng.gauss(0, 1), rng.gauss(shift, 1)
@@ -282,16 +300,18 @@ def test_spot_check_rate_is_the_rule_spot_check_applies_elsewhere():
             flagged += abs(recorded - now) > allowed
         return flagged / draws
 
+    per_score = record_mod.SPOT_FALSE_ALARM / (record_mod.SPOT_INDEPENDENT_SCORES * 2)
     for n_seeds in (2, 5, 20):  # the stated false alarm, on another random stream
         alarm = by_hand(n_seeds, 0.0)
-        assert alarm == pytest.approx(record_mod.SPOT_FALSE_ALARM, abs=0.003), n_seeds
-        assert record_mod.spot_check_rate(n_seeds) == pytest.approx(alarm, abs=0.003)
-    rate = record_mod.spot_check_rate(5, 3.0)
-    assert rate == pytest.approx(by_hand(5, 3.0), abs=0.01)
+        assert alarm == pytest.approx(per_score, abs=0.001), n_seeds
+        assert record_mod.spot_check_rate(n_seeds) == pytest.approx(alarm, abs=0.001)
+    assert record_mod.spot_check_rate(5, 3.0) == pytest.approx(by_hand(5, 3.0), abs=0.01)
+    # more runs checked: each score held to less, so a wider factor
+    assert by_hand(5, 0.0, n_runs=10) < per_score / 2
+    assert record_mod.spot_range_factor(5, 0.001) > record_mod.spot_range_factor(5, 0.01)
     # fewer seeds, a wider factor: a shift of 3 SDs is caught less often
-    assert record_mod.spot_range_factor(5) > record_mod.spot_range_factor(20)
     assert record_mod.spot_check_rate(5, 3.0) < record_mod.spot_check_rate(20, 3.0)
-    assert record_mod.spot_check_rate(5, shift=30.0) > 0.99  # a number far off: caught
+    assert record_mod.spot_check_rate(5, shift=60.0) > 0.99  # a number far off: caught
     with pytest.raises(ValueError, match="n_seeds must be at least 2 .*, got 1"):
         record_mod.spot_check_rate(1)
     with pytest.raises(ValueError, match=r"false_alarm must be in \(0, 1\), got 0"):

@@ -773,7 +773,7 @@ def test_a_phone_shows_figures_at_the_width_the_text_check_assumes(site):
     phone = phone[: phone.index("\n}\n")]  # the block, up to its closing brace
     box = re.search(r"a\.zoom-link \{([^}]*)\}", phone)
     assert box and "overflow-x: auto" in box.group(1)
-    figure = re.search(r"a\.zoom-link > img\.sphx-glr-single-img,[^{]*\{([^}]*)\}", phone)
+    figure = re.search(r"a\.zoom-link > img\.sphx-glr-single-img \{([^}]*)\}", phone)
     assert figure, "no phone rule for the gallery's figures"
     assert f"width: {site.CONTENT_WIDTH_PX}px;" in figure.group(1)
     assert "max-width: none" in figure.group(1)

@@ -100,9 +100,9 @@ print(f"generation timed on: {claims.timings['generation']['machine']}")
 # again here with their recorded configuration and thread count, and scored the
 # same way (:func:`~convs2s_edu.lab.experiments.spot_check`). On the machine,
 # torch, execution path and threads that made the record, training is
-# deterministic and the scores must be equal; elsewhere each must lie within a
-# multiple of the spread of its arm's recorded seeds. Every run's scores seed by seed,
-# learning curve and provenance, as JSON lines
+# deterministic and the scores must be equal; elsewhere each may differ by a multiple
+# of its arm's spread over the recorded seeds (a count by one sequence at least).
+# Every run's scores seed by seed, learning curve and provenance, as JSON lines
 # (the format: :mod:`~convs2s_edu.lab.experiments.record`): the full build's
 # :download:`runs <../../experiment_record/full/runs.jsonl>` and
 # :download:`header <../../experiment_record/full/record.json>`, the quick
@@ -123,13 +123,13 @@ for c in experiments.spot_check(record, n=2, strict=True) if record else []:
 # deterministic there), so a wrong number, or a change that the code's
 # fingerprint cannot see (another torch, another library), is caught whenever
 # the draw includes one of the runs it touched. The chance of that, for a change
-# confined to an arm of five seeds (the fewest), is the hypergeometric one below.
+# confined to the arm of the fewest seeds, is the hypergeometric one below.
 # On another machine a run trained this long drifts about as far as another seed
-# would, so only a change beyond the seeds' spread can be caught there: the tolerance
-# is the arm's range times a factor chosen for a stated false-alarm rate in that
-# worst case (:func:`~convs2s_edu.lab.experiments.spot_range_factor`). By simulation
+# would, so only a change beyond the seeds' spread can be caught there, with a factor
+# on the arm's range that holds the worst-case false alarm of a whole check to a
+# stated rate (:func:`~convs2s_edu.lab.experiments.spot_range_factor`). By simulation
 # (:func:`~convs2s_edu.lab.experiments.spot_check_rate`), for the reference arm's
-# seeds: that rate, and how often a recorded test loss off by the minimum effect is caught.
+# seeds: that rate a score, and how often a test loss off by the minimum effect is caught.
 
 if record:
     import numpy as np
@@ -145,8 +145,9 @@ if record:
     delta = next(c.min_effect for c in experiments.CLAIMS if c.claimed[1] == "test_loss")
     shift = delta / log_loss.std(ddof=1)  # the minimum effect in the arm's SDs
     alarm, caught = (experiments.spot_check_rate(len(log_loss), x) for x in (0.0, shift))
-    print(f"elsewhere, {len(log_loss)} seeds: false alarm {alarm:.1%} a score at most; a test")
-    print(f"loss off by the minimum effect ({shift:.1f} SD) caught {caught:.0%} of the time")
+    print(f"elsewhere, {len(log_loss)} seeds: false alarm {alarm:.2%} a score, at most")
+    print(f"{experiments.record.SPOT_FALSE_ALARM:.0%} a build; a test loss off by the minimum")
+    print(f"effect ({shift:.1f} SD) caught {caught:.0%} of the time")
 
 # %%
 # The reference arm
@@ -266,8 +267,7 @@ for r in rows:
 #   site's are small models sorting, reversing and copying integers for a few
 #   minutes. A verdict says what holds *here*.
 # * Several claims are transplanted: position embeddings on sorting (where the
-#   source order carries no information about the target). Their rows say
-#   so.
+#   source order carries no information about the target). Their rows say so.
 # * Every run a claim needs was trained once, into the experiment record
 #   (``convs2s-edu experiment --all``), which this page reads and checks.
 #   What the record cannot afford is not in the table at all: the depths and

@@ -95,11 +95,15 @@ RECORD_ENV = "CONVS2S_EDU_RECORD"
 FORMAT = 1
 #: The scores the spot check compares (every run has them).
 SPOT_SCORES = ("test_loss", "exact_match", "sequence_errors")
-#: Off the recording machine, the chance that the spot check flags one score of an
-#: honest run, in the worst case its tolerance allows for (the retrained run as far
-#: from the recorded one as another seed): :func:`spot_range_factor` sets the tolerance
-#: for it.
+#: Off the recording machine, the chance that a spot check of an honest record flags
+#: any score of the runs it retrains, in the worst case its tolerance allows for (each
+#: retrained run as far from the recorded one as another seed), whatever the number of
+#: runs: each score is held to this rate divided by the scores checked (Bonferroni),
+#: :data:`SPOT_INDEPENDENT_SCORES` a run.
 SPOT_FALSE_ALARM = 0.01
+#: The scores of a run with separate information: the test loss and the wrong sequences
+#: (exact match restates the latter).
+SPOT_INDEPENDENT_SCORES = 2
 
 
 def record_dir(quick: bool | None = None, pilot: bool = False) -> Path | None:
@@ -426,9 +430,10 @@ def spot_check(
     :func:`spot_range_factor` times the range of the arm's other recorded seeds and the
     retrained value (the recorded value itself left out, so that a wrong one cannot
     widen its own tolerance), and a count by one sequence at least. The factor depends
-    on the arm's seeds and makes the chance of flagging a score of an honest run
-    ``SPOT_FALSE_ALARM`` in that worst case; :func:`spot_check_rate` gives how often a
-    wrong number is caught.
+    on the arm's seeds and on the runs checked: in that worst case, the chance that the
+    check flags anything of an honest record is at most ``SPOT_FALSE_ALARM`` for a
+    continuous score (the counts' floor only lowers it); :func:`spot_check_rate` gives
+    how often a wrong number is caught.
 
     Parameters
     ----------
@@ -480,12 +485,20 @@ def spot_check(
             same = (*MACHINE_KEYS, "path")
             exact = all(here.get(k) == run["provenance"].get(k) for k in same)
             arm = run["arms"][0]
-            # the arm's other seeds, as recorded (a run shared by several arms may list
-            # another arm first)
+            # the other seeds of the arms it serves, as recorded (a run serves every arm
+            # of its configuration, and lists them in the order of the experiments)
             peers = [
-                r for r in record.runs.values() if arm in r["arms"] and r is not run
+                r
+                for r in record.runs.values()
+                if r is not run and any(a in r["arms"] for a in run["arms"])
             ]
-            factor = 0.0 if exact else spot_range_factor(len(peers) + 1)
+            if not exact and not peers:
+                raise ValueError(
+                    f"run {key} ({'/'.join(arm)} seed {run['seed']}) has no other seed in "
+                    "the record: off the recording machine it cannot be checked"
+                )
+            alarm = SPOT_FALSE_ALARM / (SPOT_INDEPENDENT_SCORES * len(drawn))
+            factor = 0.0 if exact else spot_range_factor(len(peers) + 1, alarm)
             # the smallest difference a score can show: a count moves by one sequence
             n_test = record.budget.n_test
             step = {"test_loss": 0.0, "exact_match": 1 / n_test, "sequence_errors": 1.0}
@@ -518,13 +531,14 @@ def spot_check(
 def _beyond(off: float, allowed: float) -> bool:
     """Whether a score ``off`` from the recorded one breaks the spot check's ``allowed``
     difference, rounding apart (one sequence in 2,000 apart is ``0.9995 - 0.999``, a
-    hair above ``1 / 2000``); any difference when none is allowed."""
-    return off > allowed and not math.isclose(off, allowed)
+    hair above ``1 / 2000``); any difference when none is allowed, and a score that is
+    not a number (a diverged retraining)."""
+    return not math.isfinite(off) or (off > allowed and not math.isclose(off, allowed))
 
 
 @functools.cache
 def spot_range_factor(
-    n_seeds: int, false_alarm: float = SPOT_FALSE_ALARM, draws: int = 400_000
+    n_seeds: int, false_alarm: float, draws: int = 1_000_000
 ) -> float:
     """The factor on the seeds' range that :func:`spot_check` allows off the recording
     machine, for an arm of ``n_seeds`` recorded seeds, by simulation.
@@ -534,22 +548,22 @@ def spot_range_factor(
     is the ``1 - false_alarm`` quantile of the recorded value's distance from the
     retrained one, over the range of the arm's other seeds and the retrained value: the
     smallest factor that flags an honest run's score no more often than
-    ``false_alarm``. A range, not a standard deviation, because it needs no second
-    seed besides the retrained run; with few seeds it is wide (the range of two values
-    says little about the spread), and the check can then catch only a gross error.
+    ``false_alarm``. With few seeds it is wide (two values say little about the
+    spread), and the check can then catch only a gross error.
 
     Parameters
     ----------
     n_seeds : int
         The arm's seeds in the record (2 or more: the recorded run and its peers).
-    false_alarm : float, optional
-        The worst-case chance of flagging one score of an honest run.
+    false_alarm : float
+        The worst-case chance of flagging one continuous score of an honest run.
     draws : int, optional
-        Simulated checks (seeded: the factor is the same in every build).
+        Simulated checks (on a stream of their own, the same in every build).
 
     Returns
     -------
     float
+        The factor: a score may differ from the recorded one by this times the range.
     """
     if n_seeds < 2:
         raise ValueError(
@@ -557,7 +571,7 @@ def spot_range_factor(
         )
     if not 0 < false_alarm < 1:
         raise ValueError(f"false_alarm must be in (0, 1), got {false_alarm}")
-    recorded, now, values = _simulated_check(n_seeds, 0.0, draws, seed=0)
+    recorded, now, values = _simulated_check(n_seeds, 0.0, draws, seed=20171)
     spread = values.max(axis=1) - values.min(axis=1)
     return float(np.quantile(np.abs(recorded - now) / spread, 1 - false_alarm))
 
@@ -574,15 +588,21 @@ def _simulated_check(n_seeds, shift, draws, seed):
 
 
 def spot_check_rate(
-    n_seeds: int, shift: float = 0.0, draws: int = 100_000, seed: int = 0
+    n_seeds: int,
+    shift: float = 0.0,
+    n_runs: int = 2,
+    draws: int = 100_000,
+    seed: int = 0,
 ) -> float:
-    """How often :func:`spot_check`, off the recording machine, flags one score of a run,
-    by simulation.
+    """How often :func:`spot_check` of ``n_runs`` runs, off the recording machine, flags
+    one score of a run, by simulation.
 
     The worst case its tolerance allows for: the retrained value as far from the
     recorded one as another seed's would be, the arm's seeds independent and normal.
-    For an honest run (``shift`` 0) that is ``SPOT_FALSE_ALARM`` by the construction of
-    :func:`spot_range_factor`, up to the simulations' noise.
+    For an honest run (``shift`` 0) that is ``SPOT_FALSE_ALARM`` divided by the scores
+    the check compares (``SPOT_INDEPENDENT_SCORES`` a run), by the construction of
+    :func:`spot_range_factor`, up to the simulations' noise. The one-sequence floor of
+    the counts is not simulated: for them both rates are at most these.
 
     Parameters
     ----------
@@ -591,6 +611,8 @@ def spot_check_rate(
     shift : float, optional
         How far the recorded value is off, in standard deviations of the arm's seeds:
         0 for an honest run, more for a wrong number or a change that moved the arm.
+    n_runs : int, optional
+        The runs the check retrains (a docs build: 2).
     draws : int, optional
         Simulated checks.
     seed : int, optional
@@ -602,7 +624,8 @@ def spot_check_rate(
         The share of checks that flag the score: the false-alarm rate with ``shift``
         0, else the chance of catching the shift.
     """
-    factor = spot_range_factor(n_seeds)  # ValueError for fewer than two seeds
+    alarm = SPOT_FALSE_ALARM / (SPOT_INDEPENDENT_SCORES * n_runs)
+    factor = spot_range_factor(n_seeds, alarm)  # ValueError for fewer than two seeds
     recorded, now, values = _simulated_check(n_seeds, shift, draws, seed)
     allowed = factor * (values.max(axis=1) - values.min(axis=1))
     return float(np.mean(np.abs(recorded - now) > allowed))
