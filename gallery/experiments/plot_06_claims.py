@@ -145,7 +145,7 @@ if record:
     delta = next(c.min_effect for c in experiments.CLAIMS if c.claimed[1] == "test_loss")
     shift = delta / log_loss.std(ddof=1)  # the minimum effect in the arm's SDs
     alarm, caught = (experiments.spot_check_rate(len(log_loss), x) for x in (0.0, shift))
-    print(f"elsewhere, {len(log_loss)} seeds: false alarm {alarm:.2%} a score, at most")
+    print(f"elsewhere, {len(log_loss)} seeds: false alarm at most {alarm:.2%} a score,")
     print(f"{experiments.record.SPOT_FALSE_ALARM:.0%} a build; a test loss off by the minimum")
     print(f"effect ({shift:.1f} SD) caught {caught:.0%} of the time")
 
