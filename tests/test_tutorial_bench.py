@@ -95,3 +95,23 @@ def test_another_commit_of_the_tutorial_is_refused(checkout, capsys):
     with pytest.raises(SystemExit):
         bench.main([str(path), "--threads", "1"])
     assert bench.TUTORIAL_COMMIT in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_this_packages_step_trains_in_the_precision_asked(checkout, monkeypatch, precision):
+    """``--bf16`` times the fast path with its forward pass in bf16: the step is built with
+    that precision (issue 53 found a timing that built every step in fp32)."""
+    from convs2s_edu.training import step as step_module
+
+    bench, _ = checkout
+    built, make = [], step_module.make_train_step
+
+    def recording(net, optimizer, clip_norm, precision="fp32"):
+        built.append(precision)
+        return make(net, optimizer, clip_norm, precision)
+
+    monkeypatch.setattr(step_module, "make_train_step", recording)
+    cfg = TrainConfig(device="cpu", n_train=64, batch_size=16)
+    step = bench.package_step("convs2s", True, precision=precision)
+    step(training_batches(cfg, 1)[0])
+    assert built == [precision]

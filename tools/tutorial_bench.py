@@ -30,7 +30,10 @@ on-disk inductor cache as it is, or from an empty one with ``--cold-cache``. Eve
 times one window of ``--steps`` steps of each, the order reversed every other round
 (``convs2s_edu.lab.timing.time_interleaved``); throughput counts real target tokens.
 Prints, per thread count and model, tokens per second of each and the per-round ratios to
-the tutorial with their range.
+the tutorial with their range. With ``--bf16``, also this package's fast path with its
+forward pass in bf16 under autocast (weights, gradients and optimiser in fp32; AMX or
+avx512_bf16 make it fast), against the tutorial in fp32: a different arithmetic, so
+beside the comparison, not in it.
 """
 
 from __future__ import annotations
@@ -111,9 +114,10 @@ def tutorial_step(checkout: Path, model: str, vocab: int):
     return step
 
 
-def package_step(model: str, fast: bool, compiled: bool = False):
+def package_step(model: str, fast: bool, compiled: bool = False, precision: str = "fp32"):
     """A training step of this package's ``model`` on the reference or the fast paths,
-    eager or compiled (:func:`~convs2s_edu.fast.paths.apply_compile`)."""
+    eager or compiled (:func:`~convs2s_edu.fast.paths.apply_compile`), in fp32 or with the
+    forward pass in bf16 (``precision``)."""
     import torch
 
     from convs2s_edu import TrainConfig, build_model
@@ -121,13 +125,13 @@ def package_step(model: str, fast: bool, compiled: bool = False):
     from convs2s_edu.fast.paths import apply_compile
     from convs2s_edu.training.step import make_train_step
 
-    cfg = TrainConfig(model=model, device="cpu")
+    cfg = TrainConfig(model=model, device="cpu", precision=precision)
     torch.manual_seed(0)
     net = use_fast_paths(build_model(cfg).train(), fast)
     if compiled:
         apply_compile(net)
     optimizer = torch.optim.Adam(net.parameters(), lr=cfg.lr)
-    return make_train_step(net, optimizer, cfg.clip_norm)
+    return make_train_step(net, optimizer, cfg.clip_norm, cfg.precision)
 
 
 def main(argv=None) -> int:
@@ -139,6 +143,11 @@ def main(argv=None) -> int:
     parser.add_argument("--models", nargs="+", default=["convs2s", "gru"])
     parser.add_argument("--any-commit", action="store_true")
     parser.add_argument("--compiled", action="store_true", help="time the compiled levers")
+    parser.add_argument(
+        "--bf16",
+        action="store_true",
+        help="also time the fast path with its forward pass in bf16 (the tutorial stays fp32)",
+    )
     parser.add_argument(
         "--cold-cache", action="store_true", help="compile into an empty inductor cache"
     )
@@ -171,6 +180,8 @@ def main(argv=None) -> int:
                     "reference": package_step(model, False),
                     "fast": package_step(model, True),
                 }
+                if args.bf16:
+                    steps["fast bf16"] = package_step(model, True, precision="bf16")
                 compile_seconds = {}
                 if args.compiled:
                     torch._dynamo.reset()  # each thread count traces afresh
