@@ -473,6 +473,10 @@ def spot_check(
         else random.Random(seed).sample(sorted(record.runs), n)
     )
     out, bad = [], []
+    alarm = _score_alarm(len(drawn))
+    # the smallest difference a score can show: a count moves by one sequence
+    n_test = record.budget.n_test
+    step = {"test_loss": 0.0, "exact_match": 1 / n_test, "sequence_errors": 1.0}
     with tempfile.TemporaryDirectory() as tmp:
         for key in drawn:
             run = record.runs[key]
@@ -497,11 +501,7 @@ def spot_check(
                     f"run {key} ({'/'.join(arm)} seed {run['seed']}) has no other seed in "
                     "the record: off the recording machine it cannot be checked"
                 )
-            alarm = SPOT_FALSE_ALARM / (SPOT_INDEPENDENT_SCORES * len(drawn))
             factor = 0.0 if exact else spot_range_factor(len(peers) + 1, alarm)
-            # the smallest difference a score can show: a count moves by one sequence
-            n_test = record.budget.n_test
-            step = {"test_loss": 0.0, "exact_match": 1 / n_test, "sequence_errors": 1.0}
             scores, ok = {}, True
             for s in SPOT_SCORES:
                 values = [r["scores"]["base"][s] for r in peers] + [now[s]]
@@ -526,6 +526,12 @@ def spot_check(
             + "; ".join(bad)
         )
     return out
+
+
+def _score_alarm(n_runs: int) -> float:
+    """The worst-case false alarm each score of a check of ``n_runs`` runs is held to, so
+    that the whole check's is at most ``SPOT_FALSE_ALARM`` (Bonferroni)."""
+    return SPOT_FALSE_ALARM / (SPOT_INDEPENDENT_SCORES * n_runs)
 
 
 def _beyond(off: float, allowed: float) -> bool:
@@ -624,8 +630,9 @@ def spot_check_rate(
         The share of checks that flag the score: the false-alarm rate with ``shift``
         0, else the chance of catching the shift.
     """
-    alarm = SPOT_FALSE_ALARM / (SPOT_INDEPENDENT_SCORES * n_runs)
-    factor = spot_range_factor(n_seeds, alarm)  # ValueError for fewer than two seeds
+    factor = spot_range_factor(
+        n_seeds, _score_alarm(n_runs)
+    )  # ValueError below 2 seeds
     recorded, now, values = _simulated_check(n_seeds, shift, draws, seed)
     allowed = factor * (values.max(axis=1) - values.min(axis=1))
     return float(np.mean(np.abs(recorded - now) > allowed))
